@@ -1,0 +1,28 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "ChaosKit",
+    platforms: [.macOS(.v15), .iOS(.v18)],
+    products: [
+        .library(name: "ChaosKit", targets: ["ChaosKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .target(
+            name: "ChaosKit",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+    ]
+)
