@@ -1,0 +1,216 @@
+import Logging
+import Synchronization
+
+/// Applies and reverts chaos (Dixie's `Dixie` builder).
+///
+/// ```swift
+/// let chaos = Chaos(seed: 42)
+/// try chaos.profile(ProfileEntry(Points.now, .constant(.distantPast))).apply()
+/// // … the app now lives in the distant past …
+/// chaos.revertAll()
+/// ```
+/// Global chaos is process-wide: it reaches every task and thread. For chaos that only the
+/// current task tree sees — what parallel tests need — use ``Chaos/with(_:seed:operation:)-(_,_,()->T)``.
+///
+/// Two entries on one point form a stack: the later one wins, and reverting it brings the
+/// earlier one back (whichever `Chaos` applied them).
+public final class Chaos: Sendable {
+    /// Every random choice this `Chaos` makes derives from this seed, so a run replays exactly.
+    public let seed: UInt64
+
+    private struct State {
+        var pending: [ProfileEntry] = []
+        var applied: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+    }
+
+    private let state = Mutex(State())
+    static let logger = Logger(label: "ChaosKit")
+
+    /// A builder whose random choices derive from `seed`; without one, a seed is drawn
+    /// (and logged, so that the run can be replayed).
+    public init(seed: UInt64? = nil) {
+        self.seed = seed ?? UInt64.random(in: .min ... .max)
+    }
+
+    /// Adds entries to apply with the next ``apply()``.
+    @discardableResult
+    public func profile(_ entries: ProfileEntry...) -> Chaos {
+        profile(entries)
+    }
+
+    /// Adds entries to apply with the next ``apply()``.
+    @discardableResult
+    public func profile(_ entries: [ProfileEntry]) -> Chaos {
+        state.withLock { $0.pending.append(contentsOf: entries) }
+        return self
+    }
+
+    /// Applies every profiled entry, all or nothing: when one entry is invalid nothing
+    /// changes and the error names that entry. Either way the profiled list is emptied.
+    public func apply() throws(ChaosError) {
+        let result = state.withLock { state -> ChaosError? in
+            let pending = state.pending
+            state.pending = []
+            var seen = Set(state.applied.map(\.entry.id))
+            var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+            for entry in pending {
+                guard seen.insert(entry.id).inserted else {
+                    return ChaosError(
+                        .alreadyApplied, subject: "entry \(entry.id) (\(entry))",
+                        "this entry is already applied by this Chaos; revert it first or make a new entry"
+                    )
+                }
+                do throws(ChaosError) {
+                    prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+                } catch {
+                    return error
+                }
+            }
+            for item in prepared {
+                item.prepared.state.pushGlobal(item.prepared.installation)
+                state.applied.append(item)
+                Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
+            }
+            return nil
+        }
+        if let result { throw result }
+    }
+
+    /// Reverts one applied entry; an entry this `Chaos` did not apply is an error.
+    public func revert(_ entry: ProfileEntry) throws(ChaosError) {
+        let found = state.withLock { state -> Bool in
+            guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else { return false }
+            let item = state.applied.remove(at: index)
+            _ = item.prepared.state.removeGlobal(entryID: item.prepared.entryID)
+            return true
+        }
+        guard found else {
+            throw ChaosError(
+                .notApplied, subject: "entry \(entry.id) (\(entry))",
+                "this Chaos has not applied this entry (or already reverted it); revert it with the Chaos that applied it"
+            )
+        }
+        Self.logger.debug("chaos reverted", metadata: ["entry": "\(entry)"])
+    }
+
+    /// Reverts every entry this `Chaos` applied, newest first.
+    public func revertAll() {
+        state.withLock { state in
+            for item in state.applied.reversed() {
+                _ = item.prepared.state.removeGlobal(entryID: item.prepared.entryID)
+            }
+            state.applied = []
+        }
+    }
+
+    /// The entries this `Chaos` has applied and not reverted, oldest first.
+    public var appliedEntries: [ProfileEntry] {
+        state.withLock { $0.applied.map(\.entry) }
+    }
+
+    /// The names of every live injection point, sorted.
+    public static var pointNames: [String] { PointRegistry.shared.names }
+
+    /// Every live point with the catalogue items it offers, for tools and docs.
+    public static var catalogue: [(point: String, items: [String])] { PointRegistry.shared.catalogue }
+}
+
+// MARK: - Task-scoped chaos
+
+/// The chaos bound to a task tree by `Chaos.with`.
+@usableFromInline final class ScopeFrame: Sendable {
+    @TaskLocal static var current: ScopeFrame?
+
+    /// Installation by the identity of the point state it belongs to.
+    let installations: [ObjectIdentifier: any AnyObject & Sendable]
+    let seed: UInt64
+    let entries: [ProfileEntry]
+
+    init(parent: ScopeFrame?, prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)], seed: UInt64) {
+        var installations = parent?.installations ?? [:]
+        for item in prepared {
+            installations[ObjectIdentifier(item.prepared.state)] = item.prepared.installation
+        }
+        self.installations = installations
+        self.seed = seed
+        self.entries = (parent?.entries ?? []) + prepared.map(\.entry)
+    }
+
+    /// The scoped installation for the point whose state is `state`, if the current task has one.
+    @usableFromInline static func installation(for state: AnyObject) -> AnyObject? {
+        current?.installations[ObjectIdentifier(state)]
+    }
+}
+
+/// What the current task's scoped chaos is, for reports (e.g. a failing test's seed).
+public struct ChaosScopeInfo: Sendable {
+    /// The seed of the innermost scope.
+    public let seed: UInt64
+    /// Every entry in force in the scope, outermost first.
+    public let entries: [ProfileEntry]
+}
+
+extension Chaos {
+    /// The scoped chaos the current task sees, or nil outside `Chaos.with`.
+    public static var currentScope: ChaosScopeInfo? {
+        ScopeFrame.current.map { ChaosScopeInfo(seed: $0.seed, entries: $0.entries) }
+    }
+
+    private static func enterScope(
+        _ entries: [ProfileEntry], seed: UInt64?
+    ) throws(ChaosError) -> (frame: ScopeFrame, states: [any AnyPointState]) {
+        let seed = seed ?? ScopeFrame.current?.seed ?? UInt64.random(in: .min ... .max)
+        var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+        for entry in entries {
+            prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+        }
+        let states = prepared.map(\.prepared.state)
+        for state in states { state.scopeEntered() }
+        return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), states)
+    }
+
+    private static func leaveScope(_ states: [any AnyPointState]) {
+        for state in states { state.scopeLeft() }
+    }
+
+    /// Runs `operation` with `entries` applied for the current task tree only: they win over
+    /// global chaos, nest (the innermost wins), and tasks outside never see them.
+    /// Invalid entries throw a ``ChaosError`` before `operation` runs.
+    ///
+    /// Unstructured `Task {}`s started inside inherit the scope, but only while it lasts;
+    /// `Task.detached` does not inherit it.
+    public static func with<T>(
+        _ entries: [ProfileEntry], seed: UInt64? = nil, operation: () throws -> T
+    ) throws -> T {
+        let (frame, states) = try enterScope(entries, seed: seed)
+        defer { leaveScope(states) }
+        return try ScopeFrame.$current.withValue(frame, operation: operation)
+    }
+
+    /// The async form of ``with(_:seed:operation:)-(_,_,()->T)``.
+    public static func with<T>(
+        _ entries: [ProfileEntry], seed: UInt64? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> T
+    ) async throws -> T {
+        let (frame, states) = try enterScope(entries, seed: seed)
+        defer { leaveScope(states) }
+        return try await ScopeFrame.$current.withValue(frame, operation: operation)
+    }
+
+    /// Variadic form of ``with(_:seed:operation:)-(_,_,()->T)``.
+    public static func with<T>(
+        _ entries: ProfileEntry..., seed: UInt64? = nil, operation: () throws -> T
+    ) throws -> T {
+        try with(entries, seed: seed, operation: operation)
+    }
+
+    /// Variadic form of the async `with`.
+    public static func with<T>(
+        _ entries: ProfileEntry..., seed: UInt64? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> T
+    ) async throws -> T {
+        try await with(entries, seed: seed, isolation: isolation, operation: operation)
+    }
+}

@@ -1,0 +1,269 @@
+public import Synchronization
+import Foundation
+
+/// A named, replaceable synchronous function: the place where chaos can take over.
+///
+/// Declare one where your code would call a dependency, and call it like a function:
+/// ```swift
+/// enum Points {
+///     static let now = InjectionPoint<Void, Date, Never>("clock.now") { Date() }
+/// }
+/// let today = Points.now()
+/// ```
+/// With nothing applied, a call costs one atomic load and a branch on top of the original.
+/// A point that cannot throw (`Failure == Never`) cannot be given a `.throwing` provider:
+/// that is a compile-time error. The name is how profiles find the point: keep it stable,
+/// and do not create two live points with one name (applying to either then fails with
+/// ``ChaosError/Kind/duplicatePointName``).
+public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: Sendable {
+    /// The chaos providers this point accepts.
+    public typealias Provider = ChaosProvider<Arguments, Result, Failure>
+    @usableFromInline typealias Installed = Installation<Arguments, Result, Failure, Provider.Body>
+
+    /// The stable name profiles use for this point.
+    public let name: String
+    @usableFromInline let original: @Sendable (Arguments) throws(Failure) -> Result
+    @usableFromInline let state: PointState<Installed>
+    let catalogue = Catalogue<Provider>()
+
+    /// A point called `name` whose real implementation is `original`.
+    public init(_ name: String, _ original: @escaping @Sendable (Arguments) throws(Failure) -> Result) {
+        self.name = name
+        self.original = original
+        self.state = PointState(name: name)
+        PointRegistry.shared.register(self)
+    }
+
+    deinit {
+        PointRegistry.shared.unregister(ObjectIdentifier(self))
+    }
+
+    /// Calls the point: the applied chaos if there is any for this task, else the original.
+    @inlinable public func callAsFunction(_ arguments: Arguments) throws(Failure) -> Result {
+        if state.activity.load(ordering: .relaxed) == 0 {
+            return try original(arguments)
+        }
+        return try dispatch(arguments)
+    }
+
+    /// Calls the real implementation, bypassing any chaos.
+    @inlinable public func callOriginal(_ arguments: Arguments) throws(Failure) -> Result {
+        try original(arguments)
+    }
+
+    /// Names a provider so that profiles can ask for it (`"offset"`, `"double-length"` …).
+    public func addCatalogueItem(
+        _ itemName: String,
+        _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> Provider
+    ) {
+        catalogue.add(itemName, make)
+    }
+
+    @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
+        if state.scopes.load(ordering: .relaxed) != 0, let scoped = ScopeFrame.installation(for: state) {
+            return try run(unsafeDowncast(scoped, to: Installed.self), arguments)
+        }
+        if let installed = state.top() {
+            return try run(installed, arguments)
+        }
+        return try original(arguments)
+    }
+
+    @inlinable func run(_ installed: Installed, _ arguments: Arguments) throws(Failure) -> Result {
+        try evaluate(installed.root, installed, installed.calls.next(), arguments)
+    }
+
+    @inlinable func evaluate(
+        _ node: RuntimeNode<Arguments, Result, Failure, Provider.Body>,
+        _ installed: Installed, _ callIndex: Int, _ arguments: Arguments
+    ) throws(Failure) -> Result {
+        switch node {
+        case .original:
+            return try original(arguments)
+        case .constant(let value):
+            return value
+        case .random(let generator, let salt):
+            var source = SeededRandom(seed: installed.randomSeed(call: callIndex, salt: salt))
+            return generator.generate(using: &source)
+        case .throwing(let error):
+            throw error
+        case .block(let body):
+            return try body(CallEnvironment(
+                arguments: arguments, callIndex: callIndex, pointName: name,
+                randomSeed: installed.randomSeed(call: callIndex, salt: 0), original: original
+            ))
+        case .sequential(let nodes, let counter):
+            let step = Swift.min(counter.next(), nodes.count - 1)
+            return try evaluate(nodes[step], installed, callIndex, arguments)
+        case .composite(let cases, let otherwise):
+            for branch in cases where branch.condition(arguments) {
+                return try evaluate(branch.node, installed, callIndex, arguments)
+            }
+            return try evaluate(otherwise, installed, callIndex, arguments)
+        case .probability(let p, let inner, let salt):
+            var source = SeededRandom(seed: installed.randomSeed(call: callIndex, salt: salt))
+            if source.nextUnitInterval() < p {
+                return try evaluate(inner, installed, callIndex, arguments)
+            }
+            return try original(arguments)
+        case .times(let limit, let inner, let counter):
+            if counter.next() < limit {
+                return try evaluate(inner, installed, callIndex, arguments)
+            }
+            return try original(arguments)
+        case .delayed(let delay, let inner):
+            sleepBlocking(for: delay)
+            return try evaluate(inner, installed, callIndex, arguments)
+        }
+    }
+}
+
+extension InjectionPoint where Arguments == Void {
+    /// Calls a point that takes no arguments.
+    @inlinable public func callAsFunction() throws(Failure) -> Result {
+        try self(())
+    }
+}
+
+/// A named, replaceable async function: the place where chaos can take over.
+///
+/// The async twin of ``InjectionPoint``; its `.block` providers are async and can
+/// `await env.callOriginal()`, and `.delayed(by:)` suspends instead of blocking a thread.
+public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Error>: Sendable {
+    /// The chaos providers this point accepts.
+    public typealias Provider = AsyncChaosProvider<Arguments, Result, Failure>
+    @usableFromInline typealias Installed = Installation<Arguments, Result, Failure, Provider.Body>
+
+    /// The stable name profiles use for this point.
+    public let name: String
+    @usableFromInline let original: @Sendable (Arguments) async throws(Failure) -> Result
+    @usableFromInline let state: PointState<Installed>
+    let catalogue = Catalogue<Provider>()
+
+    /// A point called `name` whose real implementation is `original`.
+    public init(_ name: String, _ original: @escaping @Sendable (Arguments) async throws(Failure) -> Result) {
+        self.name = name
+        self.original = original
+        self.state = PointState(name: name)
+        PointRegistry.shared.register(self)
+    }
+
+    deinit {
+        PointRegistry.shared.unregister(ObjectIdentifier(self))
+    }
+
+    /// Calls the point: the applied chaos if there is any for this task, else the original.
+    @inlinable public func callAsFunction(_ arguments: Arguments) async throws(Failure) -> Result {
+        if state.activity.load(ordering: .relaxed) == 0 {
+            return try await original(arguments)
+        }
+        return try await dispatch(arguments)
+    }
+
+    /// Calls the real implementation, bypassing any chaos.
+    @inlinable public func callOriginal(_ arguments: Arguments) async throws(Failure) -> Result {
+        try await original(arguments)
+    }
+
+    /// Names a provider so that profiles can ask for it (`"offline"`, `"status"` …).
+    public func addCatalogueItem(
+        _ itemName: String,
+        _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> Provider
+    ) {
+        catalogue.add(itemName, make)
+    }
+
+    @inlinable func dispatch(_ arguments: Arguments) async throws(Failure) -> Result {
+        if state.scopes.load(ordering: .relaxed) != 0, let scoped = ScopeFrame.installation(for: state) {
+            return try await run(unsafeDowncast(scoped, to: Installed.self), arguments)
+        }
+        if let installed = state.top() {
+            return try await run(installed, arguments)
+        }
+        return try await original(arguments)
+    }
+
+    @inlinable func run(_ installed: Installed, _ arguments: Arguments) async throws(Failure) -> Result {
+        try await evaluate(installed.root, installed, installed.calls.next(), arguments)
+    }
+
+    @inlinable func evaluate(
+        _ node: RuntimeNode<Arguments, Result, Failure, Provider.Body>,
+        _ installed: Installed, _ callIndex: Int, _ arguments: Arguments
+    ) async throws(Failure) -> Result {
+        switch node {
+        case .original:
+            return try await original(arguments)
+        case .constant(let value):
+            return value
+        case .random(let generator, let salt):
+            var source = SeededRandom(seed: installed.randomSeed(call: callIndex, salt: salt))
+            return generator.generate(using: &source)
+        case .throwing(let error):
+            throw error
+        case .block(let body):
+            return try await body(AsyncCallEnvironment(
+                arguments: arguments, callIndex: callIndex, pointName: name,
+                randomSeed: installed.randomSeed(call: callIndex, salt: 0), original: original
+            ))
+        case .sequential(let nodes, let counter):
+            let step = Swift.min(counter.next(), nodes.count - 1)
+            return try await evaluate(nodes[step], installed, callIndex, arguments)
+        case .composite(let cases, let otherwise):
+            for branch in cases where branch.condition(arguments) {
+                return try await evaluate(branch.node, installed, callIndex, arguments)
+            }
+            return try await evaluate(otherwise, installed, callIndex, arguments)
+        case .probability(let p, let inner, let salt):
+            var source = SeededRandom(seed: installed.randomSeed(call: callIndex, salt: salt))
+            if source.nextUnitInterval() < p {
+                return try await evaluate(inner, installed, callIndex, arguments)
+            }
+            return try await original(arguments)
+        case .times(let limit, let inner, let counter):
+            if counter.next() < limit {
+                return try await evaluate(inner, installed, callIndex, arguments)
+            }
+            return try await original(arguments)
+        case .delayed(let delay, let inner):
+            // A cancelled sleep still answers: chaos must not turn into a CancellationError
+            // the point's Failure type may not be able to express.
+            try? await Task.sleep(for: delay)
+            return try await evaluate(inner, installed, callIndex, arguments)
+        }
+    }
+}
+
+extension AsyncInjectionPoint where Arguments == Void {
+    /// Calls a point that takes no arguments.
+    @inlinable public func callAsFunction() async throws(Failure) -> Result {
+        try await self(())
+    }
+}
+
+/// Blocks the calling thread for `duration` (the sync points' `.delayed(by:)`).
+@usableFromInline func sleepBlocking(for duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
+}
+
+/// The named providers a point offers to profiles.
+final class Catalogue<Provider: Sendable>: Sendable {
+    typealias Maker = @Sendable (ProfileParameters) throws(ChaosError) -> Provider
+    private let items = Mutex<[String: Maker]>([:])
+
+    func add(_ name: String, _ make: @escaping Maker) {
+        items.withLock { $0[name] = make }
+    }
+
+    func make(_ name: String, _ parameters: ProfileParameters, pointName: String) throws(ChaosError) -> Provider {
+        let (maker, known) = items.withLock { ($0[name], $0.keys.sorted()) }
+        guard let maker else {
+            let choices = known.isEmpty ? "this point has no catalogue items" : "choose one of: \(known.joined(separator: ", "))"
+            throw ChaosError(.invalidProvider, subject: pointName, "no catalogue item named '\(name)'; \(choices)")
+        }
+        return try maker(parameters)
+    }
+
+    var names: [String] { items.withLock { $0.keys.sorted() } }
+}

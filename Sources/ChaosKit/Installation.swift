@@ -1,0 +1,142 @@
+public import Synchronization
+
+/// A thread-safe counter; `next()` hands out 0, 1, 2 … exactly once each under concurrency.
+@usableFromInline final class CallCounter: Sendable {
+    @usableFromInline let value = Atomic<Int>(0)
+
+    @usableFromInline init() {}
+
+    @inlinable func next() -> Int {
+        value.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+}
+
+/// A provider as it runs once applied: every counting node has its own counter and every
+/// random node its own salt, so nested providers count and draw independently.
+@usableFromInline indirect enum RuntimeNode<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: Sendable {
+    case original
+    case constant(Result)
+    case random(RandomGenerator<Result>, salt: UInt64)
+    case throwing(Failure)
+    case block(Body)
+    case sequential([RuntimeNode], CallCounter)
+    case composite([(condition: @Sendable (Arguments) -> Bool, node: RuntimeNode)], otherwise: RuntimeNode)
+    case probability(Double, RuntimeNode, salt: UInt64)
+    case times(Int, RuntimeNode, CallCounter)
+    case delayed(Duration, RuntimeNode)
+
+    typealias Node = ChaosProviderNode<Arguments, Result, Failure, Body>
+
+    init(_ node: Node) {
+        var salt: UInt64 = 0
+        self.init(node, salt: &salt)
+    }
+
+    private init(_ node: Node, salt: inout UInt64) {
+        salt &+= 1
+        switch node {
+        case .original: self = .original
+        case .constant(let value): self = .constant(value)
+        case .random(let generator): self = .random(generator, salt: salt)
+        case .throwing(let error): self = .throwing(error)
+        case .block(let body): self = .block(body)
+        case .sequential(let nodes):
+            self = .sequential(nodes.map { RuntimeNode($0, salt: &salt) }, CallCounter())
+        case .composite(let cases, let otherwise):
+            let compiled = cases.map { (condition: $0.condition, node: RuntimeNode($0.provider, salt: &salt)) }
+            self = .composite(compiled, otherwise: RuntimeNode(otherwise, salt: &salt))
+        case .probability(let p, let inner):
+            let mySalt = salt
+            self = .probability(p, RuntimeNode(inner, salt: &salt), salt: mySalt)
+        case .times(let n, let inner): self = .times(n, RuntimeNode(inner, salt: &salt), CallCounter())
+        case .delayed(let delay, let inner): self = .delayed(delay, RuntimeNode(inner, salt: &salt))
+        }
+    }
+}
+
+/// One applied entry on one point: its provider, its seed and its call counter.
+@usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: Sendable {
+    @usableFromInline let entryID: Int
+    @usableFromInline let pointName: String
+    @usableFromInline let seed: UInt64
+    @usableFromInline let calls = CallCounter()
+    @usableFromInline let root: RuntimeNode<Arguments, Result, Failure, Body>
+
+    init(entryID: Int, pointName: String, seed: UInt64, node: ChaosProviderNode<Arguments, Result, Failure, Body>) {
+        self.entryID = entryID
+        self.pointName = pointName
+        self.seed = seed
+        self.root = RuntimeNode(node)
+    }
+
+    /// The seed of call `callIndex`'s random draws at the node salted `salt`.
+    @inlinable func randomSeed(call callIndex: Int, salt: UInt64) -> UInt64 {
+        SeededRandom.derive(seed, UInt64(bitPattern: Int64(callIndex)), salt)
+    }
+}
+
+/// What a point's state must offer to code that does not know the point's types.
+protocol AnyPointState: AnyObject, Sendable {
+    var name: String { get }
+    func pushGlobal(_ installation: AnyObject)
+    func removeGlobal(entryID: Int) -> Bool
+    func scopeEntered()
+    func scopeLeft()
+}
+
+/// The mutable side of a point: the global stack of applied entries, and the one atomic
+/// word the hot path reads.
+@usableFromInline final class PointState<Installed: AnyObject & Sendable>: AnyPointState, Sendable {
+    /// Global entries plus live scopes that involve this point. Zero means "call the original".
+    @usableFromInline let activity = Atomic<Int>(0)
+    /// Live scopes that involve this point (a task-local lookup is only worth it then).
+    @usableFromInline let scopes = Atomic<Int>(0)
+    @usableFromInline let stack = Mutex<[Installed]>([])
+    let name: String
+
+    init(name: String) {
+        self.name = name
+    }
+
+    /// The entry that wins globally: the last one applied.
+    @inlinable func top() -> Installed? {
+        stack.withLock { $0.last }
+    }
+
+    func pushGlobal(_ installation: AnyObject) {
+        let typed = unsafeDowncast(installation, to: Installed.self)
+        stack.withLock { $0.append(typed) }
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    func removeGlobal(entryID: Int) -> Bool {
+        let removed = stack.withLock { stack -> Bool in
+            guard let index = stack.lastIndex(where: { Self.matches($0, entryID) }) else { return false }
+            stack.remove(at: index)
+            return true
+        }
+        if removed { activity.wrappingSubtract(1, ordering: .releasing) }
+        return removed
+    }
+
+    private static func matches(_ installed: Installed, _ entryID: Int) -> Bool {
+        (installed as? any EntryIdentified)?.entryID == entryID
+    }
+
+    func scopeEntered() {
+        scopes.wrappingAdd(1, ordering: .releasing)
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    func scopeLeft() {
+        activity.wrappingSubtract(1, ordering: .releasing)
+        scopes.wrappingSubtract(1, ordering: .releasing)
+    }
+}
+
+/// Lets type-erased code find an installation's entry.
+protocol EntryIdentified {
+    var entryID: Int { get }
+}
+
+extension Installation: EntryIdentified {}

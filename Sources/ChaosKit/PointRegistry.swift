@@ -1,0 +1,123 @@
+import Synchronization
+
+/// A point as the registry and name-based entries see it, whatever its types.
+protocol RegisteredPoint: AnyObject, Sendable {
+    var name: String { get }
+    var catalogueItemNames: [String] { get }
+    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation
+}
+
+/// An entry checked and ready to install; installing it cannot fail.
+struct PreparedInstallation: Sendable {
+    let state: any AnyPointState
+    let installation: any AnyObject & Sendable
+    let entryID: Int
+}
+
+/// Every live point by name, so profiles can find them. Holds points weakly: a point that
+/// goes away leaves the registry.
+final class PointRegistry: Sendable {
+    static let shared = PointRegistry()
+
+    private struct WeakPoint {
+        weak var point: (any RegisteredPoint)?
+        let id: ObjectIdentifier
+    }
+
+    private let points = Mutex<[String: [WeakPoint]]>([:])
+
+    func register(_ point: any RegisteredPoint) {
+        let entry = WeakPoint(point: point, id: ObjectIdentifier(point))
+        points.withLock { $0[point.name, default: []].append(entry) }
+    }
+
+    func unregister(_ id: ObjectIdentifier) {
+        points.withLock { table in
+            for (name, list) in table where list.contains(where: { $0.id == id }) {
+                let rest = list.filter { $0.id != id }
+                table[name] = rest.isEmpty ? nil : rest
+            }
+        }
+    }
+
+    /// The live points named `name`. Strong references are made inside the lock but
+    /// released by the caller, so a point's deinit never runs under the lock.
+    private func live(_ name: String) -> [any RegisteredPoint] {
+        points.withLock { table in (table[name] ?? []).compactMap(\.point) }
+    }
+
+    /// The one live point named `name`.
+    func point(named name: String) throws(ChaosError) -> any RegisteredPoint {
+        let found = live(name)
+        if found.count > 1 { throw Self.duplicate(name, found.count) }
+        guard let point = found.first else {
+            let known = names
+            let close = known.filter { $0.hasPrefix(name.split(separator: ".").first.map(String.init) ?? name) }
+            let hint = close.isEmpty
+                ? (known.isEmpty ? "no points exist yet; create the point (or import the module that declares it) before applying"
+                    : "known points: \(known.joined(separator: ", "))")
+                : "did you mean \(close.joined(separator: " or "))?"
+            throw ChaosError(.unknownPoint, subject: name, "no live injection point has this name; \(hint)")
+        }
+        return point
+    }
+
+    /// Fails when another live point shares `point`'s name.
+    func checkUnique(_ point: some RegisteredPoint) throws(ChaosError) {
+        let found = live(point.name)
+        if found.count > 1 { throw Self.duplicate(point.name, found.count) }
+    }
+
+    private static func duplicate(_ name: String, _ count: Int) -> ChaosError {
+        ChaosError(
+            .duplicatePointName, subject: name,
+            "\(count) live injection points share this name; give each point its own name (e.g. a module prefix)"
+        )
+    }
+
+    /// The names of all live points, sorted.
+    var names: [String] {
+        points.withLock { table in table.filter { $0.value.contains { $0.point != nil } }.keys.sorted() }
+    }
+
+    /// Every live point's name with the catalogue items it offers, for tools such as `chaos list`.
+    var catalogue: [(point: String, items: [String])] {
+        names.compactMap { name in
+            (try? point(named: name)).map { (point: name, items: $0.catalogueItemNames) }
+        }
+    }
+}
+
+extension InjectionPoint: RegisteredPoint {
+    var catalogueItemNames: [String] { catalogue.names }
+
+    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
+    }
+
+    func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try PointRegistry.shared.checkUnique(self)
+        if let problem = provider.node.problem() {
+            throw ChaosError(.invalidProvider, subject: name, problem)
+        }
+        let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
+        return PreparedInstallation(state: state, installation: installed, entryID: entryID)
+    }
+}
+
+extension AsyncInjectionPoint: RegisteredPoint {
+    var catalogueItemNames: [String] { catalogue.names }
+
+    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
+    }
+
+    func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try PointRegistry.shared.checkUnique(self)
+        if let problem = provider.node.problem() {
+            throw ChaosError(.invalidProvider, subject: name, problem)
+        }
+        let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
+        return PreparedInstallation(state: state, installation: installed, entryID: entryID)
+    }
+}

@@ -1,0 +1,79 @@
+import Synchronization
+
+/// One piece of chaos: a point and what it should do (Dixie's `DixieProfileEntry`).
+///
+/// Make one from a point and a typed provider — the compiler checks that they fit — or from
+/// a point's name and a ``ProviderDescription``, checked when applied. An entry is inert
+/// until a ``Chaos`` applies it or ``Chaos/with(_:seed:operation:)-(_,_,()->T)`` scopes it.
+public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConvertible {
+    /// Identifies one entry; copies of an entry share it.
+    public struct ID: Hashable, Sendable, CustomStringConvertible {
+        let raw: Int
+        /// `#` and a number.
+        public var description: String { "#\(raw)" }
+    }
+
+    private static let nextID = Atomic<Int>(1)
+
+    /// This entry's identity (`revert` finds the entry by it).
+    public let id: ID
+    /// The name of the point the entry targets.
+    public let pointName: String
+    /// A readable rendering of the provider.
+    public let providerSummary: String
+    let prepare: @Sendable (_ entrySeed: UInt64, _ entryID: Int) throws(ChaosError) -> PreparedInstallation
+
+    private init(
+        pointName: String, providerSummary: String,
+        prepare: @escaping @Sendable (UInt64, Int) throws(ChaosError) -> PreparedInstallation
+    ) {
+        self.id = ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
+        self.pointName = pointName
+        self.providerSummary = providerSummary
+        self.prepare = prepare
+    }
+
+    /// An entry that makes `point` behave as `provider` says.
+    public init<Arguments, Result, Failure>(
+        _ point: InjectionPoint<Arguments, Result, Failure>,
+        _ provider: ChaosProvider<Arguments, Result, Failure>
+    ) {
+        self.init(pointName: point.name, providerSummary: provider.summary) { seed, id throws(ChaosError) in
+            try point.prepare(provider, entryID: id, seed: seed)
+        }
+    }
+
+    /// An entry that makes the async `point` behave as `provider` says.
+    public init<Arguments, Result, Failure>(
+        _ point: AsyncInjectionPoint<Arguments, Result, Failure>,
+        _ provider: AsyncChaosProvider<Arguments, Result, Failure>
+    ) {
+        self.init(pointName: point.name, providerSummary: provider.summary) { seed, id throws(ChaosError) in
+            try point.prepare(provider, entryID: id, seed: seed)
+        }
+    }
+
+    /// An entry for the point named `pointName`, found when the entry is applied; a wrong
+    /// name or a provider that does not fit the point's types is a ``ChaosError`` then.
+    public init(point pointName: String, _ provider: ProviderDescription) {
+        self.init(pointName: pointName, providerSummary: provider.summary) { seed, id throws(ChaosError) in
+            try PointRegistry.shared.point(named: pointName).prepare(provider, entryID: id, seed: seed)
+        }
+    }
+
+    /// The point's name and the provider, e.g. `clock.now ← constant(2000-01-01 00:00:00 +0000)`.
+    public var description: String { "\(pointName) ← \(providerSummary)" }
+
+    public static func == (lhs: ProfileEntry, rhs: ProfileEntry) -> Bool { lhs.id == rhs.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+
+    /// Checks the entry and makes it ready for installing; errors name the entry.
+    func prepared(chaosSeed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        let entrySeed = SeededRandom.derive(chaosSeed, SeededRandom.stableHash(pointName))
+        do {
+            return try prepare(entrySeed, id.raw)
+        } catch {
+            throw ChaosError(error.kind, subject: "entry \(id) (\(description))", error.message)
+        }
+    }
+}
