@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
+        .executable(name: "chaos", targets: ["chaos"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -21,6 +22,14 @@ let package = Package(
         .target(
             name: "ChaosKit",
             dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "chaos",
+            dependencies: [
+                "ChaosKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),

@@ -70,7 +70,7 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     }
 
     @inlinable func run(_ installed: Installed, _ arguments: Arguments) throws(Failure) -> Result {
-        try evaluate(installed.root, installed, installed.calls.next(), arguments)
+        try evaluate(installed.root, installed, installed.nextCallIndex(), arguments)
     }
 
     @inlinable func evaluate(
@@ -184,7 +184,7 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
     }
 
     @inlinable func run(_ installed: Installed, _ arguments: Arguments) async throws(Failure) -> Result {
-        try await evaluate(installed.root, installed, installed.calls.next(), arguments)
+        try await evaluate(installed.root, installed, installed.nextCallIndex(), arguments)
     }
 
     @inlinable func evaluate(

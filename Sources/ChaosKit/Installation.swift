@@ -27,6 +27,16 @@ public import Synchronization
 
     typealias Node = ChaosProviderNode<Arguments, Result, Failure, Body>
 
+    var usesCallIndex: Bool {
+        switch self {
+        case .original, .constant, .throwing: false
+        case .random, .block, .probability: true
+        case .sequential(let nodes, _): nodes.contains { $0.usesCallIndex }
+        case .composite(let cases, let otherwise): otherwise.usesCallIndex || cases.contains { $0.node.usesCallIndex }
+        case .times(_, let inner, _), .delayed(_, let inner): inner.usesCallIndex
+        }
+    }
+
     init(_ node: Node) {
         var salt: UInt64 = 0
         self.init(node, salt: &salt)
@@ -61,12 +71,21 @@ public import Synchronization
     @usableFromInline let seed: UInt64
     @usableFromInline let calls = CallCounter()
     @usableFromInline let root: RuntimeNode<Arguments, Result, Failure, Body>
+    /// Whether any node reads the call index (blocks, random draws); when none does, the
+    /// shared call counter is not touched, which keeps `.constant` off a contended cache line.
+    @usableFromInline let usesCallIndex: Bool
 
     init(entryID: Int, pointName: String, seed: UInt64, node: ChaosProviderNode<Arguments, Result, Failure, Body>) {
         self.entryID = entryID
         self.pointName = pointName
         self.seed = seed
         self.root = RuntimeNode(node)
+        self.usesCallIndex = root.usesCallIndex
+    }
+
+    /// The index of a new call (0 when no node reads it).
+    @inlinable func nextCallIndex() -> Int {
+        usesCallIndex ? calls.next() : 0
     }
 
     /// The seed of call `callIndex`'s random draws at the node salted `salt`.

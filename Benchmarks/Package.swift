@@ -1,0 +1,22 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// A separate package so that the main package never builds benchmark-only dependencies.
+let package = Package(
+    name: "ChaosBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "ChaosKit", path: ".."),
+        .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "chaos-bench",
+            dependencies: [
+                .product(name: "ChaosKit", package: "ChaosKit"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

@@ -1,0 +1,50 @@
+import Foundation
+
+// chaos-bench [--json] [--filter GROUP] [--repetitions N]
+var arguments = Array(CommandLine.arguments.dropFirst())
+let json = arguments.contains("--json")
+var filter: String?
+var repetitions = 7
+if let index = arguments.firstIndex(of: "--filter"), index + 1 < arguments.count { filter = arguments[index + 1] }
+if let index = arguments.firstIndex(of: "--repetitions"), index + 1 < arguments.count,
+   let value = Int(arguments[index + 1]) { repetitions = max(5, value) }
+
+let builders: [(String, () throws -> Group?)] = [
+    ("core", { try coreGroup() }),
+]
+
+var results: [(String, Double)] = []
+for (name, build) in builders where filter == nil || filter == name {
+    guard let group = try build() else { continue }
+    let measured = measure(group, repetitions: repetitions)
+    results += measured
+    if !json {
+        print("== \(group.name)")
+        for (metric, value) in measured {
+            print(metric.padding(toLength: 32, withPad: " ", startingAt: 0), String(format: "%12.2f", value))
+        }
+    }
+}
+
+@MainActor func ratio(_ a: String, _ b: String) -> Double? {
+    guard let x = results.first(where: { $0.0 == a })?.1, let y = results.first(where: { $0.0 == b })?.1, y > 0 else { return nil }
+    return x / y
+}
+
+if !json {
+    let budgets: [(String, Double?)] = [
+        ("point_passthrough_ns - direct_call_ns (<= 2)", {
+            guard let p = results.first(where: { $0.0 == "point_passthrough_ns" })?.1,
+                  let d = results.first(where: { $0.0 == "direct_call_ns" })?.1 else { return nil }
+            return p - d
+        }()),
+        ("swift_dependencies_date_ns / point_scoped_ns (>= 10)", ratio("swift_dependencies_date_ns", "point_scoped_ns")),
+    ]
+    print("== budgets")
+    for (label, value) in budgets {
+        if let value { print(label.padding(toLength: 56, withPad: " ", startingAt: 0), String(format: "%8.2f", value)) }
+    }
+} else {
+    let body = results.map { "\"\($0.0)\": \(String(format: "%.3f", $0.1))" }.joined(separator: ", ")
+    print("{\(body)}")
+}

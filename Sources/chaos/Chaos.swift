@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct ChaosCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chaos",
+        abstract: "Runtime behaviour injection: wrong dates, odd strings, failing calls — on purpose, reversibly.",
+        subcommands: [Demo.self],
+        defaultSubcommand: Demo.self
+    )
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ChaosKit
+
+/// The custom failure type the throwing test points use.
+enum TestFailure: Error, Equatable, Sendable {
+    case offline
+    case timeout(seconds: Int)
+    case real
+}
+
+/// Another error type, for "wrong error type" checks.
+struct OtherError: Error, Sendable {}
+
+/// A result type without a `RandomChaosValue` conformance, for `.random` misuse checks.
+struct Opaque: Equatable, Sendable {
+    var value: Int
+}
+
+/// A point name no other test uses: tests run in parallel and the registry is process-wide.
+func uniqueName(_ label: String = #function) -> String {
+    let cleaned = label.prefix { $0 != "(" }
+    return "test.\(cleaned).\(UUID().uuidString)"
+}
+
+/// A thread-safe list of observations made inside providers and originals.
+final class Recorder<Value: Sendable>: Sendable {
+    private let storage = Mutex<[Value]>([])
+
+    func record(_ value: Value) {
+        storage.withLock { $0.append(value) }
+    }
+
+    var values: [Value] { storage.withLock { $0 } }
+}
+
+/// A one-shot signal between tasks, for barrier-like handshakes: any number of tasks can
+/// `wait()`, and all of them (and every later waiter) go on once `fire()` was called.
+final class Signal: Sendable {
+    private struct State {
+        var fired = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    func fire() {
+        let waiters = state.withLock { state in
+            state.fired = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.fired { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}
+
+/// Calls `body` `count` times and collects the results.
+func collect<T>(_ count: Int, _ body: () throws -> T) rethrows -> [T] {
+    var results: [T] = []
+    results.reserveCapacity(count)
+    for _ in 0..<count { results.append(try body()) }
+    return results
+}
+
+/// The error a typed-throws call produced, or nil when it returned.
+func caught<T, E: Error>(_ body: () throws(E) -> T) -> E? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The error a typed-throws async call produced, or nil when it returned.
+func caught<T, E: Error>(_ body: () async throws(E) -> T) async -> E? {
+    do {
+        _ = try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Expects `body` to throw a ``ChaosError`` of `kind`, and returns it for further checks.
+@discardableResult
+func expectChaosError(
+    _ kind: ChaosError.Kind,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws(ChaosError) -> Void
+) -> ChaosError? {
+    do {
+        try body()
+        Issue.record("expected a ChaosError of kind \(kind), but nothing was thrown", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        #expect(error.kind == kind, "wrong kind; error was: \(error)", sourceLocation: sourceLocation)
+        return error
+    }
+}
