@@ -59,6 +59,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         catalogue.add(itemName, make)
     }
 
+    /// Lets profiles narrow an entry to some calls (`"match": {"host": "api.example.com"}`):
+    /// `make` turns the conditions into a test over the arguments, or throws when they make no sense.
+    public func setArgumentMatcher(
+        _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Arguments) -> Bool
+    ) {
+        catalogue.setMatcher(make)
+    }
+
     @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
         if state.scopes.load(ordering: .relaxed) != 0, let scoped = ScopeFrame.installation(for: state) {
             return try run(unsafeDowncast(scoped, to: Installed.self), arguments)
@@ -173,6 +181,14 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         catalogue.add(itemName, make)
     }
 
+    /// Lets profiles narrow an entry to some calls (`"match": {"path": "/users"}`):
+    /// `make` turns the conditions into a test over the arguments, or throws when they make no sense.
+    public func setArgumentMatcher(
+        _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Arguments) -> Bool
+    ) {
+        catalogue.setMatcher(make)
+    }
+
     @inlinable func dispatch(_ arguments: Arguments) async throws(Failure) -> Result {
         if state.scopes.load(ordering: .relaxed) != 0, let scoped = ScopeFrame.installation(for: state) {
             return try await run(unsafeDowncast(scoped, to: Installed.self), arguments)
@@ -247,10 +263,24 @@ extension AsyncInjectionPoint where Arguments == Void {
     Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
 }
 
-/// The named providers a point offers to profiles.
-final class Catalogue<Provider: Sendable>: Sendable {
+/// The named providers a point offers to profiles, and how profiles' `match` conditions
+/// read the point's arguments.
+final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
     typealias Maker = @Sendable (ProfileParameters) throws(ChaosError) -> Provider
+    typealias Matcher = @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Provider.Arguments) -> Bool
     private let items = Mutex<[String: Maker]>([:])
+    private let argumentMatcher = Mutex<Matcher?>(nil)
+
+    func setMatcher(_ matcher: @escaping Matcher) {
+        argumentMatcher.withLock { $0 = matcher }
+    }
+
+    func matcher(_ conditions: ProfileParameters, pointName: String) throws(ChaosError) -> @Sendable (Provider.Arguments) -> Bool {
+        guard let make = argumentMatcher.withLock({ $0 }) else {
+            throw ChaosError(.invalidProvider, subject: pointName, "this point takes no match conditions; remove \"match\" from the entry")
+        }
+        return try make(conditions)
+    }
 
     func add(_ name: String, _ make: @escaping Maker) {
         items.withLock { $0[name] = make }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON-like value, as profiles carry them (parameters of catalogue items, constants).
 public enum ProfileValue: Sendable, Hashable, CustomStringConvertible {
     case null
@@ -13,11 +15,28 @@ public enum ProfileValue: Sendable, Hashable, CustomStringConvertible {
         case .null: "null"
         case .bool(let value): String(value)
         case .number(let value): value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
-        case .string(let value): "\"\(value)\""
+        case .string(let value): Self.quoted(value)
         case .array(let values): "[\(values.map(\.description).joined(separator: ","))]"
         case .object(let members):
-            "{\(members.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ","))}"
+            "{\(members.sorted { $0.key < $1.key }.map { "\(Self.quoted($0.key)):\($0.value)" }.joined(separator: ","))}"
         }
+    }
+
+    /// `text` as a JSON string literal.
+    static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case let control where control.value < 0x20: result += String(format: "\\u%04x", control.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
     }
 }
 
@@ -83,6 +102,12 @@ public indirect enum ProviderDescription: Sendable {
     case original
     /// Return this value; it must have the point's result type.
     case constant(any Sendable)
+    /// Return this JSON value decoded as the point's result type (which must be `Decodable`;
+    /// dates as ISO-8601 strings).
+    case constantValue(ProfileValue)
+    /// Only calls whose arguments match these conditions get the provider; the point must
+    /// have an argument matcher (see `setArgumentMatcher`).
+    case matching(ProfileParameters, ProviderDescription)
     /// Return nil; the point must return an Optional.
     case `nil`
     /// A random value; the point's result type must conform to ``RandomChaosValue``.
@@ -105,6 +130,8 @@ public indirect enum ProviderDescription: Sendable {
         switch self {
         case .original: "original"
         case .constant(let value): "constant(\(value))"
+        case .constantValue(let value): "constant(\(value))"
+        case .matching(let conditions, let inner): "\(inner.summary) when \(ProviderDescription.catalogue("", conditions).summary)"
         case .nil: "nil"
         case .random: "random"
         case .throwing(let error): "throwing(\(error))"
@@ -133,6 +160,12 @@ public indirect enum ProviderDescription: Sendable {
                 )
             }
             return .constant(typed)
+        case .constantValue(let value):
+            return .constant(try decode(value, as: P.Result.self, pointName: pointName))
+        case .matching(let conditions, let inner):
+            let condition = try catalogue.matcher(conditions, pointName: pointName)
+            let provider = try inner.typed(as: P.self, pointName: pointName, catalogue: catalogue)
+            return .composite([P.when(condition, provider)])
         case .nil:
             guard let optional = P.Result.self as? any ExpressibleByNilLiteral.Type,
                   let none = optional.init(nilLiteral: ()) as? P.Result else {
@@ -178,4 +211,31 @@ public indirect enum ProviderDescription: Sendable {
             return try inner.typed(as: P.self, pointName: pointName, catalogue: catalogue).delayed(by: delay)
         }
     }
+
+    private func decode<Value>(_ value: ProfileValue, as _: Value.Type, pointName: String) throws(ChaosError) -> Value {
+        guard let decodable = Value.self as? any Decodable.Type else {
+            throw ChaosError(
+                .valueTypeMismatch, subject: pointName,
+                "the point returns \(Value.self), which a profile cannot spell; use a catalogue item instead"
+            )
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        do {
+            // Wrapped in an array so that plain numbers and strings decode too.
+            let data = Data("[\(value)]".utf8)
+            let decoded: Any = try decodeFirst(decodable, from: data, decoder)
+            guard let typed = decoded as? Value else { throw DecodingError.typeMismatch(Value.self, .init(codingPath: [], debugDescription: "")) }
+            return typed
+        } catch {
+            throw ChaosError(
+                .valueTypeMismatch, subject: pointName,
+                "the constant \(value) is not a \(Value.self) (\(error)); write it as \(Value.self) encodes in JSON (dates as ISO-8601)"
+            )
+        }
+    }
+}
+
+private func decodeFirst<T: Decodable>(_: T.Type, from data: Data, _ decoder: JSONDecoder) throws -> T {
+    try decoder.decode([T].self, from: data)[0]
 }

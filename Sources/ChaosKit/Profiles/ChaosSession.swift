@@ -1,0 +1,247 @@
+public import Foundation
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A fault-injection session switched on from the environment: the applied profile, its
+/// entries, and (for a profile file) a watcher that re-applies it when the file changes or
+/// the process gets SIGHUP.
+public final class ChaosSession: Sendable {
+    /// An entry of the session as tools show it.
+    public struct EntryInfo: Sendable, CustomStringConvertible {
+        /// Position in the session's list, from 0 (what `setEnabled(_:at:)` takes).
+        public let index: Int
+        /// The point's name.
+        public let pointName: String
+        /// The provider, rendered.
+        public let provider: String
+        /// Whether the entry is applied now.
+        public let enabled: Bool
+        /// Where the entry was written.
+        public let location: String
+
+        /// `#index point ← provider` plus `(disabled)` when disabled.
+        public var description: String {
+            "#\(index) \(pointName) ← \(provider)\(enabled ? "" : " (disabled)")"
+        }
+    }
+
+    private struct State {
+        var entries: [ChaosProfile.Entry]
+        var chaos: Chaos?
+        var fileStamp: FileStamp?
+        var watchers: Watchers?
+    }
+
+    /// The file timer and the SIGHUP source. Dispatch sources may be cancelled from any
+    /// thread; these are only stored and cancelled under the session's mutex.
+    private struct Watchers: @unchecked Sendable {
+        let timer: any DispatchSourceTimer
+        let hangUp: any DispatchSourceSignal
+
+        func cancel() {
+            timer.cancel()
+            hangUp.cancel()
+        }
+    }
+
+    /// The seed every entry's random choices derive from.
+    public let seed: UInt64
+    /// The profile file the session re-reads, if it came from one.
+    public let profilePath: String?
+    private let inline: [ChaosProfile.Entry]
+    private let state: Mutex<State>
+    private let logger = Logger(label: "ChaosKit.session")
+
+    init(seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry]) throws(ChaosError) {
+        self.seed = seed
+        self.profilePath = profilePath
+        self.inline = inline
+        self.state = Mutex(State(entries: fileEntries + inline, fileStamp: profilePath.flatMap(FileStamp.init(path:))))
+        try state.withLock { state throws(ChaosError) in
+            state.chaos = try Self.applied(state.entries, seed: seed)
+        }
+        for entry in entries where entry.enabled {
+            logger.info("chaos entry applied", metadata: ["entry": "\(entry)", "seed": "\(seed)", "at": "\(entry.location)"])
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    private static func applied(_ entries: [ChaosProfile.Entry], seed: UInt64) throws(ChaosError) -> Chaos {
+        try ChaosProfile(seed: seed, entries: entries).apply()
+    }
+
+    /// Every entry, enabled or not.
+    public var entries: [EntryInfo] {
+        state.withLock { state in
+            state.entries.enumerated().map { index, entry in
+                EntryInfo(index: index, pointName: entry.pointName, provider: entry.provider.summary, enabled: entry.enabled, location: entry.location)
+            }
+        }
+    }
+
+    /// Enables or disables the entry at `index`; the session is re-applied all or nothing.
+    public func setEnabled(_ enabled: Bool, at index: Int) throws(ChaosError) {
+        try state.withLock { state throws(ChaosError) in
+            guard state.entries.indices.contains(index) else {
+                throw ChaosError(.notApplied, subject: "entry #\(index)", "the session has entries #0…#\(state.entries.count - 1); pick one of those")
+            }
+            var changed = state.entries
+            changed[index].enabled = enabled
+            try Self.replace(&state, with: changed, seed: seed)
+        }
+        logger.info("chaos entry \(enabled ? "enabled" : "disabled")", metadata: ["index": "\(index)"])
+    }
+
+    /// Re-reads the profile file and re-applies it. A bad file changes nothing and throws.
+    public func reload() throws(ChaosError) {
+        guard let profilePath else { return }
+        let profile = try ChaosProfile.load(contentsOfFile: profilePath)
+        try state.withLock { state throws(ChaosError) in
+            try Self.replace(&state, with: profile.entries + inline, seed: seed)
+            state.fileStamp = FileStamp(path: profilePath)
+        }
+        logger.info("chaos profile reloaded", metadata: ["path": "\(profilePath)", "entries": "\(profile.entries.count)"])
+    }
+
+    /// Swaps the applied entries; on error the old ones stay applied.
+    private static func replace(_ state: inout State, with entries: [ChaosProfile.Entry], seed: UInt64) throws(ChaosError) {
+        state.chaos?.revertAll()
+        do {
+            state.chaos = try applied(entries, seed: seed)
+            state.entries = entries
+        } catch {
+            state.chaos = try? applied(state.entries, seed: seed)
+            throw error
+        }
+    }
+
+    /// Re-applies the profile when its file changes (checked every `interval`) or on SIGHUP.
+    public func watch(every interval: Duration = .seconds(1)) {
+        guard profilePath != nil else { return }
+        let queue = DispatchQueue(label: "ChaosKit.session.watch")
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let nanoseconds = Int(interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)
+        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
+        timer.setEventHandler { [weak self] in self?.reloadIfChanged() }
+        signal(SIGHUP, SIG_IGN)
+        let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        hangUp.setEventHandler { [weak self] in self?.reloadLogged() }
+        timer.resume()
+        hangUp.resume()
+        let watchers = Watchers(timer: timer, hangUp: hangUp)
+        state.withLock { state in
+            state.watchers?.cancel()
+            state.watchers = watchers
+        }
+    }
+
+    private func reloadIfChanged() {
+        guard let profilePath else { return }
+        let current = FileStamp(path: profilePath)
+        let known = state.withLock { $0.fileStamp }
+        if current != known { reloadLogged() }
+    }
+
+    private func reloadLogged() {
+        do {
+            try reload()
+        } catch {
+            if let profilePath { state.withLock { $0.fileStamp = FileStamp(path: profilePath) } }
+            logger.error("chaos profile not reloaded; the previous one stays applied", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops watching and reverts every entry of the session.
+    public func stop() {
+        state.withLock { state in
+            state.watchers?.cancel()
+            state.watchers = nil
+            state.chaos?.revertAll()
+            state.chaos = nil
+        }
+    }
+}
+
+/// What tells a changed file from an unchanged one without reading it.
+private struct FileStamp: Equatable {
+    let modified: Date
+    let size: Int
+
+    init?(path: String) {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let modified = attributes[.modificationDate] as? Date else { return nil }
+        self.modified = modified
+        self.size = (attributes[.size] as? NSNumber)?.intValue ?? -1
+    }
+}
+
+extension Chaos {
+    /// How the code was compiled; chaos from the environment only acts in debug builds
+    /// unless the app opts in.
+    public enum BuildConfiguration: Sendable {
+        /// Compiled with DEBUG (e.g. `swift build`, Xcode's Debug).
+        case debug
+        /// Compiled without DEBUG.
+        case release
+
+        /// This build of ChaosKit.
+        public static var current: BuildConfiguration {
+            #if DEBUG
+            .debug
+            #else
+            .release
+            #endif
+        }
+    }
+
+    /// Switches chaos on from the environment, once at start (like swift-log's bootstrap):
+    /// `CHAOS_PROFILE` names a JSON profile file, `CHAOS` holds one-line entries
+    /// (see ``ChaosGrammar``), `CHAOS_SEED` fixes the seed.
+    ///
+    /// It acts only in debug builds, unless `allowInReleaseBuilds` is true: chaos must never
+    /// switch on by accident in production (in a release build the variables are ignored
+    /// and a warning is logged). Every applied entry and the seed are logged. A bad profile
+    /// applies nothing and the error gives file, line, column and JSON path.
+    /// Returns the session, or nil when nothing was asked for (or the build refuses).
+    @discardableResult
+    public static func bootstrap(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        allowInReleaseBuilds: Bool = false,
+        buildConfiguration: BuildConfiguration = .current,
+        watchProfile: Bool = true
+    ) throws(ChaosError) -> ChaosSession? {
+        let path = environment["CHAOS_PROFILE"].flatMap { $0.isEmpty ? nil : $0 }
+        let line = environment["CHAOS"].flatMap { $0.isEmpty ? nil : $0 }
+        guard path != nil || line != nil else { return nil }
+        guard buildConfiguration == .debug || allowInReleaseBuilds else {
+            logger.warning("CHAOS/CHAOS_PROFILE ignored: this is a release build; pass allowInReleaseBuilds: true to opt in")
+            return nil
+        }
+        let profile = try path.map { (path: String) throws(ChaosError) in try ChaosProfile.load(contentsOfFile: path) }
+        let inline = try line.map { (line: String) throws(ChaosError) in try ChaosGrammar.parse(line) } ?? []
+        var seed = profile?.seed ?? UInt64.random(in: .min ... .max)
+        if let text = environment["CHAOS_SEED"] {
+            guard let fixed = UInt64(text) else {
+                throw ChaosError(.invalidProfile, subject: "CHAOS_SEED", "'\(text)' is not a whole number; give a seed such as 42")
+            }
+            seed = fixed
+        }
+        let session = try ChaosSession(seed: seed, profilePath: path, fileEntries: profile?.entries ?? [], inline: inline)
+        logger.info("chaos session started", metadata: ["seed": "\(seed)", "entries": "\(session.entries.count)"])
+        if watchProfile { session.watch() }
+        return session
+    }
+}
+
+extension ChaosProfile.Entry: CustomStringConvertible {
+    /// `point ← provider`.
+    public var description: String { "\(pointName) ← \(provider.summary)" }
+}
