@@ -111,8 +111,8 @@ public final class Chaos: Sendable {
     /// The names of every live injection point, sorted.
     public static var pointNames: [String] { PointRegistry.shared.names }
 
-    /// Every live point with the catalogue items it offers, for tools and docs.
-    public static var catalogue: [(point: String, items: [String])] { PointRegistry.shared.catalogue }
+    /// Every live point with its signature and catalogue items, for tools and docs.
+    public static var catalogue: [PointInfo] { PointRegistry.shared.catalogue }
 }
 
 // MARK: - Task-scoped chaos

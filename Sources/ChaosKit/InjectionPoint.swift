@@ -51,12 +51,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         try original(arguments)
     }
 
-    /// Names a provider so that profiles can ask for it (`"offset"`, `"double-length"` …).
+    /// Names a provider so that profiles can ask for it (`"offset"`, `"double-length"` …);
+    /// `parameters` describes what it takes, for `chaos list` (e.g. `"days: number"`).
     public func addCatalogueItem(
         _ itemName: String,
+        parameters: String = "",
         _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> Provider
     ) {
-        catalogue.add(itemName, make)
+        catalogue.add(itemName, parameters: parameters, make)
     }
 
     /// Lets profiles narrow an entry to some calls (`"match": {"host": "api.example.com"}`):
@@ -173,12 +175,14 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         try await original(arguments)
     }
 
-    /// Names a provider so that profiles can ask for it (`"offline"`, `"status"` …).
+    /// Names a provider so that profiles can ask for it (`"offline"`, `"status"` …);
+    /// `parameters` describes what it takes, for `chaos list` (e.g. `"days: number"`).
     public func addCatalogueItem(
         _ itemName: String,
+        parameters: String = "",
         _ make: @escaping @Sendable (ProfileParameters) throws(ChaosError) -> Provider
     ) {
-        catalogue.add(itemName, make)
+        catalogue.add(itemName, parameters: parameters, make)
     }
 
     /// Lets profiles narrow an entry to some calls (`"match": {"path": "/users"}`):
@@ -263,12 +267,20 @@ extension AsyncInjectionPoint where Arguments == Void {
     Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) * 1e-18)
 }
 
+/// A catalogue item as tools list it.
+public struct CatalogueItemInfo: Sendable, Hashable {
+    /// The name profiles use.
+    public let name: String
+    /// What parameters it takes, e.g. `"days: number"`; empty when none.
+    public let parameters: String
+}
+
 /// The named providers a point offers to profiles, and how profiles' `match` conditions
 /// read the point's arguments.
 final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
     typealias Maker = @Sendable (ProfileParameters) throws(ChaosError) -> Provider
     typealias Matcher = @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Provider.Arguments) -> Bool
-    private let items = Mutex<[String: Maker]>([:])
+    private let items = Mutex<[String: (make: Maker, parameters: String)]>([:])
     private let argumentMatcher = Mutex<Matcher?>(nil)
 
     func setMatcher(_ matcher: @escaping Matcher) {
@@ -282,12 +294,12 @@ final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
         return try make(conditions)
     }
 
-    func add(_ name: String, _ make: @escaping Maker) {
-        items.withLock { $0[name] = make }
+    func add(_ name: String, parameters: String, _ make: @escaping Maker) {
+        items.withLock { $0[name] = (make, parameters) }
     }
 
     func make(_ name: String, _ parameters: ProfileParameters, pointName: String) throws(ChaosError) -> Provider {
-        let (maker, known) = items.withLock { ($0[name], $0.keys.sorted()) }
+        let (maker, known) = items.withLock { ($0[name]?.make, $0.keys.sorted()) }
         guard let maker else {
             let choices = known.isEmpty ? "this point has no catalogue items" : "choose one of: \(known.joined(separator: ", "))"
             throw ChaosError(.invalidProvider, subject: pointName, "no catalogue item named '\(name)'; \(choices)")
@@ -296,4 +308,9 @@ final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
     }
 
     var names: [String] { items.withLock { $0.keys.sorted() } }
+
+    /// Each item's name and what parameters it takes, sorted by name.
+    var descriptions: [CatalogueItemInfo] {
+        items.withLock { $0.map { CatalogueItemInfo(name: $0.key, parameters: $0.value.parameters) }.sorted { $0.name < $1.name } }
+    }
 }

@@ -3,7 +3,8 @@ import Synchronization
 /// A point as the registry and name-based entries see it, whatever its types.
 protocol RegisteredPoint: AnyObject, Sendable {
     var name: String { get }
-    var catalogueItemNames: [String] { get }
+    var catalogueItems: [CatalogueItemInfo] { get }
+    var kindDescription: String { get }
     func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation
 }
 
@@ -80,16 +81,19 @@ final class PointRegistry: Sendable {
         points.withLock { table in table.filter { $0.value.contains { $0.point != nil } }.keys.sorted() }
     }
 
-    /// Every live point's name with the catalogue items it offers, for tools such as `chaos list`.
-    var catalogue: [(point: String, items: [String])] {
+    /// Every live point with its signature and the catalogue items it offers, for tools such as `chaos list`.
+    var catalogue: [PointInfo] {
         names.compactMap { name in
-            (try? point(named: name)).map { (point: name, items: $0.catalogueItemNames) }
+            (try? point(named: name)).map { PointInfo(name: name, signature: $0.kindDescription, items: $0.catalogueItems) }
         }
     }
 }
 
 extension InjectionPoint: RegisteredPoint {
-    var catalogueItemNames: [String] { catalogue.names }
+    var catalogueItems: [CatalogueItemInfo] { catalogue.descriptions }
+    var kindDescription: String {
+        "(\(Arguments.self)) \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+    }
 
     func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
         try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
@@ -106,7 +110,10 @@ extension InjectionPoint: RegisteredPoint {
 }
 
 extension AsyncInjectionPoint: RegisteredPoint {
-    var catalogueItemNames: [String] { catalogue.names }
+    var catalogueItems: [CatalogueItemInfo] { catalogue.descriptions }
+    var kindDescription: String {
+        "(\(Arguments.self)) async \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+    }
 
     func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
         try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
@@ -120,4 +127,14 @@ extension AsyncInjectionPoint: RegisteredPoint {
         let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
         return PreparedInstallation(state: state, installation: installed, entryID: entryID)
     }
+}
+
+/// A point as tools list it.
+public struct PointInfo: Sendable {
+    /// The point's stable name.
+    public let name: String
+    /// Its shape, e.g. `(()) -> Date` or `(Request) async throws(NetworkError) -> Response`.
+    public let signature: String
+    /// The catalogue items profiles can name on it.
+    public let items: [CatalogueItemInfo]
 }
