@@ -130,8 +130,8 @@ import Testing
         try chaos.profile(ProfileEntry(point: name, .times(1, .catalogue("double", ProfileParameters())))).apply()
         #expect(point(10) == 20)
         #expect(point(10) == 10)
-        #expect(Chaos.catalogue.contains { $0.point == name && $0.items == ["double", "x"] })
-        #expect(point.catalogueItemNames == ["double", "x"])
+        #expect(Chaos.catalogue.contains { $0.name == name && $0.items.map(\.name) == ["double", "x"] })
+        #expect(point.catalogueItems.map(\.name) == ["double", "x"])
     }
 
     @Test func catalogueItemOnAsyncPoint() async throws {
@@ -168,7 +168,7 @@ import Testing
             ProfileEntry(point: name, .catalogue("anything", ProfileParameters())),
             .invalidProvider, mentioning: ["this point has no catalogue items"]
         )
-        #expect(point.catalogueItemNames.isEmpty)
+        #expect(point.catalogueItems.map(\.name).isEmpty)
     }
 
     @Test func catalogueItemParameterErrorsReachApply() {
@@ -221,20 +221,21 @@ import Testing
             ["n": .number(2.5), "s": .string("text"), "b": .bool(true), "z": .null, "huge": .number(1e300)],
             context: "clock.now offset"
         )
-        func check(_ expected: String, _ body: () throws(ChaosError) -> Void) {
-            let error = expectChaosError(.invalidProvider, body)
+        func check(_ expected: String, _ body: () throws -> Any) {
+            let error = #expect(throws: ChaosError.self, performing: body)
+            #expect(error?.kind == .invalidProvider)
             #expect(error?.subject == "clock.now offset")
             #expect(error?.message == expected)
         }
-        check("parameter 's' must be a number") { _ = try params.double("s") }
-        check("parameter 'missing' must be a number") { _ = try params.double("missing") }
-        check("parameter 'n' must be a whole number") { _ = try params.int("n") }
-        check("parameter 'huge' must be a whole number") { _ = try params.int("huge") }
-        check("parameter 'b' must be a string") { _ = try params.string("b") }
-        check("parameter 'n' must be true or false") { _ = try params.bool("n") }
-        check("parameter 'z' must be true or false") { _ = try params.bool("z", default: true) }
+        check("parameter 's' must be a number") { try params.double("s") }
+        check("parameter 'missing' must be a number") { try params.double("missing") }
+        check("parameter 'n' must be a whole number") { try params.int("n") }
+        check("parameter 'huge' must be a whole number") { try params.int("huge") }
+        check("parameter 'b' must be a string") { try params.string("b") }
+        check("parameter 'n' must be true or false") { try params.bool("n") }
+        check("parameter 'z' must be true or false") { try params.bool("z", default: true) }
         // A default applies only when the parameter is absent, not when it has the wrong type.
-        check("parameter 's' must be a number") { _ = try params.int("s", default: 3) }
+        check("parameter 's' must be a number") { try params.int("s", default: 3) }
     }
 
     @Test func profileValueDescriptionsAreJSON() {

@@ -21,7 +21,7 @@ import Testing
             #expect(point() == 0)
         }
         #expect(!Chaos.pointNames.contains(name))
-        #expect(!Chaos.catalogue.contains { $0.point == name })
+        #expect(!Chaos.catalogue.contains { $0.name == name })
     }
 
     @Test func deallocatedAsyncPointLeavesTheRegistry() async {
@@ -59,10 +59,10 @@ import Testing
     @Test func catalogueListsItemsPerPoint() {
         let name = uniqueName()
         let point = InjectionPoint<Void, Int, Never>(name) { 0 }
-        #expect(Chaos.catalogue.first { $0.point == name }?.items == [])
+        #expect(Chaos.catalogue.first { $0.name == name }?.items.map(\.name) == [])
         point.addCatalogueItem("b") { _ in .constant(1) }
         point.addCatalogueItem("a") { _ in .constant(2) }
-        #expect(Chaos.catalogue.first { $0.point == name }?.items == ["a", "b"])
+        #expect(Chaos.catalogue.first { $0.name == name }?.items.map(\.name) == ["a", "b"])
     }
 
     @Test func manyPointsComeAndGoConcurrently() async {
