@@ -23,7 +23,7 @@ public final class Chaos: Sendable {
         var applied: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     static let logger = Logger(label: "ChaosKit")
 
     /// A builder whose random choices derive from `seed`; without one, a seed is drawn
@@ -81,7 +81,7 @@ public final class Chaos: Sendable {
         let found = state.withLock { state -> Bool in
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else { return false }
             let item = state.applied.remove(at: index)
-            _ = item.prepared.state.removeGlobal(entryID: item.prepared.entryID)
+            _ = item.prepared.state.removeGlobal(item.prepared.installation)
             return true
         }
         guard found else {
@@ -97,7 +97,7 @@ public final class Chaos: Sendable {
     public func revertAll() {
         state.withLock { state in
             for item in state.applied.reversed() {
-                _ = item.prepared.state.removeGlobal(entryID: item.prepared.entryID)
+                _ = item.prepared.state.removeGlobal(item.prepared.installation)
             }
             state.applied = []
         }

@@ -74,6 +74,14 @@ public struct ChaosCase<Arguments, Provider: Sendable>: Sendable {
     public let provider: Provider
 }
 
+extension ChaosCase where Provider: ChaosProviderProtocol, Provider.Arguments == Arguments {
+    /// A branch for `composite`: use `provider` when `condition` holds, written
+    /// `.composite([.when({ $0 > 3 }, .constant(0))])`.
+    public static func when(_ condition: @escaping @Sendable (Arguments) -> Bool, _ provider: Provider) -> ChaosCase {
+        ChaosCase(condition: condition, provider: provider)
+    }
+}
+
 /// What sync and async providers share: every provider except the block is built the same way.
 public protocol ChaosProviderProtocol: Sendable {
     /// The arguments the point is called with (a tuple for several).

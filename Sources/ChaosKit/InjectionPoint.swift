@@ -280,8 +280,8 @@ public struct CatalogueItemInfo: Sendable, Hashable {
 final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
     typealias Maker = @Sendable (ProfileParameters) throws(ChaosError) -> Provider
     typealias Matcher = @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Provider.Arguments) -> Bool
-    private let items = Mutex<[String: (make: Maker, parameters: String)]>([:])
-    private let argumentMatcher = Mutex<Matcher?>(nil)
+    private let items = Locked<[String: (make: Maker, parameters: String)]>([:])
+    private let argumentMatcher = Locked<Matcher?>(nil)
 
     func setMatcher(_ matcher: @escaping Matcher) {
         argumentMatcher.withLock { $0 = matcher }

@@ -98,7 +98,7 @@ public import Synchronization
 protocol AnyPointState: AnyObject, Sendable {
     var name: String { get }
     func pushGlobal(_ installation: AnyObject)
-    func removeGlobal(entryID: Int) -> Bool
+    func removeGlobal(_ installation: AnyObject) -> Bool
     func scopeEntered()
     func scopeLeft()
 }
@@ -110,7 +110,7 @@ protocol AnyPointState: AnyObject, Sendable {
     @usableFromInline let activity = Atomic<Int>(0)
     /// Live scopes that involve this point (a task-local lookup is only worth it then).
     @usableFromInline let scopes = Atomic<Int>(0)
-    @usableFromInline let stack = Mutex<[Installed]>([])
+    @usableFromInline let stack = Locked<[Installed]>([])
     let name: String
 
     init(name: String) {
@@ -128,18 +128,16 @@ protocol AnyPointState: AnyObject, Sendable {
         activity.wrappingAdd(1, ordering: .releasing)
     }
 
-    func removeGlobal(entryID: Int) -> Bool {
+    /// Removes exactly this installation (by identity: one entry may be applied by
+    /// several `Chaos` builders, each with its own installation).
+    func removeGlobal(_ installation: AnyObject) -> Bool {
         let removed = stack.withLock { stack -> Bool in
-            guard let index = stack.lastIndex(where: { Self.matches($0, entryID) }) else { return false }
+            guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
             stack.remove(at: index)
             return true
         }
         if removed { activity.wrappingSubtract(1, ordering: .releasing) }
         return removed
-    }
-
-    private static func matches(_ installed: Installed, _ entryID: Int) -> Bool {
-        (installed as? any EntryIdentified)?.entryID == entryID
     }
 
     func scopeEntered() {
@@ -152,10 +150,3 @@ protocol AnyPointState: AnyObject, Sendable {
         scopes.wrappingSubtract(1, ordering: .releasing)
     }
 }
-
-/// Lets type-erased code find an installation's entry.
-protocol EntryIdentified {
-    var entryID: Int { get }
-}
-
-extension Installation: EntryIdentified {}

@@ -25,7 +25,7 @@ final class PointRegistry: Sendable {
         let id: ObjectIdentifier
     }
 
-    private let points = Mutex<[String: [WeakPoint]]>([:])
+    private let points = Locked<[String: [WeakPoint]]>([:])
 
     func register(_ point: any RegisteredPoint) {
         let entry = WeakPoint(point: point, id: ObjectIdentifier(point))
@@ -78,7 +78,10 @@ final class PointRegistry: Sendable {
 
     /// The names of all live points, sorted.
     var names: [String] {
-        points.withLock { table in table.filter { $0.value.contains { $0.point != nil } }.keys.sorted() }
+        // Strong references are taken under the lock but dropped after it, so that a
+        // point's deinit (which unregisters under the same lock) never runs inside it.
+        let alive = points.withLock { table in table.map { (name: $0.key, points: $0.value.compactMap(\.point)) } }
+        return alive.filter { !$0.points.isEmpty }.map(\.name).sorted()
     }
 
     /// Every live point with its signature and the catalogue items it offers, for tools such as `chaos list`.

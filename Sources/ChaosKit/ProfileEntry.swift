@@ -73,7 +73,9 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         do {
             return try prepare(entrySeed, id.raw)
         } catch {
-            throw ChaosError(error.kind, subject: "entry \(id) (\(description))", error.message)
+            // Keep a more precise inner subject (e.g. "clock.now offset") in the message.
+            let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
+            throw ChaosError(error.kind, subject: "entry \(id) (\(description))", detail)
         }
     }
 }

@@ -170,9 +170,11 @@ extension String: RandomChaosValue {
 }
 
 extension Date: RandomChaosValue {
-    /// A date within ±10,000 days of now, as in Dixie's example.
+    /// A date within ±10,000 days of 2025-01-01 (Dixie's example span). The centre is
+    /// fixed, not "now", so that the same seed gives the same dates on every run — and so
+    /// that drawing a date never reads a clock that chaos may be hooking.
     public static func randomChaosValue(using source: inout SeededRandom) -> Date {
-        RandomGenerator<Date>.date().generate(using: &source)
+        RandomGenerator<Date>.date(of: Date(timeIntervalSince1970: 1_735_689_600)).generate(using: &source)
     }
 }
 

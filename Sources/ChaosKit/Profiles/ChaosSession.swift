@@ -54,14 +54,14 @@ public final class ChaosSession: Sendable {
     /// The profile file the session re-reads, if it came from one.
     public let profilePath: String?
     private let inline: [ChaosProfile.Entry]
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let logger = Logger(label: "ChaosKit.session")
 
     init(seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry]) throws(ChaosError) {
         self.seed = seed
         self.profilePath = profilePath
         self.inline = inline
-        self.state = Mutex(State(entries: fileEntries + inline, fileStamp: profilePath.flatMap(FileStamp.init(path:))))
+        self.state = Locked(State(entries: fileEntries + inline, fileStamp: profilePath.flatMap(FileStamp.init(path:))))
         try state.withLock { state throws(ChaosError) in
             state.chaos = try Self.applied(state.entries, seed: seed)
         }
