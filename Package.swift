@@ -13,6 +13,8 @@ let package = Package(
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
         .executable(name: "chaos", targets: ["chaos"]),
+        // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
+        .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -24,6 +26,7 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
+        .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .executableTarget(
             name: "chaos",
             dependencies: [
