@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
+        .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -24,5 +25,22 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+        .target(
+            name: "CChaosELF",
+            dependencies: ["CFFI"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "ChaosHooks",
+            dependencies: ["ChaosKit", "CFFI", "CChaosELF"],
+            swiftSettings: strictSwift
+        ),
+        .target(name: "CHookFixtures"),
+        .testTarget(
+            name: "ChaosHooksTests",
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],
+            swiftSettings: strictSwift
+        ),
     ]
 )
