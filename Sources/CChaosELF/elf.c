@@ -53,9 +53,31 @@ static int value_in_image(const struct dl_phdr_info *info, uintptr_t value) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD) continue;
         uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (value >= start && value < start + ph->p_memsz) return 1;
+        if (value >= start && value < start + ph->p_memsz) return (ph->p_flags & PF_X) ? 2 : 1;
     }
     return 0;
+}
+
+// Whether `value` looks like the lazy-binding PLT entry a JUMP_SLOT holds before its
+// first call: executable code of the same image starting the way PLT stubs start.
+static int looks_like_plt_stub(const struct dl_phdr_info *info, uintptr_t value) {
+    if (value_in_image(info, value) != 2) return 0;
+    const unsigned char *code = (const unsigned char *)value;
+#if defined(__x86_64__) || defined(__i386__)
+    // push $index (68 imm32), optionally preceded by endbr64/endbr32 (f3 0f 1e fa/fb).
+    if (code[0] == 0x68) return 1;
+    if (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && (code[3] == 0xfa || code[3] == 0xfb) && code[4] == 0x68) return 1;
+    return 0;
+#elif defined(__aarch64__)
+    // Lazy slots point at PLT0: stp x16, x30, [sp, #-16]! (optionally after bti c).
+    uint32_t first, second;
+    memcpy(&first, code, 4);
+    memcpy(&second, code + 4, 4);
+    return first == 0xa9bf7bf0u || (first == 0xd503245fu && second == 0xa9bf7bf0u);
+#else
+    (void)code;
+    return 1;
+#endif
 }
 
 static void report(const struct dl_phdr_info *info, const char *path, scan_context *scan,
@@ -65,7 +87,8 @@ static void report(const struct dl_phdr_info *info, const char *path, scan_conte
     slot.image_path = path;
     slot.image_base = info->dlpi_addr;
     slot.kind = kind;
-    slot.value_in_image = value_in_image(info, (uintptr_t)chaos_elf_read_slot(slot.slot));
+    slot.value_is_plt_stub = kind == CHAOS_ELF_SLOT_JUMP &&
+        looks_like_plt_stub(info, (uintptr_t)chaos_elf_read_slot(slot.slot));
     scan->on_slot(scan->context, &slot);
 }
 

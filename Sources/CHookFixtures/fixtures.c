@@ -36,6 +36,8 @@ chaos_fx_callbacks chaos_fx_table = {
 };
 
 void chaos_fx_reset(void) { chaos_fx_table = defaults; }
+chaos_fx_callbacks *chaos_fx_table_address(void) { return &chaos_fx_table; }
+void **chaos_fx_table_slot(size_t offset) { return (void **)((char *)&chaos_fx_table + offset); }
 
 // Each call reads the member anew (volatile) so concurrent rebinding is observed.
 #define SLOT(name) (*(__typeof__(chaos_fx_table.name) volatile *)&chaos_fx_table.name)

@@ -48,5 +48,10 @@ enum SlotMemory {
         return UInt(bitPattern: previous)
     }
 
+    /// PROT_* bits of the mapping containing `address`, or -1 when unmapped.
+    static func protection(_ address: UInt) -> Int32 {
+        chaos_elf_protection(UnsafeRawPointer(bitPattern: address))
+    }
+
     static func hex(_ value: UInt) -> String { "0x" + String(value, radix: 16) }
 }

@@ -224,7 +224,7 @@ public final class SymbolRebinding: Sendable {
                 throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) is already hooked by \(owner.description); revert that hook first")
             }
             let current = SlotMemory.read(slot.address)
-            if current == originalBits || slot.valueInImage { continue }
+            if current == originalBits || slot.valueIsPLTStub { continue }
             if registry.liveClosures.contains(current) {
                 throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) points at a ChaosHooks closure not registered for it; restore the real function first")
             }
@@ -274,7 +274,7 @@ struct ImageScan {
         let address: UInt
         let imagePath: String
         let isJumpSlot: Bool
-        let valueInImage: Bool
+        let valueIsPLTStub: Bool
     }
 
     private(set) var slots: [Slot] = []
@@ -305,7 +305,7 @@ struct ImageScan {
                 guard collector.seen.insert(address).inserted else { return }
                 collector.slots.append(Slot(
                     address: address, imagePath: String(cString: info.image_path),
-                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), valueInImage: info.value_in_image != 0))
+                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), valueIsPLTStub: info.value_is_plt_stub != 0))
             }, context)
         }
         guard status == 0 else {

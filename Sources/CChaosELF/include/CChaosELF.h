@@ -23,9 +23,9 @@ typedef struct chaos_elf_slot_info {
     const char *image_path;
     uintptr_t image_base;
     int kind;
-    /// Nonzero when the slot's current value points into one of the image's own
-    /// loadable segments (for a JUMP_SLOT: the lazy-binding PLT stub).
-    int value_in_image;
+    /// Nonzero when the slot is a JUMP_SLOT whose current value is the image's own
+    /// lazy-binding PLT entry (executable code of the same image shaped like a PLT stub).
+    int value_is_plt_stub;
 } chaos_elf_slot_info;
 
 /// Called once per loaded image; return nonzero to scan it for slots.

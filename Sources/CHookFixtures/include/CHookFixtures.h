@@ -39,6 +39,10 @@ typedef struct chaos_fx_callbacks {
 /// `chaos_fx_real_*` implementations; `chaos_fx_reset` puts them back.
 extern chaos_fx_callbacks chaos_fx_table;
 void chaos_fx_reset(void);
+/// The address of `chaos_fx_table` (so Swift can take member addresses without copies).
+chaos_fx_callbacks *chaos_fx_table_address(void);
+/// Address of a function-pointer member of `chaos_fx_table`, by byte offset.
+void **chaos_fx_table_slot(size_t offset);
 
 int32_t chaos_fx_call_add(int32_t a, int32_t b);
 double chaos_fx_call_scale(double value, double factor);
