@@ -31,6 +31,8 @@ public struct CCall {
     @usableFromInline var originalCalled = false
     @usableFromInline var pendingErrno: Int32?
     @usableFromInline var originalErrno: Int32?
+    /// This thread's `errno`, looked up once per call (only when needed).
+    @usableFromInline var errnoLocation: UnsafeMutablePointer<Int32>?
 
     init(interface: FFIInterface, original: UInt, returnBuffer: UnsafeMutableRawPointer,
          arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
@@ -248,7 +250,9 @@ public struct CCall {
             throw ChaosError(.notApplied, "this closure has no original function to call; pass original: to FFIClosure or bind it to a slot that holds one")
         }
         ffi_call(interface.cif, unsafeBitCast(original, to: (@convention(c) () -> Void).self), returnBuffer, arguments)
-        originalErrno = currentErrno
+        let location = errnoLocation ?? Self.errnoAddress()
+        errnoLocation = location
+        originalErrno = location.pointee
         originalCalled = true
         returnWritten = true
     }
@@ -263,28 +267,20 @@ public struct CCall {
     }
 
     @usableFromInline
-    var currentErrno: Int32 { Self.readErrno() }
+    var currentErrno: Int32 { (errnoLocation ?? Self.errnoAddress()).pointee }
 
-    static func readErrno() -> Int32 {
-        #if canImport(Glibc)
-        return Glibc.errno
-        #elseif canImport(Musl)
-        return Musl.errno
+    static func errnoAddress() -> UnsafeMutablePointer<Int32> {
+        #if canImport(Glibc) || canImport(Musl)
+        return __errno_location()
         #elseif canImport(Darwin)
-        return Darwin.errno
+        return __error()
         #else
-        return 0
+        fatalError("errno is not available on this platform")
         #endif
     }
 
     mutating func finishErrno() {
         guard let value = pendingErrno ?? originalErrno else { return }
-        #if canImport(Glibc)
-        Glibc.errno = value
-        #elseif canImport(Musl)
-        Musl.errno = value
-        #elseif canImport(Darwin)
-        Darwin.errno = value
-        #endif
+        (errnoLocation ?? Self.errnoAddress()).pointee = value
     }
 }
