@@ -273,6 +273,8 @@ func withTableHook<F>(
         let counters = Counters()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             if worker == 0 {
+                // Start toggling only once callers are running, so the two overlap.
+                while counters.calls.load(ordering: .relaxed) < 1_000 { sched_yield() }
                 for _ in 0..<2_000 {
                     try? slot.bind(to: closure)
                     try? slot.revert()
