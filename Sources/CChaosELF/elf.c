@@ -259,7 +259,6 @@ void *chaos_elf_read_slot(void *const *slot) {
 }
 
 void *chaos_elf_dlsym_default(const char *name) { return dlsym(RTLD_DEFAULT, name); }
-void *chaos_elf_dlsym_next(const char *name) { return dlsym(RTLD_NEXT, name); }
 
 const char *chaos_elf_describe_address(const void *address, const char **image_path) {
     Dl_info info;
@@ -289,7 +288,6 @@ int chaos_elf_write_slot(void **slot, void *value, void **previous) {
 void *chaos_elf_read_slot(void *const *slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 int chaos_elf_protection(const void *address) { (void)address; return -1; }
 void *chaos_elf_dlsym_default(const char *name) { (void)name; return 0; }
-void *chaos_elf_dlsym_next(const char *name) { (void)name; return 0; }
 const char *chaos_elf_describe_address(const void *address, const char **image_path) {
     (void)address;
     if (image_path) *image_path = 0;

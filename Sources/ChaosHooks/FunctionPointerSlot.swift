@@ -16,7 +16,9 @@ import Synchronization
 /// means, throws `.alreadyHooked` and changes nothing. The write is atomic, so C code
 /// calling through the slot concurrently sees either the old or the new function.
 ///
-/// The slot must stay valid memory until it is reverted.
+/// The slot must stay valid memory until it is reverted. Dropping a bound
+/// `FunctionPointerSlot` does not revert it; the closure then stays alive (held by the
+/// process-wide hook registry) so the slot never points at freed code.
 public final class FunctionPointerSlot: Sendable {
     private let addressBits: UInt
     private let state = Mutex<Binding?>(nil)

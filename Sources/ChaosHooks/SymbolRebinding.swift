@@ -60,6 +60,10 @@ public struct ImageFilter: Sendable, CustomStringConvertible {
 /// - statically linked programs (no GOT), and calls racing with `apply()` that already
 ///   loaded the old pointer.
 ///
+/// Dropping an applied rebinding does not revert it: the slots stay patched and the
+/// closure stays alive (held by the process-wide hook registry), so nothing can call
+/// freed code. Call ``revert()``.
+///
 /// Only Linux (ELF) is supported; elsewhere the initializers throw `.unsupportedPlatform`.
 public final class SymbolRebinding: Sendable {
     /// The symbol name as it appears in the dynamic symbol table (no version suffix).
@@ -156,13 +160,20 @@ public final class SymbolRebinding: Sendable {
             guard let current = patched else {
                 throw ChaosError(.notApplied, subject: symbol, "refresh() only adds slots to an applied rebinding; call apply() first")
             }
-            let known = Set(current.map(\.addressBits))
+            var kept = current
             let added = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
                 let scan = try ImageScan(symbol: symbol, images: images)
+                // Forget slots of images unloaded since (their addresses may be reused).
+                let alive = Set(scan.slots.map { "\($0.address)|\($0.imagePath)" })
+                kept = current.filter { alive.contains("\($0.addressBits)|\($0.imagePath)") }
+                for gone in current where !alive.contains("\(gone.addressBits)|\(gone.imagePath)") {
+                    registry.ownedSlots[gone.addressBits] = nil
+                }
+                let known = Set(kept.map(\.addressBits))
                 let fresh = scan.slots.filter { !known.contains($0.address) }
                 return fresh.isEmpty ? [] : try patch(fresh, registry: &registry)
             }
-            patched = current + added
+            patched = kept + added
             return added.count
         }
     }

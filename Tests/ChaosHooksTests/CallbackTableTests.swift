@@ -8,6 +8,8 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The slot of one member of the fixture's global callbacks table.

@@ -53,9 +53,6 @@ int chaos_elf_protection(const void *address);
 /// dlsym(RTLD_DEFAULT, name): the definition the dynamic linker binds first.
 void *chaos_elf_dlsym_default(const char *name);
 
-/// dlsym(RTLD_NEXT, name) as seen from this library.
-void *chaos_elf_dlsym_next(const char *name);
-
 /// dladdr: the name of the symbol that starts exactly at `address` (else NULL), and the
 /// path of the image containing it in `image_path` (NULL when none). Strings are owned
 /// by the dynamic linker.
