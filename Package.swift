@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
+        .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
@@ -36,5 +37,22 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+        .target(
+            name: "CChaosELF",
+            dependencies: ["CFFI"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "ChaosHooks",
+            dependencies: ["ChaosKit", "CFFI", "CChaosELF"],
+            swiftSettings: strictSwift
+        ),
+        .target(name: "CHookFixtures"),
+        .testTarget(
+            name: "ChaosHooksTests",
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],
+            swiftSettings: strictSwift
+        ),
     ]
 )

@@ -1,0 +1,38 @@
+// The "floor" a ChaosHooks closure is benchmarked against: the cheapest possible
+// libffi closure that calls the original function.
+#include "CChaosELF.h"
+#include <stdlib.h>
+#include <ffi.h>
+
+typedef struct raw_forwarder {
+    ffi_closure *closure;
+    void (*original)(void);
+} raw_forwarder;
+
+static void raw_forward(ffi_cif *cif, void *ret, void **args, void *user_data) {
+    raw_forwarder *f = user_data;
+    ffi_call(cif, f->original, ret, args);
+}
+
+void *chaos_bench_make_raw_forwarding_closure(void *cif, void *original, void **code_out) {
+    raw_forwarder *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    void *code = NULL;
+    f->closure = ffi_closure_alloc(sizeof(ffi_closure), &code);
+    if (!f->closure) { free(f); return NULL; }
+    f->original = (void (*)(void))original;
+    if (ffi_prep_closure_loc(f->closure, (ffi_cif *)cif, raw_forward, f, code) != FFI_OK) {
+        ffi_closure_free(f->closure);
+        free(f);
+        return NULL;
+    }
+    *code_out = code;
+    return f;
+}
+
+void chaos_bench_free_raw_forwarding_closure(void *handle) {
+    raw_forwarder *f = handle;
+    if (!f) return;
+    ffi_closure_free(f->closure);
+    free(f);
+}

@@ -1,0 +1,328 @@
+import CChaosELF
+public import ChaosKit
+import Synchronization
+
+/// Which loaded images a ``SymbolRebinding`` patches, chosen by image path.
+public struct ImageFilter: Sendable, CustomStringConvertible {
+    let predicate: @Sendable (String) -> Bool
+    public let description: String
+
+    /// Every loaded image: the main program and all shared libraries.
+    public static let all = ImageFilter(description: "all images") { _ in true }
+
+    /// Images whose path contains `fragment` (e.g. `"libFoundation"`).
+    public static func pathContains(_ fragment: String) -> ImageFilter {
+        ImageFilter(description: "images whose path contains \"\(fragment)\"") { $0.contains(fragment) }
+    }
+
+    /// Images for which `predicate(path)` is true; `description` appears in errors.
+    public static func matching(_ description: String, _ predicate: @escaping @Sendable (String) -> Bool) -> ImageFilter {
+        ImageFilter(description: description, predicate: predicate)
+    }
+
+    init(description: String, predicate: @escaping @Sendable (String) -> Bool) {
+        self.description = description
+        self.predicate = predicate
+    }
+}
+
+/// Rebinds an imported C symbol (e.g. `clock_gettime`, `getenv`, `connect`) in the
+/// GOT of every loaded ELF image, so every call made through those slots — from the
+/// app, Foundation, or any other library — runs an ``FFIClosure`` instead.
+///
+/// ```swift
+/// let hook = try SymbolRebinding(symbol: "getenv",
+///                                signature: CSignature(returns: .cString, arguments: [.cString])) { call in
+///     try call.callOriginal()
+/// }
+/// try hook.apply()     // all-or-nothing
+/// defer { try? hook.revert() }   // every slot gets its exact original bytes back
+/// ```
+///
+/// - The original function is resolved with `dlsym(RTLD_DEFAULT, symbol)`, never read
+///   from a slot (a lazily bound slot holds the PLT resolver stub: slow, and calling it
+///   would rebind the slot).
+/// - ``apply()`` refuses with `.alreadyHooked` when a slot is owned by another
+///   ChaosHooks hook, or holds something that is neither the real function, a
+///   lazy-binding stub of its own image, nor another version of the same symbol —
+///   i.e. something else (another interposer) already hooks it. Nothing changes then.
+/// - ``refresh()`` patches images loaded (`dlopen`) after ``apply()``.
+/// - Symbol hooks are process-wide by nature: serialize the code that applies them
+///   (in Swift Testing, one `.serialized` suite).
+///
+/// What a GOT rebinding cannot see:
+/// - calls inside the library that defines the symbol (libc calling its own
+///   `clock_gettime` uses internal aliases, not the GOT);
+/// - function pointers obtained earlier with `dlsym` or stored in tables (hook those
+///   with ``FunctionPointerSlot``), and pointers taken in `R_*_64`/`RELATIVE` data;
+/// - inlined or compiler-builtin calls, system calls made directly, and the vDSO's own
+///   fast paths (only the libc wrapper's callers are redirected);
+/// - statically linked programs (no GOT), and calls racing with `apply()` that already
+///   loaded the old pointer.
+///
+/// Dropping an applied rebinding does not revert it: the slots stay patched and the
+/// closure stays alive (held by the process-wide hook registry), so nothing can call
+/// freed code. Call ``revert()``.
+///
+/// Only Linux (ELF) is supported; elsewhere the initializers throw `.unsupportedPlatform`.
+public final class SymbolRebinding: Sendable {
+    /// The symbol name as it appears in the dynamic symbol table (no version suffix).
+    public let symbol: String
+    /// The closure every patched slot points at.
+    public let closure: FFIClosure
+    /// Which images are patched.
+    public let images: ImageFilter
+    private let originalBits: UInt
+    private let state = Mutex<[PatchedSlot]?>(nil)
+
+    /// One GOT slot this rebinding patched.
+    public struct PatchedSlot: Sendable, Hashable {
+        /// The slot's address, as a bit pattern.
+        public let addressBits: UInt
+        /// Path of the image the slot belongs to.
+        public let imagePath: String
+        /// `true` for a `JUMP_SLOT` (PLT call), `false` for a `GLOB_DAT` slot.
+        public let isJumpSlot: Bool
+        /// The exact bytes the slot held before it was patched.
+        public let originalBytes: UInt
+
+        /// The slot's address.
+        public var address: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: addressBits)! }
+    }
+
+    /// Prepares a rebinding of `symbol` to a new closure of `signature` running `handler`.
+    /// Nothing is patched until ``apply()``.
+    ///
+    /// - Throws: `.symbolNotFound` when no loaded image defines `symbol`,
+    ///   `.signatureMismatch`/`.systemFailure` from closure creation,
+    ///   `.unsupportedPlatform` outside Linux.
+    public convenience init(symbol: String, signature: CSignature, images: ImageFilter = .all,
+                            handler: @escaping FFIClosure.Handler) throws(ChaosError) {
+        #if os(Linux)
+        let original = try Self.resolve(symbol)
+        let closure = try FFIClosure(signature: signature, original: UnsafeRawPointer(bitPattern: original), handler: handler)
+        try self.init(symbol: symbol, closure: closure, images: images)
+        #else
+        throw Self.unsupported(symbol)
+        #endif
+    }
+
+    /// Prepares a rebinding of `symbol` to an existing closure; the closure's
+    /// ``FFIClosure/original`` is set to the real function when it has none.
+    public init(symbol: String, closure: FFIClosure, images: ImageFilter = .all) throws(ChaosError) {
+        #if os(Linux)
+        self.originalBits = try Self.resolve(symbol)
+        self.symbol = symbol
+        self.closure = closure
+        self.images = images
+        closure.adoptOriginal(originalBits)
+        #else
+        throw Self.unsupported(symbol)
+        #endif
+    }
+
+    /// The real function (`dlsym(RTLD_DEFAULT, symbol)`).
+    public var original: UnsafeRawPointer { UnsafeRawPointer(bitPattern: originalBits)! }
+
+    /// Whether the slots are currently patched.
+    public var isApplied: Bool { state.withLock { $0 != nil } }
+
+    /// The slots currently patched (empty when not applied).
+    public var patchedSlots: [PatchedSlot] { state.withLock { $0 ?? [] } }
+
+    /// Patches every slot for ``symbol`` in the images selected by ``images``.
+    ///
+    /// All-or-nothing: if a slot is refused or a write fails, every slot written so far
+    /// gets its original bytes back and the error says which image and why.
+    /// - Throws: `.alreadyApplied`, `.symbolNotFound` (lists the images searched),
+    ///   `.alreadyHooked`, `.systemFailure`.
+    public func apply() throws(ChaosError) {
+        try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) in
+            guard patched == nil else {
+                throw ChaosError(.alreadyApplied, subject: symbol, "this rebinding is already applied; call revert() first or use refresh() for newly loaded images")
+            }
+            patched = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
+                let scan = try ImageScan(symbol: symbol, images: images)
+                guard !scan.slots.isEmpty else {
+                    throw ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(scan.searched.count) image(s) searched (\(images)): \(scan.searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
+                }
+                return try patch(scan.slots, registry: &registry)
+            }
+            closure.bindings.add(1, ordering: .relaxed)
+        }
+    }
+
+    /// Patches slots of images loaded since ``apply()`` (or the last refresh) and
+    /// returns how many were added. All-or-nothing like ``apply()``.
+    @discardableResult
+    public func refresh() throws(ChaosError) -> Int {
+        try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) -> Int in
+            guard let current = patched else {
+                throw ChaosError(.notApplied, subject: symbol, "refresh() only adds slots to an applied rebinding; call apply() first")
+            }
+            var kept = current
+            let added = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
+                let scan = try ImageScan(symbol: symbol, images: images)
+                // Forget slots of images unloaded since (their addresses may be reused).
+                let alive = Set(scan.slots.map { "\($0.address)|\($0.imagePath)" })
+                kept = current.filter { alive.contains("\($0.addressBits)|\($0.imagePath)") }
+                for gone in current where !alive.contains("\(gone.addressBits)|\(gone.imagePath)") {
+                    registry.ownedSlots[gone.addressBits] = nil
+                }
+                let known = Set(kept.map(\.addressBits))
+                let fresh = scan.slots.filter { !known.contains($0.address) }
+                return fresh.isEmpty ? [] : try patch(fresh, registry: &registry)
+            }
+            patched = kept + added
+            return added.count
+        }
+    }
+
+    /// Writes every patched slot's original bytes back (byte-identical).
+    ///
+    /// Slots of images unloaded in the meantime are skipped. A slot that something else
+    /// changed after ``apply()`` is left alone and reported with `.alreadyHooked` once
+    /// everything else is reverted; the rebinding then counts as reverted.
+    /// - Throws: `.notApplied`, `.alreadyHooked`, `.systemFailure` (that slot stays patched
+    ///   and the rebinding stays applied, so revert can be retried).
+    public func revert() throws(ChaosError) {
+        try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) in
+            guard let slots = patched else {
+                throw ChaosError(.notApplied, subject: symbol, "this rebinding is not applied; nothing to revert")
+            }
+            var failures: [PatchedSlot] = []
+            var foreign: [String] = []
+            var firstFailure: ChaosError?
+            HookRegistry.state.withLock { (registry: inout HookRegistryState) in
+                // Only slots still mapped in a loaded image of the same path are touched.
+                let alive = Set(((try? ImageScan(symbol: symbol, images: .all))?.slots ?? []).map { "\($0.address)|\($0.imagePath)" })
+                for slot in slots {
+                    guard alive.contains("\(slot.addressBits)|\(slot.imagePath)") else {
+                        registry.ownedSlots[slot.addressBits] = nil
+                        continue
+                    }
+                    let current = SlotMemory.read(slot.addressBits)
+                    if current == closure.code {
+                        do throws(ChaosError) {
+                            _ = try SlotMemory.write(slot.addressBits, slot.originalBytes, what: "\(symbol) in \(slot.imagePath)")
+                        } catch {
+                            failures.append(slot)
+                            firstFailure = firstFailure ?? error
+                            continue
+                        }
+                    } else {
+                        foreign.append("\(slot.imagePath) (now \(SlotMemory.hex(current)))")
+                    }
+                    registry.ownedSlots[slot.addressBits] = nil
+                }
+            }
+            if let firstFailure {
+                patched = failures
+                throw firstFailure
+            }
+            patched = nil
+            closure.bindings.subtract(1, ordering: .relaxed)
+            if !foreign.isEmpty {
+                throw ChaosError(.alreadyHooked, subject: symbol, "slots changed by something else after apply were left alone: \(foreign.joined(separator: ", ")); restore them yourself if needed")
+            }
+        }
+    }
+
+    /// Validates every candidate, then writes them all (undoing on failure) and registers them.
+    private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] {
+        for slot in slots {
+            if let owner = registry.ownedSlots[slot.address] {
+                throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) is already hooked by \(owner.description); revert that hook first")
+            }
+            let current = SlotMemory.read(slot.address)
+            if current == originalBits || slot.valueIsPLTStub { continue }
+            if registry.liveClosures.contains(current) {
+                throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) points at a ChaosHooks closure not registered for it; restore the real function first")
+            }
+            let (name, image) = Self.describe(current)
+            if name == symbol { continue } // another version of the same symbol
+            throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) holds \(SlotMemory.hex(current)) (\(name ?? "unknown") in \(image ?? "no image")), not the real \(symbol) at \(SlotMemory.hex(originalBits)): something else already hooks it; remove that hook or exclude the image with images:")
+        }
+        var written: [PatchedSlot] = []
+        for slot in slots {
+            do throws(ChaosError) {
+                let previous = try SlotMemory.write(slot.address, closure.code, what: "\(symbol) in \(slot.imagePath)")
+                written.append(PatchedSlot(addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot, originalBytes: previous))
+            } catch {
+                for done in written.reversed() {
+                    _ = try? SlotMemory.write(done.addressBits, done.originalBytes, what: symbol)
+                }
+                throw error
+            }
+        }
+        for slot in written {
+            registry.ownedSlots[slot.addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: closure)
+        }
+        return written
+    }
+
+    private static func describe(_ address: UInt) -> (name: String?, image: String?) {
+        var image: UnsafePointer<CChar>?
+        let name = chaos_elf_describe_address(UnsafeRawPointer(bitPattern: address), &image)
+        return (name.map { String(cString: $0) }, image.map { String(cString: $0) })
+    }
+
+    private static func resolve(_ symbol: String) throws(ChaosError) -> UInt {
+        guard let address = chaos_elf_dlsym_default(symbol) else {
+            throw ChaosError(.symbolNotFound, subject: symbol, "no loaded image defines '\(symbol)' (dlsym failed); check the spelling (C names, no version suffix) or dlopen its library first")
+        }
+        return UInt(bitPattern: address)
+    }
+
+    private static func unsupported(_ symbol: String) -> ChaosError {
+        ChaosError(.unsupportedPlatform, subject: symbol, "symbol rebinding needs ELF (Linux); on this platform hook function-pointer slots with FunctionPointerSlot or use protocol injection points")
+    }
+}
+
+/// The GOT slots for one symbol in the selected images (CChaosELF does the walking).
+struct ImageScan {
+    struct Slot {
+        let address: UInt
+        let imagePath: String
+        let isJumpSlot: Bool
+        let valueIsPLTStub: Bool
+    }
+
+    private(set) var slots: [Slot] = []
+    private(set) var searched: [String] = []
+
+    private final class Collector {
+        let filter: ImageFilter
+        var slots: [Slot] = []
+        var seen: Set<UInt> = []
+        var searched: [String] = []
+        init(filter: ImageFilter) { self.filter = filter }
+    }
+
+    init(symbol: String, images: ImageFilter) throws(ChaosError) {
+        let collector = Collector(filter: images)
+        let context = Unmanaged.passUnretained(collector).toOpaque()
+        let status = withExtendedLifetime(collector) {
+            chaos_elf_find_slots(symbol, { context, path, _ in
+                let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                let path = String(cString: path!)
+                guard collector.filter.predicate(path) else { return 0 }
+                collector.searched.append(path)
+                return 1
+            }, { context, info in
+                let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                let info = info!.pointee
+                let address = UInt(bitPattern: info.slot)
+                guard collector.seen.insert(address).inserted else { return }
+                collector.slots.append(Slot(
+                    address: address, imagePath: String(cString: info.image_path),
+                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), valueIsPLTStub: info.value_is_plt_stub != 0))
+            }, context)
+        }
+        guard status == 0 else {
+            throw ChaosError(.unsupportedPlatform, subject: symbol, "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
+        }
+        slots = collector.slots
+        searched = collector.searched
+    }
+}
