@@ -37,6 +37,8 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        // Runs the built `chaos` tool; depending on it makes `swift test` build it.
+        .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .target(
             name: "CChaosELF",

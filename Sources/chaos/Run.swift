@@ -1,0 +1,175 @@
+import ArgumentParser
+import ChaosKit
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `chaos run --profile FILE -- COMMAND [ARGS…]`: runs any dynamically linked program with
+/// the profile's system-level entries applied through the ChaosPreload library.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a program with a profile's system entries (clock, environment, sockets, files) applied.",
+        discussion: """
+        Only entries on system.clock, system.getenv, system.connect, system.getaddrinfo and
+        system.files reach another program; the profile's other entries are refused.
+        Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
+        """
+    )
+
+    @Option(help: "The JSON profile whose system entries to apply.")
+    var profile: String
+
+    @Option(help: "The preload library (default: libChaosPreload.so beside this tool).")
+    var preload: String?
+
+    @Argument(parsing: .captureForPassthrough, help: "The program and its arguments (after --).")
+    var command: [String]
+
+    func run() throws {
+        let arguments = command.first == "--" ? Array(command.dropFirst()) : command
+        guard let program = arguments.first else {
+            throw ValidationError("name the program to run after --, e.g. chaos run --profile p.json -- date")
+        }
+        let loaded = try ChaosProfile.load(contentsOfFile: profile)
+        let configuration = try PreloadConfiguration(profile: loaded)
+        var environment: [String: String?] = configuration.environmentChanges
+        for (name, value) in configuration.environment { environment[name] = .some(value) }
+        let library = try preloadLibrary()
+        let existing = ProcessInfo.processInfo.environment["LD_PRELOAD"].map { " " + $0 } ?? ""
+        environment["LD_PRELOAD"] = .some(library + existing)
+        try execute(program, arguments, environment)
+    }
+
+    private func preloadLibrary() throws -> String {
+        let candidates = [preload, ProcessInfo.processInfo.environment["CHAOS_PRELOAD_LIBRARY"]].compactMap { $0 }
+            + [executableDirectory().appendingPathComponent("libChaosPreload.so").path]
+        for path in candidates where FileManager.default.fileExists(atPath: path) {
+            return path
+        }
+        throw ValidationError("the preload library was not found at \(candidates.joined(separator: ", ")); build it with `swift build` or pass --preload PATH")
+    }
+
+    private func executableDirectory() -> URL {
+        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: path).deletingLastPathComponent()
+    }
+
+    /// Replaces this process with `program`, so its exit status, signals and terminal are its own.
+    private func execute(_ program: String, _ arguments: [String], _ changes: [String: String?]) throws {
+        #if os(Linux)
+        for (name, value) in changes {
+            if let value { setenv(name, value, 1) } else { unsetenv(name) }
+        }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) }
+        argv.append(nil)
+        execvp(program, &argv)
+        let reason = String(cString: strerror(errno))
+        throw ValidationError("cannot run \(program): \(reason)")
+        #else
+        throw ValidationError("chaos run needs Linux (LD_PRELOAD and glibc)")
+        #endif
+    }
+}
+
+/// Turns a profile's system entries into the CHAOS_PRELOAD_* variables the preload library reads.
+struct PreloadConfiguration {
+    var environment: [String: String] = [:]
+    /// Variables the program starts with changed (nil: removed), so that programs reading
+    /// `environ` directly (shells, Python's os.environ) see system.getenv chaos too.
+    var environmentChanges: [String: String?] = [:]
+
+    init(profile: ChaosProfile) throws(ChaosError) {
+        if let seed = profile.seed { environment["CHAOS_PRELOAD_SEED"] = String(seed) }
+        var getenvItems: [String] = []
+        for entry in profile.entries where entry.enabled {
+            let (probability, item, parameters) = try Self.flatten(entry)
+            func conflict(_ variable: String) throws(ChaosError) {
+                if environment[variable] != nil {
+                    throw ChaosError(.invalidProfile, subject: entry.location, "a second \(entry.pointName) entry; chaos run applies one per point (except system.getenv)")
+                }
+            }
+            switch (entry.pointName, item) {
+            case ("system.clock", "offset"):
+                try conflict("CHAOS_PRELOAD_CLOCK")
+                environment["CHAOS_PRELOAD_CLOCK"] = "offset:\(try Self.offsetSeconds(parameters, entry))"
+            case ("system.clock", "frozen"):
+                try conflict("CHAOS_PRELOAD_CLOCK")
+                let text = try parameters.string("date")
+                guard let date = ISO8601DateFormatter().date(from: text) else {
+                    throw ChaosError(.invalidProfile, subject: entry.location, "date '\(text)' is not ISO-8601, e.g. 2000-01-01T00:00:00Z")
+                }
+                environment["CHAOS_PRELOAD_CLOCK"] = "freeze:\(date.timeIntervalSince1970)"
+            case ("system.clock", "speed"):
+                try conflict("CHAOS_PRELOAD_CLOCK")
+                environment["CHAOS_PRELOAD_CLOCK"] = "speed:\(try parameters.double("factor"))"
+            case ("system.getenv", "set"):
+                let name = try parameters.string("name"), value = try parameters.string("value")
+                getenvItems.append("\(name)=\(value)")
+                environmentChanges[name] = .some(value)
+            case ("system.getenv", "unset"):
+                let name = try parameters.string("name")
+                getenvItems.append("-\(name)")
+                environmentChanges[name] = .some(nil)
+            case ("system.connect", "refused"), ("system.connect", "timeout"), ("system.connect", "reset"):
+                try conflict("CHAOS_PRELOAD_CONNECT")
+                let code = ["refused": ECONNREFUSED, "timeout": ETIMEDOUT, "reset": ECONNRESET][item]!
+                environment["CHAOS_PRELOAD_CONNECT"] = "\(code):\(probability)"
+            case ("system.getaddrinfo", "dns-failure"):
+                try conflict("CHAOS_PRELOAD_DNS")
+                environment["CHAOS_PRELOAD_DNS"] = "\(EAI_NONAME):\(probability)"
+            case ("system.files", "eio"), ("system.files", "enospc"), ("system.files", "eacces"):
+                try conflict("CHAOS_PRELOAD_FILES")
+                let code = ["eio": EIO, "enospc": ENOSPC, "eacces": EACCES][item]!
+                let operations = try parameters.string("operations", default: "w")
+                guard !operations.isEmpty, operations.allSatisfy({ "owf".contains($0) }) else {
+                    throw ChaosError(.invalidProfile, subject: entry.location, "operations must be letters from \"owf\" (open, write, fsync)")
+                }
+                environment["CHAOS_PRELOAD_FILES"] = "\(code):\(probability):\(operations):\(try parameters.string("path", default: "/"))"
+            default:
+                throw ChaosError(
+                    .invalidProfile, subject: entry.location,
+                    "chaos run cannot apply \(entry.pointName) ← \(entry.provider.summary) to another program; use system.clock (offset, frozen, speed), system.getenv (set, unset), system.connect (refused, timeout, reset), system.getaddrinfo (dns-failure) or system.files (eio, enospc, eacces)"
+                )
+            }
+        }
+        if !getenvItems.isEmpty { environment["CHAOS_PRELOAD_GETENV"] = getenvItems.joined(separator: "\u{1F}") }
+    }
+
+    /// The entry as probability × catalogue item; anything else cannot cross into another process.
+    private static func flatten(_ entry: ChaosProfile.Entry) throws(ChaosError) -> (Double, String, ProfileParameters) {
+        switch entry.provider {
+        case .catalogue(let name, let parameters): return (1, name, parameters)
+        case .probability(let p, .catalogue(let name, let parameters)): return (p, name, parameters)
+        default:
+            throw ChaosError(
+                .invalidProfile, subject: entry.location,
+                "chaos run takes a catalogue item (optionally with a probability) per entry, not \(entry.provider.summary)"
+            )
+        }
+    }
+
+    /// Seconds from `{"seconds": n}` or `{"value": "-30y"}`.
+    static func offsetSeconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Double {
+        if parameters.values["seconds"] != nil { return try parameters.double("seconds") }
+        let text = try parameters.string("value")
+        guard let seconds = OffsetText.seconds(text) else {
+            throw ChaosError(.invalidProfile, subject: entry.location, "offset '\(text)' is not like -30y, -1d, +2h, 90m or -10s")
+        }
+        return seconds
+    }
+}
+
+/// Offsets written as text: a sign, a number and a unit (s, m, h, d, w, y). Whole years
+/// are calendar years from now, so "-30y" lands on today's date 30 years ago.
+enum OffsetText {
+    static func seconds(_ text: String, from now: Date = Date()) -> Double? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800, "y": 31_556_952]
+        guard let unit = text.last, let scale = units[unit], let number = Double(text.dropLast()), number.isFinite else { return nil }
+        if unit == "y", number.rounded() == number, abs(number) < 10_000,
+           let shifted = Calendar(identifier: .gregorian).date(byAdding: .year, value: Int(number), to: now) {
+            return shifted.timeIntervalSince(now)
+        }
+        return number * scale
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+
+/// Runs the built `chaos` tool as a user would, and the programs it starts.
+@Suite struct ChaosToolTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The build folder holding this test bundle, and so the `chaos` tool.
+    static var buildDirectory: URL {
+        var url = Bundle.main.bundleURL
+        if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
+        let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("chaos").path) } ?? url
+    }
+
+    struct Outcome {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus,
+            output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData, as: UTF8.self)
+        )
+    }
+
+    static func chaos(_ arguments: String...) throws -> Outcome {
+        try run(buildDirectory.appendingPathComponent("chaos").path, arguments)
+    }
+
+    /// The preload library built from its source by the C compiler, so the test does not
+    /// depend on which products `swift test` happened to build.
+    static let preloadLibrary: String = {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
+        let source = root.appendingPathComponent("Sources/CChaosPreload/chaos_preload.c").path
+        let include = root.appendingPathComponent("Sources/CChaosPreload/include").path
+        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2", "-I", include, "-o", output, source, "-ldl"])
+        return output
+    }()
+
+    static func temporaryFile(_ text: String, suffix: String = ".json") throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-tool-\(UUID().uuidString)\(suffix)").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func validateAcceptsTheExamplesAndExitsZero() throws {
+        let folder = Self.root.appendingPathComponent("Examples/Profiles")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
+        #expect(!files.isEmpty)
+        let outcome = try Self.run(Self.buildDirectory.appendingPathComponent("chaos").path, ["validate"] + files.map { folder.appendingPathComponent($0).path })
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.components(separatedBy: ": ok").count - 1 == files.count)
+    }
+
+    @Test func validateReportsLineColumnAndPathAndExitsOne() throws {
+        let bad = try Self.temporaryFile("{\n  \"entries\": [\n    {\"point\": \"demo.today\", \"provider\": {\"times\": 0, \"constant\": \"2000-01-01T00:00:00Z\"}}\n  ]\n}")
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let outcome = try Self.chaos("validate", bad)
+        #expect(outcome.status == 1)
+        #expect(outcome.errors.contains("\(bad):3:"))
+        #expect(outcome.errors.contains("$.entries[0].provider.times"))
+    }
+
+    @Test func validateChecksBuiltInPointsTypes() throws {
+        let bad = try Self.temporaryFile(#"{"entries": [{"point": "demo.today", "provider": {"constant": 12}}]}"#)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let outcome = try Self.chaos("validate", bad)
+        #expect(outcome.status == 1)
+        #expect(outcome.errors.contains("is not a Date"))
+    }
+
+    @Test func listShowsProvidersAndPoints() throws {
+        let outcome = try Self.chaos("list")
+        #expect(outcome.status == 0)
+        #expect(outcome.output.contains("sequential"))
+        #expect(outcome.output.contains("demo.today"))
+    }
+
+    @Test func demoRunsAndRestoresEverything() throws {
+        let outcome = try Self.chaos("demo", "--seed", "7")
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.contains("apply() threw"))
+        #expect(outcome.output.contains("Done: every point is back to its original."))
+    }
+
+    #if os(Linux)
+    @Test func runMovesTheSystemDateProgram() throws {
+        let outcome = try Self.run(
+            Self.buildDirectory.appendingPathComponent("chaos").path,
+            ["run", "--preload", Self.preloadLibrary, "--profile",
+             Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path, "--", "date", "+%Y"]
+        )
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        #expect(Int(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year - 30)
+        let plain = try Self.run("/usr/bin/env", ["date", "+%Y"])
+        #expect(Int(plain.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year)
+    }
+
+    @Test func runAppliesToASwiftProgramBuiltByTheTest() throws {
+        let source = try Self.temporaryFile("""
+        import Foundation
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        let written = FileManager.default.createFile(atPath: CommandLine.arguments[1], contents: Data("x".utf8))
+        print(year, written)
+        """, suffix: ".swift")
+        let binary = source.replacingOccurrences(of: ".swift", with: "")
+        defer { for path in [source, binary] { try? FileManager.default.removeItem(atPath: path) } }
+        let compiled = try Self.run("/usr/bin/env", ["swiftc", "-O", source, "-o", binary])
+        #expect(compiled.status == 0, "\(compiled.errors)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-full-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let profile = try Self.temporaryFile("""
+        {"entries": [
+          {"point": "system.clock", "provider": {"item": "frozen", "parameters": {"date": "1999-12-31T23:59:59Z"}}},
+          {"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\(folder)", "operations": "ow"}}}
+        ]}
+        """)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let outcome = try Self.run(
+            Self.buildDirectory.appendingPathComponent("chaos").path,
+            ["run", "--preload", Self.preloadLibrary, "--profile", profile, "--", binary, folder + "/file"]
+        )
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1999 false")
+        let plain = try Self.run(binary, [folder + "/other"])
+        #expect(plain.output.hasSuffix("true\n"))
+    }
+
+    @Test func runRefusesEntriesThatCannotReachAnotherProgram() throws {
+        let profile = try Self.temporaryFile(#"{"entries": [{"point": "demo.today", "provider": {"constant": "2000-01-01T00:00:00Z"}}]}"#)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let outcome = try Self.chaos("run", "--preload", Self.preloadLibrary, "--profile", profile, "--", "date")
+        #expect(outcome.status != 0)
+        #expect(outcome.errors.contains("chaos run takes a catalogue item") || outcome.errors.contains("cannot apply"))
+    }
+    #endif
+}
