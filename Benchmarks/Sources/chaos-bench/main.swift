@@ -9,8 +9,9 @@ if let index = arguments.firstIndex(of: "--filter"), index + 1 < arguments.count
 if let index = arguments.firstIndex(of: "--repetitions"), index + 1 < arguments.count,
    let value = Int(arguments[index + 1]) { repetitions = max(5, value) }
 
-let builders: [(String, () throws -> Group?)] = [
+let builders: [(String, @MainActor () throws -> Group?)] = [
     ("core", { try coreGroup() }),
+    ("profiles", { profilesGroup() }),
 ]
 
 var results: [(String, Double)] = []
@@ -39,6 +40,9 @@ if !json {
             return p - d
         }()),
         ("swift_dependencies_date_ns / point_scoped_ns (>= 10)", ratio("swift_dependencies_date_ns", "point_scoped_ns")),
+        ("point_constant_ns (<= 25)", results.first(where: { $0.0 == "point_constant_ns" })?.1),
+        ("apply_revert_ns (<= 2000)", results.first(where: { $0.0 == "apply_revert_ns" })?.1),
+        ("profile_load_apply_us (<= 5000)", results.first(where: { $0.0 == "profile_load_apply_us" })?.1),
     ]
     print("== budgets")
     for (label, value) in budgets {
