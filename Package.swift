@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
+        .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .executable(name: "chaos", targets: ["chaos"]),
     ],
     dependencies: [
@@ -24,6 +25,7 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
+        .target(name: "ChaosTesting", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
         .executableTarget(
             name: "chaos",
             dependencies: [
@@ -33,5 +35,6 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .testTarget(name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"], swiftSettings: strictSwift),
     ]
 )
