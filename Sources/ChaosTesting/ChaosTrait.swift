@@ -75,7 +75,8 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
         for test: Test, testCase: Test.Case?,
         _ function: @Sendable () async throws -> Void
     ) async throws {
-        guard let replay = ChaosReplay.current else {
+        // Issue handling needs a running test (outside one there is nothing to annotate).
+        guard let replay = ChaosReplay.current, Test.current != nil else {
             return try await function()
         }
         let handler = IssueHandlingTrait.compactMapIssues { issue in
