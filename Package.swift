@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
+        .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
@@ -28,6 +29,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .target(name: "ChaosTesting", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
         .executableTarget(
             name: "chaos",
             dependencies: [
@@ -56,5 +58,6 @@ let package = Package(
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],
             swiftSettings: strictSwift
         ),
+        .testTarget(name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"], swiftSettings: strictSwift),
     ]
 )
