@@ -58,6 +58,10 @@ let package = Package(
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],
             swiftSettings: strictSwift
         ),
-        .testTarget(name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"],
+            exclude: ["Profiles"],  // read by path through `.chaos(profile:)`
+            swiftSettings: strictSwift
+        ),
     ]
 )

@@ -1,5 +1,6 @@
 public import ChaosKit
 public import Testing
+import Foundation
 
 /// A Swift Testing trait that runs each test case under chaos.
 ///
@@ -128,6 +129,27 @@ extension Trait where Self == ChaosTrait {
         seed: UInt64? = nil, entries: @escaping @Sendable () throws -> [ProfileEntry]
     ) -> Self {
         ChaosTrait(mode: .scoped, seed: seed, entries: entries)
+    }
+
+    /// Runs each test case in its own task scope with the enabled entries of the JSON
+    /// profile at `path` (relative to the directory of the file that declares the trait,
+    /// unless absolute), seeded by `seed`, else the profile's seed.
+    ///
+    /// Profiles name points, and Swift creates `static let` points lazily: pass the points
+    /// the profile names as `points` so they exist when the entries are resolved. A profile
+    /// that cannot be read or applied fails each test case with a ``ChaosError`` giving
+    /// file, line, column and JSON path.
+    public static func chaos(
+        profile path: String, seed: UInt64? = nil, points: any Sendable..., relativeTo file: String = #filePath
+    ) -> Self {
+        _ = points
+        let resolved = path.hasPrefix("/")
+            ? path
+            : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
+        let loaded = Result { () throws(ChaosError) -> ChaosProfile in try ChaosProfile.load(contentsOfFile: resolved) }
+        return ChaosTrait(mode: .scoped, seed: seed ?? (try? loaded.get())?.seed, entries: {
+            try loaded.get().profileEntries
+        })
     }
 
     /// Applies `entries` process-wide (`Chaos(seed:).apply()`) for each test case, while
