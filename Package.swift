@@ -38,7 +38,12 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "ChaosKitTests",
+            dependencies: ["ChaosKit"],
+            resources: [.copy("Points/Resources")],
+            swiftSettings: strictSwift
+        ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),

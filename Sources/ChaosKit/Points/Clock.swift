@@ -237,11 +237,13 @@ extension ChaosSleepClock where Base == ContinuousClock {
 ///
 /// | point | catalogue items (parameters) |
 /// |---|---|
-/// | `clock.now` | `frozen` (date), `offset` (by \| seconds, minutes, hours, days, months, years), `speed` (factor), `random-date` (days = 10000, around), `backwards` (step = 1), `edge` (name, lead = 0, running = false) |
+/// | `clock.now` | `frozen` (date), `offset` (by \| seconds, minutes, hours, days, months, years), `speed` (factor), `random-date` (days = 10000, around = 2025-01-01), `backwards` (step = 1), `edge` (name, lead = 0, running = false) |
 /// | `clock.timeZone` | `timezone` (identifier), `random-timezone` |
 /// | `clock.sleep` | `skip`, `stretch` (factor), `fail` (cancellation = false) |
 ///
-/// Dates in parameters are ISO-8601 strings (or seconds since 1970).
+/// Dates in parameters are ISO-8601 strings (or seconds since 1970). The first-named
+/// parameter of each item is its main one: the one-line `CHAOS` grammar's positional value
+/// (`clock.now=offset(-1d)`, `clock.now=edge(y2038)`) fills it.
 public enum ChaosClock {
     /// Providers of `clock.now`.
     public typealias NowProvider = ChaosProvider<Void, Date, Never>
@@ -253,26 +255,32 @@ public enum ChaosClock {
     /// `clock.now`: the current date; the original is `Date()`.
     public static let now: InjectionPoint<Void, Date, Never> = {
         let point = InjectionPoint<Void, Date, Never>("clock.now") { Date() }
-        point.addCatalogueItem("frozen") { parameters throws(ChaosError) in
-            frozen(at: try parameters.date("date"))
+        point.addCatalogueItem("frozen", parameters: "date: ISO-8601 string") { parameters throws(ChaosError) in
+            frozen(at: try parameters.naming("date").date("date"))
         }
-        point.addCatalogueItem("offset") { parameters throws(ChaosError) in
-            try offset(by: offset(from: parameters))
+        point.addCatalogueItem(
+            "offset", parameters: "by: string like \"-1d\", \"+30y\", \"90m\" | years, months, days, hours, minutes, seconds: number"
+        ) { parameters throws(ChaosError) in
+            try offset(by: offset(from: parameters.naming("by")))
         }
-        point.addCatalogueItem("speed") { parameters throws(ChaosError) in
-            speed(factor: try parameters.finite("factor"))
+        point.addCatalogueItem("speed", parameters: "factor: number") { parameters throws(ChaosError) in
+            speed(factor: try parameters.naming("factor").finite("factor"))
         }
-        point.addCatalogueItem("random-date") { parameters throws(ChaosError) in
+        point.addCatalogueItem("random-date", parameters: "days: number = 10000, around: ISO-8601 string = 2025-01-01") { parameters throws(ChaosError) in
+            let parameters = parameters.naming("days")
             let days = try parameters.int("days", default: 10_000)
             guard days >= 0 else { throw parameters.invalid("parameter 'days' is \(days); give a number of days of 0 or more") }
-            return randomDate(withinDays: days, of: try parameters.date("around", default: Date()))
+            return randomDate(withinDays: days, of: try parameters.date("around", default: randomDateCentre))
         }
-        point.addCatalogueItem("backwards") { parameters throws(ChaosError) in
-            let step = try parameters.finite("step", default: 1)
+        point.addCatalogueItem("backwards", parameters: "step: seconds = 1") { parameters throws(ChaosError) in
+            let step = try parameters.naming("step").finite("step", default: 1)
             guard step > 0 else { throw parameters.invalid("parameter 'step' is \(step); give a number of seconds above 0") }
             return backwards(step: step)
         }
-        point.addCatalogueItem("edge") { parameters throws(ChaosError) in
+        point.addCatalogueItem(
+            "edge", parameters: "name: \(ClockEdge.allCases.map(\.rawValue).joined(separator: " | ")), lead: seconds = 0, running: bool = false"
+        ) { parameters throws(ChaosError) in
+            let parameters = parameters.naming("name")
             let name = try parameters.string("name")
             guard let edge = ClockEdge(rawValue: name) else {
                 throw parameters.invalid(
@@ -287,8 +295,8 @@ public enum ChaosClock {
     /// `clock.timeZone`: the time zone; the original is `TimeZone.current`.
     public static let timeZone: InjectionPoint<Void, TimeZone, Never> = {
         let point = InjectionPoint<Void, TimeZone, Never>("clock.timeZone") { TimeZone.current }
-        point.addCatalogueItem("timezone") { parameters throws(ChaosError) in
-            let identifier = try parameters.string("identifier")
+        point.addCatalogueItem("timezone", parameters: "identifier: IANA time zone") { parameters throws(ChaosError) in
+            let identifier = try parameters.naming("identifier").string("identifier")
             guard let zone = TimeZone(identifier: identifier) else {
                 throw parameters.invalid(
                     "'\(identifier)' is not a known time zone; give an IANA identifier such as \"Asia/Kathmandu\" or \"Pacific/Kiritimati\""
@@ -306,12 +314,12 @@ public enum ChaosClock {
             try await request.perform(request.duration, request.tolerance)
         }
         point.addCatalogueItem("skip") { _ throws(ChaosError) in skippedSleeps }
-        point.addCatalogueItem("stretch") { parameters throws(ChaosError) in
-            let factor = try parameters.finite("factor")
+        point.addCatalogueItem("stretch", parameters: "factor: number") { parameters throws(ChaosError) in
+            let factor = try parameters.naming("factor").finite("factor")
             guard factor >= 0 else { throw parameters.invalid("parameter 'factor' is \(factor); give 0 or more (2 sleeps twice as long)") }
             return stretchedSleeps(factor: factor)
         }
-        point.addCatalogueItem("fail") { parameters throws(ChaosError) in
+        point.addCatalogueItem("fail", parameters: "cancellation: bool = false") { parameters throws(ChaosError) in
             try parameters.bool("cancellation", default: false) ? failingSleeps(CancellationError()) : failingSleeps()
         }
         return point
@@ -340,9 +348,13 @@ public enum ChaosClock {
         .block { env in start.addingTimeInterval(env.callOriginal().timeIntervalSince(start) * factor) }
     }
 
+    /// The default centre of ``randomDate(withinDays:of:)``: 2025-01-01T00:00:00Z. Fixed, not
+    /// "now", so that a seed gives the same dates on every run (as `Date.randomChaosValue` does).
+    public static let randomDateCentre = Date(timeIntervalSince1970: 1_735_689_600)
+
     /// A random date within ±`days` days of `reference`, a new one on every read (`"random-date"`;
     /// Dixie's example used ±10,000 days). Drawn from the seeded source.
-    public static func randomDate(withinDays days: Int = 10_000, of reference: Date = Date()) -> NowProvider {
+    public static func randomDate(withinDays days: Int = 10_000, of reference: Date = randomDateCentre) -> NowProvider {
         .random(.date(withinDays: abs(days), of: reference))
     }
 

@@ -447,7 +447,7 @@ public enum ChaosLocation {
             try await request.base.currentLocation()
         }
         for name in itemNames {
-            point.addCatalogueItem(name) { parameters throws(ChaosError) in
+            point.addCatalogueItem(name, parameters: itemParameters[name] ?? "") { parameters throws(ChaosError) in
                 try scenario(named: name, parameters).current
             }
         }
@@ -460,7 +460,8 @@ public enum ChaosLocation {
             request.base.updates()
         }
         for name in itemNames {
-            point.addCatalogueItem(name) { parameters throws(ChaosError) in
+            let described = [itemParameters[name] ?? "", "interval: seconds = 1"].filter { !$0.isEmpty }.joined(separator: ", ")
+            point.addCatalogueItem(name, parameters: described) { parameters throws(ChaosError) in
                 let interval = try parameters.finite("interval", default: 1)
                 guard interval >= 0 else { throw parameters.invalid("parameter 'interval' is \(interval); give 0 or more seconds") }
                 return try scenario(named: name, parameters).updates(every: .seconds(interval))
@@ -474,8 +475,19 @@ public enum ChaosLocation {
         "city", "random-region", "random-globe", "gpx", "teleport", "degraded-accuracy", "denied", "unavailable", "timeout",
     ]
 
-    /// The scenario a profile names, with its parameters.
+    static let itemParameters = [
+        "city": "name: \(City.all.map(\.name).joined(separator: " | "))",
+        "random-region": "latitude, longitude: degrees, radiusKm: number",
+        "gpx": "path: file, speed: number = 1, metersPerSecond: number = 5",
+        "teleport": "cities: [name] (default: random places), minimumKm: number = 5000",
+        "degraded-accuracy": "meters: number",
+    ]
+
+    /// The scenario a profile names, with its parameters (a positional `value` fills the
+    /// item's main parameter: `name`, `path` or `meters`).
     public static func scenario(named name: String, _ parameters: ProfileParameters) throws(ChaosError) -> LocationScenario {
+        let main = ["city": "name", "gpx": "path", "degraded-accuracy": "meters", "teleport": "cities"]
+        let parameters = main[name].map { parameters.naming($0) } ?? parameters
         switch name {
         case "city":
             return .city(try city(try parameters.string("name"), parameters))

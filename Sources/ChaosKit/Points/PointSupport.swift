@@ -69,3 +69,15 @@ extension ProfileParameters {
         }
     }
 }
+
+extension ProfileParameters {
+    /// These parameters with the one-line grammar's positional `value` (`offset(-1d)`)
+    /// renamed to `key`, the item's main parameter, unless `key` is given too.
+    func naming(_ key: String) -> ProfileParameters {
+        guard values[key] == nil, let value = values["value"] else { return self }
+        var copy = self
+        copy.values["value"] = nil
+        copy.values[key] = value
+        return copy
+    }
+}

@@ -138,6 +138,16 @@ public enum StringTransformation: Sendable, Hashable {
         }
     }
 
+    /// What the catalogue item takes, for `chaos list`.
+    public var parameterDescription: String {
+        switch self {
+        case .rightToLeft: "mode: override | embed | isolate = override"
+        case .veryLong: "length: number = 10000"
+        case .combiningMarks: "count: number = 3"
+        default: ""
+        }
+    }
+
     /// Whether the transformation keeps every format specifier as it was.
     public var keepsFormatSpecifiers: Bool {
         switch self {
@@ -170,6 +180,7 @@ public enum StringTransformation: Sendable, Hashable {
         case "double-length": self = .doubleLength
         case "accented": self = .accented
         case "right-to-left":
+            let parameters = parameters.naming("mode")
             let modeName = try parameters.string("mode", default: BidiMode.override.rawValue)
             guard let mode = BidiMode(rawValue: modeName) else {
                 throw parameters.invalid(
@@ -179,13 +190,13 @@ public enum StringTransformation: Sendable, Hashable {
             self = .rightToLeft(mode)
         case "bounded": self = .bounded
         case "very-long":
-            let length = try parameters.int("length", default: 10_000)
+            let length = try parameters.naming("length").int("length", default: 10_000)
             guard length >= 0 else { throw parameters.invalid("parameter 'length' is \(length); give 0 or more characters") }
             self = .veryLong(length: length)
         case "empty": self = .empty
         case "key-instead-of-value": self = .keyInsteadOfValue
         case "combining-marks":
-            let count = try parameters.int("count", default: 3)
+            let count = try parameters.naming("count").int("count", default: 3)
             guard (1...64).contains(count) else { throw parameters.invalid("parameter 'count' is \(count); give 1 to 64 marks per letter") }
             self = .combiningMarks(count: count)
         case "emoji-zwj": self = .emojiZWJ
@@ -424,6 +435,8 @@ public enum StringChaos {
 /// `accented`, `right-to-left` (mode = override | embed | isolate), `bounded`,
 /// `very-long` (length = 10000), `empty`, `key-instead-of-value`, `combining-marks`
 /// (count = 3), `emoji-zwj`, `mixed-scripts`, `corrupt-format-specifiers`, `drop-format-specifiers`.
+/// Profiles can narrow an entry to some keys with `"match": {"key": …}`, `{"keyPrefix": …}`
+/// or `{"table": …}`.
 public enum ChaosStrings {
     /// Providers of `strings.localized`.
     public typealias Provider = ChaosProvider<LocalizationRequest, String, Never>
@@ -435,12 +448,30 @@ public enum ChaosStrings {
         }
         for transformation in StringTransformation.allDefaults {
             let name = transformation.name
-            point.addCatalogueItem(name) { parameters throws(ChaosError) in
+            point.addCatalogueItem(name, parameters: transformation.parameterDescription) { parameters throws(ChaosError) in
                 transformed(try StringTransformation(name: name, parameters: parameters))
             }
         }
+        point.setArgumentMatcher { conditions throws(ChaosError) in try matcher(conditions) }
         return point
     }()
+
+    /// The test a profile's `"match"` makes of a look-up: `key` (exact), `keyPrefix`, `table`
+    /// (all that are given must hold).
+    static func matcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (LocalizationRequest) -> Bool {
+        let known: Set = ["key", "keyPrefix", "table"]
+        if let unknown = conditions.values.keys.sorted().first(where: { !known.contains($0) }) {
+            throw conditions.invalid("strings.localized cannot match on '\(unknown)'; use key, keyPrefix or table")
+        }
+        let key = conditions.has("key") ? try conditions.string("key") : nil
+        let prefix = conditions.has("keyPrefix") ? try conditions.string("keyPrefix") : nil
+        let table = conditions.has("table") ? try conditions.string("table") : nil
+        return { request in
+            (key.map { request.key == $0 } ?? true)
+                && (prefix.map { request.key.hasPrefix($0) } ?? true)
+                && (table.map { (request.table ?? "Localizable") == $0 } ?? true)
+        }
+    }
 
     /// The real text, transformed.
     public static func transformed(_ transformation: StringTransformation) -> Provider {
