@@ -509,7 +509,8 @@ public enum ChaosLocation {
                     metersPerSecond: try parameters.finite("metersPerSecond", default: 5)
                 )
             } catch {
-                throw parameters.invalid(error.message)
+                // The file's path is the inner error's subject; keep it in the message.
+                throw parameters.invalid(error.description)
             }
         case "teleport":
             if let names = try parameters.strings("cities") {

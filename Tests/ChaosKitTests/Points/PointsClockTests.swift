@@ -131,8 +131,8 @@ import Testing
             Thread.sleep(forTimeInterval: 0.02)
             let value = clock.now
             let after = Date()
-            #expect(value >= after.addingTimeInterval(-0.001) || value >= applied.addingTimeInterval(0.06))
             #expect(value <= applied.addingTimeInterval(3 * after.timeIntervalSince(applied)))
+            // At least 20 ms passed since the scope began, which the clock shows as 60 ms.
             #expect(value.timeIntervalSince(applied) >= 0.06)
         }
         try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("speed", settings(["factor": .number(0)])))) {
