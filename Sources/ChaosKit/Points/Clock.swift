@@ -65,7 +65,7 @@ public struct ClockOffset: Sendable, Hashable, CustomStringConvertible {
         return moved.addingTimeInterval(seconds)
     }
 
-    /// The compact form, e.g. `+30y-5s` → `"30y 0mo -5s"`-like text for logs.
+    /// A readable rendering for logs, e.g. `"30y 0mo -5.0s"`.
     public var description: String { "\(years)y \(months)mo \(seconds)s" }
 
     private static let calendar: Calendar = {

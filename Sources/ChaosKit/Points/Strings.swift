@@ -19,7 +19,10 @@ extension LocalizedStrings {
 }
 
 /// Text from a bundle's `.strings` tables, through `Bundle.localizedString(forKey:value:table:)`.
-public struct LiveLocalizedStrings: LocalizedStrings {
+// @unchecked Sendable: the only stored property is an immutable reference to a Bundle, whose
+// look-ups Foundation documents as thread-safe; current SDKs mark Bundle Sendable already,
+// this keeps older Apple SDKs (where it is not) compiling.
+public struct LiveLocalizedStrings: LocalizedStrings, @unchecked Sendable {
     /// The bundle whose tables are read.
     public let bundle: Bundle
 

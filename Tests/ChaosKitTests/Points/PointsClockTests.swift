@@ -114,6 +114,27 @@ import Testing
         }
     }
 
+    @Test func jsonProfileCarriesBuiltInItems() async throws {
+        let profile = try ChaosProfile.decode(json: """
+            { "seed": 42,
+              "entries": [
+                { "point": "clock.now", "provider": { "item": "edge", "parameters": { "name": "dst-fall" } } },
+                { "point": "clock.timeZone", "provider": { "item": "timezone", "parameters": { "identifier": "Europe/London" } } },
+                { "point": "strings.localized", "provider": { "item": "bounded" }, "match": { "key": "title" } },
+                { "point": "location.current", "provider": { "item": "city", "parameters": { "name": "reykjavik" } } }
+              ] }
+            """)
+        try await Chaos.with(profile.profileEntries, seed: profile.seed) {
+            #expect(clock.now == ClockEdge.dstFall.date)
+            #expect(clock.timeZone.identifier == "Europe/London")
+            let strings = ChaosLocalizedStrings(base: StubStrings(table: ["title": "Inbox", "body": "Hi"]))
+            #expect(strings.string(forKey: "title") == "[# Inbox #]")
+            #expect(strings.string(forKey: "body") == "Hi")
+            let fix = try await ChaosLocationProvider(base: FixedLocationProvider(nil)).currentLocation()
+            #expect(fix.latitude == City.named("reykjavik")!.latitude)
+        }
+    }
+
     // MARK: speed
 
     @Test func speed() throws {
