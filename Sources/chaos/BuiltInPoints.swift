@@ -6,6 +6,7 @@ import Foundation
 enum BuiltInPoints {
     static func register() {
         _ = (DemoApp.greeting, DemoApp.today, DemoApp.fetchScore)
+        Chaos.registerBuiltInPoints()
     }
 }
 

@@ -26,6 +26,54 @@ enum DemoApp {
     }
 }
 
+extension Tour {
+    /// The built-in points (clock, strings, location), switched on by a JSON profile, the
+    /// way a debug build would from CHAOS_PROFILE.
+    mutating func builtInPoints(day: Date.FormatStyle) async throws {
+        Chaos.registerBuiltInPoints()
+        let clock = ChaosWallClock()
+        let strings = ChaosLocalizedStrings(base: DemoStrings())
+        let location = ChaosLocationProvider(base: FixedLocationProvider(Location(latitude: 51.5072, longitude: -0.1276)))
+        func describe(_ provider: ChaosLocationProvider) async -> String {
+            do {
+                let fix = try await provider.currentLocation()
+                return String(format: "%.4f, %.4f ±%.0f m", fix.latitude, fix.longitude, fix.horizontalAccuracy)
+            } catch {
+                return "error: \(error)"
+            }
+        }
+
+        heading("Built-in points: clock, localized strings and location, from a JSON profile.")
+        show("clock.now", clock.now.formatted(day))
+        show("strings: greeting", strings.string(forKey: "greeting", value: nil, table: nil))
+        show("location.current", await describe(location))
+        let profile = try ChaosProfile.decode(json: """
+        { "seed": \(seed), "entries": [
+          { "point": "clock.now", "provider": { "item": "offset", "parameters": { "by": "-30y" } } },
+          { "point": "strings.localized", "provider": { "item": "right-to-left" }, "match": { "key": "greeting" } },
+          { "point": "location.current", "provider": { "sequential": [ { "item": "city", "parameters": { "name": "tokyo" } }, "denied" ] } }
+        ] }
+        """, file: "demo-profile.json")
+        let chaos = try profile.apply()
+        show("clock.now (offset -30y)", clock.now.formatted(day))
+        show("strings: farewell (not matched)", strings.string(forKey: "farewell", value: nil, table: nil))
+        let rtl = strings.string(forKey: "greeting", value: nil, table: nil)
+        show("strings: greeting (right-to-left)", rtl.unicodeScalars.map { $0.value < 128 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())
+        show("location.current (city tokyo)", await describe(location))
+        show("location.current (then denied)", await describe(location))
+        chaos.revertAll()
+        show("after revert: clock.now", clock.now.formatted(day))
+        show("after revert: location.current", await describe(location))
+    }
+}
+
+/// The demo app's translations.
+struct DemoStrings: LocalizedStrings {
+    func string(forKey key: String, value: String?, table: String?) -> String {
+        ["greeting": "Welcome back, %@!", "farewell": "See you in %d days"][key] ?? value ?? key
+    }
+}
+
 enum DemoError: Error, CustomStringConvertible {
     case offline
     var description: String { "offline" }
@@ -102,6 +150,7 @@ struct Tour {
         } catch {
             show("wrong value type", error)
         }
+        try await builtInPoints(day: day)
         print("\nDone: every point is back to its original.")
     }
 }

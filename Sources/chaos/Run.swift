@@ -152,24 +152,12 @@ struct PreloadConfiguration {
     /// Seconds from `{"seconds": n}` or `{"value": "-30y"}`.
     static func offsetSeconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Double {
         if parameters.values["seconds"] != nil { return try parameters.double("seconds") }
-        let text = try parameters.string("value")
-        guard let seconds = OffsetText.seconds(text) else {
-            throw ChaosError(.invalidProfile, subject: entry.location, "offset '\(text)' is not like -30y, -1d, +2h, 90m or -10s")
+        // Calendar-aware: "-30y" lands on today's date 30 years ago, leap days included.
+        let now = Date()
+        do {
+            return try ClockOffset.parse(try parameters.string("value")).applied(to: now).timeIntervalSince(now)
+        } catch {
+            throw ChaosError(.invalidProfile, subject: entry.location, error.message)
         }
-        return seconds
-    }
-}
-
-/// Offsets written as text: a sign, a number and a unit (s, m, h, d, w, y). Whole years
-/// are calendar years from now, so "-30y" lands on today's date 30 years ago.
-enum OffsetText {
-    static func seconds(_ text: String, from now: Date = Date()) -> Double? {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800, "y": 31_556_952]
-        guard let unit = text.last, let scale = units[unit], let number = Double(text.dropLast()), number.isFinite else { return nil }
-        if unit == "y", number.rounded() == number, abs(number) < 10_000,
-           let shifted = Calendar(identifier: .gregorian).date(byAdding: .year, value: Int(number), to: now) {
-            return shifted.timeIntervalSince(now)
-        }
-        return number * scale
     }
 }
