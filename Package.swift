@@ -17,6 +17,8 @@ let package = Package(
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
+        .executable(name: "halley-countdown", targets: ["HalleyCountdown"]),
+        .executable(name: "location-tracker", targets: ["LocationTracker"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -66,6 +68,20 @@ let package = Package(
         .testTarget(
             name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"],
             exclude: ["Profiles"],  // read by path through `.chaos(profile:)`
+            swiftSettings: strictSwift
+        ),
+        // Examples: Dixie's example apps as Linux programs, and their robustness tests.
+        .target(name: "ExampleApps", dependencies: ["ChaosKit"], path: "Examples/ExampleApps", swiftSettings: strictSwift),
+        .executableTarget(
+            name: "HalleyCountdown", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/HalleyCountdown", swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "LocationTracker", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/LocationTracker", swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosTesting"],
             swiftSettings: strictSwift
         ),
     ]
