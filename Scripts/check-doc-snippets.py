@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Type-checks every ```swift block of README.md and Docs/*.md against the built modules.
+
+Usage: check-doc-snippets.py [BUILD_DIR]   (default .build/debug; run `swift build` first)
+
+Each block is checked on its own, as a main file (top-level statements allowed), with the
+package's modules on the search path. Blocks fenced as ```swift are checked; write
+illustrations that are not Swift (or not meant to compile) as ```text. Prints one line per
+failing block and exits 1 when any fails.
+"""
+import concurrent.futures
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / ".build" / "debug"
+FENCE = re.compile(r"^```swift\s*$(.*?)^```\s*$", re.M | re.S)
+
+
+def blocks():
+    for document in [ROOT / "README.md", *sorted((ROOT / "Docs").glob("*.md"))]:
+        text = document.read_text(encoding="utf-8")
+        for match in FENCE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 2
+            yield document.relative_to(ROOT), line, match.group(1)
+
+
+def check(item, folder):
+    document, line, code = item
+    path = pathlib.Path(folder) / f"{str(document).replace('/', '_')}_{line}.swift"
+    path.write_text(code, encoding="utf-8")
+    command = [
+        "swiftc", "-typecheck", "-swift-version", "6",
+        "-I", str(BUILD / "Modules"),
+        "-Xcc", f"-I{ROOT / 'Sources' / 'CFFI'}", "-Xcc", f"-I{ROOT / 'Sources' / 'CChaosELF' / 'include'}",
+        str(path),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode == 0:
+        return None
+    first = next((l for l in result.stderr.splitlines() if "error:" in l), result.stderr.strip()[:300])
+    return f"{document}:{line}: snippet does not compile: {first}"
+
+
+def main():
+    if not (BUILD / "Modules" / "ChaosKit.swiftmodule").exists():
+        print(f"no built modules in {BUILD}; run `swift build --build-tests` first")
+        return 2
+    items = list(blocks())
+    with tempfile.TemporaryDirectory() as folder:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            failures = [f for f in pool.map(lambda item: check(item, folder), items) if f]
+    for failure in failures:
+        print(failure)
+    print(f"doc snippets: {len(items) - len(failures)} compiled, {len(failures)} did not")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
