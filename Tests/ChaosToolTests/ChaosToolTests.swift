@@ -98,6 +98,15 @@ import Testing
         #expect(outcome.output.contains("Done: every point is back to its original."))
     }
 
+    /// Every ```swift block of README.md and Docs/ type-checks against the built modules.
+    @Test func everyDocumentationSnippetCompiles() throws {
+        let outcome = try Self.run("/usr/bin/env", [
+            "python3", Self.root.appendingPathComponent("Scripts/check-doc-snippets.py").path, Self.buildDirectory.path,
+        ])
+        #expect(outcome.status == 0, "\(outcome.output)\(outcome.errors)")
+        #expect(outcome.output.contains(" 0 did not"), "\(outcome.output)")
+    }
+
     #if os(Linux)
     @Test func runMovesTheSystemDateProgram() throws {
         let outcome = try Self.run(
