@@ -37,15 +37,13 @@ public final class ChaosSession: Sendable {
         var watchers: Watchers?
     }
 
-    /// The file timer and the SIGHUP source. Dispatch sources may be cancelled from any
-    /// thread; these are only stored and cancelled under the session's mutex.
+    /// The watching timer. Dispatch sources may be cancelled from any thread; this one is
+    /// only stored and cancelled under the session's lock.
     private struct Watchers: @unchecked Sendable {
         let timer: any DispatchSourceTimer
-        let hangUp: any DispatchSourceSignal
 
         func cancel() {
             timer.cancel()
-            hangUp.cancel()
         }
     }
 
@@ -123,23 +121,34 @@ public final class ChaosSession: Sendable {
         }
     }
 
-    /// Re-applies the profile when its file changes (checked every `interval`) or on SIGHUP.
+    /// Re-applies the profile when its file changes (checked every `interval`) or on SIGHUP
+    /// (noticed within a quarter of a second).
     public func watch(every interval: Duration = .seconds(1)) {
         guard profilePath != nil else { return }
+        HangUpSignal.install()
         let queue = DispatchQueue(label: "ChaosKit.session.watch")
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = Int(interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(max(nanoseconds, 1_000_000)))
-        timer.setEventHandler { [weak self] in self?.reloadIfChanged() }
-        signal(SIGHUP, SIG_IGN)
-        let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        hangUp.setEventHandler { [weak self] in self?.reloadLogged() }
+        let tick = min(interval, .milliseconds(250))
+        let tickNanoseconds = max(1_000_000, Int(tick.components.seconds) * 1_000_000_000 + Int(tick.components.attoseconds / 1_000_000_000))
+        let checksPerFileLook = max(1, Int((interval / tick).rounded(.down)))
+        var ticks = 0
+        var hangUpsSeen = HangUpSignal.count
+        timer.schedule(deadline: .now() + .nanoseconds(tickNanoseconds), repeating: .nanoseconds(tickNanoseconds))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            let hangUps = HangUpSignal.count
+            if hangUps != hangUpsSeen {
+                hangUpsSeen = hangUps
+                self.reloadLogged()
+                return
+            }
+            ticks += 1
+            if ticks % checksPerFileLook == 0 { self.reloadIfChanged() }
+        }
         timer.resume()
-        hangUp.resume()
-        let watchers = Watchers(timer: timer, hangUp: hangUp)
         state.withLock { state in
             state.watchers?.cancel()
-            state.watchers = watchers
+            state.watchers = Watchers(timer: timer)
         }
     }
 
@@ -167,6 +176,22 @@ public final class ChaosSession: Sendable {
             state.chaos?.revertAll()
             state.chaos = nil
         }
+    }
+}
+
+/// Counts SIGHUPs. The handler only increments an atomic (async-signal-safe); the session
+/// timers notice the change. (A Dispatch signal source does not receive the signal on Linux
+/// once it is ignored, and a handler must exist or SIGHUP ends the process.)
+enum HangUpSignal {
+    private static let received = Atomic<Int>(0)
+    private static let installed = Atomic<Bool>(false)
+
+    static var count: Int { received.load(ordering: .acquiring) }
+
+    static func install() {
+        _ = received.load(ordering: .relaxed)  // initialise the global before a signal can read it
+        guard installed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        signal(SIGHUP) { _ in HangUpSignal.received.wrappingAdd(1, ordering: .releasing) }
     }
 }
 

@@ -254,6 +254,39 @@ extension ProfileTests {
         #expect(ProfilePoints.number(9) == 9)
     }
 
+    /// Waits (up to 20 s, polling) for `condition`; a lower-bound wait, never a timing assertion.
+    private func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<400 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+
+    @Test func aWatchedSessionReloadsOnFileChangeAndOnSIGHUP() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-watch-\(UUID().uuidString).json").path
+        func write(_ text: String) throws {
+            try #"{"entries": [{"point": "profile-tests.text", "provider": {"constant": "\#(text)"}}]}"#
+                .write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        try write("first")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let session = try #require(try Chaos.bootstrap(environment: ["CHAOS_PROFILE": path], buildConfiguration: .debug, watchProfile: false))
+        defer { session.stop() }
+        session.watch(every: .milliseconds(50))
+        #expect(ProfilePoints.text() == "first")
+
+        // A change of size is seen whatever the file system's time resolution.
+        try write("second, longer")
+        #expect(await eventually { ProfilePoints.text() == "second, longer" })
+
+        // SIGHUP re-reads even when the watcher could not tell the file changed.
+        session.watch(every: .seconds(3600))
+        try write("third, by SIGHUP")
+        kill(getpid(), SIGHUP)
+        #expect(await eventually { ProfilePoints.text() == "third, by SIGHUP" })
+    }
+
     @Test func bootstrapRefusesInReleaseBuildsUnlessOptedIn() throws {
         let environment = ["CHAOS": "profile-tests.number=constant(3)"]
         #expect(try Chaos.bootstrap(environment: environment, buildConfiguration: .release) == nil)
