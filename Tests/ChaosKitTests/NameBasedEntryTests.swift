@@ -221,7 +221,7 @@ import Testing
             ["n": .number(2.5), "s": .string("text"), "b": .bool(true), "z": .null, "huge": .number(1e300)],
             context: "clock.now offset"
         )
-        func check(_ expected: String, _ body: () throws(ChaosError) -> Void) {
+        func check(_ expected: String, _ body: () throws -> Void) {
             let error = expectChaosError(.invalidProvider, body)
             #expect(error?.subject == "clock.now offset")
             #expect(error?.message == expected)

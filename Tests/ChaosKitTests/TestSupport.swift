@@ -99,14 +99,18 @@ func caught<T, E: Error>(_ body: () async throws(E) -> T) async -> E? {
 func expectChaosError(
     _ kind: ChaosError.Kind,
     sourceLocation: SourceLocation = #_sourceLocation,
-    _ body: () throws(ChaosError) -> Void
+    _ body: () throws -> Void
 ) -> ChaosError? {
+    // `body` is untyped: Swift 6.3 infers `any Error` for closures that call typed-throws APIs.
     do {
         try body()
         Issue.record("expected a ChaosError of kind \(kind), but nothing was thrown", sourceLocation: sourceLocation)
         return nil
-    } catch {
+    } catch let error as ChaosError {
         #expect(error.kind == kind, "wrong kind; error was: \(error)", sourceLocation: sourceLocation)
         return error
+    } catch {
+        Issue.record("expected a ChaosError of kind \(kind), got \(error)", sourceLocation: sourceLocation)
+        return nil
     }
 }

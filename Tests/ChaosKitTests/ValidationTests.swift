@@ -23,7 +23,8 @@ import Testing
             #expect(error.subject?.contains("entry \(bad.id)") == true, "subject names the entry: \(error)", sourceLocation: sourceLocation)
             #expect(error.description.contains(bad.pointName), "names the point: \(error)", sourceLocation: sourceLocation)
             for text in mentions {
-                #expect(error.message.contains(text), "message should mention '\(text)': \(error.message)", sourceLocation: sourceLocation)
+                let note = "message should mention '\(text)': \(error.message)"
+                #expect(error.message.contains(text), Comment(rawValue: note), sourceLocation: sourceLocation)
             }
         }
         // All or nothing: the valid entry of the same apply() did not take effect.
