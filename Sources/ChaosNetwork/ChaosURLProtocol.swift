@@ -1,0 +1,174 @@
+import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+import HTTPTypes
+import HTTPTypesFoundation
+import Synchronization
+
+/// Intercepts URLSession traffic: requests go through the ``ChaosNetwork/send`` point and
+/// are answered by a ``StubSet`` (its stubs, responders, conditions and unmatched policy).
+///
+/// Per session (recommended; parallel tests stay apart):
+/// ```swift
+/// let stubs = StubSet()
+/// let configuration = URLSessionConfiguration.ephemeral
+/// ChaosURLProtocol.install(stubs, into: configuration)
+/// let session = URLSession(configuration: configuration)
+/// ```
+/// The set is found through a header the configuration adds (`X-ChaosKit-Stubs`), which is
+/// removed before anything else sees the request; the protocol keeps the set weakly, so
+/// keep a reference to it for as long as the session is used.
+///
+/// For `URLSession.shared` call ``registerGlobally(_:)`` **before anything creates a
+/// URLSession** (on Linux a class registered later is ignored, and `.default`/`.ephemeral`
+/// configurations never pick up registered classes: use ``install(_:into:)`` for those).
+/// Global registration is process-wide: serialize the tests that use it.
+///
+/// Linux notes: redirects are answered as plain 3xx responses (swift-corelibs-foundation
+/// traps on `wasRedirectedTo`), and task-scoped chaos (`Chaos.with`) is not visible while
+/// loading, so give each session its own stub set instead.
+public final class ChaosURLProtocol: URLProtocol {
+    /// The header that carries a stub set's identifier.
+    public static let headerName = "X-ChaosKit-Stubs"
+    private static let registry = Mutex<[String: WeakStubSet]>([:])
+    private static let global = Mutex<StubSet?>(nil)
+    private let loading = Mutex<Task<Void, Never>?>(nil)
+
+    /// Routes sessions made from `configuration` through `stubs`.
+    public static func install(_ stubs: StubSet, into configuration: URLSessionConfiguration) {
+        ChaosNetwork.register()
+        registry.withLock { table in
+            table = table.filter { $0.value.set != nil }
+            table[stubs.identifier] = WeakStubSet(set: stubs)
+        }
+        var classes = configuration.protocolClasses ?? []
+        classes.removeAll { $0 == ChaosURLProtocol.self }
+        configuration.protocolClasses = [ChaosURLProtocol.self] + classes
+        var headers = configuration.httpAdditionalHeaders ?? [:]
+        headers[headerName] = stubs.identifier
+        configuration.httpAdditionalHeaders = headers
+    }
+
+    /// Registers the protocol process-wide (for `URLSession.shared`), answering with
+    /// `stubs`. Call it before the first URLSession is created; later calls only change the set.
+    public static func registerGlobally(_ stubs: StubSet) {
+        ChaosNetwork.register()
+        let first = global.withLock { current in
+            defer { current = stubs }
+            return current == nil
+        }
+        if first { _ = URLProtocol.registerClass(ChaosURLProtocol.self) }
+    }
+
+    /// Stops answering requests without a per-session set (requests then go out for real).
+    public static func unregisterGlobally() {
+        global.withLock { $0 = nil }
+        URLProtocol.unregisterClass(ChaosURLProtocol.self)
+    }
+
+    static func stubSet(for request: URLRequest) -> StubSet? {
+        if let identifier = request.value(forHTTPHeaderField: headerName) {
+            return registry.withLock { $0[identifier]?.set }
+        }
+        return global.withLock { $0 }
+    }
+
+    /// Whether this protocol handles `request`: HTTP(S) requests of a session with a stub
+    /// set, or any HTTP(S) request while registered globally; never a pass-through.
+    public override class func canInit(with request: URLRequest) -> Bool {
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        if URLProtocol.property(forKey: PassThroughClient.markKey, in: request) != nil { return false }
+        return stubSet(for: request) != nil
+    }
+
+    /// The request unchanged.
+    public override class func canonicalRequest(for request: URLRequest) -> URLRequest {
+        request
+    }
+
+    /// Answers the request through the point and the stub set.
+    public override func startLoading() {
+        let urlRequest = request
+        guard let stubs = Self.stubSet(for: urlRequest) else {
+            fail(NetworkError.transport("the stub set of this session no longer exists; keep a reference to it while the session is used"), url: urlRequest.url)
+            return
+        }
+        var cleaned = urlRequest
+        cleaned.setValue(nil, forHTTPHeaderField: Self.headerName)
+        guard let head = cleaned.httpRequest else {
+            fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
+            return
+        }
+        let body = Self.body(of: cleaned)
+        let transport = StubTransport(stubs: stubs)
+        let url = urlRequest.url
+        let this = LoadingProtocol(instance: self)
+        let task = Task {
+            do throws(NetworkError) {
+                let response = try await ChaosNetwork.send(NetworkRequest(head, body: body, transport: transport))
+                this.instance.deliver(response, url: url)
+            } catch {
+                this.instance.fail(error, url: url)
+            }
+        }
+        loading.withLock { $0 = task }
+    }
+
+    /// Cancels an answer still being prepared (latency, bandwidth).
+    public override func stopLoading() {
+        loading.withLock { $0?.cancel() }
+    }
+
+    private func deliver(_ response: NetworkResponse, url: URL?) {
+        guard let url, let http = HTTPURLResponse(httpResponse: response.head, url: url) else {
+            fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
+            return
+        }
+        client?.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
+        if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        client?.urlProtocolDidFinishLoading(self)
+    }
+
+    private func fail(_ error: NetworkError, url: URL?) {
+        client?.urlProtocol(self, didFailWithError: error.urlError(for: url))
+    }
+
+    static func body(of request: URLRequest) -> Data? {
+        if let body = request.httpBody { return body }
+        guard let stream = request.httpBodyStream else { return nil }
+        stream.open()
+        defer { stream.close() }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+}
+
+/// A stub set as the point's transport inside a URLSession: unmatched requests pass
+/// through a session without the protocol.
+struct StubTransport: NetworkClient {
+    let stubs: StubSet
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let response = try await stubs.respond(to: NetworkRequest(request, body: body), passThrough: PassThroughClient.shared)
+        return (response.head, response.body)
+    }
+}
+
+/// A protocol instance handed to the task that answers it. URLProtocol is not Sendable,
+/// but its `request` and `client` are set by the loading system before `startLoading` and
+/// never change afterwards, the client is made to be called from any thread, and the only
+/// mutable state of ``ChaosURLProtocol`` (the loading task) is guarded by its mutex.
+struct LoadingProtocol: @unchecked Sendable {
+    let instance: ChaosURLProtocol
+}
+
+struct WeakStubSet {
+    weak var set: StubSet?
+}
