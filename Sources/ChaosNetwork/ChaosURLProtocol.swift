@@ -16,9 +16,10 @@ import Synchronization
 /// ChaosURLProtocol.install(stubs, into: configuration)
 /// let session = URLSession(configuration: configuration)
 /// ```
-/// The set is found through a header the configuration adds (`X-ChaosKit-Stubs`), which is
-/// removed before anything else sees the request; the protocol keeps the set weakly, so
-/// keep a reference to it for as long as the session is used.
+/// Each installed set gets its own subclass of this protocol (a generic "slot" class),
+/// which is what the configuration lists: on Linux neither `httpAdditionalHeaders` nor
+/// anything else of the configuration reaches a URLProtocol, but its class does. The
+/// protocol keeps the set weakly, so keep a reference to it while the session is used.
 ///
 /// For `URLSession.shared` call ``registerGlobally(_:)`` **before anything creates a
 /// URLSession** (on Linux a class registered later is ignored, and `.default`/`.ephemeral`
@@ -28,27 +29,23 @@ import Synchronization
 /// Linux notes: redirects are answered as plain 3xx responses (swift-corelibs-foundation
 /// traps on `wasRedirectedTo`), and task-scoped chaos (`Chaos.with`) is not visible while
 /// loading, so give each session its own stub set instead.
-public final class ChaosURLProtocol: URLProtocol {
-    /// The header that carries a stub set's identifier.
-    public static let headerName = "X-ChaosKit-Stubs"
-    private static let registry = Mutex<[String: WeakStubSet]>([:])
+public class ChaosURLProtocol: URLProtocol {
+    private static let registry = Mutex<SlotTable>(SlotTable())
     private static let global = Mutex<StubSet?>(nil)
     private let loading = Mutex<Task<Void, Never>?>(nil)
 
     /// Routes sessions made from `configuration` through `stubs`.
     public static func install(_ stubs: StubSet, into configuration: URLSessionConfiguration) {
         ChaosNetwork.register()
-        registry.withLock { table in
-            table = table.filter { $0.value.set != nil }
-            table[stubs.identifier] = WeakStubSet(set: stubs)
-        }
+        let slot = registry.withLock { $0.slot(for: stubs) }
+        let protocolClass: AnyClass = slotClass(slot)
         var classes = configuration.protocolClasses ?? []
-        classes.removeAll { $0 == ChaosURLProtocol.self }
-        configuration.protocolClasses = [ChaosURLProtocol.self] + classes
-        var headers = configuration.httpAdditionalHeaders ?? [:]
-        headers[headerName] = stubs.identifier
-        configuration.httpAdditionalHeaders = headers
+        classes.removeAll { ($0 as? ChaosURLProtocol.Type) != nil }
+        configuration.protocolClasses = [protocolClass] + classes
     }
+
+    /// The slot this class answers for (-1: the global set).
+    class var slot: Int { -1 }
 
     /// Registers the protocol process-wide (for `URLSession.shared`), answering with
     /// `stubs`. Call it before the first URLSession is created; later calls only change the set.
@@ -67,10 +64,8 @@ public final class ChaosURLProtocol: URLProtocol {
         URLProtocol.unregisterClass(ChaosURLProtocol.self)
     }
 
-    static func stubSet(for request: URLRequest) -> StubSet? {
-        if let identifier = request.value(forHTTPHeaderField: headerName) {
-            return registry.withLock { $0[identifier]?.set }
-        }
+    static func stubSet(slot: Int) -> StubSet? {
+        if slot >= 0 { return registry.withLock { $0.set(at: slot) } }
         return global.withLock { $0 }
     }
 
@@ -79,7 +74,7 @@ public final class ChaosURLProtocol: URLProtocol {
     public override class func canInit(with request: URLRequest) -> Bool {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
         if URLProtocol.property(forKey: PassThroughClient.markKey, in: request) != nil { return false }
-        return stubSet(for: request) != nil
+        return stubSet(slot: slot) != nil
     }
 
     /// The request unchanged.
@@ -90,17 +85,15 @@ public final class ChaosURLProtocol: URLProtocol {
     /// Answers the request through the point and the stub set.
     public override func startLoading() {
         let urlRequest = request
-        guard let stubs = Self.stubSet(for: urlRequest) else {
+        guard let stubs = Self.stubSet(slot: Self.slot) else {
             fail(NetworkError.transport("the stub set of this session no longer exists; keep a reference to it while the session is used"), url: urlRequest.url)
             return
         }
-        var cleaned = urlRequest
-        cleaned.setValue(nil, forHTTPHeaderField: Self.headerName)
-        guard let head = cleaned.httpRequest else {
+        guard let head = urlRequest.httpRequest else {
             fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
             return
         }
-        let body = Self.body(of: cleaned)
+        let body = Self.body(of: urlRequest)
         let transport = StubTransport(stubs: stubs)
         let url = urlRequest.url
         let this = LoadingProtocol(instance: self)
@@ -169,6 +162,63 @@ struct LoadingProtocol: @unchecked Sendable {
     let instance: ChaosURLProtocol
 }
 
-struct WeakStubSet {
-    weak var set: StubSet?
+/// Which stub set each slot class answers for; slots of sets that are gone are reused.
+struct SlotTable {
+    private struct Entry {
+        weak var set: StubSet?
+        let identifier: String
+    }
+
+    private var entries: [Entry] = []
+
+    mutating func slot(for stubs: StubSet) -> Int {
+        if let index = entries.firstIndex(where: { $0.identifier == stubs.identifier && $0.set != nil }) { return index }
+        let entry = Entry(set: stubs, identifier: stubs.identifier)
+        if let free = entries.firstIndex(where: { $0.set == nil }) {
+            entries[free] = entry
+            return free
+        }
+        entries.append(entry)
+        return entries.count - 1
+    }
+
+    func set(at slot: Int) -> StubSet? {
+        slot < entries.count ? entries[slot].set : nil
+    }
+}
+
+// MARK: - One protocol class per slot
+
+/// A slot number spelled as a type: `End` is 0, `Bit0<T>` is 2·T, `Bit1<T>` is 2·T + 1.
+protocol SlotTag {
+    static var index: Int { get }
+}
+
+enum End: SlotTag {
+    static var index: Int { 0 }
+}
+
+enum Bit0<Rest: SlotTag>: SlotTag {
+    static var index: Int { Rest.index * 2 }
+}
+
+enum Bit1<Rest: SlotTag>: SlotTag {
+    static var index: Int { Rest.index * 2 + 1 }
+}
+
+/// The protocol class of one slot: a distinct class per slot, made at run time.
+final class SlotProtocol<Tag: SlotTag>: ChaosURLProtocol {
+    override class var slot: Int { Tag.index }
+}
+
+/// The protocol class of `slot`.
+func slotClass(_ slot: Int) -> AnyClass {
+    func tag(_ value: Int) -> any SlotTag.Type {
+        if value == 0 { return End.self }
+        let rest = tag(value / 2)
+        func extend<T: SlotTag>(_: T.Type) -> any SlotTag.Type { value % 2 == 0 ? Bit0<T>.self : Bit1<T>.self }
+        return extend(rest)
+    }
+    func protocolClass<T: SlotTag>(_: T.Type) -> AnyClass { SlotProtocol<T>.self }
+    return protocolClass(tag(slot))
 }

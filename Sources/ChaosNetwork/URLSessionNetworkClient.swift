@@ -53,7 +53,7 @@ struct PassThroughClient: NetworkClient {
 
     let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.protocolClasses = (configuration.protocolClasses ?? []).filter { $0 != ChaosURLProtocol.self }
+        configuration.protocolClasses = (configuration.protocolClasses ?? []).filter { ($0 as? ChaosURLProtocol.Type) == nil }
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         return URLSession(configuration: configuration)
     }()
