@@ -97,7 +97,7 @@ public class ChaosURLProtocol: URLProtocol {
         let transport = StubTransport(stubs: stubs)
         let url = urlRequest.url
         let this = LoadingProtocol(instance: self)
-        let task = Task {
+        let operation: @Sendable () async -> Void = {
             do throws(NetworkError) {
                 let response = try await ChaosNetwork.send(NetworkRequest(head, body: body, transport: transport))
                 this.instance.deliver(response, url: url)
@@ -105,6 +105,10 @@ public class ChaosURLProtocol: URLProtocol {
                 this.instance.fail(error, url: url)
             }
         }
+        // A plain task, not `Task.immediate`: running the answer on URLSession's own queue
+        // deadlocks swift-corelibs-foundation when it starts another URLSession task
+        // (a pass-through) before suspending.
+        let task = Task(operation: operation)
         loading.withLock { $0 = task }
     }
 
@@ -114,7 +118,15 @@ public class ChaosURLProtocol: URLProtocol {
     }
 
     private func deliver(_ response: NetworkResponse, url: URL?) {
-        guard let url, let http = HTTPURLResponse(httpResponse: response.head, url: url) else {
+        var fields: [String: String] = [:]
+        for field in response.head.headerFields {
+            if let existing = fields[field.name.rawName] {
+                fields[field.name.rawName] = existing + ", " + field.value
+            } else {
+                fields[field.name.rawName] = field.value
+            }
+        }
+        guard let url, let http = HTTPURLResponse(url: url, statusCode: response.head.status.code, httpVersion: "HTTP/1.1", headerFields: fields) else {
             fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
             return
         }

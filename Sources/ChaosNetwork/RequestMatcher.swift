@@ -326,6 +326,8 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
     }
 
     func match(_ facts: inout RequestFacts) -> [String: String]? {
+        // The path first: it tells stubs apart most often.
+        if let path, case .exact(let expected) = path.kind, facts.path != expected { return nil }
         if let method, facts.request.head.method != method { return nil }
         if let host, facts.host != host { return nil }
         var parameters: [String: String] = [:]

@@ -208,7 +208,10 @@ public final class StubSet: NetworkClient, Sendable {
     }
 
     private struct State {
-        var stubs: [Stub] = []
+        var stubs: [Stub] = [] {
+            didSet { index = StubIndex(stubs) }
+        }
+        var index = StubIndex([])
         var conditions: [NetworkCondition] = []
         var unmatched: UnmatchedPolicy
         var log: [LoggedRequest] = []
@@ -308,15 +311,10 @@ public final class StubSet: NetworkClient, Sendable {
     func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
         var request = request
         request.transport = nil
-        let (stubs, conditions, unmatched, responders) = state.withLock { ($0.stubs, $0.conditions, $0.unmatched, $0.responders) }
+        let (index, conditions, unmatched, responders) = state.withLock { ($0.index, $0.conditions, $0.unmatched, $0.responders) }
+        let stubs = index.stubs
         var facts = RequestFacts(request)
-        var found: (stub: Stub, parameters: [String: String])?
-        for stub in stubs.reversed() {
-            if let parameters = stub.matcher.match(&facts) {
-                found = (stub, parameters)
-                break
-            }
-        }
+        let found = index.newestMatch(&facts)
         var responder: (any StubResponder)?
         if found == nil {
             for candidate in responders.reversed() where candidate.handles(&facts) {
@@ -324,7 +322,7 @@ public final class StubSet: NetworkClient, Sendable {
                 break
             }
         }
-        log(LoggedRequest(request: request, stubName: found?.stub.name ?? responder?.name, date: Date()))
+        if logCapacity > 0 { log(LoggedRequest(request: request, stubName: found?.stub.name ?? responder?.name, date: Date())) }
         let call = calls.wrappingAdd(1, ordering: .relaxed).oldValue
         var random = SeededRandom(seed: seed ^ (call &* 0x9E37_79B9_7F4A_7C15))
         let request2 = request
@@ -365,6 +363,46 @@ public final class StubSet: NetworkClient, Sendable {
             return "no stub matches \(request): the stub set is empty; add a stub for it or use the passThrough policy"
         }
         return "no stub matches \(request); the closest is \(closest.stub): \(closest.misses.joined(separator: "; "))"
+    }
+}
+
+/// The stubs with an index by exact path, so that a request is only tested against the
+/// stubs for its path and those without an exact path (newest first, as without an index).
+final class StubIndex: Sendable {
+    let stubs: [Stub]
+    private let byExactPath: [String: [Int]]
+    private let other: [Int]
+
+    init(_ stubs: [Stub]) {
+        self.stubs = stubs
+        var byExactPath: [String: [Int]] = [:]
+        var other: [Int] = []
+        for (position, stub) in stubs.enumerated() {
+            if let path = stub.matcher.path, case .exact(let exact) = path.kind {
+                byExactPath[exact, default: []].append(position)
+            } else {
+                other.append(position)
+            }
+        }
+        self.byExactPath = byExactPath
+        self.other = other
+    }
+
+    func newestMatch(_ facts: inout RequestFacts) -> (stub: Stub, parameters: [String: String])? {
+        let exact = byExactPath[facts.path] ?? []
+        var i = exact.count - 1, j = other.count - 1
+        while i >= 0 || j >= 0 {
+            let position: Int
+            if j < 0 || (i >= 0 && exact[i] > other[j]) {
+                position = exact[i]
+                i -= 1
+            } else {
+                position = other[j]
+                j -= 1
+            }
+            if let parameters = stubs[position].matcher.match(&facts) { return (stubs[position], parameters) }
+        }
+        return nil
     }
 }
 
