@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
+        .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
@@ -23,6 +24,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -32,6 +34,15 @@ let package = Package(
         ),
         .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .target(
+            name: "ChaosNetwork",
+            dependencies: [
+                "ChaosKit",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ],
+            swiftSettings: strictSwift
+        ),
         .executableTarget(
             name: "chaos",
             dependencies: [
@@ -82,6 +93,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosTesting"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "ChaosNetworkTests",
+            dependencies: ["ChaosNetwork", "ChaosKit"],
+            resources: [.copy("Resources")],
             swiftSettings: strictSwift
         ),
     ]

@@ -10,10 +10,14 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
     ],
     targets: [
+        // The loopback HTTP server of the network tests (a link to the same file).
+        .target(name: "LoopbackServer", swiftSettings: [.swiftLanguageMode(.v6)]),
         .executableTarget(
             name: "chaos-bench",
             dependencies: [
+                "LoopbackServer",
                 .product(name: "ChaosKit", package: "ChaosKit"),
+                .product(name: "ChaosNetwork", package: "ChaosKit"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]

@@ -120,6 +120,7 @@ func expectChaosError(
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: () throws -> Void
 ) -> ChaosError? {
+    // `body` is untyped: Swift 6.3 infers `any Error` for closures that call typed-throws APIs.
     do {
         try body()
         Issue.record("expected a ChaosError of kind \(kind), but nothing was thrown", sourceLocation: sourceLocation)

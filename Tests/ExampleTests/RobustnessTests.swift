@@ -78,8 +78,23 @@ import Testing
         #expect(log.failure == nil)
     }
 
+    /// A clock that moves 30 s on every read: the walk is deterministic, whatever the
+    /// machine's speed or any process-wide clock hook of another test.
+    final class SteppingClock: WallClock, @unchecked Sendable {
+        // `current` is only touched under `lock`.
+        private let lock = NSLock()
+        private var current = Date(timeIntervalSince1970: 1_800_000_000)
+
+        var now: Date {
+            lock.lock()
+            defer { lock.unlock() }
+            current += 30
+            return current
+        }
+    }
+
     @Test func aGPXRouteIsWalkedInOrder() async throws {
-        let route = try LocationScenario.gpx(contentsOf: Self.routeURL, speed: 600)
+        let route = try LocationScenario.gpx(contentsOf: Self.routeURL, speed: 1, clock: SteppingClock())
         try await Chaos.with(ProfileEntry(ChaosLocation.updates, route.updates(every: .milliseconds(20)))) {
             let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london))).track(limit: 6)
             #expect(log.fixes.count == 6)

@@ -1,0 +1,1 @@
+../../../Tests/ChaosNetworkTests/Support/LoopbackServer.swift

@@ -1,0 +1,236 @@
+import Foundation
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+import HTTPTypes
+import HTTPTypesFoundation
+import Synchronization
+
+/// Intercepts URLSession traffic: requests go through the ``ChaosNetwork/send`` point and
+/// are answered by a ``StubSet`` (its stubs, responders, conditions and unmatched policy).
+///
+/// Per session (recommended; parallel tests stay apart):
+/// ```swift
+/// let stubs = StubSet()
+/// let configuration = URLSessionConfiguration.ephemeral
+/// ChaosURLProtocol.install(stubs, into: configuration)
+/// let session = URLSession(configuration: configuration)
+/// ```
+/// Each installed set gets its own subclass of this protocol (a generic "slot" class),
+/// which is what the configuration lists: on Linux neither `httpAdditionalHeaders` nor
+/// anything else of the configuration reaches a URLProtocol, but its class does. The
+/// protocol keeps the set weakly, so keep a reference to it while the session is used.
+///
+/// For `URLSession.shared` call ``registerGlobally(_:)`` **before anything creates a
+/// URLSession** (on Linux a class registered later is ignored, and `.default`/`.ephemeral`
+/// configurations never pick up registered classes: use ``install(_:into:)`` for those).
+/// Global registration is process-wide: serialize the tests that use it.
+///
+/// Linux notes: redirects are answered as plain 3xx responses (swift-corelibs-foundation
+/// traps on `wasRedirectedTo`), and task-scoped chaos (`Chaos.with`) is not visible while
+/// loading, so give each session its own stub set instead.
+public class ChaosURLProtocol: URLProtocol {
+    private static let registry = Mutex<SlotTable>(SlotTable())
+    private static let global = Mutex<StubSet?>(nil)
+    private let loading = Mutex<Task<Void, Never>?>(nil)
+
+    /// Routes sessions made from `configuration` through `stubs`.
+    public static func install(_ stubs: StubSet, into configuration: URLSessionConfiguration) {
+        ChaosNetwork.register()
+        let slot = registry.withLock { $0.slot(for: stubs) }
+        let protocolClass: AnyClass = slotClass(slot)
+        var classes = configuration.protocolClasses ?? []
+        classes.removeAll { ($0 as? ChaosURLProtocol.Type) != nil }
+        configuration.protocolClasses = [protocolClass] + classes
+    }
+
+    /// The slot this class answers for (-1: the global set).
+    class var slot: Int { -1 }
+
+    /// Registers the protocol process-wide (for `URLSession.shared`), answering with
+    /// `stubs`. Call it before the first URLSession is created; later calls only change the set.
+    public static func registerGlobally(_ stubs: StubSet) {
+        ChaosNetwork.register()
+        let first = global.withLock { current in
+            defer { current = stubs }
+            return current == nil
+        }
+        if first { _ = URLProtocol.registerClass(ChaosURLProtocol.self) }
+    }
+
+    /// Stops answering requests without a per-session set (requests then go out for real).
+    public static func unregisterGlobally() {
+        global.withLock { $0 = nil }
+        URLProtocol.unregisterClass(ChaosURLProtocol.self)
+    }
+
+    static func stubSet(slot: Int) -> StubSet? {
+        if slot >= 0 { return registry.withLock { $0.set(at: slot) } }
+        return global.withLock { $0 }
+    }
+
+    /// Whether this protocol handles `request`: HTTP(S) requests of a session with a stub
+    /// set, or any HTTP(S) request while registered globally; never a pass-through.
+    public override class func canInit(with request: URLRequest) -> Bool {
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        if URLProtocol.property(forKey: PassThroughClient.markKey, in: request) != nil { return false }
+        return stubSet(slot: slot) != nil
+    }
+
+    /// The request unchanged.
+    public override class func canonicalRequest(for request: URLRequest) -> URLRequest {
+        request
+    }
+
+    /// Answers the request through the point and the stub set.
+    public override func startLoading() {
+        let urlRequest = request
+        guard let stubs = Self.stubSet(slot: Self.slot) else {
+            fail(NetworkError.transport("the stub set of this session no longer exists; keep a reference to it while the session is used"), url: urlRequest.url)
+            return
+        }
+        guard let head = urlRequest.httpRequest else {
+            fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
+            return
+        }
+        let body = Self.body(of: urlRequest)
+        let transport = StubTransport(stubs: stubs)
+        let url = urlRequest.url
+        let this = LoadingProtocol(instance: self)
+        let operation: @Sendable () async -> Void = {
+            do throws(NetworkError) {
+                let response = try await ChaosNetwork.send(NetworkRequest(head, body: body, transport: transport))
+                this.instance.deliver(response, url: url)
+            } catch {
+                this.instance.fail(error, url: url)
+            }
+        }
+        // A plain task, not `Task.immediate`: running the answer on URLSession's own queue
+        // deadlocks swift-corelibs-foundation when it starts another URLSession task
+        // (a pass-through) before suspending.
+        let task = Task(operation: operation)
+        loading.withLock { $0 = task }
+    }
+
+    /// Cancels an answer still being prepared (latency, bandwidth).
+    public override func stopLoading() {
+        loading.withLock { $0?.cancel() }
+    }
+
+    private func deliver(_ response: NetworkResponse, url: URL?) {
+        var fields: [String: String] = [:]
+        for field in response.head.headerFields {
+            if let existing = fields[field.name.rawName] {
+                fields[field.name.rawName] = existing + ", " + field.value
+            } else {
+                fields[field.name.rawName] = field.value
+            }
+        }
+        guard let url, let http = HTTPURLResponse(url: url, statusCode: response.head.status.code, httpVersion: "HTTP/1.1", headerFields: fields) else {
+            fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
+            return
+        }
+        client?.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
+        if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        client?.urlProtocolDidFinishLoading(self)
+    }
+
+    private func fail(_ error: NetworkError, url: URL?) {
+        client?.urlProtocol(self, didFailWithError: error.urlError(for: url))
+    }
+
+    static func body(of request: URLRequest) -> Data? {
+        if let body = request.httpBody { return body }
+        guard let stream = request.httpBodyStream else { return nil }
+        stream.open()
+        defer { stream.close() }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+}
+
+/// A stub set as the point's transport inside a URLSession: unmatched requests pass
+/// through a session without the protocol.
+struct StubTransport: NetworkClient {
+    let stubs: StubSet
+
+    func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let response = try await stubs.respond(to: NetworkRequest(request, body: body), passThrough: PassThroughClient.shared)
+        return (response.head, response.body)
+    }
+}
+
+/// A protocol instance handed to the task that answers it. URLProtocol is not Sendable,
+/// but its `request` and `client` are set by the loading system before `startLoading` and
+/// never change afterwards, the client is made to be called from any thread, and the only
+/// mutable state of ``ChaosURLProtocol`` (the loading task) is guarded by its mutex.
+struct LoadingProtocol: @unchecked Sendable {
+    let instance: ChaosURLProtocol
+}
+
+/// Which stub set each slot class answers for; slots of sets that are gone are reused.
+struct SlotTable {
+    private struct Entry {
+        weak var set: StubSet?
+        let identifier: String
+    }
+
+    private var entries: [Entry] = []
+
+    mutating func slot(for stubs: StubSet) -> Int {
+        if let index = entries.firstIndex(where: { $0.identifier == stubs.identifier && $0.set != nil }) { return index }
+        let entry = Entry(set: stubs, identifier: stubs.identifier)
+        if let free = entries.firstIndex(where: { $0.set == nil }) {
+            entries[free] = entry
+            return free
+        }
+        entries.append(entry)
+        return entries.count - 1
+    }
+
+    func set(at slot: Int) -> StubSet? {
+        slot < entries.count ? entries[slot].set : nil
+    }
+}
+
+// MARK: - One protocol class per slot
+
+/// A slot number spelled as a type: `End` is 0, `Bit0<T>` is 2·T, `Bit1<T>` is 2·T + 1.
+protocol SlotTag {
+    static var index: Int { get }
+}
+
+enum End: SlotTag {
+    static var index: Int { 0 }
+}
+
+enum Bit0<Rest: SlotTag>: SlotTag {
+    static var index: Int { Rest.index * 2 }
+}
+
+enum Bit1<Rest: SlotTag>: SlotTag {
+    static var index: Int { Rest.index * 2 + 1 }
+}
+
+/// The protocol class of one slot: a distinct class per slot, made at run time.
+final class SlotProtocol<Tag: SlotTag>: ChaosURLProtocol {
+    override class var slot: Int { Tag.index }
+}
+
+/// The protocol class of `slot`.
+func slotClass(_ slot: Int) -> AnyClass {
+    func tag(_ value: Int) -> any SlotTag.Type {
+        if value == 0 { return End.self }
+        let rest = tag(value / 2)
+        func extend<T: SlotTag>(_: T.Type) -> any SlotTag.Type { value % 2 == 0 ? Bit0<T>.self : Bit1<T>.self }
+        return extend(rest)
+    }
+    func protocolClass<T: SlotTag>(_: T.Type) -> AnyClass { SlotProtocol<T>.self }
+    return protocolClass(tag(slot))
+}
