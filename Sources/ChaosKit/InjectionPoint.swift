@@ -170,6 +170,13 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         return try await dispatch(arguments)
     }
 
+    /// True while no chaos involves this point — none applied globally, no live scope
+    /// anywhere — so that a call goes straight to the original. One atomic load; lets a
+    /// caller take a faster path that skips the point (the answer can change at any time).
+    @inlinable public var isPassingThrough: Bool {
+        state.activity.load(ordering: .relaxed) == 0
+    }
+
     /// Calls the real implementation, bypassing any chaos.
     @inlinable public func callOriginal(_ arguments: Arguments) async throws(Failure) -> Result {
         try await original(arguments)

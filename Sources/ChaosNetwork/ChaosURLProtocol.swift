@@ -94,8 +94,14 @@ public class ChaosURLProtocol: URLProtocol {
             return
         }
         let body = Self.body(of: urlRequest)
-        let transport = StubTransport(stubs: stubs)
         let url = urlRequest.url
+        // A constant stub with no chaos on the point and no conditions: answer here and
+        // now, as a plain URLProtocol would, without a task or the async machinery.
+        if ChaosNetwork.send.isPassingThrough, let prepared = stubs.immediateAnswer(NetworkRequest(head, body: body)) {
+            deliver(prepared, url: url)
+            return
+        }
+        let transport = StubTransport(stubs: stubs)
         let this = LoadingProtocol(instance: self)
         let operation: @Sendable () async -> Void = {
             do throws(NetworkError) {
@@ -118,15 +124,11 @@ public class ChaosURLProtocol: URLProtocol {
     }
 
     private func deliver(_ response: NetworkResponse, url: URL?) {
-        var fields: [String: String] = [:]
-        for field in response.head.headerFields {
-            if let existing = fields[field.name.rawName] {
-                fields[field.name.rawName] = existing + ", " + field.value
-            } else {
-                fields[field.name.rawName] = field.value
-            }
-        }
-        guard let url, let http = HTTPURLResponse(url: url, statusCode: response.head.status.code, httpVersion: "HTTP/1.1", headerFields: fields) else {
+        deliver(PreparedResponse(response), url: url)
+    }
+
+    private func deliver(_ response: PreparedResponse, url: URL?) {
+        guard let url, let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers) else {
             fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
             return
         }

@@ -43,7 +43,7 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
     /// The path without the query (`/users/7`).
     public var path: String {
         let full = head.path ?? "/"
-        guard let mark = full.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return full }
+        guard let mark = full.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return full }
         return String(full[..<mark])
     }
 
@@ -66,6 +66,19 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
     }
 
     static func host(ofAuthority authority: String) -> String {
+        // The common case, checked byte by byte: an ASCII host name, maybe a port.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(authority.utf8.count)
+        var plain = true
+        for byte in authority.utf8 {
+            if byte == UInt8(ascii: ":") { break }
+            if byte >= 0x80 || byte == UInt8(ascii: "@") || byte == UInt8(ascii: "[") {
+                plain = false
+                break
+            }
+            bytes.append(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte)
+        }
+        if plain { return String(decoding: bytes, as: UTF8.self) }
         var text = Substring(authority)
         if let at = text.lastIndex(of: "@") { text = text[text.index(after: at)...] }
         if text.hasPrefix("[") {

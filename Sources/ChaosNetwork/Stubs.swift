@@ -158,6 +158,8 @@ public final class Stub: Sendable, CustomStringConvertible {
     /// Conditions applied to its answer, in order.
     public let conditions: [NetworkCondition]
     let response: StubResponse
+    /// The answer in URLSession's terms, when it is a constant given without conditions.
+    let prepared: PreparedResponse?
     private let hits = Atomic<Int>(0)
 
     init(name: String, matcher: RequestMatcher, conditions: [NetworkCondition], response: StubResponse) {
@@ -165,6 +167,11 @@ public final class Stub: Sendable, CustomStringConvertible {
         self.matcher = matcher
         self.conditions = conditions
         self.response = response
+        if conditions.isEmpty, case .response(let constant) = response.kind {
+            prepared = PreparedResponse(constant)
+        } else {
+            prepared = nil
+        }
     }
 
     /// How many requests this stub has answered.
@@ -348,6 +355,24 @@ public final class StubSet: NetworkClient, Sendable {
         }
     }
 
+    /// The answer to `request` when a stub gives it at once — a constant response, no
+    /// conditions on the set or the stub — with the stub's hit and the log written;
+    /// nil when the request needs the full (asynchronous) path.
+    func immediateAnswer(_ request: NetworkRequest) -> PreparedResponse? {
+        let (index, plain) = state.withLock { ($0.index, $0.conditions.isEmpty) }
+        guard plain else { return nil }
+        var facts = RequestFacts(request)
+        guard let (stub, _) = index.newestMatch(&facts), let prepared = stub.prepared else { return nil }
+        _ = stub.hit()
+        _ = calls.wrappingAdd(1, ordering: .relaxed)
+        if logCapacity > 0 {
+            var logged = request
+            logged.transport = nil
+            log(LoggedRequest(request: logged, stubName: stub.name, date: Date()))
+        }
+        return prepared
+    }
+
     private func log(_ entry: LoggedRequest) {
         guard logCapacity > 0 else { return }
         state.withLock { state in
@@ -403,6 +428,28 @@ final class StubIndex: Sendable {
             if let parameters = stubs[position].matcher.match(&facts) { return (stubs[position], parameters) }
         }
         return nil
+    }
+}
+
+/// A response as URLSession's loading system takes it: header fields folded into a
+/// dictionary (repeated names joined with ", ") once, not on every request.
+struct PreparedResponse: Sendable {
+    let status: Int
+    let headers: [String: String]
+    let body: Data
+
+    init(_ response: NetworkResponse) {
+        var fields: [String: String] = [:]
+        for field in response.head.headerFields {
+            if let existing = fields[field.name.rawName] {
+                fields[field.name.rawName] = existing + ", " + field.value
+            } else {
+                fields[field.name.rawName] = field.value
+            }
+        }
+        self.status = response.head.status.code
+        self.headers = fields
+        self.body = response.body
     }
 }
 
