@@ -33,7 +33,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        .target(name: "ChaosTesting", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
         .target(
             name: "ChaosNetwork",
             dependencies: [
@@ -77,7 +77,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit"],
+            name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit", "ChaosNetwork"],
             exclude: ["Profiles"],  // read by path through `.chaos(profile:)`
             swiftSettings: strictSwift
         ),

@@ -44,6 +44,17 @@ public class ChaosURLProtocol: URLProtocol {
         configuration.protocolClasses = [protocolClass] + classes
     }
 
+    /// Frees the slot of `stubs` at once (otherwise it is freed when the set is released):
+    /// sessions still using it then fail their requests, saying the set is gone.
+    public static func uninstall(_ stubs: StubSet) {
+        registry.withLock { $0.remove(stubs) }
+    }
+
+    /// Whether `stubs` has a protocol slot (is installed in some configuration).
+    public static func isInstalled(_ stubs: StubSet) -> Bool {
+        registry.withLock { $0.contains(stubs) }
+    }
+
     /// The slot this class answers for (-1: the global set).
     class var slot: Int { -1 }
 
@@ -194,6 +205,16 @@ struct SlotTable {
         }
         entries.append(entry)
         return entries.count - 1
+    }
+
+    mutating func remove(_ stubs: StubSet) {
+        for index in entries.indices where entries[index].identifier == stubs.identifier {
+            entries[index] = Entry(set: nil, identifier: "")
+        }
+    }
+
+    func contains(_ stubs: StubSet) -> Bool {
+        entries.contains { $0.identifier == stubs.identifier && $0.set != nil }
     }
 
     func set(at slot: Int) -> StubSet? {

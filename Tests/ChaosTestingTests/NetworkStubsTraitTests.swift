@@ -1,0 +1,66 @@
+import ChaosKit
+import ChaosNetwork
+import ChaosTesting
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import Testing
+
+/// `.networkStubs`: every test case gets its own stub set and session; in parallel, each
+/// sees only its own answers.
+@Suite(.networkStubs { stubs in
+    stubs.stub(try .get("/shared"), .string("suite default"))
+})
+struct NetworkStubsTraitTests {
+    func text(_ url: String) async throws -> String {
+        let network = try #require(ChaosNetworkTest.current)
+        let (data, _) = try await network.session.data(from: URL(string: url)!)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test(arguments: 0..<20)
+    func parallelCasesSeeOnlyTheirOwnStubs(index: Int) async throws {
+        let network = try #require(ChaosNetworkTest.current)
+        // The same request in every case, answered differently, with latency so the cases overlap.
+        network.stubs.stub(try .get("/who"), conditions: [.latency(.milliseconds(20))], .string("case \(index)"))
+        for _ in 0..<3 {
+            #expect(try await text("https://api.test/who") == "case \(index)")
+        }
+        let (head, body) = try await network.client.send(HTTPRequest(method: .get, url: URL(string: "https://api.test/who")!), body: nil)
+        #expect(head.status.code == 200 && String(decoding: body, as: UTF8.self) == "case \(index)")
+        #expect(network.stubs.requests.count == 4, "only this case's requests reach its set")
+        #expect(try await text("https://api.test/shared") == "suite default")
+    }
+
+    @Test func unmatchedRequestsFailNamingTheClosestStub() async throws {
+        await #expect(throws: URLError.self) { _ = try await text("https://api.test/nothing") }
+    }
+
+    @Test(.chaos(ProfileEntry(ChaosNetwork.send, NetworkCondition.status(503).provider)))
+    func taskScopedChaosReachesTheClientButNotTheSession() async throws {
+        let network = try #require(ChaosNetworkTest.current)
+        let url = URL(string: "https://api.test/shared")!
+        let (head, _) = try await network.client.send(HTTPRequest(method: .get, url: url), body: nil)
+        #expect(head.status.code == 503)
+        #expect(try await text(url.absoluteString) == "suite default")
+    }
+}
+
+@Suite struct NetworkStubsLifetimeTests {
+    @Test func theSetIsUninstalledAndTheSessionInvalidatedAfterwards() async throws {
+        weak var released: StubSet?
+        // (The session is invalidated afterwards; swift-corelibs-foundation traps on using an
+        // invalidated session, so that is not tried here.)
+        try await ChaosNetworkTest.with(configure: { $0.stub(RequestMatcher(), .status(204)) }) {
+            let network = try #require(ChaosNetworkTest.current)
+            released = network.stubs
+            #expect(ChaosURLProtocol.isInstalled(network.stubs))
+            let (_, response) = try await network.session.data(from: URL(string: "https://x.test/")!)
+            #expect((response as? HTTPURLResponse)?.statusCode == 204)
+        }
+        #expect(ChaosNetworkTest.current == nil)
+        #expect(released == nil, "nothing keeps the set alive")
+    }
+}
