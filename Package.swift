@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
         .executable(name: "halley-countdown", targets: ["HalleyCountdown"]),
         .executable(name: "location-tracker", targets: ["LocationTracker"]),
+        .executable(name: "weather", targets: ["Weather"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -82,7 +83,10 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Examples: Dixie's example apps as Linux programs, and their robustness tests.
-        .target(name: "ExampleApps", dependencies: ["ChaosKit"], path: "Examples/ExampleApps", swiftSettings: strictSwift),
+        .target(
+            name: "ExampleApps", dependencies: ["ChaosKit", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types")],
+            path: "Examples/ExampleApps", swiftSettings: strictSwift
+        ),
         .executableTarget(
             name: "HalleyCountdown", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/HalleyCountdown", swiftSettings: strictSwift
@@ -91,8 +95,12 @@ let package = Package(
             name: "LocationTracker", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/LocationTracker", swiftSettings: strictSwift
         ),
+        .executableTarget(
+            name: "Weather", dependencies: ["ChaosKit", "ChaosNetwork", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            path: "Examples/Weather", swiftSettings: strictSwift
+        ),
         .testTarget(
-            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosTesting"],
+            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosTesting", "ChaosNetwork"],
             swiftSettings: strictSwift
         ),
         .testTarget(
