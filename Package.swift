@@ -45,7 +45,7 @@ let package = Package(
         ),
         .target(
             name: "ChaosHooks",
-            dependencies: ["ChaosKit", "CFFI", "CChaosELF"],
+            dependencies: ["ChaosKit", "CFFI", "CChaosELF", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .target(name: "CHookFixtures"),
