@@ -49,6 +49,8 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .target(name: "CHookFixtures"),
+        // CI's leak check (.ci/leakcheck runs it under valgrind).
+        .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],

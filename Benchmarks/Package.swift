@@ -14,6 +14,7 @@ let package = Package(
             name: "chaos-bench",
             dependencies: [
                 .product(name: "ChaosKit", package: "ChaosKit"),
+                .product(name: "ChaosHooks", package: "ChaosKit"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
