@@ -84,7 +84,7 @@ static inline int64_t adjust(int function, int clock, int64_t real_ns) {
     }
     switch (mode) {
     case CHAOS_CLOCK_OFFSET:
-        return real_ns + a;
+        return real_ns + a * 1000000000 + b;
     case CHAOS_CLOCK_FROZEN:
         return a;
     case CHAOS_CLOCK_SPEED: {
@@ -112,8 +112,24 @@ static inline int is_realtime(clockid_t clock) {
 
 static int chaos_clock_gettime_hook(clockid_t clock, struct timespec *result) {
     int status = real_clock_gettime(clock, result);
-    if (status != 0 || !result || !is_realtime(clock)
-        || atomic_load_explicit(&config_mode, memory_order_relaxed) == CHAOS_CLOCK_REAL) return status;
+    if (status != 0 || !result || !is_realtime(clock)) return status;
+    int mode = atomic_load_explicit(&config_mode, memory_order_relaxed);
+    if (mode == CHAOS_CLOCK_REAL) return status;
+    if (mode == CHAOS_CLOCK_OFFSET) {
+        // The hot case (Date() under an offset): whole seconds and nanoseconds, no division.
+        uint64_t before = atomic_load_explicit(&sequence, memory_order_acquire);
+        int64_t seconds = atomic_load_explicit(&config_a, memory_order_relaxed);
+        int64_t nanoseconds = atomic_load_explicit(&config_b, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(before & 1) && atomic_load_explicit(&sequence, memory_order_relaxed) == before
+            && atomic_load_explicit(&config_mode, memory_order_relaxed) == CHAOS_CLOCK_OFFSET) {
+            long total = result->tv_nsec + (long)nanoseconds;
+            if (total >= 1000000000) { total -= 1000000000; seconds += 1; }
+            result->tv_sec += (time_t)seconds;
+            result->tv_nsec = total;
+            return status;
+        }
+    }
     int64_t ns = adjust(CHAOS_CLOCK_FN_CLOCK_GETTIME, (int)clock, (int64_t)result->tv_sec * 1000000000 + result->tv_nsec);
     int64_t seconds = ns / 1000000000, nanoseconds = ns % 1000000000;
     if (nanoseconds < 0) { nanoseconds += 1000000000; seconds -= 1; }

@@ -182,7 +182,9 @@ final class ClockActivation: PointActivation {
         case .original, .constant(.real):
             chaos_clock_configure(Int32(CHAOS_CLOCK_REAL), 0, 0, 1)
         case .constant(.offset(let offset)):
-            chaos_clock_configure(Int32(CHAOS_CLOCK_OFFSET), offset, 0, 1)
+            let (seconds, nanoseconds) = offset.quotientAndRemainder(dividingBy: 1_000_000_000)
+            let positive = nanoseconds < 0 ? (seconds - 1, nanoseconds + 1_000_000_000) : (seconds, nanoseconds)
+            chaos_clock_configure(Int32(CHAOS_CLOCK_OFFSET), positive.0, positive.1, 1)
         case .constant(.frozen(let instant)):
             chaos_clock_configure(Int32(CHAOS_CLOCK_FROZEN), instant, 0, 1)
         case .constant(.speed(let factor, let since)):

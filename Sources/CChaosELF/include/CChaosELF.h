@@ -70,7 +70,7 @@ void chaos_bench_free_raw_forwarding_closure(void *handle);
 /// Clock configuration modes.
 enum {
     CHAOS_CLOCK_REAL = 0,   ///< report the real time
-    CHAOS_CLOCK_OFFSET = 1, ///< real + a (ns)
+    CHAOS_CLOCK_OFFSET = 1, ///< real + a seconds + b ns (0 <= b < 1e9)
     CHAOS_CLOCK_FROZEN = 2, ///< a (ns since 1970)
     CHAOS_CLOCK_SPEED = 3,  ///< b + (real - a) * factor
     CHAOS_CLOCK_ASK = 4,    ///< call the ask callback for every reading
