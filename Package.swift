@@ -68,10 +68,12 @@ let package = Package(
         ),
         .target(
             name: "ChaosHooks",
-            dependencies: ["ChaosKit", "CFFI", "CChaosELF"],
+            dependencies: ["ChaosKit", "CFFI", "CChaosELF", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .target(name: "CHookFixtures"),
+        // CI's leak check (.ci/leakcheck runs it under valgrind).
+        .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],

@@ -18,6 +18,7 @@ let package = Package(
                 "LoopbackServer",
                 .product(name: "ChaosKit", package: "ChaosKit"),
                 .product(name: "ChaosNetwork", package: "ChaosKit"),
+                .product(name: "ChaosHooks", package: "ChaosKit"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]

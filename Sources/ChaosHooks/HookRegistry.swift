@@ -13,7 +13,8 @@ import Darwin
 struct SlotOwner {
     let owner: ObjectIdentifier
     let description: String
-    let closure: FFIClosure
+    /// Nil for slots pointed at C code (the system clock's typed hooks).
+    let closure: FFIClosure?
 }
 
 /// Process-wide bookkeeping: every slot ChaosHooks currently owns and every live closure

@@ -69,10 +69,17 @@ public final class SymbolRebinding: Sendable {
     /// The symbol name as it appears in the dynamic symbol table (no version suffix).
     public let symbol: String
     /// The closure every patched slot points at.
-    public let closure: FFIClosure
+    public var closure: FFIClosure {
+        // Every public initializer sets one; only ChaosHooks' own typed clock hooks (made
+        // with the internal raw-target initializer) have none, and never ask for it.
+        ownedClosure!
+    }
     /// Which images are patched.
     public let images: ImageFilter
     private let originalBits: UInt
+    private let ownedClosure: FFIClosure?
+    /// The code every patched slot points at: the closure's entry, or a C function.
+    let target: UInt
     private let state = Mutex<[PatchedSlot]?>(nil)
 
     /// One GOT slot this rebinding patched.
@@ -113,9 +120,24 @@ public final class SymbolRebinding: Sendable {
         #if os(Linux)
         self.originalBits = try Self.resolve(symbol)
         self.symbol = symbol
-        self.closure = closure
+        self.ownedClosure = closure
+        self.target = closure.code
         self.images = images
         closure.adoptOriginal(originalBits)
+        #else
+        throw Self.unsupported(symbol)
+        #endif
+    }
+
+    /// A rebinding of `symbol` straight to the C function at `target` (no libffi), which
+    /// must have the symbol's exact C type and call the real function itself.
+    init(symbol: String, rawTarget: UnsafeRawPointer, images: ImageFilter = .all) throws(ChaosError) {
+        #if os(Linux)
+        self.originalBits = try Self.resolve(symbol)
+        self.symbol = symbol
+        self.ownedClosure = nil
+        self.target = UInt(bitPattern: rawTarget)
+        self.images = images
         #else
         throw Self.unsupported(symbol)
         #endif
@@ -148,7 +170,7 @@ public final class SymbolRebinding: Sendable {
                 }
                 return try patch(scan.slots, registry: &registry)
             }
-            closure.bindings.add(1, ordering: .relaxed)
+            ownedClosure?.bindings.add(1, ordering: .relaxed)
         }
     }
 
@@ -202,7 +224,7 @@ public final class SymbolRebinding: Sendable {
                         continue
                     }
                     let current = SlotMemory.read(slot.addressBits)
-                    if current == closure.code {
+                    if current == target {
                         do throws(ChaosError) {
                             _ = try SlotMemory.write(slot.addressBits, slot.originalBytes, what: "\(symbol) in \(slot.imagePath)")
                         } catch {
@@ -221,7 +243,7 @@ public final class SymbolRebinding: Sendable {
                 throw firstFailure
             }
             patched = nil
-            closure.bindings.subtract(1, ordering: .relaxed)
+            ownedClosure?.bindings.subtract(1, ordering: .relaxed)
             if !foreign.isEmpty {
                 throw ChaosError(.alreadyHooked, subject: symbol, "slots changed by something else after apply were left alone: \(foreign.joined(separator: ", ")); restore them yourself if needed")
             }
@@ -246,7 +268,7 @@ public final class SymbolRebinding: Sendable {
         var written: [PatchedSlot] = []
         for slot in slots {
             do throws(ChaosError) {
-                let previous = try SlotMemory.write(slot.address, closure.code, what: "\(symbol) in \(slot.imagePath)")
+                let previous = try SlotMemory.write(slot.address, target, what: "\(symbol) in \(slot.imagePath)")
                 written.append(PatchedSlot(addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot, originalBytes: previous))
             } catch {
                 for done in written.reversed() {
@@ -256,7 +278,7 @@ public final class SymbolRebinding: Sendable {
             }
         }
         for slot in written {
-            registry.ownedSlots[slot.addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: closure)
+            registry.ownedSlots[slot.addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
         }
         return written
     }

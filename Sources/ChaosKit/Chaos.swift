@@ -47,6 +47,11 @@ public final class Chaos: Sendable {
 
     /// Applies every profiled entry, all or nothing: when one entry is invalid nothing
     /// changes and the error names that entry. Either way the profiled list is emptied.
+    ///
+    /// Points with a ``PointActivation`` (C hooks) that nothing used yet are activated
+    /// first, before any entry takes effect; if one activation fails, those already made
+    /// are undone and nothing is applied. ``revert(_:)`` and ``revertAll()`` deactivate a
+    /// point once its last global entry and task scope are gone.
     public func apply() throws(ChaosError) {
         let result = state.withLock { state -> ChaosError? in
             let pending = state.pending
@@ -66,11 +71,22 @@ public final class Chaos: Sendable {
                     return error
                 }
             }
+            // Points that need it (C hooks) are activated before anything takes effect;
+            // when one refuses, the activations already made are undone.
+            for (index, item) in prepared.enumerated() {
+                do throws(ChaosError) {
+                    try item.prepared.state.retainActivation()
+                } catch {
+                    for done in prepared[..<index].reversed() { done.prepared.state.releaseActivation() }
+                    return item.entry.attributed(error)
+                }
+            }
             for item in prepared {
                 item.prepared.state.pushGlobal(item.prepared.installation)
                 state.applied.append(item)
                 Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
             }
+            for item in prepared { item.prepared.state.notifyChanged() }
             return nil
         }
         if let result { throw result }
@@ -81,7 +97,7 @@ public final class Chaos: Sendable {
         let found = state.withLock { state -> Bool in
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else { return false }
             let item = state.applied.remove(at: index)
-            _ = item.prepared.state.removeGlobal(item.prepared.installation)
+            Self.uninstall(item.prepared)
             return true
         }
         guard found else {
@@ -97,10 +113,17 @@ public final class Chaos: Sendable {
     public func revertAll() {
         state.withLock { state in
             for item in state.applied.reversed() {
-                _ = item.prepared.state.removeGlobal(item.prepared.installation)
+                Self.uninstall(item.prepared)
             }
             state.applied = []
         }
+    }
+
+    /// Takes one applied installation off its point; the last user deactivates the point.
+    private static func uninstall(_ prepared: PreparedInstallation) {
+        guard prepared.state.removeGlobal(prepared.installation) else { return }
+        prepared.state.notifyChanged()
+        prepared.state.releaseActivation()
     }
 
     /// The entries this `Chaos` has applied and not reverted, oldest first.
@@ -185,17 +208,30 @@ extension Chaos {
             prepared.append((entry, try entry.prepared(chaosSeed: seed)))
         }
         let states = prepared.map(\.prepared.state)
+        for (index, item) in prepared.enumerated() {
+            do throws(ChaosError) {
+                try item.prepared.state.retainActivation()
+            } catch {
+                for state in states[..<index].reversed() { state.releaseActivation() }
+                throw item.entry.attributed(error)
+            }
+        }
         for state in states { state.scopeEntered() }
+        for state in states { state.notifyChanged() }
         return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), states)
     }
 
     private static func leaveScope(_ states: [any AnyPointState]) {
         for state in states { state.scopeLeft() }
+        for state in states { state.notifyChanged() }
+        for state in states.reversed() { state.releaseActivation() }
     }
 
     /// Runs `operation` with `entries` applied for the current task tree only: they win over
     /// global chaos, nest (the innermost wins), and tasks outside never see them.
-    /// Invalid entries throw a ``ChaosError`` before `operation` runs.
+    /// Invalid entries throw a ``ChaosError`` before `operation` runs. Points with a
+    /// ``PointActivation`` that nothing used yet are activated on entry (all or nothing)
+    /// and deactivated on exit when nothing else uses them.
     ///
     /// Unstructured `Task {}`s started inside inherit the scope, but only while it lasts;
     /// `Task.detached` does not inherit it.

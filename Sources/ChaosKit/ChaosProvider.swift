@@ -48,6 +48,20 @@ public indirect enum ChaosProviderNode<Arguments, Result: Sendable, Failure: Err
         }
     }
 
+    /// Calls `body` with every constant in the provider, nested ones included.
+    func forEachConstant(_ body: (Result) throws(ChaosError) -> Void) throws(ChaosError) {
+        switch self {
+        case .constant(let value): try body(value)
+        case .original, .random, .throwing, .block: break
+        case .sequential(let nodes): for node in nodes { try node.forEachConstant(body) }
+        case .composite(let cases, let otherwise):
+            for branch in cases { try branch.provider.forEachConstant(body) }
+            try otherwise.forEachConstant(body)
+        case .probability(_, let node), .times(_, let node), .delayed(_, let node):
+            try node.forEachConstant(body)
+        }
+    }
+
     /// A short, readable rendering (`"sequential[constant, original]"`), for logs and tools.
     public var summary: String {
         switch self {

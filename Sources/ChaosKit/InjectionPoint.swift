@@ -34,6 +34,42 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         PointRegistry.shared.register(self)
     }
 
+    /// A point called `name` whose real implementation is `original`, and which must be
+    /// activated before use: `activation` runs before the first entry or scope involving
+    /// the point takes effect (and may refuse it), and is undone after the last one has
+    /// gone (see ``PointActivation``). Calls cost the same as on any other point.
+    public init(
+        _ name: String, activation: some PointActivation,
+        _ original: @escaping @Sendable (Arguments) throws(Failure) -> Result
+    ) {
+        self.name = name
+        self.original = original
+        self.state = PointState(name: name, activation: activation)
+        PointRegistry.shared.register(self)
+    }
+
+    /// What the point does right now for calls outside any task scope, when that is known
+    /// without calling it: for C fast paths that mirror a point instead of calling it.
+    /// The answer can change at any time; an activation's ``PointActivation/changed()``
+    /// says when.
+    public var currentBehaviour: PointBehaviour<Result> {
+        if state.activity.load(ordering: .acquiring) == 0 { return .original }
+        if state.scopes.load(ordering: .acquiring) != 0 { return .varying }
+        guard let top = state.top() else { return .original }
+        switch top.root {
+        case .constant(let value): return .constant(value)
+        case .original: return .original
+        default: return .varying
+        }
+    }
+
+    /// Lets the point refuse constants it cannot return (a C hook: a value that does not
+    /// fit the C return type): `check` runs on every constant of a provider when the entry
+    /// is applied, and its error makes the apply fail with nothing changed.
+    public func setResultValidator(_ check: @escaping @Sendable (Result) throws(ChaosError) -> Void) {
+        catalogue.setResultValidator(check)
+    }
+
     deinit {
         PointRegistry.shared.unregister(ObjectIdentifier(self))
     }
@@ -289,6 +325,23 @@ final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
     typealias Matcher = @Sendable (ProfileParameters) throws(ChaosError) -> @Sendable (Provider.Arguments) -> Bool
     private let items = Locked<[String: (make: Maker, parameters: String)]>([:])
     private let argumentMatcher = Locked<Matcher?>(nil)
+    private let resultCheck = Locked<(@Sendable (Provider.Result) throws(ChaosError) -> Void)?>(nil)
+
+    func setResultValidator(_ check: @escaping @Sendable (Provider.Result) throws(ChaosError) -> Void) {
+        resultCheck.withLock { $0 = check }
+    }
+
+    /// Runs the point's result validator, if any, on every constant of `node`.
+    func validateConstants<Body>(
+        _ node: ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Body>
+    ) throws(ChaosError) {
+        guard let check = resultCheck.withLock({ $0 }) else { return }
+        try node.forEachConstant(check)
+    }
+
+    func has(_ name: String) -> Bool {
+        items.withLock { $0[name] != nil }
+    }
 
     func setMatcher(_ matcher: @escaping Matcher) {
         argumentMatcher.withLock { $0 = matcher }

@@ -101,6 +101,9 @@ protocol AnyPointState: AnyObject, Sendable {
     func removeGlobal(_ installation: AnyObject) -> Bool
     func scopeEntered()
     func scopeLeft()
+    func retainActivation() throws(ChaosError)
+    func releaseActivation()
+    func notifyChanged()
 }
 
 /// The mutable side of a point: the global stack of applied entries, and the one atomic
@@ -112,9 +115,41 @@ protocol AnyPointState: AnyObject, Sendable {
     @usableFromInline let scopes = Atomic<Int>(0)
     @usableFromInline let stack = Locked<[Installed]>([])
     let name: String
+    /// What to do when the point starts and stops being used (C hooks patch their slots).
+    let activation: (any PointActivation)?
+    /// Users of the activation: global entries plus live scopes. Only touched off the
+    /// call path, and only for points that have an activation.
+    private let users = Locked<Int>(0)
 
-    init(name: String) {
+    init(name: String, activation: (any PointActivation)? = nil) {
         self.name = name
+        self.activation = activation
+    }
+
+    /// Counts one more user; the first one activates the point. On error nothing changed.
+    func retainActivation() throws(ChaosError) {
+        guard let activation else { return }
+        try users.withLock { (count: inout Int) throws(ChaosError) in
+            if count == 0 { try activation.activate() }
+            count += 1
+        }
+    }
+
+    /// Counts one user less; the last one deactivates the point.
+    func releaseActivation() {
+        guard let activation else { return }
+        users.withLock { count in
+            count -= 1
+            if count == 0 { activation.deactivate() }
+        }
+    }
+
+    /// Tells an active point's activation that its entries or scopes changed.
+    func notifyChanged() {
+        guard let activation else { return }
+        users.withLock { count in
+            if count > 0 { activation.changed() }
+        }
     }
 
     /// The entry that wins globally: the last one applied.

@@ -107,6 +107,7 @@ extension InjectionPoint: RegisteredPoint {
         if let problem = provider.node.problem() {
             throw ChaosError(.invalidProvider, subject: name, problem)
         }
+        try catalogue.validateConstants(provider.node)
         let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
         return PreparedInstallation(state: state, installation: installed, entryID: entryID)
     }
@@ -127,6 +128,7 @@ extension AsyncInjectionPoint: RegisteredPoint {
         if let problem = provider.node.problem() {
             throw ChaosError(.invalidProvider, subject: name, problem)
         }
+        try catalogue.validateConstants(provider.node)
         let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
         return PreparedInstallation(state: state, installation: installed, entryID: entryID)
     }

@@ -73,9 +73,14 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         do {
             return try prepare(entrySeed, id.raw)
         } catch {
-            // Keep a more precise inner subject (e.g. "clock.now offset") in the message.
-            let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
-            throw ChaosError(error.kind, subject: "entry \(id) (\(description))", detail)
+            throw attributed(error)
         }
+    }
+
+    /// `error`, said about this entry; a more precise inner subject (e.g. "clock.now
+    /// offset", a symbol name) stays in the message.
+    func attributed(_ error: ChaosError) -> ChaosError {
+        let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
+        return ChaosError(error.kind, subject: "entry \(id) (\(description))", detail)
     }
 }

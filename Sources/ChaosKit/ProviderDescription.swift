@@ -176,6 +176,10 @@ public indirect enum ProviderDescription: Sendable {
             }
             return .constant(none)
         case .random:
+            // A point can give `.random` its own meaning (a C hook: a value of its C return type).
+            if catalogue.has("random") {
+                return try catalogue.make("random", ProfileParameters(context: "\(pointName) random"), pointName: pointName)
+            }
             guard let randomType = P.Result.self as? any RandomChaosValue.Type else {
                 throw ChaosError(
                     .valueTypeMismatch, subject: pointName,

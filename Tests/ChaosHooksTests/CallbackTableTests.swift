@@ -41,6 +41,7 @@ func withTableHook<F>(
 }
 
 /// Every test here rewrites the one global callbacks table, so they run one at a time.
+extension ProcessWideHookTests {
 @Suite(.serialized) struct CallbackTableTests {
     @Test func intClosureReplacesResultAndRevertRestores() throws {
         let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])
@@ -317,6 +318,7 @@ func withTableHook<F>(
         #expect(last == nil)
         #expect(HookRegistry.state.withLock { $0.ownedSlots[UInt(bitPattern: slot.address)] } == nil)
     }
+}
 }
 
 extension CValue {

@@ -58,6 +58,7 @@ private func getenvString(_ name: String) -> String? {
 }
 
 /// These tests rebind process-wide symbols: they run one at a time.
+extension ProcessWideHookTests {
 @Suite(.serialized) struct SymbolRebindingTests {
     @Test func getenvRebindingChangesResultsAndRevertRestoresBytes() throws {
         setenv(testVariable, "real", 1)
@@ -200,6 +201,7 @@ private func getenvString(_ name: String) -> String? {
         }
         dlclose(handle)
     }
+}
 }
 
 private func realGetenv(_ name: String) -> UnsafePointer<CChar> {

@@ -20,6 +20,8 @@ struct Metric {
 struct Group {
     let name: String
     let metrics: [Metric]
+    /// Objects the metrics need alive while they run (hooks, closures).
+    var keepAlive: [AnyObject] = []
 }
 
 func now() -> UInt64 {

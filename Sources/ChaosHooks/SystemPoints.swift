@@ -1,0 +1,194 @@
+import CChaosELF
+public import ChaosKit
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The built-in system points: the wall clock, the environment, sockets, name resolution
+/// and files, hooked process-wide through the C library (Linux/glibc; elsewhere applying
+/// them throws `.unsupportedPlatform`). `chaos run`'s preload library offers the same
+/// names and catalogue items for programs that are not linked with ChaosKit.
+///
+/// | point | hooks | catalogue items |
+/// |---|---|---|
+/// | `system.clock` | `clock_gettime` (realtime clocks), `gettimeofday`, `time` | `offset` {value: "-30y" / seconds}, `frozen` {date}, `speed` {factor}, `jump` {value, after} |
+/// | `system.getenv` | `getenv` | `set` {name, value}, `unset` {name} |
+/// | `system.connect` | `connect` (IPv4/IPv6 only) | `refused`, `timeout`, `reset`, `latency` {value} |
+/// | `system.getaddrinfo` | `getaddrinfo` | `dns-failure` (EAI_NONAME) |
+/// | `system.send`, `system.recv` | `send`, `recv` | `reset`, `latency` {value} |
+/// | `system.files` | `open`, `open64`, `openat`, `read`, `write`, `fsync` | `eio`, `enospc`, `eacces`, `short-read`, `short-write` {path, operations} |
+///
+/// Monotonic clocks are never touched, so sleeps and timeouts keep working. The points
+/// patch nothing until an entry or scope uses them, and restore every slot after the last.
+/// Call ``register()`` once so that profiles can name them before first use.
+///
+/// What they cannot see: calls the C library makes to itself (e.g. `fopen` opening a
+/// file does not go through `open`'s GOT slot, `printf` does not call `write` through it),
+/// function pointers fetched with `dlsym` before the hook, inlined calls, direct system
+/// calls (`syscall(2)`, Go-style runtimes), the vDSO called directly, and statically
+/// linked programs.
+public enum SystemPoints {
+    /// The wall clock (`Date()`, `clock_gettime`, `gettimeofday`, `time`): see ``ClockRule``.
+    public static let clock: InjectionPoint<ClockReading, ClockRule, Never> = makeClock()
+
+    /// `char *getenv(const char *name)`.
+    public static let getenv: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.getenv", [("getenv", false)],
+                                           signature(.cString, [.cString])) { SystemPoints.getenv }
+    /// `int connect(int, const struct sockaddr *, socklen_t)`.
+    public static let connect: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.connect", [("connect", false)],
+                                            signature(.int32, [.int32, .pointer, .uint32])) { SystemPoints.connect }
+    /// `int getaddrinfo(const char *, const char *, const struct addrinfo *, struct addrinfo **)`.
+    public static let getaddrinfo: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.getaddrinfo", [("getaddrinfo", false)],
+                                                signature(.int32, [.cString, .cString, .pointer, .pointer])) { SystemPoints.getaddrinfo }
+    /// `ssize_t send(int, const void *, size_t, int)`.
+    public static let send: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.send", [("send", false)],
+                                         signature(.ssize, [.int32, .pointer, .size, .int32])) { SystemPoints.send }
+    /// `ssize_t recv(int, void *, size_t, int)`.
+    public static let recv: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.recv", [("recv", false)],
+                                         signature(.ssize, [.int32, .pointer, .size, .int32])) { SystemPoints.recv }
+    /// `open`/`open64`/`openat`, `read`, `write`, `fsync`: see ``FileOperation``.
+    public static let files: InjectionPoint<FileOperation, FileOutcome, Never> = makeFiles()
+
+    /// Creates every system point, so that profiles and `Chaos.catalogue` can name them.
+    public static func register() {
+        _ = (clock, getenv, connect, getaddrinfo, send, recv, files)
+    }
+
+    static func signature(_ returns: CType, _ arguments: [CType], fixed: Int? = nil) -> CSignature {
+        do {
+            return try CSignature(returns: returns, arguments: arguments, fixedArgumentCount: fixed)
+        } catch {
+            preconditionFailure("built-in signature is invalid: \(error)")
+        }
+    }
+
+    /// A point over imported symbols whose closures and rebindings are made on first use.
+    static func symbolPoint(
+        _ name: String, _ symbols: [(String, Bool)], _ signature: CSignature,
+        _ point: @escaping @Sendable () -> InjectionPoint<CArguments, CValue, Never>
+    ) -> InjectionPoint<CArguments, CValue, Never> {
+        let activation = LazyHookActivation(name: name) { () throws(ChaosError) -> any HookBinder in
+            var members: [(binder: any HookBinder, optional: Bool)] = []
+            for (symbol, optional) in symbols {
+                let closure = try FFIClosure(signature: signature) { call in try hookDispatch(point(), &call) }
+                members.append((try SymbolRebinding(symbol: symbol, closure: closure), optional))
+            }
+            return BinderGroup(subject: name, members)
+        }
+        let made = InjectionPoint<CArguments, CValue, Never>(name, activation: activation) { $0.callOriginal() }
+        let returnType = signature.returns
+        made.setResultValidator { value throws(ChaosError) in
+            try CValue.checkReturnable(value, as: returnType, pointName: name)
+        }
+        made.addCatalogueItem("random") { _ in CHookProvider.random() }
+        addItems(to: made, name)
+        return made
+    }
+
+    private static func addItems(to point: InjectionPoint<CArguments, CValue, Never>, _ name: String) {
+        switch name {
+        case "system.getenv":
+            point.addCatalogueItem("set", parameters: "name: string, value: string") { parameters throws(ChaosError) in
+                let variable = try parameters.string("name")
+                let value = CStrings.intern(try parameters.string("value"))
+                return .composite([.when(namesVariable(variable), .constant(.pointer(UnsafeMutableRawPointer(bitPattern: value))))])
+            }
+            point.addCatalogueItem("unset", parameters: "name: string") { parameters throws(ChaosError) in
+                .composite([.when(namesVariable(try parameters.string("name")), .nil)])
+            }
+        case "system.connect":
+            for (item, code) in [("refused", ECONNREFUSED), ("timeout", ETIMEDOUT), ("reset", ECONNRESET)] {
+                point.addCatalogueItem(item) { _ in .composite([.when(isInternetConnect, .failing(returning: -1, errno: code))]) }
+            }
+            point.addCatalogueItem("latency", parameters: "value: duration (\"200ms\")") { parameters throws(ChaosError) in
+                .composite([.when(isInternetConnect, CHookProvider.original.delayed(by: try latency(parameters)))])
+            }
+        case "system.getaddrinfo":
+            point.addCatalogueItem("dns-failure") { _ in
+                .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
+            }
+        case "system.send", "system.recv":
+            point.addCatalogueItem("reset") { _ in .failing(returning: -1, errno: ECONNRESET) }
+            point.addCatalogueItem("latency", parameters: "value: duration (\"200ms\")") { parameters throws(ChaosError) in
+                CHookProvider.original.delayed(by: try latency(parameters))
+            }
+        default:
+            break
+        }
+    }
+
+    private static func latency(_ parameters: ProfileParameters) throws(ChaosError) -> Duration {
+        let seconds = try ChaosDurationText.parameter("value", in: parameters)
+        guard seconds >= 0 else {
+            throw ChaosError(.invalidProvider, subject: parameters.context, "a latency cannot be negative; write e.g. \"200ms\"")
+        }
+        return .nanoseconds(Int64(seconds * 1e9))
+    }
+
+    /// Whether `getenv`'s argument is `variable` (compared in C, no allocation).
+    private static func namesVariable(_ variable: String) -> @Sendable (CArguments) -> Bool {
+        let wanted = CStrings.intern(variable)
+        return { arguments in
+            guard let name = try? arguments.argument(0, as: UnsafePointer<CChar>?.self) else { return false }
+            return strcmp(name, UnsafePointer(bitPattern: wanted)!) == 0
+        }
+    }
+
+    /// Whether a `connect` goes to an IPv4 or IPv6 address (Unix sockets are left alone).
+    private static let isInternetConnect: @Sendable (CArguments) -> Bool = { arguments in
+        guard let address = try? arguments.argument(1, as: UnsafeRawPointer?.self) else { return false }
+        let family = Int32(address.loadUnaligned(as: sa_family_t.self))
+        return family == AF_INET || family == AF_INET6
+    }
+}
+
+/// C strings handed out by hooks (e.g. `getenv`'s answer): callers may keep the pointer
+/// after chaos is reverted, as they may keep `getenv`'s, so they are never freed; each
+/// distinct text is made once.
+enum CStrings {
+    private static let table = Mutex<[String: UInt]>([:])
+
+    static func intern(_ text: String) -> UInt {
+        table.withLock { table in
+            if let existing = table[text] { return existing }
+            let made = UInt(bitPattern: strdup(text))
+            table[text] = made
+            return made
+        }
+    }
+}
+
+/// The activation of the system points: makes the binder on first use (so that merely
+/// creating the points costs nothing and cannot fail), then binds and unbinds it.
+final class LazyHookActivation: PointActivation {
+    private let name: String
+    private let make: @Sendable () throws(ChaosError) -> any HookBinder
+    private let binder = Mutex<(any HookBinder)?>(nil)
+
+    init(name: String, make: @escaping @Sendable () throws(ChaosError) -> any HookBinder) {
+        self.name = name
+        self.make = make
+    }
+
+    func activate() throws(ChaosError) {
+        try binder.withLock { (binder: inout (any HookBinder)?) throws(ChaosError) in
+            let target: any HookBinder
+            if let existing = binder { target = existing } else { target = try make() }
+            binder = target
+            try target.bind()
+        }
+    }
+
+    func deactivate() {
+        let target = binder.withLock { $0 }
+        do throws(ChaosError) {
+            try target?.unbind()
+        } catch {
+            HookActivation.logger.warning("\(name) revert reported a problem", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,374 @@
+import CHookFixtures
+import ChaosKit
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import ChaosHooks
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every suite that patches process-wide slots (the fixture table, GOT entries, the
+/// system points) is nested here, so they run one at a time.
+@Suite(.serialized) struct ProcessWideHookTests {}
+
+#if os(Linux)
+private let addSignature = try! CSignature(returns: .int32, arguments: [.int32, .int32])
+private let failSignature = try! CSignature(returns: .int32, arguments: [.int32])
+
+private func addSlot() -> UnsafeMutablePointer<(@convention(c) (Int32, Int32) -> Int32)?> {
+    withUnsafeMutablePointer(to: &chaos_fx_table_address().pointee.add) { $0 }
+}
+
+private func failSlot() -> UnsafeMutablePointer<(@convention(c) (Int32) -> Int32)?> {
+    withUnsafeMutablePointer(to: &chaos_fx_table_address().pointee.fail) { $0 }
+}
+
+private func addHook(_ name: String = "test.fx.add") throws -> CFunctionHook {
+    try CFunctionHook(name: name, slot: addSlot(), signature: addSignature)
+}
+
+private func rawSlotValue(_ slot: UnsafeMutablePointer<(@convention(c) (Int32, Int32) -> Int32)?>) -> UInt {
+    UnsafeRawPointer(slot).load(as: UInt.self)
+}
+
+/// Applies `entries`, runs `body`, reverts.
+private func withApplied(_ entries: ProfileEntry..., seed: UInt64 = 7, body: () throws -> Void) throws {
+    let chaos = Chaos(seed: seed)
+    try chaos.profile(entries).apply()
+    defer { chaos.revertAll() }
+    try body()
+}
+
+private func realNowSeconds() -> Double {
+    Double(ClockFastPath.realNanoseconds) / 1e9
+}
+
+extension ProcessWideHookTests {
+    @Suite(.serialized) struct HookPointTests {
+        @Test func callbackTableDrivenByProviderAndReverted() throws {
+            let hook = try addHook()
+            let before = rawSlotValue(addSlot())
+            #expect(!hook.isPatched)
+            #expect(chaos_fx_call_add(2, 3) == 5)
+            try withApplied(hook.entry(.constant(40))) {
+                #expect(hook.isPatched)
+                #expect(rawSlotValue(addSlot()) == UInt(bitPattern: hook.closure.functionPointer))
+                #expect(chaos_fx_call_add(2, 3) == 40)
+            }
+            #expect(!hook.isPatched)
+            #expect(rawSlotValue(addSlot()) == before)
+            #expect(chaos_fx_call_add(2, 3) == 5)
+        }
+
+        @Test func everyProviderOnACHook() throws {
+            let hook = try addHook()
+            try withApplied(hook.entry(.original)) { #expect(chaos_fx_call_add(2, 3) == 5) }
+            try withApplied(hook.entry(.nil)) { #expect(chaos_fx_call_add(2, 3) == 0) }
+            try withApplied(hook.entry(.block { env in
+                let a = try! env.arguments.argument(0, as: Int32.self)
+                try! env.arguments.setArgument(1, a * 10)
+                let original = env.callOriginal()
+                return .int32(Int32(original.integerValue!) + 1)
+            })) {
+                #expect(chaos_fx_call_add(2, 3) == 23) // 2 + 20, plus 1
+            }
+            // random: a value of the return type, the same for the same seed.
+            var first: [Int32] = []
+            try withApplied(hook.entry(.random()), seed: 99) { first = (0..<5).map { _ in chaos_fx_call_add(1, 1) } }
+            var second: [Int32] = []
+            try withApplied(hook.entry(.random()), seed: 99) { second = (0..<5).map { _ in chaos_fx_call_add(1, 1) } }
+            #expect(first == second)
+            #expect(Set(first).count > 1)
+            try withApplied(hook.entry(.sequential([.constant(1), .original, .constant(3)]))) {
+                #expect([chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3)] == [1, 5, 3, 3])
+            }
+            try withApplied(hook.entry(.composite([
+                .when({ (try? $0.argument(0, as: Int32.self)) == 100 }, .constant(-100)),
+            ], otherwise: .constant(7)))) {
+                #expect(chaos_fx_call_add(100, 1) == -100)
+                #expect(chaos_fx_call_add(1, 1) == 7)
+            }
+            try withApplied(hook.entry(CHookProvider.constant(9).times(2))) {
+                #expect([chaos_fx_call_add(1, 1), chaos_fx_call_add(1, 1), chaos_fx_call_add(1, 1)] == [9, 9, 2])
+            }
+            try withApplied(hook.entry(CHookProvider.constant(9).probability(0))) { #expect(chaos_fx_call_add(1, 1) == 2) }
+            try withApplied(hook.entry(CHookProvider.constant(9).delayed(by: .milliseconds(20)))) {
+                let start = DispatchTime.now().uptimeNanoseconds
+                #expect(chaos_fx_call_add(1, 1) == 9)
+                #expect(DispatchTime.now().uptimeNanoseconds - start >= 20_000_000)
+            }
+            // failing: the C analogue of throwing.
+            let fail = try CFunctionHook(name: "test.fx.fail", slot: failSlot(), signature: failSignature)
+            try withApplied(fail.entry(.failing(returning: -7, errno: ECONNREFUSED))) {
+                var seen: Int32 = 0
+                #expect(chaos_fx_call_fail(5, &seen) == -7)
+                #expect(seen == ECONNREFUSED)
+            }
+            var seen: Int32 = 0
+            #expect(chaos_fx_call_fail(5, &seen) == -1)
+            #expect(seen == 5)
+            #expect(!hook.isPatched && !fail.isPatched)
+        }
+
+        @Test func taskScopeSeesItsChaosAndNothingOutside() throws {
+            let hook = try addHook()
+            try Chaos.with(hook.entry(.constant(11))) {
+                #expect(hook.isPatched)
+                #expect(chaos_fx_call_add(1, 1) == 11)
+                // Another thread, outside the scope, gets the original.
+                let other = Mutex<Int32>(0)
+                let done = DispatchSemaphore(value: 0)
+                Thread {
+                    other.withLock { $0 = chaos_fx_call_add(1, 1) }
+                    done.signal()
+                }.start()
+                done.wait()
+                #expect(other.withLock { $0 } == 2)
+            }
+            #expect(!hook.isPatched)
+            #expect(chaos_fx_call_add(1, 1) == 2)
+        }
+
+        @Test func dateMovesWithTheClockPointAndComesBack() throws {
+            SystemPoints.register()
+            let day = 86_400.0
+            try withApplied(ProfileEntry(SystemPoints.clock, .constant(.offset(seconds: -day)))) {
+                #expect(abs(Date().timeIntervalSince1970 - (realNowSeconds() - day)) < 1)
+                #expect(abs(Double(time(nil)) - (realNowSeconds() - day)) < 2)
+                var value = timeval()
+                gettimeofday(&value, nil)
+                #expect(abs(Double(value.tv_sec) - (realNowSeconds() - day)) < 2)
+            }
+            #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
+
+            let frozen = Date(timeIntervalSince1970: 2_000_000_000)
+            try withApplied(ProfileEntry(SystemPoints.clock, .constant(.frozen(at: frozen)))) {
+                #expect(Date() == frozen)
+                Thread.sleep(forTimeInterval: 0.01)
+                #expect(Date() == frozen)
+            }
+            try withApplied(ProfileEntry(SystemPoints.clock, .constant(.speed(100)))) {
+                let start = Date()
+                Thread.sleep(forTimeInterval: 0.05)
+                #expect(Date().timeIntervalSince(start) > 2) // 50 ms at ×100 ≈ 5 s
+            }
+            // A block (asked per reading) and a jump after one reading.
+            try withApplied(ProfileEntry(point: "system.clock", .catalogue("jump", ProfileParameters(["value": .string("+2h")])))) {
+                let first = Date().timeIntervalSince1970
+                let second = Date().timeIntervalSince1970
+                #expect(abs(first - realNowSeconds()) < 1)
+                #expect(abs(second - (realNowSeconds() + 7200)) < 1)
+            }
+            #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
+            #expect(ClockFastPath.isReal)
+        }
+
+        @Test func clockProfileEntryByName() throws {
+            SystemPoints.register()
+            let entry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")])))
+            try withApplied(entry) {
+                let years = (realNowSeconds() - Date().timeIntervalSince1970) / (365 * 86_400)
+                #expect(abs(years - 30) < 0.001)
+            }
+            #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
+            // Inside a task scope the C hooks ask the point, which sees the scope.
+            try Chaos.with(ProfileEntry(point: "system.clock", .catalogue("frozen", ProfileParameters(["date": .string("2001-01-01T00:00:00Z")])))) {
+                #expect(Date().timeIntervalSinceReferenceDate == 0)
+            }
+            #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
+        }
+
+        @Test func getenvAnswerChanges() throws {
+            SystemPoints.register()
+            setenv("CHAOSKIT_HOOK_POINT_VAR", "real", 1)
+            defer { unsetenv("CHAOSKIT_HOOK_POINT_VAR") }
+            let set = ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR"), "value": .string("chaos")])))
+            try withApplied(set) {
+                #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "chaos")
+                #expect(getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "chaos")
+                #expect(getenv("PATH") != nil)
+            }
+            let unset = ProfileEntry(point: "system.getenv", .catalogue("unset", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR")])))
+            try withApplied(unset) {
+                #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR") == nil)
+            }
+            #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "real")
+        }
+
+        @Test func tcpConnectRefusedThenSucceeds() throws {
+            SystemPoints.register()
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #expect(listener >= 0)
+            defer { close(listener) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            try withUnsafeMutablePointer(to: &address) { pointer in
+                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                    #expect(bind(listener, raw, length) == 0)
+                    #expect(getsockname(listener, raw, &length) == 0)
+                    let listening = listen(listener, 4)
+                    try #require(listening == 0)
+                }
+            }
+            func connectOnce() -> (Int32, Int32) {
+                let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                defer { close(client) }
+                var target = address
+                errno = 0
+                let status = withUnsafePointer(to: &target) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                }
+                return (status, errno)
+            }
+            try withApplied(ProfileEntry(point: "system.connect", .catalogue("refused", ProfileParameters()))) {
+                let (status, code) = connectOnce()
+                #expect(status == -1)
+                #expect(code == ECONNREFUSED)
+            }
+            #expect(connectOnce().0 == 0)
+        }
+
+        @Test func fileWriteFailsWithENOSPCUnderPrefix() throws {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-files-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("data.bin").path
+            let outside = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-outside-\(getpid())").path
+            defer { unlink(outside) }
+            func writeOnce(_ path: String) -> (Int, Int32) {
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                guard fd >= 0 else { return (-2, errno) }
+                defer { close(fd) }
+                errno = 0
+                let written = write(fd, "hello", 5)
+                return (written, errno)
+            }
+            let entry = ProfileEntry(point: "system.files", .catalogue("enospc", ProfileParameters(["path": .string(directory.path)])))
+            try withApplied(entry) {
+                let (written, code) = writeOnce(path)
+                #expect(written == -1)
+                #expect(code == ENOSPC)
+                #expect(writeOnce(outside).0 == 5) // outside the prefix: untouched
+            }
+            #expect(writeOnce(path).0 == 5)
+            try withApplied(ProfileEntry(point: "system.files", .catalogue("eacces", ProfileParameters(["path": .string(directory.path), "operations": .string("o")])))) {
+                #expect(writeOnce(path) == (-2, EACCES))
+            }
+            try withApplied(ProfileEntry(point: "system.files", .catalogue("short-write", ProfileParameters(["path": .string(directory.path)])))) {
+                #expect(writeOnce(path).0 == 2)
+            }
+        }
+
+        @Test func concurrentCallsWhileApplyAndRevertToggle() throws {
+            let hook = try addHook()
+            let stop = Atomic<Bool>(false)
+            let bad = Atomic<Int>(0)
+            let calls = Atomic<Int>(0)
+            let group = DispatchGroup()
+            for _ in 0..<3 {
+                group.enter()
+                Thread {
+                    while !stop.load(ordering: .relaxed) {
+                        let value = chaos_fx_call_add(20, 22)
+                        if value != 42 && value != 99 { bad.add(1, ordering: .relaxed) }
+                        calls.add(1, ordering: .relaxed)
+                    }
+                    group.leave()
+                }.start()
+            }
+            while calls.load(ordering: .relaxed) < 100 { usleep(100) }
+            for _ in 0..<300 {
+                let chaos = Chaos(seed: 1)
+                try chaos.profile(hook.entry(.constant(99))).apply()
+                chaos.revertAll()
+            }
+            stop.store(true, ordering: .relaxed)
+            group.wait()
+            #expect(bad.load(ordering: .relaxed) == 0)
+            #expect(!hook.isPatched)
+            #expect(chaos_fx_call_add(20, 22) == 42)
+        }
+
+        @Test func badInputFailsWithNothingChanged() throws {
+            let hook = try addHook()
+            let before = rawSlotValue(addSlot())
+            // Symbol imported by no image: the error names it and the images searched.
+            let strfry = try CFunctionHook(name: "test.strfry", symbol: "strfry", signature: CSignature(returns: .cString, arguments: [.pointer]))
+            let chaos = Chaos(seed: 1)
+            let notImported = #expect(throws: ChaosError.self) {
+                try chaos.profile(hook.entry(.constant(1)), strfry.entry(.nil)).apply()
+            }
+            #expect(notImported?.kind == .symbolNotFound)
+            #expect(notImported?.message.contains("strfry") == true)
+            #expect(notImported?.message.contains("image(s) searched") == true)
+            #expect(rawSlotValue(addSlot()) == before) // the add hook was undone
+            #expect(!hook.isPatched && chaos.appliedEntries.isEmpty)
+
+            // A constant that does not fit the return type.
+            let tooBig = #expect(throws: ChaosError.self) {
+                try chaos.profile(hook.entry(.sequential([.original, .constant(.int64(1 << 40))]))).apply()
+            }
+            #expect(tooBig?.kind == .valueTypeMismatch)
+            #expect(rawSlotValue(addSlot()) == before)
+
+            // Arity mismatch against the slot's type.
+            let arity = #expect(throws: ChaosError.self) {
+                _ = try CFunctionHook(name: "test.fx.add.bad", slot: addSlot(),
+                                      signature: CSignature(returns: .int32, arguments: [.int32, .int32, .int32]))
+            }
+            #expect(arity?.kind == .signatureMismatch)
+            #expect(arity?.message.contains("takes 2 argument(s)") == true)
+            let wrongType = #expect(throws: ChaosError.self) {
+                _ = try CFunctionHook(name: "test.fx.add.bad2", slot: addSlot(), signature: CSignature(returns: .double, arguments: [.int32, .int32]))
+            }
+            #expect(wrongType?.kind == .signatureMismatch)
+
+            // Already hooked by something else.
+            let foreign = try FFIClosure(signature: addSignature) { call in try call.setReturn(Int32(-5)) }
+            let slot = try FunctionPointerSlot(addSlot())
+            try slot.bind(to: foreign)
+            let hooked = #expect(throws: ChaosError.self) { try chaos.profile(hook.entry(.constant(1))).apply() }
+            #expect(hooked?.kind == .alreadyHooked)
+            #expect(chaos_fx_call_add(1, 1) == -5)
+            try slot.revert()
+            #expect(rawSlotValue(addSlot()) == before)
+            #expect(chaos.appliedEntries.isEmpty)
+            // Name-based random works through the hook's own catalogue item.
+            try withApplied(ProfileEntry(point: "test.fx.add", .random)) { _ = chaos_fx_call_add(1, 1) }
+        }
+
+        @Test func droppedHookStaysAliveUntilReverted() throws {
+            let chaos = Chaos(seed: 3)
+            let before = rawSlotValue(addSlot())
+            do {
+                let hook = try addHook("test.fx.add.dropped")
+                try chaos.profile(hook.entry(.constant(77))).apply()
+            }
+            #expect(chaos_fx_call_add(1, 1) == 77)
+            chaos.revertAll()
+            #expect(rawSlotValue(addSlot()) == before)
+            #expect(chaos_fx_call_add(1, 1) == 2)
+        }
+
+        @Test func createBindRevertCycles() throws {
+            let before = rawSlotValue(addSlot())
+            for index in 0..<2_000 {
+                let hook = try addHook("test.fx.cycle")
+                let chaos = Chaos(seed: UInt64(index))
+                try chaos.profile(hook.entry(.constant(1))).apply()
+                #expect(chaos_fx_call_add(1, 1) == 1)
+                chaos.revertAll()
+            }
+            #expect(rawSlotValue(addSlot()) == before)
+        }
+    }
+}
+#endif
