@@ -7,20 +7,24 @@ public struct CallEnvironment<Arguments, Result, Failure: Error> {
     public let callIndex: Int
     /// The point's stable name.
     public let pointName: String
-    /// The seed of this call's random source (derived from the `Chaos` seed, the point and the call index).
-    public let randomSeed: UInt64
+    /// The applied entry's seed; the call's random seed derives from it when asked for.
+    @usableFromInline let entrySeed: UInt64
     @usableFromInline let original: @Sendable (Arguments) throws(Failure) -> Result
 
     @inlinable init(
-        arguments: Arguments, callIndex: Int, pointName: String, randomSeed: UInt64,
+        arguments: Arguments, callIndex: Int, pointName: String, entrySeed: UInt64,
         original: @escaping @Sendable (Arguments) throws(Failure) -> Result
     ) {
         self.arguments = arguments
         self.callIndex = callIndex
         self.pointName = pointName
-        self.randomSeed = randomSeed
+        self.entrySeed = entrySeed
         self.original = original
     }
+
+    /// The seed of this call's random source (derived from the `Chaos` seed, the point and
+    /// the call index); computed on demand, since most blocks never draw.
+    public var randomSeed: UInt64 { SeededRandom.derive(entrySeed, UInt64(bitPattern: Int64(callIndex)), 0) }
 
     /// A generator seeded for this call: copy it into a `var` and draw from it. The same
     /// seed gives the same draws, so the chaos replays exactly.
@@ -45,20 +49,24 @@ public struct AsyncCallEnvironment<Arguments, Result, Failure: Error> {
     public let callIndex: Int
     /// The point's stable name.
     public let pointName: String
-    /// The seed of this call's random source (derived from the `Chaos` seed, the point and the call index).
-    public let randomSeed: UInt64
+    /// The applied entry's seed; the call's random seed derives from it when asked for.
+    @usableFromInline let entrySeed: UInt64
     @usableFromInline let original: @Sendable (Arguments) async throws(Failure) -> Result
 
     @inlinable init(
-        arguments: Arguments, callIndex: Int, pointName: String, randomSeed: UInt64,
+        arguments: Arguments, callIndex: Int, pointName: String, entrySeed: UInt64,
         original: @escaping @Sendable (Arguments) async throws(Failure) -> Result
     ) {
         self.arguments = arguments
         self.callIndex = callIndex
         self.pointName = pointName
-        self.randomSeed = randomSeed
+        self.entrySeed = entrySeed
         self.original = original
     }
+
+    /// The seed of this call's random source (derived from the `Chaos` seed, the point and
+    /// the call index); computed on demand, since most blocks never draw.
+    public var randomSeed: UInt64 { SeededRandom.derive(entrySeed, UInt64(bitPattern: Int64(callIndex)), 0) }
 
     /// A generator seeded for this call: copy it into a `var` and draw from it.
     public var random: SeededRandom { SeededRandom(seed: randomSeed) }

@@ -136,7 +136,7 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         case .block(let body):
             return try body(CallEnvironment(
                 arguments: arguments, callIndex: callIndex, pointName: name,
-                randomSeed: installed.randomSeed(call: callIndex, salt: 0), original: original
+                entrySeed: installed.seed, original: original
             ))
         case .sequential(let nodes, let counter):
             let step = Swift.min(counter.next(), nodes.count - 1)
@@ -267,7 +267,7 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         case .block(let body):
             return try await body(AsyncCallEnvironment(
                 arguments: arguments, callIndex: callIndex, pointName: name,
-                randomSeed: installed.randomSeed(call: callIndex, salt: 0), original: original
+                entrySeed: installed.seed, original: original
             ))
         case .sequential(let nodes, let counter):
             let step = Swift.min(counter.next(), nodes.count - 1)

@@ -15,7 +15,9 @@ import Darwin
 @usableFromInline final class Locked<Value: Sendable>: @unchecked Sendable {
     // `value` is only read or written between lock() and unlock(): that is what makes
     // this class Sendable.
-    @usableFromInline var value: Value
+    // Unchecked: the mutex already makes accesses exclusive, and the runtime's dynamic
+    // exclusivity tracking would cost more than the lock itself on every call.
+    @exclusivity(unchecked) @usableFromInline var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     @usableFromInline init(_ value: Value) {

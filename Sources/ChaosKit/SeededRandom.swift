@@ -31,12 +31,15 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
     }
 
     /// Combines seeds into one, so that every (seed, point, call, node) gets its own stream.
-    @inlinable static func derive(_ seed: UInt64, _ values: UInt64...) -> UInt64 {
-        var result = mix(seed)
-        for value in values {
-            result = mix(result ^ (value &+ 0x9E37_79B9_7F4A_7C15))
-        }
-        return result
+    /// Fixed arities rather than a variadic list: this runs on every chaotic call, and a
+    /// variadic argument allocates an array.
+    @inlinable static func derive(_ seed: UInt64, _ first: UInt64) -> UInt64 {
+        mix(mix(seed) ^ (first &+ 0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// Combines a seed and two values into one (see ``derive(_:_:)``).
+    @inlinable static func derive(_ seed: UInt64, _ first: UInt64, _ second: UInt64) -> UInt64 {
+        mix(derive(seed, first) ^ (second &+ 0x9E37_79B9_7F4A_7C15))
     }
 
     /// A hash of `text` that is the same in every process (unlike `Hasher`), so seeds
