@@ -48,6 +48,7 @@ let package = Package(
             name: "chaos",
             dependencies: [
                 "ChaosKit",
+                "ChaosHooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift

@@ -77,30 +77,16 @@ public enum ClockRule: Sendable, Hashable, RandomChaosValue, CustomStringConvert
     }
 }
 
-/// Durations as profiles write them: `"-30y"`, `"-1d"`, `"90m"`, `"+2h"`, `"-10s"`,
-/// `"200ms"`, `"1w"`; a bare number is seconds. A year is 365 days (as libfaketime).
-public enum ChaosDurationText {
-    /// The number of seconds `text` stands for, or nil when it is not a duration.
-    public static func seconds(_ text: String) -> Double? {
-        var body = Substring(text.trimmingSpaces)
-        var sign = 1.0
-        if body.hasPrefix("-") { sign = -1; body = body.dropFirst() } else if body.hasPrefix("+") { body = body.dropFirst() }
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800), ("y", 31_536_000)]
-        for (suffix, scale) in units where body.hasSuffix(suffix) {
-            guard let number = Double(body.dropLast(suffix.count)), number.isFinite else { return nil }
-            return sign * number * scale
-        }
-        guard let number = Double(body), number.isFinite else { return nil }
-        return sign * number
-    }
-
-    /// The parameter `name` of `parameters` as seconds; errors say how to write it.
-    static func parameter(_ name: String, in parameters: ProfileParameters) throws(ChaosError) -> Double {
+/// Clock offsets as profiles write them, in calendar terms: "-30y" is today's date thirty
+/// years ago (leap days included), measured from the instant the entry is made.
+enum ClockOffsetText {
+    static func seconds(_ name: String, in parameters: ProfileParameters, from now: Date = Date()) throws(ChaosError) -> Double {
         let text = try parameters.string(name)
-        guard let seconds = seconds(text) else {
-            throw ChaosError(.invalidProvider, subject: parameters.context, "'\(name)' is \"\(text)\", not a duration; write e.g. \"-30y\", \"-1d\", \"90m\", \"+2h\", \"-10s\" or \"200ms\"")
+        do {
+            return try ClockOffset.parse(text).applied(to: now).timeIntervalSince(now)
+        } catch {
+            throw ChaosError(.invalidProvider, subject: parameters.context, "'\(name)' is \"\(text)\": \(error.message)")
         }
-        return seconds
     }
 }
 
@@ -112,7 +98,7 @@ extension SystemPoints {
             if parameters.values["seconds"] != nil {
                 return .constant(.offset(seconds: try parameters.double("seconds")))
             }
-            return .constant(.offset(seconds: try ChaosDurationText.parameter("value", in: parameters)))
+            return .constant(.offset(seconds: try ClockOffsetText.seconds("value", in: parameters)))
         }
         point.addCatalogueItem("frozen", parameters: "date: ISO-8601 string") { parameters throws(ChaosError) in
             let text = try parameters.string("date")
@@ -129,7 +115,7 @@ extension SystemPoints {
             return .constant(.speed(factor))
         }
         point.addCatalogueItem("jump", parameters: "value: duration, after: number of readings (default 1)") { parameters throws(ChaosError) in
-            let offset = ClockRule.offset(seconds: try ChaosDurationText.parameter("value", in: parameters))
+            let offset = ClockRule.offset(seconds: try ClockOffsetText.seconds("value", in: parameters))
             let after = try parameters.int("after", default: 1)
             guard after >= 0 else {
                 throw ChaosError(.invalidProvider, subject: parameters.context, "'after' is \(after); use 0 or more readings")

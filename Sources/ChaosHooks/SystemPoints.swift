@@ -122,11 +122,11 @@ public enum SystemPoints {
     }
 
     private static func latency(_ parameters: ProfileParameters) throws(ChaosError) -> Duration {
-        let seconds = try ChaosDurationText.parameter("value", in: parameters)
-        guard seconds >= 0 else {
-            throw ChaosError(.invalidProvider, subject: parameters.context, "a latency cannot be negative; write e.g. \"200ms\"")
+        let text = try parameters.string("value")
+        guard let latency = DurationText.parse(text) else {
+            throw ChaosError(.invalidProvider, subject: parameters.context, "'value' is \"\(text)\", not a latency; write e.g. \"200ms\", \"1.5s\" or \"2m\"")
         }
-        return .nanoseconds(Int64(seconds * 1e9))
+        return latency
     }
 
     /// Whether `getenv`'s argument is `variable` (compared in C, no allocation).

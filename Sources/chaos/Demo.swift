@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChaosHooks
 import ChaosKit
 import Foundation
 
@@ -64,6 +65,28 @@ extension Tour {
         chaos.revertAll()
         show("after revert: clock.now", clock.now.formatted(day))
         show("after revert: location.current", await describe(location))
+    }
+}
+
+extension Tour {
+    /// C hooks: code that was never written to be injected — Foundation itself — sees chaos.
+    mutating func systemPoints(day: Date.FormatStyle) throws {
+        #if os(Linux)
+        SystemPoints.register()
+        heading("System points (C hooks): Foundation's own Date() and getenv, no app change.")
+        show("Date()", Date().formatted(day))
+        show("getenv(\"HOME\")", ProcessInfo.processInfo.environment["HOME"].map { _ in String(cString: getenv("HOME")) } ?? "-")
+        let chaos = Chaos(seed: seed)
+        try chaos.profile(
+            ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")]))),
+            ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("HOME"), "value": .string("/nowhere")])))
+        ).apply()
+        show("Date() under system.clock offset -30y", Date().formatted(day))
+        show("getenv(\"HOME\") under system.getenv", String(cString: getenv("HOME")))
+        chaos.revertAll()
+        show("after revert: Date()", Date().formatted(day))
+        show("after revert: getenv(\"HOME\")", String(cString: getenv("HOME")))
+        #endif
     }
 }
 
@@ -151,6 +174,7 @@ struct Tour {
             show("wrong value type", error)
         }
         try await builtInPoints(day: day)
+        try systemPoints(day: day)
         print("\nDone: every point is back to its original.")
     }
 }

@@ -171,8 +171,11 @@ extension ProcessWideHookTests {
             SystemPoints.register()
             let entry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")])))
             try withApplied(entry) {
-                let years = (realNowSeconds() - Date().timeIntervalSince1970) / (365 * 86_400)
-                #expect(abs(years - 30) < 0.001)
+                // Calendar years: the same day and time of day, thirty years ago.
+                var calendar = Calendar(identifier: .gregorian)
+                calendar.timeZone = TimeZone(identifier: "UTC")!
+                let expected = calendar.date(byAdding: .year, value: -30, to: Date(timeIntervalSince1970: realNowSeconds()))!
+                #expect(abs(Date().timeIntervalSince(expected)) < 2)
             }
             #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
             // Inside a task scope the C hooks ask the point, which sees the scope.
