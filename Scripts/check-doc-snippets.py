@@ -37,8 +37,11 @@ def check(item, folder):
         "swiftc", "-typecheck", "-swift-version", "6",
         "-I", str(BUILD / "Modules"),
         "-Xcc", f"-I{ROOT / 'Sources' / 'CFFI'}", "-Xcc", f"-I{ROOT / 'Sources' / 'CChaosELF' / 'include'}",
-        str(path),
     ]
+    # The C targets' module maps, as SwiftPM hands them to its own clients.
+    for modulemap in BUILD.glob("*.build/module.modulemap"):
+        command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
+    command.append(str(path))
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 0:
         return None
