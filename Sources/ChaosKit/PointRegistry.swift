@@ -103,13 +103,7 @@ extension InjectionPoint: RegisteredPoint {
     }
 
     func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try PointRegistry.shared.checkUnique(self)
-        if let problem = provider.node.problem() {
-            throw ChaosError(.invalidProvider, subject: name, problem)
-        }
-        try catalogue.validateConstants(provider.node)
-        let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
-        return PreparedInstallation(state: state, installation: installed, entryID: entryID)
+        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, entryID: entryID, seed: seed)
     }
 }
 
@@ -124,14 +118,25 @@ extension AsyncInjectionPoint: RegisteredPoint {
     }
 
     func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try PointRegistry.shared.checkUnique(self)
-        if let problem = provider.node.problem() {
-            throw ChaosError(.invalidProvider, subject: name, problem)
-        }
-        try catalogue.validateConstants(provider.node)
-        let installed = Installed(entryID: entryID, pointName: name, seed: seed, node: provider.node)
-        return PreparedInstallation(state: state, installation: installed, entryID: entryID)
+        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, entryID: entryID, seed: seed)
     }
+}
+
+/// Checks a typed provider for `point` (unique name, parameters in range, constants the
+/// point accepts) and makes its installation; shared by sync and async points.
+private func prepareInstallation<Provider: ChaosProviderProtocol>(
+    of point: some RegisteredPoint,
+    _ node: ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>,
+    state: PointState<Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>>,
+    catalogue: Catalogue<Provider>, entryID: Int, seed: UInt64
+) throws(ChaosError) -> PreparedInstallation {
+    try PointRegistry.shared.checkUnique(point)
+    if let problem = node.problem() {
+        throw ChaosError(.invalidProvider, subject: point.name, problem)
+    }
+    try catalogue.validateConstants(node)
+    let installed = Installation(entryID: entryID, pointName: point.name, seed: seed, node: node)
+    return PreparedInstallation(state: state, installation: installed, entryID: entryID)
 }
 
 /// A point as tools list it.
