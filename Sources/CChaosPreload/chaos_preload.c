@@ -3,12 +3,18 @@
 //
 // Configuration (environment, read once in a constructor; written by `chaos run`):
 //   CHAOS_PRELOAD_CLOCK    "offset:<seconds>" | "freeze:<unix seconds>" | "speed:<factor>"
+//                          | "jump:<seconds>:<after readings>"
 //                          (realtime clocks only; monotonic clocks stay real so sleeps work)
 //   CHAOS_PRELOAD_GETENV   entries "NAME=VALUE" or "-NAME" (unset), separated by \x1f
 //   CHAOS_PRELOAD_CONNECT  "<errno>:<probability>"   e.g. "111:1" (ECONNREFUSED always)
+//   CHAOS_PRELOAD_CONNECT_LATENCY  nanoseconds to wait before each internet connect
+//   CHAOS_PRELOAD_SOCKETS  "<errno>:<probability>:<latency ns>" for send/recv on sockets
+//                          (errno 0: no failure, only the latency)
 //   CHAOS_PRELOAD_DNS      "<EAI code>:<probability>" e.g. "-2:1"  (EAI_NONAME)
-//   CHAOS_PRELOAD_FILES    "<errno>:<probability>:<ops>:<path prefix>", ops a subset of "owf"
-//                          (open, write, fsync); e.g. "28:1:w:/tmp/x" (ENOSPC on writes)
+//   CHAOS_PRELOAD_FILES    "<errno>:<probability>:<ops>:<path prefix>", ops a subset of "owrf"
+//                          (open, write, read, fsync); e.g. "28:1:w:/tmp/x" (ENOSPC on
+//                          writes); errno 0 means short transfers: reads and writes move at
+//                          most half the bytes asked for (at least one)
 //   CHAOS_PRELOAD_SEED     seed of the probability draws
 // The real functions come from dlsym(RTLD_NEXT), never from a GOT slot.
 #define _GNU_SOURCE
@@ -41,8 +47,11 @@ typedef int (*getaddrinfo_fn)(const char *, const char *, const struct addrinfo 
 typedef int (*open_fn)(const char *, int, ...);
 typedef ssize_t (*write_fn)(int, const void *, size_t);
 typedef int (*fsync_fn)(int);
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 
-enum clock_mode { CLOCK_REAL, CLOCK_OFFSET, CLOCK_FREEZE, CLOCK_SPEED };
+enum clock_mode { CLOCK_REAL, CLOCK_OFFSET, CLOCK_FREEZE, CLOCK_SPEED, CLOCK_JUMP };
 
 #define MAX_ENV 64
 #define MAX_FAILING_FDS 1024
@@ -53,6 +62,11 @@ static struct {
     int64_t clock_ns;       // offset, frozen instant, or the anchor of speed
     int64_t anchor_real_ns; // real time when speed started
     double speed;
+    long jump_after;           // realtime readings before a jump takes effect
+    int64_t connect_latency_ns;
+    int sockets_errno;
+    double sockets_probability;
+    int64_t sockets_latency_ns;
     int env_count;
     char *env_names[MAX_ENV];
     char *env_values[MAX_ENV]; // NULL: unset
@@ -62,13 +76,14 @@ static struct {
     double dns_probability;
     int files_errno;
     double files_probability;
-    int files_ops; // bit 1 open, 2 write, 4 fsync
+    int files_ops; // bit 1 open, 2 write, 4 fsync, 8 read
     char *files_prefix;
     unsigned char failing_fds[MAX_FAILING_FDS];
 } config;
 
 static _Atomic uint64_t draw_state = 0x9E3779B97F4A7C15ull;
 static _Atomic unsigned long chaotic_calls = 0;
+static _Atomic long clock_readings = 0;
 
 unsigned long chaos_preload_chaotic_calls(void) { return atomic_load(&chaotic_calls); }
 
@@ -109,6 +124,9 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         } else if (sscanf(text, "freeze:%lf", &value) == 1) {
             config.clock_mode = CLOCK_FREEZE;
             config.clock_ns = (int64_t)(value * 1e9);
+        } else if (sscanf(text, "jump:%lf:%ld", &value, &config.jump_after) == 2) {
+            config.clock_mode = CLOCK_JUMP;
+            config.clock_ns = (int64_t)(value * 1e9);
         } else if (sscanf(text, "speed:%lf", &value) == 1) {
             config.clock_mode = CLOCK_SPEED;
             config.speed = value;
@@ -132,14 +150,19 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
     }
     if ((text = real_getenv_value("CHAOS_PRELOAD_CONNECT")))
         sscanf(text, "%d:%lf", &config.connect_errno, &config.connect_probability);
+    if ((text = real_getenv_value("CHAOS_PRELOAD_CONNECT_LATENCY")))
+        config.connect_latency_ns = strtoll(text, NULL, 10);
+    if ((text = real_getenv_value("CHAOS_PRELOAD_SOCKETS")))
+        sscanf(text, "%d:%lf:%ld", &config.sockets_errno, &config.sockets_probability, &config.sockets_latency_ns);
     if ((text = real_getenv_value("CHAOS_PRELOAD_DNS")))
         sscanf(text, "%d:%lf", &config.dns_code, &config.dns_probability);
     if ((text = real_getenv_value("CHAOS_PRELOAD_FILES"))) {
         char ops[8] = {0};
         int consumed = 0;
-        if (sscanf(text, "%d:%lf:%7[owf]:%n", &config.files_errno, &config.files_probability, ops, &consumed) >= 3) {
+        if (sscanf(text, "%d:%lf:%7[owrf]:%n", &config.files_errno, &config.files_probability, ops, &consumed) >= 3) {
             config.files_prefix = strdup(text + consumed);
-            config.files_ops = (strchr(ops, 'o') ? 1 : 0) | (strchr(ops, 'w') ? 2 : 0) | (strchr(ops, 'f') ? 4 : 0);
+            config.files_ops = (strchr(ops, 'o') ? 1 : 0) | (strchr(ops, 'w') ? 2 : 0) | (strchr(ops, 'f') ? 4 : 0)
+                | (strchr(ops, 'r') ? 8 : 0);
         }
     }
     config.ready = 1;
@@ -150,6 +173,7 @@ static int64_t chaotic_realtime_ns(int64_t real_ns) {
     case CLOCK_OFFSET: return real_ns + config.clock_ns;
     case CLOCK_FREEZE: return config.clock_ns;
     case CLOCK_SPEED: return config.anchor_real_ns + (int64_t)((double)(real_ns - config.anchor_real_ns) * config.speed);
+    case CLOCK_JUMP: return atomic_fetch_add(&clock_readings, 1) < config.jump_after ? real_ns : real_ns + config.clock_ns;
     default: return real_ns;
     }
 }
@@ -205,10 +229,20 @@ char *getenv(const char *name) {
     return real_getenv_value(name);
 }
 
+static void wait_ns(int64_t nanoseconds) {
+    if (nanoseconds <= 0) return;
+    struct timespec delay = { (time_t)(nanoseconds / 1000000000), (long)(nanoseconds % 1000000000) };
+    while (nanosleep(&delay, &delay) != 0 && errno == EINTR) {}
+}
+
 int connect(int socket, const struct sockaddr *address, socklen_t length) {
     static connect_fn original;
     if (!original) original = (connect_fn)real("connect");
     int family = address ? address->sa_family : AF_UNSPEC;
+    if (config.connect_latency_ns && (family == AF_INET || family == AF_INET6)) {
+        atomic_fetch_add(&chaotic_calls, 1);
+        wait_ns(config.connect_latency_ns);
+    }
     if (config.connect_errno && (family == AF_INET || family == AF_INET6) && draw(config.connect_probability)) {
         atomic_fetch_add(&chaotic_calls, 1);
         errno = config.connect_errno;
@@ -259,15 +293,57 @@ static int fd_is_targeted(int fd, int op) {
     return (config.files_ops & op) && fd >= 0 && fd < MAX_FAILING_FDS && config.failing_fds[fd] && draw(config.files_probability);
 }
 
+static size_t shortened(size_t count) {
+    return count > 1 ? count / 2 : count;
+}
+
 ssize_t write(int fd, const void *buffer, size_t count) {
     static write_fn original;
     if (!original) original = (write_fn)real("write");
     if (fd_is_targeted(fd, 2)) {
         atomic_fetch_add(&chaotic_calls, 1);
+        if (config.files_errno == 0) return original(fd, buffer, shortened(count));
         errno = config.files_errno;
         return -1;
     }
     return original(fd, buffer, count);
+}
+
+ssize_t read(int fd, void *buffer, size_t count) {
+    static read_fn original;
+    if (!original) original = (read_fn)real("read");
+    if (fd_is_targeted(fd, 8)) {
+        atomic_fetch_add(&chaotic_calls, 1);
+        if (config.files_errno == 0) return original(fd, buffer, shortened(count));
+        errno = config.files_errno;
+        return -1;
+    }
+    return original(fd, buffer, count);
+}
+
+static int socket_chaos(void) {
+    if (!config.sockets_errno && !config.sockets_latency_ns) return 0;
+    wait_ns(config.sockets_latency_ns);
+    if (config.sockets_errno && draw(config.sockets_probability)) {
+        atomic_fetch_add(&chaotic_calls, 1);
+        errno = config.sockets_errno;
+        return 1;
+    }
+    return 0;
+}
+
+ssize_t send(int socket, const void *buffer, size_t count, int flags) {
+    static send_fn original;
+    if (!original) original = (send_fn)real("send");
+    if (socket_chaos()) return -1;
+    return original(socket, buffer, count, flags);
+}
+
+ssize_t recv(int socket, void *buffer, size_t count, int flags) {
+    static recv_fn original;
+    if (!original) original = (recv_fn)real("recv");
+    if (socket_chaos()) return -1;
+    return original(socket, buffer, count, flags);
 }
 
 int fsync(int fd) {

@@ -11,8 +11,8 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a program with a profile's system entries (clock, environment, sockets, files) applied.",
         discussion: """
-        Only entries on system.clock, system.getenv, system.connect, system.getaddrinfo and
-        system.files reach another program; the profile's other entries are refused.
+        Only entries on system.clock, system.getenv, system.connect, system.send, system.recv,
+        system.getaddrinfo and system.files reach another program; other entries are refused.
         Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
         """
     )
@@ -103,6 +103,13 @@ struct PreloadConfiguration {
             case ("system.clock", "speed"):
                 try conflict("CHAOS_PRELOAD_CLOCK")
                 environment["CHAOS_PRELOAD_CLOCK"] = "speed:\(try parameters.double("factor"))"
+            case ("system.clock", "jump"):
+                try conflict("CHAOS_PRELOAD_CLOCK")
+                let after = try parameters.int("after", default: 1)
+                guard after >= 0 else {
+                    throw ChaosError(.invalidProfile, subject: entry.location, "'after' is \(after); use 0 or more readings")
+                }
+                environment["CHAOS_PRELOAD_CLOCK"] = "jump:\(try Self.offsetSeconds(parameters, entry)):\(after)"
             case ("system.getenv", "set"):
                 let name = try parameters.string("name"), value = try parameters.string("value")
                 getenvItems.append("\(name)=\(value)")
@@ -115,21 +122,32 @@ struct PreloadConfiguration {
                 try conflict("CHAOS_PRELOAD_CONNECT")
                 let code = ["refused": ECONNREFUSED, "timeout": ETIMEDOUT, "reset": ECONNRESET][item]!
                 environment["CHAOS_PRELOAD_CONNECT"] = "\(code):\(probability)"
+            case ("system.connect", "latency"):
+                try conflict("CHAOS_PRELOAD_CONNECT_LATENCY")
+                environment["CHAOS_PRELOAD_CONNECT_LATENCY"] = String(try Self.latencyNanoseconds(parameters, entry))
+            case ("system.send", "reset"), ("system.recv", "reset"):
+                try conflict("CHAOS_PRELOAD_SOCKETS")
+                environment["CHAOS_PRELOAD_SOCKETS"] = "\(ECONNRESET):\(probability):0"
+            case ("system.send", "latency"), ("system.recv", "latency"):
+                try conflict("CHAOS_PRELOAD_SOCKETS")
+                environment["CHAOS_PRELOAD_SOCKETS"] = "0:0:\(try Self.latencyNanoseconds(parameters, entry))"
             case ("system.getaddrinfo", "dns-failure"):
                 try conflict("CHAOS_PRELOAD_DNS")
                 environment["CHAOS_PRELOAD_DNS"] = "\(EAI_NONAME):\(probability)"
-            case ("system.files", "eio"), ("system.files", "enospc"), ("system.files", "eacces"):
+            case ("system.files", "eio"), ("system.files", "enospc"), ("system.files", "eacces"),
+                 ("system.files", "short-read"), ("system.files", "short-write"):
                 try conflict("CHAOS_PRELOAD_FILES")
-                let code = ["eio": EIO, "enospc": ENOSPC, "eacces": EACCES][item]!
-                let operations = try parameters.string("operations", default: "w")
-                guard !operations.isEmpty, operations.allSatisfy({ "owf".contains($0) }) else {
-                    throw ChaosError(.invalidProfile, subject: entry.location, "operations must be letters from \"owf\" (open, write, fsync)")
+                // errno 0 tells the preload library to shorten transfers instead of failing.
+                let code: Int32 = ["eio": EIO, "enospc": ENOSPC, "eacces": EACCES][item] ?? 0
+                let operations = try parameters.string("operations", default: item == "short-read" ? "r" : "w")
+                guard !operations.isEmpty, operations.allSatisfy({ "owrf".contains($0) }) else {
+                    throw ChaosError(.invalidProfile, subject: entry.location, "operations must be letters from \"owrf\" (open, write, read, fsync)")
                 }
                 environment["CHAOS_PRELOAD_FILES"] = "\(code):\(probability):\(operations):\(try parameters.string("path", default: "/"))"
             default:
                 throw ChaosError(
                     .invalidProfile, subject: entry.location,
-                    "chaos run cannot apply \(entry.pointName) ← \(entry.provider.summary) to another program; use system.clock (offset, frozen, speed), system.getenv (set, unset), system.connect (refused, timeout, reset), system.getaddrinfo (dns-failure) or system.files (eio, enospc, eacces)"
+                    "chaos run cannot apply \(entry.pointName) ← \(entry.provider.summary) to another program; use system.clock (offset, frozen, speed, jump), system.getenv (set, unset), system.connect (refused, timeout, reset, latency), system.send/system.recv (reset, latency), system.getaddrinfo (dns-failure) or system.files (eio, enospc, eacces, short-read, short-write)"
                 )
             }
         }
@@ -147,6 +165,16 @@ struct PreloadConfiguration {
                 "chaos run takes a catalogue item (optionally with a probability) per entry, not \(entry.provider.summary)"
             )
         }
+    }
+
+    /// Nanoseconds from `{"value": "200ms"}`.
+    static func latencyNanoseconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Int64 {
+        let text = try parameters.string("value")
+        guard let latency = DurationText.parse(text) else {
+            throw ChaosError(.invalidProfile, subject: entry.location, "latency '\(text)' is not like 200ms, 1.5s or 2m")
+        }
+        let (seconds, attoseconds) = latency.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     /// Seconds from `{"seconds": n}` or `{"value": "-30y"}`.

@@ -152,6 +152,58 @@ import Testing
         #expect(plain.output.hasSuffix("true\n"))
     }
 
+    /// Short reads and writes, a clock jump and connect/send chaos reach a C program.
+    @Test func runAppliesShortIOClockJumpsAndSocketChaosToACProgram() throws {
+        let source = try Self.temporaryFile(#"""
+        #include <stdio.h>
+        #include <fcntl.h>
+        #include <unistd.h>
+        #include <errno.h>
+        #include <time.h>
+        #include <netinet/in.h>
+        #include <sys/socket.h>
+        int main(int argc, char **argv) {
+            int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ssize_t written = write(fd, "0123456789", 10);
+            close(fd);
+            char buffer[16];
+            fd = open(argv[1], O_RDONLY);
+            ssize_t read_bytes = read(fd, buffer, 10);
+            close(fd);
+            time_t first = time(NULL), second = time(NULL);
+            int s = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons(9), .sin_addr = { htonl(0x7f000001) } };
+            errno = 0;
+            int connected = connect(s, (struct sockaddr *)&address, sizeof address);
+            printf("%zd %zd %ld %d %d\n", written, read_bytes, (long)(second - first), connected, errno);
+            return 0;
+        }
+        """#, suffix: ".c")
+        let binary = source.replacingOccurrences(of: ".c", with: "")
+        defer { for path in [source, binary] { try? FileManager.default.removeItem(atPath: path) } }
+        let compiled = try Self.run("/usr/bin/env", ["cc", "-O1", "-o", binary, source])
+        #expect(compiled.status == 0, "\(compiled.errors)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-io-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let profile = try Self.temporaryFile("""
+        {"seed": 3, "entries": [
+          {"point": "system.files", "provider": {"item": "short-write", "parameters": {"path": "\(folder)", "operations": "wr"}}},
+          {"point": "system.clock", "provider": {"item": "jump", "parameters": {"value": "+1d", "after": 1}}},
+          {"point": "system.connect", "provider": "timeout"}
+        ]}
+        """)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let outcome = try Self.run(
+            Self.buildDirectory.appendingPathComponent("chaos").path,
+            ["run", "--preload", Self.preloadLibrary, "--profile", profile, "--", binary, folder + "/data"]
+        )
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines) == "5 5 86400 -1 \(ETIMEDOUT)")
+        let plain = try Self.run(binary, [folder + "/plain"])
+        #expect(plain.output.hasPrefix("10 10 0 -1 \(ECONNREFUSED)"), "\(plain.output)")
+    }
+
     @Test func runRefusesEntriesThatCannotReachAnotherProgram() throws {
         let profile = try Self.temporaryFile(#"{"entries": [{"point": "demo.today", "provider": {"constant": "2000-01-01T00:00:00Z"}}]}"#)
         defer { try? FileManager.default.removeItem(atPath: profile) }
