@@ -71,15 +71,10 @@ public final class Chaos: Sendable {
                     return error
                 }
             }
-            // Points that need it (C hooks) are activated before anything takes effect;
-            // when one refuses, the activations already made are undone.
-            for (index, item) in prepared.enumerated() {
-                do throws(ChaosError) {
-                    try item.prepared.state.retainActivation()
-                } catch {
-                    for done in prepared[..<index].reversed() { done.prepared.state.releaseActivation() }
-                    return item.entry.attributed(error)
-                }
+            do throws(ChaosError) {
+                try Self.activateAll(prepared)
+            } catch {
+                return error
             }
             for item in prepared {
                 item.prepared.state.pushGlobal(item.prepared.installation)
@@ -116,6 +111,19 @@ public final class Chaos: Sendable {
                 Self.uninstall(item.prepared)
             }
             state.applied = []
+        }
+    }
+
+    /// Activates the points that need it (C hooks) before any entry takes effect; when one
+    /// refuses, the activations already made are undone and its entry's error is thrown.
+    private static func activateAll(_ prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)]) throws(ChaosError) {
+        for (index, item) in prepared.enumerated() {
+            do throws(ChaosError) {
+                try item.prepared.state.retainActivation()
+            } catch {
+                for done in prepared[..<index].reversed() { done.prepared.state.releaseActivation() }
+                throw item.entry.attributed(error)
+            }
         }
     }
 
@@ -207,15 +215,8 @@ extension Chaos {
         for entry in entries {
             prepared.append((entry, try entry.prepared(chaosSeed: seed)))
         }
+        try activateAll(prepared)
         let states = prepared.map(\.prepared.state)
-        for (index, item) in prepared.enumerated() {
-            do throws(ChaosError) {
-                try item.prepared.state.retainActivation()
-            } catch {
-                for state in states[..<index].reversed() { state.releaseActivation() }
-                throw item.entry.attributed(error)
-            }
-        }
         for state in states { state.scopeEntered() }
         for state in states { state.notifyChanged() }
         return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), states)
