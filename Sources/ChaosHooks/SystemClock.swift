@@ -77,19 +77,6 @@ public enum ClockRule: Sendable, Hashable, RandomChaosValue, CustomStringConvert
     }
 }
 
-/// Clock offsets as profiles write them, in calendar terms: "-30y" is today's date thirty
-/// years ago (leap days included), measured from the instant the entry is made.
-enum ClockOffsetText {
-    static func seconds(_ name: String, in parameters: ProfileParameters, from now: Date = Date()) throws(ChaosError) -> Double {
-        let text = try parameters.string(name)
-        do {
-            return try ClockOffset.parse(text).applied(to: now).timeIntervalSince(now)
-        } catch {
-            throw ChaosError(.invalidProvider, subject: parameters.context, "'\(name)' is \"\(text)\": \(error.message)")
-        }
-    }
-}
-
 extension SystemPoints {
     /// Builds the `system.clock` point and its catalogue.
     static func makeClock() -> InjectionPoint<ClockReading, ClockRule, Never> {
@@ -98,7 +85,7 @@ extension SystemPoints {
             if parameters.values["seconds"] != nil {
                 return .constant(.offset(seconds: try parameters.double("seconds")))
             }
-            return .constant(.offset(seconds: try ClockOffsetText.seconds("value", in: parameters)))
+            return .constant(.offset(seconds: try ClockOffset.seconds("value", in: parameters)))
         }
         point.addCatalogueItem("frozen", parameters: "date: ISO-8601 string") { parameters throws(ChaosError) in
             let text = try parameters.string("date")
@@ -115,7 +102,7 @@ extension SystemPoints {
             return .constant(.speed(factor))
         }
         point.addCatalogueItem("jump", parameters: "value: duration, after: number of readings (default 1)") { parameters throws(ChaosError) in
-            let offset = ClockRule.offset(seconds: try ClockOffsetText.seconds("value", in: parameters))
+            let offset = ClockRule.offset(seconds: try ClockOffset.seconds("value", in: parameters))
             let after = try parameters.int("after", default: 1)
             guard after >= 0 else {
                 throw ChaosError(.invalidProvider, subject: parameters.context, "'after' is \(after); use 0 or more readings")

@@ -180,10 +180,8 @@ struct PreloadConfiguration {
     /// Seconds from `{"seconds": n}` or `{"value": "-30y"}`.
     static func offsetSeconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Double {
         if parameters.values["seconds"] != nil { return try parameters.double("seconds") }
-        // Calendar-aware: "-30y" lands on today's date 30 years ago, leap days included.
-        let now = Date()
         do {
-            return try ClockOffset.parse(try parameters.string("value")).applied(to: now).timeIntervalSince(now)
+            return try ClockOffset.seconds("value", in: parameters)
         } catch {
             throw ChaosError(.invalidProfile, subject: entry.location, error.message)
         }

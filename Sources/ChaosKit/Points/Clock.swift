@@ -65,6 +65,24 @@ public struct ClockOffset: Sendable, Hashable, CustomStringConvertible {
         return moved.addingTimeInterval(seconds)
     }
 
+    /// The offset in seconds as it stands at `now` (calendar years and months vary in length).
+    public func seconds(from now: Date) -> TimeInterval {
+        applied(to: now).timeIntervalSince(now)
+    }
+
+    /// The compact offset in parameter `name` (e.g. `"value": "-30y"`) in seconds as it
+    /// stands at `now`: "-30y" is today's date thirty years ago, leap days included.
+    public static func seconds(
+        _ name: String, in parameters: ProfileParameters, from now: Date = Date()
+    ) throws(ChaosError) -> TimeInterval {
+        let text = try parameters.string(name)
+        do {
+            return try parse(text).seconds(from: now)
+        } catch {
+            throw ChaosError(.invalidProvider, subject: parameters.context, "'\(name)' is \"\(text)\": \(error.message)")
+        }
+    }
+
     /// A readable rendering for logs, e.g. `"30y 0mo -5.0s"`.
     public var description: String { "\(years)y \(months)mo \(seconds)s" }
 
