@@ -367,8 +367,6 @@ final class Catalogue<Provider: ChaosProviderProtocol>: Sendable {
         return try maker(parameters)
     }
 
-    var names: [String] { items.withLock { $0.keys.sorted() } }
-
     /// Each item's name and what parameters it takes, sorted by name.
     var descriptions: [CatalogueItemInfo] {
         items.withLock { $0.map { CatalogueItemInfo(name: $0.key, parameters: $0.value.parameters) }.sorted { $0.name < $1.name } }

@@ -66,7 +66,6 @@ public import Synchronization
 
 /// One applied entry on one point: its provider, its seed and its call counter.
 @usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: Sendable {
-    @usableFromInline let entryID: Int
     @usableFromInline let pointName: String
     @usableFromInline let seed: UInt64
     @usableFromInline let calls = CallCounter()
@@ -75,8 +74,7 @@ public import Synchronization
     /// shared call counter is not touched, which keeps `.constant` off a contended cache line.
     @usableFromInline let usesCallIndex: Bool
 
-    init(entryID: Int, pointName: String, seed: UInt64, node: ChaosProviderNode<Arguments, Result, Failure, Body>) {
-        self.entryID = entryID
+    init(pointName: String, seed: UInt64, node: ChaosProviderNode<Arguments, Result, Failure, Body>) {
         self.pointName = pointName
         self.seed = seed
         self.root = RuntimeNode(node)

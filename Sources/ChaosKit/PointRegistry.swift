@@ -5,14 +5,13 @@ protocol RegisteredPoint: AnyObject, Sendable {
     var name: String { get }
     var catalogueItems: [CatalogueItemInfo] { get }
     var kindDescription: String { get }
-    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation
+    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation
 }
 
 /// An entry checked and ready to install; installing it cannot fail.
 struct PreparedInstallation: Sendable {
     let state: any AnyPointState
     let installation: any AnyObject & Sendable
-    let entryID: Int
 }
 
 /// Every live point by name, so profiles can find them. Holds points weakly: a point that
@@ -98,12 +97,12 @@ extension InjectionPoint: RegisteredPoint {
         "(\(Arguments.self)) \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
     }
 
-    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
+    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), seed: seed)
     }
 
-    func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, entryID: entryID, seed: seed)
+    func prepare(_ provider: Provider, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, seed: seed)
     }
 }
 
@@ -113,12 +112,12 @@ extension AsyncInjectionPoint: RegisteredPoint {
         "(\(Arguments.self)) async \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
     }
 
-    func prepare(_ description: ProviderDescription, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), entryID: entryID, seed: seed)
+    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepare(description.typed(as: Provider.self, pointName: name, catalogue: catalogue), seed: seed)
     }
 
-    func prepare(_ provider: Provider, entryID: Int, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, entryID: entryID, seed: seed)
+    func prepare(_ provider: Provider, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepareInstallation(of: self, provider.node, state: state, catalogue: catalogue, seed: seed)
     }
 }
 
@@ -128,15 +127,15 @@ private func prepareInstallation<Provider: ChaosProviderProtocol>(
     of point: some RegisteredPoint,
     _ node: ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>,
     state: PointState<Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>>,
-    catalogue: Catalogue<Provider>, entryID: Int, seed: UInt64
+    catalogue: Catalogue<Provider>, seed: UInt64
 ) throws(ChaosError) -> PreparedInstallation {
     try PointRegistry.shared.checkUnique(point)
     if let problem = node.problem() {
         throw ChaosError(.invalidProvider, subject: point.name, problem)
     }
     try catalogue.validateConstants(node)
-    let installed = Installation(entryID: entryID, pointName: point.name, seed: seed, node: node)
-    return PreparedInstallation(state: state, installation: installed, entryID: entryID)
+    let installed = Installation(pointName: point.name, seed: seed, node: node)
+    return PreparedInstallation(state: state, installation: installed)
 }
 
 /// A point as tools list it.

@@ -21,11 +21,11 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     public let pointName: String
     /// A readable rendering of the provider.
     public let providerSummary: String
-    let prepare: @Sendable (_ entrySeed: UInt64, _ entryID: Int) throws(ChaosError) -> PreparedInstallation
+    let prepare: @Sendable (_ entrySeed: UInt64) throws(ChaosError) -> PreparedInstallation
 
     private init(
         pointName: String, providerSummary: String,
-        prepare: @escaping @Sendable (UInt64, Int) throws(ChaosError) -> PreparedInstallation
+        prepare: @escaping @Sendable (UInt64) throws(ChaosError) -> PreparedInstallation
     ) {
         self.id = ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.pointName = pointName
@@ -38,8 +38,8 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ point: InjectionPoint<Arguments, Result, Failure>,
         _ provider: ChaosProvider<Arguments, Result, Failure>
     ) {
-        self.init(pointName: point.name, providerSummary: provider.summary) { seed, id throws(ChaosError) in
-            try point.prepare(provider, entryID: id, seed: seed)
+        self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
+            try point.prepare(provider, seed: seed)
         }
     }
 
@@ -48,16 +48,16 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ point: AsyncInjectionPoint<Arguments, Result, Failure>,
         _ provider: AsyncChaosProvider<Arguments, Result, Failure>
     ) {
-        self.init(pointName: point.name, providerSummary: provider.summary) { seed, id throws(ChaosError) in
-            try point.prepare(provider, entryID: id, seed: seed)
+        self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
+            try point.prepare(provider, seed: seed)
         }
     }
 
     /// An entry for the point named `pointName`, found when the entry is applied; a wrong
     /// name or a provider that does not fit the point's types is a ``ChaosError`` then.
     public init(point pointName: String, _ provider: ProviderDescription) {
-        self.init(pointName: pointName, providerSummary: provider.summary) { seed, id throws(ChaosError) in
-            try PointRegistry.shared.point(named: pointName).prepare(provider, entryID: id, seed: seed)
+        self.init(pointName: pointName, providerSummary: provider.summary) { seed throws(ChaosError) in
+            try PointRegistry.shared.point(named: pointName).prepare(provider, seed: seed)
         }
     }
 
@@ -71,7 +71,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     func prepared(chaosSeed: UInt64) throws(ChaosError) -> PreparedInstallation {
         let entrySeed = SeededRandom.derive(chaosSeed, SeededRandom.stableHash(pointName))
         do {
-            return try prepare(entrySeed, id.raw)
+            return try prepare(entrySeed)
         } catch {
             throw attributed(error)
         }
