@@ -1,26 +1,32 @@
 /// What a `.block` provider of a synchronous point sees of the call it replaces
 /// (Dixie's `DixieCallEnvironment`).
-public struct CallEnvironment<Arguments, Result, Failure: Error> {
+///
+/// It describes one call: use it inside the block. Keeping it longer is allowed only while
+/// its point is alive (it refers to the point without a reference count, so that making
+/// one costs nothing on the call path).
+public struct CallEnvironment<Arguments, Result: Sendable, Failure: Error> {
     /// The arguments the point was called with.
     public let arguments: Arguments
     /// Which call this is for the applied entry, from 0; exact under concurrency.
     public let callIndex: Int
-    /// The point's stable name.
-    public let pointName: String
     /// The applied entry's seed; the call's random seed derives from it when asked for.
     @usableFromInline let entrySeed: UInt64
-    @usableFromInline let original: @Sendable (Arguments) throws(Failure) -> Result
+    // Unowned and unchecked: the point is running this call, so it is alive for as long as
+    // the block runs; a retain here would cost two atomic operations per chaotic call.
+    @usableFromInline unowned(unsafe) let point: InjectionPoint<Arguments, Result, Failure>
 
     @inlinable init(
-        arguments: Arguments, callIndex: Int, pointName: String, entrySeed: UInt64,
-        original: @escaping @Sendable (Arguments) throws(Failure) -> Result
+        arguments: Arguments, callIndex: Int, entrySeed: UInt64,
+        point: InjectionPoint<Arguments, Result, Failure>
     ) {
         self.arguments = arguments
         self.callIndex = callIndex
-        self.pointName = pointName
         self.entrySeed = entrySeed
-        self.original = original
+        self.point = point
     }
+
+    /// The point's stable name.
+    public var pointName: String { point.name }
 
     /// The seed of this call's random source (derived from the `Chaos` seed, the point and
     /// the call index); computed on demand, since most blocks never draw.
@@ -32,12 +38,20 @@ public struct CallEnvironment<Arguments, Result, Failure: Error> {
 
     /// Calls the real implementation with the call's arguments.
     @inlinable public func callOriginal() throws(Failure) -> Result {
-        try original(arguments)
+        try callOriginal(with: arguments)
     }
 
     /// Calls the real implementation with other arguments.
     @inlinable public func callOriginal(with arguments: Arguments) throws(Failure) -> Result {
-        try original(arguments)
+        do {
+            // Borrowed, not retained: reading the closure through an unowned(unsafe)
+            // reference would otherwise retain and release it on every call.
+            return try Unmanaged.passUnretained(point)._withUnsafeGuaranteedRef { point in
+                try point.original(arguments)
+            }
+        } catch {
+            throw error as! Failure  // the closure only throws Failure
+        }
     }
 }
 

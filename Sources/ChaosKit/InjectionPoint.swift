@@ -119,6 +119,43 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         try evaluate(installed.root, installed, installed.nextCallIndex(), arguments)
     }
 
+    /// Calls the point like `callAsFunction`, but reads its newest global entry without the
+    /// point's lock and without taking a reference to it: the hot path of C hooks.
+    ///
+    /// Only for callers that guarantee a reverted entry outlives every such call that may
+    /// have read it: the point's ``PointActivation`` must keep what it is handed in
+    /// ``PointActivation/retire(_:)`` alive until those calls have returned (ChaosHooks does
+    /// this with hook sections and grace periods).
+    @_spi(Hooks) @inlinable @inline(__always)
+    public func callWithoutRetaining(_ arguments: Arguments) throws(Failure) -> Result {
+        // No `activity` check first: with no scope, the top entry alone decides.
+        if state.scopes.load(ordering: .relaxed) != 0, let scoped = ScopeFrame.installation(for: state) {
+            return try run(unsafeDowncast(scoped, to: Installed.self), arguments)
+        }
+        guard let top = UnsafeRawPointer(bitPattern: state.topAddress.load(ordering: .acquiring)) else {
+            return try original(arguments)
+        }
+        let installed = Unmanaged<Installed>.fromOpaque(top)
+        return try runUnretained(installed, arguments)
+    }
+
+    @inlinable @inline(__always) func runUnretained(_ installed: Unmanaged<Installed>, _ arguments: Arguments) throws(Failure) -> Result {
+        do {
+            return try installed._withUnsafeGuaranteedRef { installed in
+                // Called through optional chaining: unlike `if let`, that does not retain the block.
+                if let result = try installed.rootBlock?(CallEnvironment(
+                    arguments: arguments, callIndex: installed.calls.next(), entrySeed: installed.seed, point: self
+                )) {
+                    return result
+                }
+                return try evaluate(installed.root, installed, installed.nextCallIndex(), arguments)
+            }
+        } catch {
+            // `_withUnsafeGuaranteedRef` rethrows untyped; only `Failure` can come out.
+            throw error as! Failure
+        }
+    }
+
     @inlinable func evaluate(
         _ node: RuntimeNode<Arguments, Result, Failure, Provider.Body>,
         _ installed: Installed, _ callIndex: Int, _ arguments: Arguments
@@ -135,8 +172,7 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
             throw error
         case .block(let body):
             return try body(CallEnvironment(
-                arguments: arguments, callIndex: callIndex, pointName: name,
-                entrySeed: installed.seed, original: original
+                arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self
             ))
         case .sequential(let nodes, let counter):
             let step = Swift.min(counter.next(), nodes.count - 1)

@@ -73,12 +73,16 @@ public import Synchronization
     /// Whether any node reads the call index (blocks, random draws); when none does, the
     /// shared call counter is not touched, which keeps `.constant` off a contended cache line.
     @usableFromInline let usesCallIndex: Bool
+    /// The block when the whole provider is one `.block` (the usual C hook), so that the
+    /// call path runs it without walking the node tree.
+    @usableFromInline let rootBlock: Body?
 
     init(pointName: String, seed: UInt64, node: ChaosProviderNode<Arguments, Result, Failure, Body>) {
         self.pointName = pointName
         self.seed = seed
         self.root = RuntimeNode(node)
         self.usesCallIndex = root.usesCallIndex
+        if case .block(let body) = node { rootBlock = body } else { rootBlock = nil }
     }
 
     /// The index of a new call (0 when no node reads it).
@@ -112,6 +116,11 @@ protocol AnyPointState: AnyObject, Sendable {
     /// Live scopes that involve this point (a task-local lookup is only worth it then).
     @usableFromInline let scopes = Atomic<Int>(0)
     @usableFromInline let stack = Locked<[Installed]>([])
+    /// The newest global entry as an unretained object address (0: none), for callers that
+    /// read it without the lock or a reference: C hooks, inside a hook section. It is only
+    /// written under `stack`'s lock, and a removed entry is handed to the activation's
+    /// ``PointActivation/retire(_:)``, which keeps it alive until such readers are done.
+    @usableFromInline let topAddress = Atomic<UInt>(0)
     let name: String
     /// What to do when the point starts and stops being used (C hooks patch their slots).
     let activation: (any PointActivation)?
@@ -157,7 +166,10 @@ protocol AnyPointState: AnyObject, Sendable {
 
     func pushGlobal(_ installation: AnyObject) {
         let typed = unsafeDowncast(installation, to: Installed.self)
-        stack.withLock { $0.append(typed) }
+        stack.withLock { stack in
+            stack.append(typed)
+            publishTop(stack)
+        }
         activity.wrappingAdd(1, ordering: .releasing)
     }
 
@@ -167,10 +179,20 @@ protocol AnyPointState: AnyObject, Sendable {
         let removed = stack.withLock { stack -> Bool in
             guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
             stack.remove(at: index)
+            publishTop(stack)
             return true
         }
-        if removed { activity.wrappingSubtract(1, ordering: .releasing) }
+        if removed {
+            activity.wrappingSubtract(1, ordering: .releasing)
+            activation?.retire(installation)
+        }
         return removed
+    }
+
+    /// Keeps `topAddress` equal to the stack's last element; called under the stack's lock.
+    private func publishTop(_ stack: [Installed]) {
+        let address = stack.last.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
+        topAddress.store(address, ordering: .releasing)
     }
 
     func scopeEntered() {

@@ -20,11 +20,18 @@ public protocol PointActivation: Sendable {
     func deactivate()
     /// The point's global entries or task scopes changed while it is active.
     func changed()
+    /// Takes over an entry that was just removed from the point (reverted), for points
+    /// whose callers read the newest entry without a reference
+    /// (``InjectionPoint/callWithoutRetaining(_:)``): keep `installation` alive until none
+    /// of those calls can still be using it, then let it go.
+    func retire(_ installation: AnyObject)
 }
 
 extension PointActivation {
     /// Does nothing.
     public func changed() {}
+    /// Lets the entry go at once: nothing reads this point's entries without a reference.
+    public func retire(_ installation: AnyObject) {}
 }
 
 /// What a point does right now for calls outside any task scope, as far as that is
