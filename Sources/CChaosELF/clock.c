@@ -181,17 +181,3 @@ int64_t chaos_clock_real_ns(void) { return 0; }
 void *chaos_clock_hook(int function) { (void)function; return NULL; }
 
 #endif
-
-// Re-entrancy guard of the generic hooks: a hooked call made from inside chaos on the
-// same thread (a block that logs, calls getenv, …) goes to the original.
-static __thread int hook_depth;
-
-int chaos_hook_enter(void) {
-    if (hook_depth) return 0;
-    hook_depth = 1;
-    return 1;
-}
-
-void chaos_hook_leave(void) {
-    hook_depth = 0;
-}

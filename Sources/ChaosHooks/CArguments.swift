@@ -69,13 +69,19 @@ public struct CArguments {
 
     /// Calls the real function with the current arguments and returns its result (zero
     /// of the return type when there is no original, e.g. a slot that held NULL).
-    @inlinable
+    @inline(__always)
     public func callOriginal() -> CValue {
-        do {
-            try call.pointee.callOriginal()
-        } catch {
-            return .zero(of: call.pointee.interface.returnType)
-        }
+        guard call.pointee.hasOriginal else { return .zero(of: call.pointee.interface.returnType) }
+        call.pointee.invokeOriginal()
         return call.pointee.returnValue()
+    }
+}
+
+extension CallEnvironment where Arguments == CArguments, Result == CValue, Failure == Never {
+    /// Calls the real C function with the call's current arguments and returns its result
+    /// — what the hook point's original does, without the detour through the point's
+    /// generic closure (a C hook's block usually calls it on every call).
+    public func callOriginal() -> CValue {
+        arguments.callOriginal()
     }
 }

@@ -29,8 +29,10 @@ public struct CCall {
     @usableFromInline let arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
     @usableFromInline var returnWritten = false
     @usableFromInline var originalCalled = false
-    @usableFromInline var pendingErrno: Int32?
-    @usableFromInline var originalErrno: Int32?
+    /// Whose `errno` `savedErrno` holds: nobody's, the original's, or the handler's (which
+    /// wins). One small word instead of two optionals: this is set up on every hooked call.
+    @usableFromInline var errnoSource = ErrnoSource.none
+    @usableFromInline var savedErrno: Int32 = 0
     /// This thread's `errno`, looked up once per call (only when needed).
     @usableFromInline var errnoLocation: UnsafeMutablePointer<Int32>?
 
@@ -196,19 +198,68 @@ public struct CCall {
     }
 
     /// The return value so far as a ``CValue`` (zero if nothing produced one yet).
+    @inline(__always)
     public func returnValue() -> CValue {
-        let type = interface.returnType
-        guard returnWritten else { return .zero(of: type) }
+        guard returnWritten else { return .zero(of: interface.returnType) }
         switch interface.returnKind {
-        case .bool: return .bool((try? returnValue(as: Bool.self)) ?? false)
-        case .int8: return .int8((try? returnValue(as: Int8.self)) ?? 0)
-        case .int16: return .int16((try? returnValue(as: Int16.self)) ?? 0)
-        case .int32: return .int32((try? returnValue(as: Int32.self)) ?? 0)
-        case .uint8: return .uint8((try? returnValue(as: UInt8.self)) ?? 0)
-        case .uint16: return .uint16((try? returnValue(as: UInt16.self)) ?? 0)
-        case .uint32: return .uint32((try? returnValue(as: UInt32.self)) ?? 0)
-        default: return CValue.load(from: returnBuffer, as: type)
+        case .void: return .void
+        case .bool: return .bool(narrowReturn(UInt8.self) != 0)
+        case .int8: return .int8(narrowReturn(Int8.self))
+        case .int16: return .int16(narrowReturn(Int16.self))
+        case .int32: return .int32(narrowReturn(Int32.self))
+        case .uint8: return .uint8(narrowReturn(UInt8.self))
+        case .uint16: return .uint16(narrowReturn(UInt16.self))
+        case .uint32: return .uint32(narrowReturn(UInt32.self))
+        case .int64: return .int64(returnBuffer.load(as: Int64.self))
+        case .uint64: return .uint64(returnBuffer.load(as: UInt64.self))
+        case .float: return .float(returnBuffer.load(as: Float.self))
+        case .double: return .double(returnBuffer.load(as: Double.self))
+        case .pointer: return .pointer(returnBuffer.load(as: UnsafeMutableRawPointer?.self))
+        case .structure: return CValue.load(from: returnBuffer, as: interface.returnType)
         }
+    }
+
+    /// A narrow integer return value; libffi keeps it widened to a full `ffi_arg`.
+    @inline(__always)
+    func narrowReturn<T: FixedWidthInteger>(_ type: T.Type) -> T {
+        if MemoryLayout<UInt>.size == 8 {
+            return T(truncatingIfNeeded: returnBuffer.load(as: UInt64.self))
+        }
+        return T(truncatingIfNeeded: returnBuffer.load(as: UInt32.self))
+    }
+
+    /// Stores a narrow integer return value widened to a full `ffi_arg`, as libffi expects.
+    @inline(__always)
+    mutating func storeNarrowReturn<T: FixedWidthInteger>(_ value: T) {
+        if MemoryLayout<UInt>.size == 8 {
+            returnBuffer.storeBytes(of: T.isSigned ? UInt64(bitPattern: Int64(value)) : UInt64(value), as: UInt64.self)
+        } else {
+            returnBuffer.storeBytes(of: T.isSigned ? UInt32(bitPattern: Int32(value)) : UInt32(value), as: UInt32.self)
+        }
+        returnWritten = true
+    }
+
+    /// Stores `value` when it already has exactly the return type's representation (what
+    /// a provider usually answers: the original's result, a constant of the right type);
+    /// false when it needs ``setReturn(_:)``'s conversion.
+    @inline(__always)
+    mutating func storeExactReturn(_ value: CValue) -> Bool {
+        switch (value, interface.returnKind) {
+        case (.int32(let v), .int32): storeNarrowReturn(v)
+        case (.int64(let v), .int64): returnBuffer.storeBytes(of: v, as: Int64.self); returnWritten = true
+        case (.pointer(let v), .pointer): returnBuffer.storeBytes(of: v, as: UnsafeMutableRawPointer?.self); returnWritten = true
+        case (.uint32(let v), .uint32): storeNarrowReturn(v)
+        case (.uint64(let v), .uint64): returnBuffer.storeBytes(of: v, as: UInt64.self); returnWritten = true
+        case (.bool(let v), .bool): storeNarrowReturn(UInt8(v ? 1 : 0))
+        case (.int8(let v), .int8): storeNarrowReturn(v)
+        case (.int16(let v), .int16): storeNarrowReturn(v)
+        case (.uint8(let v), .uint8): storeNarrowReturn(v)
+        case (.uint16(let v), .uint16): storeNarrowReturn(v)
+        case (.double(let v), .double): returnBuffer.storeBytes(of: v, as: Double.self); returnWritten = true
+        case (.float(let v), .float): returnBuffer.storeBytes(of: v, as: Float.self); returnWritten = true
+        default: return false
+        }
+        return true
     }
 
     /// The return buffer itself (`CType.size` bytes, an `ffi_arg` for narrow integers).
@@ -249,10 +300,19 @@ public struct CCall {
         guard original != 0 else {
             throw ChaosError(.notApplied, "this closure has no original function to call; pass original: to FFIClosure or bind it to a slot that holds one")
         }
+        invokeOriginal()
+    }
+
+    /// `callOriginal()` once `original` is known to be set.
+    @inline(__always)
+    mutating func invokeOriginal() {
         ffi_call(interface.cif, unsafeBitCast(original, to: (@convention(c) () -> Void).self), returnBuffer, arguments)
         let location = errnoLocation ?? Self.errnoAddress()
         errnoLocation = location
-        originalErrno = location.pointee
+        if errnoSource != .handler {
+            savedErrno = location.pointee
+            errnoSource = .original
+        }
         originalCalled = true
         returnWritten = true
     }
@@ -262,8 +322,11 @@ public struct CCall {
     /// `errno` as the caller will see it. Setting it takes effect when the handler has
     /// returned, after all other work, so nothing in between can overwrite it.
     public var errno: Int32 {
-        get { pendingErrno ?? currentErrno }
-        set { pendingErrno = newValue }
+        get { errnoSource == .handler ? savedErrno : currentErrno }
+        set {
+            savedErrno = newValue
+            errnoSource = .handler
+        }
     }
 
     @usableFromInline
@@ -280,7 +343,17 @@ public struct CCall {
     }
 
     mutating func finishErrno() {
-        guard let value = pendingErrno ?? originalErrno else { return }
-        (errnoLocation ?? Self.errnoAddress()).pointee = value
+        guard errnoSource != .none else { return }
+        (errnoLocation ?? Self.errnoAddress()).pointee = savedErrno
     }
+}
+
+/// Where the `errno` a hooked call hands back comes from.
+@usableFromInline enum ErrnoSource: UInt8 {
+    /// Leave `errno` as it is.
+    case none
+    /// The original function's `errno`, restored after the Swift code that ran since.
+    case original
+    /// Set by the handler; applied last.
+    case handler
 }

@@ -1,5 +1,5 @@
 import CChaosELF
-public import ChaosKit
+@_spi(Hooks) public import ChaosKit
 import Logging
 import Synchronization
 
@@ -102,9 +102,7 @@ public final class CFunctionHook: Sendable {
             try CValue.checkReturnable(value, as: returnType, pointName: name)
         }
         point.addCatalogueItem("random", parameters: "") { _ in CHookProvider.random() }
-        let closure = try FFIClosure(signature: signature) { call in
-            try hookDispatch(point, &call)
-        }
+        let closure = try FFIClosure(signature: signature, hookPoint: point)
         self.point = point
         self.closure = closure
         self.binder = try makeBinder(closure)
@@ -129,14 +127,21 @@ func hookDispatch(_ point: InjectionPoint<CArguments, CValue, Never>, _ call: in
         return
     }
     defer { chaos_hook_leave() }
-    let result = withUnsafeMutablePointer(to: &call) { point(CArguments($0)) }
-    try call.storeResult(result)
+    call.errnoLocation = chaos_hook_errno_location()
+    // Inside the section a reverted entry stays alive (HookActivation.retire), so the
+    // point may read its newest entry without a lock or a reference.
+    // Unprotected: `CCall` holds no buffer a stack canary could guard, and the canary
+    // check costs as much as the rest of the section bookkeeping on every call.
+    try _withUnprotectedUnsafeMutablePointer(to: &call) { (call: UnsafeMutablePointer<CCall>) throws(ChaosError) in
+        try call.pointee.storeResult(point.callWithoutRetaining(CArguments(call)))
+    }
 }
 
 extension CCall {
     /// Stores a provider's answer as the return value (`.pointer(nil)` is zero of any type).
     @inline(__always)
     mutating func storeResult(_ value: CValue) throws(ChaosError) {
+        if storeExactReturn(value) { return }
         switch (value, interface.returnKind) {
         case (_, .void):
             returnWritten = true
@@ -312,6 +317,12 @@ final class HookActivation: PointActivation {
             try target.bind()
             state.pinned = target
         }
+    }
+
+    /// Reverted entries may still be in use by hooked calls running on other threads:
+    /// they go to ``RetiredObjects`` until those calls have returned.
+    func retire(_ installation: AnyObject) {
+        RetiredObjects.shared.retire(installation)
     }
 
     func deactivate() {

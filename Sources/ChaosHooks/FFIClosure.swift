@@ -35,7 +35,11 @@ public final class FFIClosure: Sendable {
     /// The C type of the function pointer.
     public let signature: CSignature
     let interface: FFIInterface
-    let handler: Handler
+    /// Keeps the handler or hook point alive.
+    let route: Route
+    /// The hook point of `.hook` again, unretained: points are weakly registered by name,
+    /// which makes their reference counting slow, and `route` already keeps this one alive.
+    private let hookPoint: Unmanaged<InjectionPoint<CArguments, CValue, Never>>?
     /// The executable entry point (libffi's trampoline), as a bit pattern.
     let code: UInt
     /// Address of the writable `ffi_closure` block, 0 once freed.
@@ -53,10 +57,27 @@ public final class FFIClosure: Sendable {
     ///     slot fills it in when `nil`.
     ///   - handler: runs for every call; see ``CCall``.
     /// - Throws: `.systemFailure` when libffi cannot allocate executable memory.
-    public init(signature: CSignature, original: UnsafeRawPointer? = nil, handler: @escaping Handler) throws(ChaosError) {
+    public convenience init(signature: CSignature, original: UnsafeRawPointer? = nil, handler: @escaping Handler) throws(ChaosError) {
+        try self.init(signature: signature, original: original, route: .handler(handler))
+    }
+
+    /// A closure whose calls go straight to a hook point's dispatch (``CFunctionHook`` and
+    /// the system points), without a handler closure in between.
+    convenience init(signature: CSignature, hookPoint: InjectionPoint<CArguments, CValue, Never>) throws(ChaosError) {
+        try self.init(signature: signature, original: nil, route: .hook(hookPoint))
+    }
+
+    /// What a call runs.
+    enum Route: Sendable {
+        case handler(Handler)
+        case hook(InjectionPoint<CArguments, CValue, Never>)
+    }
+
+    private init(signature: CSignature, original: UnsafeRawPointer?, route: Route) throws(ChaosError) {
         self.signature = signature
         self.interface = try FFIInterface(signature)
-        self.handler = handler
+        self.route = route
+        if case .hook(let point) = route { hookPoint = Unmanaged.passUnretained(point) } else { hookPoint = nil }
         var codePointer: UnsafeMutableRawPointer?
         guard let memory = ffi_closure_alloc(chaos_ffi_closure_size(), &codePointer), let codePointer else {
             throw ChaosError(.systemFailure, "libffi could not allocate an executable closure (ffi_closure_alloc failed); check that the process may map executable memory (SELinux/W^X policy)")
@@ -137,7 +158,11 @@ public final class FFIClosure: Sendable {
             interface: interface, original: originalBits.load(ordering: .relaxed),
             returnBuffer: result, arguments: arguments)
         do {
-            try handler(&call)
+            if let hookPoint {
+                try hookPoint._withUnsafeGuaranteedRef { try hookDispatch($0, &call) }
+            } else if case .handler(let handler) = route {
+                try handler(&call)
+            }
         } catch {
             failure.withLock { $0 = error }
             if call.original != 0 && !call.originalCalled {

@@ -74,7 +74,7 @@ public enum SystemPoints {
         let activation = LazyHookActivation(name: name) { () throws(ChaosError) -> any HookBinder in
             var members: [(binder: any HookBinder, optional: Bool)] = []
             for (symbol, optional) in symbols {
-                let closure = try FFIClosure(signature: signature) { call in try hookDispatch(point(), &call) }
+                let closure = try FFIClosure(signature: signature, hookPoint: point())
                 members.append((try SymbolRebinding(symbol: symbol, closure: closure), optional))
             }
             return BinderGroup(subject: name, members)
@@ -181,6 +181,11 @@ final class LazyHookActivation: PointActivation {
             binder = target
             try target.bind()
         }
+    }
+
+    /// See ``HookActivation/retire(_:)``.
+    func retire(_ installation: AnyObject) {
+        RetiredObjects.shared.retire(installation)
     }
 
     func deactivate() {

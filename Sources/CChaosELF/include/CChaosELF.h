@@ -99,10 +99,76 @@ int64_t chaos_clock_real_ns(void);
 /// The replacement for CHAOS_CLOCK_FN_*: `clock_gettime`, `gettimeofday` or `time`.
 void *chaos_clock_hook(int function);
 
-/// Re-entrancy guard for hook handlers: 1 when the thread was not inside a hook (it now
-/// is; call chaos_hook_leave after), 0 when it already was.
-int chaos_hook_enter(void);
-void chaos_hook_leave(void);
+// MARK: Hook sections and grace periods (grace.c)
+
+/// Starts a hook section on this thread: returns 1 when the thread was not inside one (it
+/// now is; call chaos_hook_leave after), 0 when it already was (a hooked call made from a
+/// hook's own chaos: run the original, no chaos within chaos).
+///
+/// A section is also a read-side critical section: objects published before it started
+/// and retired (chaos_grace_start) while it runs stay valid until it ends, so the section
+/// may read them without taking references. Entering and leaving are plain thread-local
+/// stores; the writer side pays with a process-wide memory barrier (membarrier(2)).
+static inline int chaos_hook_enter(void);
+/// Ends the section chaos_hook_enter started.
+static inline void chaos_hook_leave(void);
+/// This thread's errno location (cheaper than __errno_location); only inside a section.
+static inline int *chaos_hook_errno_location(void);
+
+/// An opaque record of the hook sections running when something was retired.
+typedef struct chaos_grace chaos_grace;
+
+/// Call after unpublishing objects that hook sections may be reading: returns NULL when
+/// no section that could have seen them is still running (free them now), else a record
+/// to poll with chaos_grace_elapsed. Never waits for a section. Errors (out of memory)
+/// are reported as a record that elapses only once every running section has ended.
+chaos_grace *chaos_grace_start(void);
+/// Nonzero once every section recorded by `grace` has ended (never blocks).
+int chaos_grace_elapsed(const chaos_grace *grace);
+/// Frees a record from chaos_grace_start.
+void chaos_grace_free(chaos_grace *grace);
+/// Whether this thread is inside a hook section right now.
+int chaos_hook_in_section(void);
+
+// Entering and leaving run on every hooked call, so they are inline and touch only this
+// thread's own state, a thread-local variable: a few plain loads and stores.
+struct chaos_reader_slot;
+struct chaos_thread_state {
+    // Accessed only with __atomic builtins (the writer side reads them from other threads).
+    int depth;                      // 1 inside a section
+    int status;                     // 0 unregistered, 1 registered, 2 thread exiting
+    uint64_t sections;              // sections ended so far
+    int *errno_location;            // this thread's errno
+    struct chaos_reader_slot *slot; // this thread's entry in the registry
+};
+extern __thread struct chaos_thread_state chaos_thread;
+/// Nonzero when membarrier(2) is unavailable and readers must fence themselves.
+extern int chaos_readers_fence;
+/// chaos_hook_enter for a thread that is not registered (yet, or any more).
+int chaos_hook_enter_slow(void);
+
+static inline int chaos_hook_enter(void) {
+    if (__builtin_expect(chaos_thread.status != 1, 0)) return chaos_hook_enter_slow();
+    if (__atomic_load_n(&chaos_thread.depth, __ATOMIC_RELAXED)) return 0;
+    __atomic_store_n(&chaos_thread.depth, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(chaos_readers_fence, 0)) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    } else {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    }
+    return 1;
+}
+
+/// This thread's errno, looked up once per thread; only valid inside a section.
+static inline int *chaos_hook_errno_location(void) {
+    return chaos_thread.errno_location;
+}
+
+static inline void chaos_hook_leave(void) {
+    uint64_t ended = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&chaos_thread.sections, ended, __ATOMIC_RELEASE);
+    __atomic_store_n(&chaos_thread.depth, 0, __ATOMIC_RELEASE);
+}
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,166 @@
+// Hook sections: the re-entrancy guard of the generic hooks doubles as the read side of a
+// quiescent-state scheme, so a hooked call can read a point's newest entry without a lock
+// or a reference count. Each thread has a thread-local {depth, sections}; entering and
+// leaving are plain stores to it. Whoever retires an object issues membarrier(2), which
+// puts a full barrier in every running thread: afterwards a thread either shows depth != 0
+// (it may hold the old object; wait for its section count to move) or will read the new
+// state. Where membarrier is unavailable, readers fall back to a fence of their own.
+//
+// The registry lists heap slots, one per live thread, pointing at the thread's state.
+// A thread's exit clears its slot under the registry lock, and every read of another
+// thread's state happens under that lock, so no one reads thread-local memory that is gone.
+#define _GNU_SOURCE
+#include "CChaosELF.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+struct chaos_reader_slot {
+    struct chaos_thread_state *state;   // NULL while free; guarded by registry_lock
+    struct chaos_reader_slot *next;     // append-only list
+};
+
+struct chaos_grace {
+    size_t count;
+    struct { struct chaos_reader_slot *slot; struct chaos_thread_state *state; uint64_t sections; } waiting[];
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct chaos_reader_slot *registry;  // guarded by registry_lock
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+int chaos_readers_fence;                    // set once in setup, before any thread registers
+__thread struct chaos_thread_state chaos_thread;
+
+static void thread_exit(void *value) {
+    struct chaos_reader_slot *slot = value;
+    pthread_mutex_lock(&registry_lock);
+    slot->state = NULL;
+    pthread_mutex_unlock(&registry_lock);
+    // Hooked calls made by later destructors run the original: the thread is untracked.
+    chaos_thread.status = 2;
+    chaos_thread.slot = NULL;
+}
+
+static void setup(void) {
+    pthread_key_create(&exit_key, thread_exit);
+#if defined(__linux__) && defined(__NR_membarrier)
+    long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        || syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
+        chaos_readers_fence = 1;
+    }
+#else
+    chaos_readers_fence = 1;
+#endif
+}
+
+int chaos_hook_enter_slow(void) {
+    if (chaos_thread.status == 2) return 0;  // exiting: behave as nested, the original runs
+    pthread_once(&setup_once, setup);
+    pthread_mutex_lock(&registry_lock);
+    struct chaos_reader_slot *slot = NULL;
+    for (struct chaos_reader_slot *s = registry; s; s = s->next) {
+        if (!s->state) { slot = s; break; }
+    }
+    if (!slot) {
+        slot = calloc(1, sizeof *slot);
+        if (slot) {
+            slot->next = registry;
+            registry = slot;
+        }
+    }
+    if (slot) slot->state = &chaos_thread;
+    pthread_mutex_unlock(&registry_lock);
+    if (!slot) return 0;  // out of memory: behave as nested, the original runs
+    chaos_thread.errno_location = &errno;
+    chaos_thread.slot = slot;
+    pthread_setspecific(exit_key, slot);
+    chaos_thread.status = 1;
+    return chaos_hook_enter();
+}
+
+int chaos_hook_in_section(void) {
+    return __atomic_load_n(&chaos_thread.depth, __ATOMIC_RELAXED);
+}
+
+static void barrier_all_threads(void) {
+    pthread_once(&setup_once, setup);
+#if defined(__linux__) && defined(__NR_membarrier)
+    if (!chaos_readers_fence && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+#endif
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+// The record chaos_grace_start returns when it had no memory for a real one: it counts as
+// elapsed once a scan finds no section running at all (later, never sooner).
+static chaos_grace unknown_sections = { 0 };
+
+static int any_section_running(void) {
+    for (struct chaos_reader_slot *s = registry; s; s = s->next) {
+        if (s->state && __atomic_load_n(&s->state->depth, __ATOMIC_ACQUIRE)) return 1;
+    }
+    return 0;
+}
+
+chaos_grace *chaos_grace_start(void) {
+    barrier_all_threads();
+    pthread_mutex_lock(&registry_lock);
+    chaos_grace *grace = NULL;
+    if (any_section_running()) {
+        size_t slots = 0;
+        for (struct chaos_reader_slot *s = registry; s; s = s->next) slots++;
+        grace = malloc(sizeof *grace + slots * sizeof grace->waiting[0]);
+        if (grace) {
+            size_t count = 0;
+            for (struct chaos_reader_slot *s = registry; s; s = s->next) {
+                if (!s->state) continue;
+                // The count is read first: a section ending in between then shows as ended.
+                uint64_t sections = __atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE);
+                if (__atomic_load_n(&s->state->depth, __ATOMIC_ACQUIRE)) {
+                    grace->waiting[count].slot = s;
+                    grace->waiting[count].state = s->state;
+                    grace->waiting[count].sections = sections;
+                    count++;
+                }
+            }
+            grace->count = count;
+        } else {
+            grace = &unknown_sections;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return grace;
+}
+
+int chaos_grace_elapsed(const chaos_grace *grace) {
+    if (!grace) return 1;
+    int elapsed = 1;
+    pthread_mutex_lock(&registry_lock);
+    if (grace == &unknown_sections) {
+        elapsed = !any_section_running();
+    } else {
+        for (size_t i = 0; i < grace->count && elapsed; i++) {
+            struct chaos_reader_slot *slot = grace->waiting[i].slot;
+            // A slot now empty or owned by another thread: the thread seen running has exited.
+            if (slot->state == grace->waiting[i].state
+                && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == grace->waiting[i].sections) {
+                elapsed = 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return elapsed;
+}
+
+void chaos_grace_free(chaos_grace *grace) {
+    if (grace != &unknown_sections) free(grace);
+}
