@@ -55,6 +55,34 @@ func libfaketimeDateNanoseconds(_ iterations: Int) -> Double? {
     return value
 }
 
+/// `chaos-bench --hook-loop N [raw]`: N calls of a slot hooked with a `.block` calling the
+/// original (or, with `raw`, of the raw C forwarding closure, the floor).
+func hookLoop(_ iterations: Int, raw: Bool) throws {
+    #if os(Linux)
+    let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])
+    if raw {
+        let closure = try RawForwardingClosure(signature: signature, original: unsafeBitCast(realAdd, to: UnsafeRawPointer.self))
+        let function = unsafeBitCast(closure.functionPointer, to: AddFunction.self)
+        var sum: Int32 = 0
+        for _ in 0..<iterations { sum = function(sum, 1) }
+        precondition(sum == Int32(truncatingIfNeeded: iterations), "the raw closure lost calls")
+        withExtendedLifetime(closure) {}
+        return
+    }
+    let slot = UnsafeMutablePointer<AddFunction?>.allocate(capacity: 1)
+    slot.initialize(to: realAdd)
+    let hook = try CFunctionHook(name: "bench.hooks.loop", slot: slot, signature: signature)
+    let chaos = Chaos(seed: 1)
+    try chaos.profile(hook.entry(.block { env in env.callOriginal() })).apply()
+    guard let hooked = slot.pointee else { return }
+    var sum: Int32 = 0
+    for _ in 0..<iterations { sum = hooked(sum, 1) }
+    precondition(sum == Int32(truncatingIfNeeded: iterations), "the hooked add lost calls")
+    chaos.revertAll()
+    withExtendedLifetime(hook) {}
+    #endif
+}
+
 func hooksGroup() throws -> Group? {
     #if os(Linux)
     let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])

@@ -8,6 +8,12 @@ if let count = dateLoopRequest(arguments) {
     print(String(format: "%.3f", dateLoop(count)))
     exit(0)
 }
+// Hidden: `--hook-loop N` only calls the block-hooked function N times, for profilers
+// (valgrind --tool=callgrind) to look at one hooked call without the rest of the suite.
+if let index = arguments.firstIndex(of: "--hook-loop"), index + 1 < arguments.count, let count = Int(arguments[index + 1]) {
+    try hookLoop(count, raw: arguments.contains("raw"))
+    exit(0)
+}
 let json = arguments.contains("--json")
 var filter: String?
 var repetitions = 7
