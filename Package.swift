@@ -77,7 +77,7 @@ let package = Package(
         .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
-            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures"],
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosELF"],
             swiftSettings: strictSwift
         ),
         .testTarget(

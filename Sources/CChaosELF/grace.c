@@ -25,12 +25,16 @@
 
 struct chaos_reader_slot {
     struct chaos_thread_state *state;   // NULL while free; guarded by registry_lock
+    uint64_t owner;                     // bumped when a thread takes the slot; registry_lock
     struct chaos_reader_slot *next;     // append-only list
 };
 
 struct chaos_grace {
     size_t count;
-    struct { struct chaos_reader_slot *slot; struct chaos_thread_state *state; uint64_t sections; } waiting[];
+    // A thread seen inside a section: its slot, which owner that was, and its count then.
+    // A new thread can reuse both the slot and the exited thread's thread-local memory,
+    // so the owner number, not the state's address, tells whether it is still that thread.
+    struct { struct chaos_reader_slot *slot; uint64_t owner; uint64_t sections; } waiting[];
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -78,7 +82,10 @@ int chaos_hook_enter_slow(void) {
             registry = slot;
         }
     }
-    if (slot) slot->state = &chaos_thread;
+    if (slot) {
+        slot->state = &chaos_thread;
+        slot->owner++;
+    }
     pthread_mutex_unlock(&registry_lock);
     if (!slot) return 0;  // out of memory: behave as nested, the original runs
     chaos_thread.errno_location = &errno;
@@ -127,7 +134,7 @@ chaos_grace *chaos_grace_start(void) {
                 uint64_t sections = __atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE);
                 if (__atomic_load_n(&s->state->depth, __ATOMIC_ACQUIRE)) {
                     grace->waiting[count].slot = s;
-                    grace->waiting[count].state = s->state;
+                    grace->waiting[count].owner = s->owner;
                     grace->waiting[count].sections = sections;
                     count++;
                 }
@@ -151,7 +158,7 @@ int chaos_grace_elapsed(const chaos_grace *grace) {
         for (size_t i = 0; i < grace->count && elapsed; i++) {
             struct chaos_reader_slot *slot = grace->waiting[i].slot;
             // A slot now empty or owned by another thread: the thread seen running has exited.
-            if (slot->state == grace->waiting[i].state
+            if (slot->state && slot->owner == grace->waiting[i].owner
                 && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == grace->waiting[i].sections) {
                 elapsed = 0;
             }
