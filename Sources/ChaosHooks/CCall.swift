@@ -232,9 +232,20 @@ public struct CCall {
     @inline(__always)
     mutating func storeNarrowReturn<T: FixedWidthInteger>(_ value: T) {
         if MemoryLayout<UInt>.size == 8 {
-            returnBuffer.storeBytes(of: T.isSigned ? UInt64(bitPattern: Int64(value)) : UInt64(value), as: UInt64.self)
+            storeReturnBits(T.isSigned ? UInt64(bitPattern: Int64(value)) : UInt64(value))
         } else {
-            returnBuffer.storeBytes(of: T.isSigned ? UInt32(bitPattern: Int32(value)) : UInt32(value), as: UInt32.self)
+            storeReturnBits(T.isSigned ? UInt32(bitPattern: Int32(value)) : UInt32(value))
+        }
+    }
+
+    /// Writes the return buffer only when it does not already hold `bits`. A provider
+    /// usually answers what the original just left there; not rewriting it keeps the
+    /// answer's way back to the C caller as short as in a plain libffi closure (the
+    /// caller's reload would otherwise wait for this store).
+    @inline(__always)
+    mutating func storeReturnBits<T: FixedWidthInteger>(_ bits: T) {
+        if returnBuffer.load(as: T.self) != bits {
+            returnBuffer.storeBytes(of: bits, as: T.self)
         }
         returnWritten = true
     }
@@ -246,17 +257,17 @@ public struct CCall {
     mutating func storeExactReturn(_ value: CValue) -> Bool {
         switch (value, interface.returnKind) {
         case (.int32(let v), .int32): storeNarrowReturn(v)
-        case (.int64(let v), .int64): returnBuffer.storeBytes(of: v, as: Int64.self); returnWritten = true
-        case (.pointer(let v), .pointer): returnBuffer.storeBytes(of: v, as: UnsafeMutableRawPointer?.self); returnWritten = true
+        case (.int64(let v), .int64): storeReturnBits(v)
+        case (.pointer(let v), .pointer): storeReturnBits(UInt(bitPattern: v))
         case (.uint32(let v), .uint32): storeNarrowReturn(v)
-        case (.uint64(let v), .uint64): returnBuffer.storeBytes(of: v, as: UInt64.self); returnWritten = true
+        case (.uint64(let v), .uint64): storeReturnBits(v)
         case (.bool(let v), .bool): storeNarrowReturn(UInt8(v ? 1 : 0))
         case (.int8(let v), .int8): storeNarrowReturn(v)
         case (.int16(let v), .int16): storeNarrowReturn(v)
         case (.uint8(let v), .uint8): storeNarrowReturn(v)
         case (.uint16(let v), .uint16): storeNarrowReturn(v)
-        case (.double(let v), .double): returnBuffer.storeBytes(of: v, as: Double.self); returnWritten = true
-        case (.float(let v), .float): returnBuffer.storeBytes(of: v, as: Float.self); returnWritten = true
+        case (.double(let v), .double): storeReturnBits(v.bitPattern)
+        case (.float(let v), .float): storeReturnBits(v.bitPattern)
         default: return false
         }
         return true
