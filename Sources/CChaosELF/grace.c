@@ -1,10 +1,10 @@
 // Hook sections: the re-entrancy guard of the generic hooks doubles as the read side of a
 // quiescent-state scheme, so a hooked call can read a point's newest entry without a lock
-// or a reference count. Each thread has a thread-local {depth, sections}; entering and
-// leaving are plain stores to it. Whoever retires an object issues membarrier(2), which
-// puts a full barrier in every running thread: afterwards a thread either shows depth != 0
-// (it may hold the old object; wait for its section count to move) or will read the new
-// state. Where membarrier is unavailable, readers fall back to a fence of their own.
+// or a reference count. Each thread has a thread-local section counter, odd while inside
+// a section; entering and leaving are plain stores to it. Whoever retires an object issues
+// membarrier(2), which puts a full barrier in every running thread: afterwards a thread
+// either shows an odd counter (it may hold the old object; wait for the counter to move)
+// or will read the new state. Where membarrier is unavailable, readers fence themselves.
 //
 // The registry lists heap slots, one per live thread, pointing at the thread's state.
 // A thread's exit clears its slot under the registry lock, and every read of another
@@ -41,7 +41,7 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct chaos_reader_slot *registry;  // guarded by registry_lock
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
-int chaos_readers_fence;                    // set once in setup, before any thread registers
+static int readers_fence;                   // set once in setup, before any thread registers
 __thread struct chaos_thread_state chaos_thread;
 
 static void thread_exit(void *value) {
@@ -50,7 +50,7 @@ static void thread_exit(void *value) {
     slot->state = NULL;
     pthread_mutex_unlock(&registry_lock);
     // Hooked calls made by later destructors run the original: the thread is untracked.
-    chaos_thread.status = 2;
+    chaos_thread.status = 3;
     chaos_thread.slot = NULL;
 }
 
@@ -60,15 +60,22 @@ static void setup(void) {
     long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
     if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
         || syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
-        chaos_readers_fence = 1;
+        readers_fence = 1;
     }
 #else
-    chaos_readers_fence = 1;
+    readers_fence = 1;
 #endif
 }
 
 int chaos_hook_enter_slow(void) {
-    if (chaos_thread.status == 2) return 0;  // exiting: behave as nested, the original runs
+    if (chaos_thread.status == 3) return 0;  // exiting: behave as nested, the original runs
+    if (chaos_thread.status == 2) {
+        uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
+        if (sections & 1) return 0;
+        __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return 1;
+    }
     pthread_once(&setup_once, setup);
     pthread_mutex_lock(&registry_lock);
     struct chaos_reader_slot *slot = NULL;
@@ -91,18 +98,18 @@ int chaos_hook_enter_slow(void) {
     chaos_thread.errno_location = &errno;
     chaos_thread.slot = slot;
     pthread_setspecific(exit_key, slot);
-    chaos_thread.status = 1;
+    chaos_thread.status = readers_fence ? 2 : 1;
     return chaos_hook_enter();
 }
 
 int chaos_hook_in_section(void) {
-    return __atomic_load_n(&chaos_thread.depth, __ATOMIC_RELAXED);
+    return (int)(__atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) & 1);
 }
 
 static void barrier_all_threads(void) {
     pthread_once(&setup_once, setup);
 #if defined(__linux__) && defined(__NR_membarrier)
-    if (!chaos_readers_fence && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+    if (!readers_fence && syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
 #endif
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -113,7 +120,7 @@ static chaos_grace unknown_sections = { 0 };
 
 static int any_section_running(void) {
     for (struct chaos_reader_slot *s = registry; s; s = s->next) {
-        if (s->state && __atomic_load_n(&s->state->depth, __ATOMIC_ACQUIRE)) return 1;
+        if (s->state && (__atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE) & 1)) return 1;
     }
     return 0;
 }
@@ -130,9 +137,8 @@ chaos_grace *chaos_grace_start(void) {
             size_t count = 0;
             for (struct chaos_reader_slot *s = registry; s; s = s->next) {
                 if (!s->state) continue;
-                // The count is read first: a section ending in between then shows as ended.
                 uint64_t sections = __atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE);
-                if (__atomic_load_n(&s->state->depth, __ATOMIC_ACQUIRE)) {
+                if (sections & 1) {
                     grace->waiting[count].slot = s;
                     grace->waiting[count].owner = s->owner;
                     grace->waiting[count].sections = sections;

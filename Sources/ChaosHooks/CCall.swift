@@ -201,7 +201,13 @@ public struct CCall {
     @inline(__always)
     public func returnValue() -> CValue {
         guard returnWritten else { return .zero(of: interface.returnType) }
-        switch interface.returnKind {
+        // The common C return types first, before a jump table: this runs on every
+        // `callOriginal()` of a hook's block.
+        let kind = interface.returnKind
+        if kind == .int32 { return .int32(narrowReturn(Int32.self)) }
+        if kind == .int64 { return .int64(returnBuffer.load(as: Int64.self)) }
+        if kind == .pointer { return .pointer(returnBuffer.load(as: UnsafeMutableRawPointer?.self)) }
+        switch kind {
         case .void: return .void
         case .bool: return .bool(narrowReturn(UInt8.self) != 0)
         case .int8: return .int8(narrowReturn(Int8.self))
@@ -255,7 +261,20 @@ public struct CCall {
     /// false when it needs ``setReturn(_:)``'s conversion.
     @inline(__always)
     mutating func storeExactReturn(_ value: CValue) -> Bool {
-        switch (value, interface.returnKind) {
+        let kind = interface.returnKind
+        if kind == .int32, case .int32(let v) = value {
+            storeNarrowReturn(v)
+            return true
+        }
+        if kind == .int64, case .int64(let v) = value {
+            storeReturnBits(v)
+            return true
+        }
+        if kind == .pointer, case .pointer(let v) = value {
+            storeReturnBits(UInt(bitPattern: v))
+            return true
+        }
+        switch (value, kind) {
         case (.int32(let v), .int32): storeNarrowReturn(v)
         case (.int64(let v), .int64): storeReturnBits(v)
         case (.pointer(let v), .pointer): storeReturnBits(UInt(bitPattern: v))
@@ -318,8 +337,13 @@ public struct CCall {
     @inline(__always)
     mutating func invokeOriginal() {
         ffi_call(interface.cif, unsafeBitCast(original, to: (@convention(c) () -> Void).self), returnBuffer, arguments)
-        let location = errnoLocation ?? Self.errnoAddress()
-        errnoLocation = location
+        let location: UnsafeMutablePointer<Int32>
+        if let known = errnoLocation {
+            location = known
+        } else {
+            location = Self.errnoAddress()
+            errnoLocation = location
+        }
         if errnoSource != .handler {
             savedErrno = location.pointee
             errnoSource = .original

@@ -121,12 +121,13 @@ public final class CFunctionHook: Sendable {
 /// The per-call path of every ``CFunctionHook``: run the point, store its answer.
 @inline(__always)
 func hookDispatch(_ point: InjectionPoint<CArguments, CValue, Never>, _ call: inout CCall) throws {
-    guard chaos_hook_enter() != 0 else {
+    let entered = chaos_hook_enter_counted()
+    guard entered != 0 else {
         // Already inside a hook's chaos on this thread: no chaos within chaos.
         try call.callOriginal()
         return
     }
-    defer { chaos_hook_leave() }
+    defer { chaos_hook_leave_entered(entered) }
     call.errnoLocation = chaos_hook_errno_location()
     // Inside the section a reverted entry stays alive (HookActivation.retire), so the
     // point may read its newest entry without a lock or a reference.

@@ -131,32 +131,45 @@ void chaos_grace_free(chaos_grace *grace);
 int chaos_hook_in_section(void);
 
 // Entering and leaving run on every hooked call, so they are inline and touch only this
-// thread's own state, a thread-local variable: a few plain loads and stores.
+// thread's own state, a thread-local variable: one counter, odd while inside a section.
 struct chaos_reader_slot;
 struct chaos_thread_state {
-    // Accessed only with __atomic builtins (the writer side reads them from other threads).
-    int depth;                      // 1 inside a section
-    int status;                     // 0 unregistered, 1 registered, 2 thread exiting
-    uint64_t sections;              // sections ended so far
+    // Accessed only with __atomic builtins (the writer side reads it from other threads).
+    uint64_t sections;              // +1 on entering and on leaving: odd inside a section
+    int status;                     // 0 unregistered, 1 registered, 2 registered and must
+                                    // fence (no membarrier), 3 thread exiting
     int *errno_location;            // this thread's errno
     struct chaos_reader_slot *slot; // this thread's entry in the registry
 };
 extern __thread struct chaos_thread_state chaos_thread;
-/// Nonzero when membarrier(2) is unavailable and readers must fence themselves.
-extern int chaos_readers_fence;
-/// chaos_hook_enter for a thread that is not registered (yet, or any more).
+/// chaos_hook_enter for a thread that is not in the plain registered state.
 int chaos_hook_enter_slow(void);
 
 static inline int chaos_hook_enter(void) {
     if (__builtin_expect(chaos_thread.status != 1, 0)) return chaos_hook_enter_slow();
-    if (__atomic_load_n(&chaos_thread.depth, __ATOMIC_RELAXED)) return 0;
-    __atomic_store_n(&chaos_thread.depth, 1, __ATOMIC_RELAXED);
-    if (__builtin_expect(chaos_readers_fence, 0)) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    } else {
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    }
+    uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
+    if (sections & 1) return 0;
+    __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     return 1;
+}
+
+/// chaos_hook_enter that returns the section counter it set (odd), or 0 when nested;
+/// pass it to chaos_hook_leave_entered (saves re-reading the counter on the way out).
+static inline uint64_t chaos_hook_enter_counted(void) {
+    if (__builtin_expect(chaos_thread.status != 1, 0)) {
+        return chaos_hook_enter_slow() ? __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) : 0;
+    }
+    uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
+    if (sections & 1) return 0;
+    __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return sections + 1;
+}
+
+/// Ends the section chaos_hook_enter_counted started, given what it returned.
+static inline void chaos_hook_leave_entered(uint64_t entered) {
+    __atomic_store_n(&chaos_thread.sections, entered + 1, __ATOMIC_RELEASE);
 }
 
 /// This thread's errno, looked up once per thread; only valid inside a section.
@@ -165,9 +178,8 @@ static inline int *chaos_hook_errno_location(void) {
 }
 
 static inline void chaos_hook_leave(void) {
-    uint64_t ended = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&chaos_thread.sections, ended, __ATOMIC_RELEASE);
-    __atomic_store_n(&chaos_thread.depth, 0, __ATOMIC_RELEASE);
+    uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
+    __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELEASE);
 }
 
 #ifdef __cplusplus
