@@ -29,19 +29,21 @@ public struct CCall {
     @usableFromInline let arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
     @usableFromInline var returnWritten = false
     @usableFromInline var originalCalled = false
-    /// Whose `errno` `savedErrno` holds: nobody's, the original's, or the handler's (which
-    /// wins). One small word instead of two optionals: this is set up on every hooked call.
-    @usableFromInline var errnoSource = ErrnoSource.none
-    @usableFromInline var savedErrno: Int32 = 0
-    /// This thread's `errno`, looked up once per call (only when needed).
-    @usableFromInline var errnoLocation: UnsafeMutablePointer<Int32>?
+    /// Whether the handler set `errno` (`handlerErrno`, applied last, wins over the original's).
+    @usableFromInline var handlerSetErrno = false
+    @usableFromInline var handlerErrno: Int32 = 0
+    /// The original's `errno` right after it returned (valid once `originalCalled`).
+    @usableFromInline var originalErrno: Int32 = 0
+    /// This thread's `errno`.
+    @usableFromInline let errnoLocation: UnsafeMutablePointer<Int32>
 
     init(interface: FFIInterface, original: UInt, returnBuffer: UnsafeMutableRawPointer,
-         arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+         arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, errnoLocation: UnsafeMutablePointer<Int32>) {
         self.interface = interface
         self.original = original
         self.returnBuffer = returnBuffer
         self.arguments = arguments
+        self.errnoLocation = errnoLocation
     }
 
     /// The signature of the function being called.
@@ -337,17 +339,7 @@ public struct CCall {
     @inline(__always)
     mutating func invokeOriginal() {
         ffi_call(interface.cif, unsafeBitCast(original, to: (@convention(c) () -> Void).self), returnBuffer, arguments)
-        let location: UnsafeMutablePointer<Int32>
-        if let known = errnoLocation {
-            location = known
-        } else {
-            location = Self.errnoAddress()
-            errnoLocation = location
-        }
-        if errnoSource != .handler {
-            savedErrno = location.pointee
-            errnoSource = .original
-        }
+        originalErrno = errnoLocation.pointee
         originalCalled = true
         returnWritten = true
     }
@@ -357,15 +349,12 @@ public struct CCall {
     /// `errno` as the caller will see it. Setting it takes effect when the handler has
     /// returned, after all other work, so nothing in between can overwrite it.
     public var errno: Int32 {
-        get { errnoSource == .handler ? savedErrno : currentErrno }
+        get { handlerSetErrno ? handlerErrno : errnoLocation.pointee }
         set {
-            savedErrno = newValue
-            errnoSource = .handler
+            handlerErrno = newValue
+            handlerSetErrno = true
         }
     }
-
-    @usableFromInline
-    var currentErrno: Int32 { (errnoLocation ?? Self.errnoAddress()).pointee }
 
     static func errnoAddress() -> UnsafeMutablePointer<Int32> {
         #if canImport(Glibc) || canImport(Musl)
@@ -378,17 +367,10 @@ public struct CCall {
     }
 
     mutating func finishErrno() {
-        guard errnoSource != .none else { return }
-        (errnoLocation ?? Self.errnoAddress()).pointee = savedErrno
+        if handlerSetErrno {
+            errnoLocation.pointee = handlerErrno
+        } else if originalCalled {
+            errnoLocation.pointee = originalErrno
+        }
     }
-}
-
-/// Where the `errno` a hooked call hands back comes from.
-@usableFromInline enum ErrnoSource: UInt8 {
-    /// Leave `errno` as it is.
-    case none
-    /// The original function's `errno`, restored after the Swift code that ran since.
-    case original
-    /// Set by the handler; applied last.
-    case handler
 }

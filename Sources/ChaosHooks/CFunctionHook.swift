@@ -128,7 +128,6 @@ func hookDispatch(_ point: InjectionPoint<CArguments, CValue, Never>, _ call: in
         return
     }
     defer { chaos_hook_leave_entered(entered) }
-    call.errnoLocation = chaos_hook_errno_location()
     // Inside the section a reverted entry stays alive (HookActivation.retire), so the
     // point may read its newest entry without a lock or a reference.
     // Unprotected: `CCall` holds no buffer a stack canary could guard, and the canary

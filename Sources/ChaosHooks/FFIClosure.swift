@@ -1,5 +1,6 @@
 import CFFI
 public import ChaosKit
+import CChaosELF
 import Synchronization
 
 /// A real C function pointer whose calls run a Swift handler: the closure factory
@@ -156,7 +157,7 @@ public final class FFIClosure: Sendable {
     fileprivate func dispatch(_ result: UnsafeMutableRawPointer, _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         var call = CCall(
             interface: interface, original: originalBits.load(ordering: .relaxed),
-            returnBuffer: result, arguments: arguments)
+            returnBuffer: result, arguments: arguments, errnoLocation: chaos_errno_location())
         do {
             if let hookPoint {
                 try hookPoint._withUnsafeGuaranteedRef { try hookDispatch($0, &call) }
@@ -166,7 +167,7 @@ public final class FFIClosure: Sendable {
         } catch {
             failure.withLock { $0 = error }
             if call.original != 0 && !call.originalCalled {
-                try? call.callOriginal()
+                call.invokeOriginal()
             } else if !call.returnWritten {
                 call.clearReturn()
             }

@@ -5,6 +5,7 @@
 // On non-Linux platforms every function exists but reports failure (ENOSYS / 0 results).
 
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -112,8 +113,8 @@ void *chaos_clock_hook(int function);
 static inline int chaos_hook_enter(void);
 /// Ends the section chaos_hook_enter started.
 static inline void chaos_hook_leave(void);
-/// This thread's errno location (cheaper than __errno_location); only inside a section.
-static inline int *chaos_hook_errno_location(void);
+/// This thread's errno location (cheaper than __errno_location on the call path).
+static inline int *chaos_errno_location(void);
 
 /// An opaque record of the hook sections running when something was retired.
 typedef struct chaos_grace chaos_grace;
@@ -172,9 +173,11 @@ static inline void chaos_hook_leave_entered(uint64_t entered) {
     __atomic_store_n(&chaos_thread.sections, entered + 1, __ATOMIC_RELEASE);
 }
 
-/// This thread's errno, looked up once per thread; only valid inside a section.
-static inline int *chaos_hook_errno_location(void) {
-    return chaos_thread.errno_location;
+/// This thread's errno location: from the thread's hook state once it has one (cheaper
+/// than __errno_location on every hooked call).
+static inline int *chaos_errno_location(void) {
+    int *location = chaos_thread.errno_location;
+    return __builtin_expect(location != 0, 1) ? location : &errno;
 }
 
 static inline void chaos_hook_leave(void) {
