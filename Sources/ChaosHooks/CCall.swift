@@ -21,7 +21,9 @@ import Darwin
 ///   ``setReturn(_:)`` stored last; when neither happened the function returns zero.
 /// - `errno` set through ``errno`` is applied after everything else, right before
 ///   control returns to C, so it survives the Swift code that ran. When the handler
-///   sets none, the caller sees the `errno` the original left behind.
+///   sets none, the caller sees the `errno` the original left behind, or — when the
+///   original was not called — the `errno` it had before the call: Swift code run by the
+///   handler never leaks an `errno` of its own.
 public struct CCall {
     @usableFromInline unowned(unsafe) let interface: FFIInterface
     @usableFromInline let original: UInt
@@ -32,8 +34,10 @@ public struct CCall {
     /// Whether the handler set `errno` (`handlerErrno`, applied last, wins over the original's).
     @usableFromInline var handlerSetErrno = false
     @usableFromInline var handlerErrno: Int32 = 0
-    /// The original's `errno` right after it returned (valid once `originalCalled`).
-    @usableFromInline var originalErrno: Int32 = 0
+    /// The `errno` the caller gets unless the handler sets one: the caller's own when the
+    /// call started, then the original's right after each call of it. Restored last, so
+    /// that the Swift code in between cannot leak an `errno` of its own.
+    @usableFromInline var callerErrno: Int32
     /// This thread's `errno`.
     @usableFromInline let errnoLocation: UnsafeMutablePointer<Int32>
 
@@ -44,6 +48,7 @@ public struct CCall {
         self.returnBuffer = returnBuffer
         self.arguments = arguments
         self.errnoLocation = errnoLocation
+        self.callerErrno = errnoLocation.pointee
     }
 
     /// The signature of the function being called.
@@ -339,7 +344,7 @@ public struct CCall {
     @inline(__always)
     mutating func invokeOriginal() {
         ffi_call(interface.cif, unsafeBitCast(original, to: (@convention(c) () -> Void).self), returnBuffer, arguments)
-        originalErrno = errnoLocation.pointee
+        callerErrno = errnoLocation.pointee
         originalCalled = true
         returnWritten = true
     }
@@ -367,10 +372,6 @@ public struct CCall {
     }
 
     mutating func finishErrno() {
-        if handlerSetErrno {
-            errnoLocation.pointee = handlerErrno
-        } else if originalCalled {
-            errnoLocation.pointee = originalErrno
-        }
+        errnoLocation.pointee = handlerSetErrno ? handlerErrno : callerErrno
     }
 }

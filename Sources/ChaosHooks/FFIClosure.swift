@@ -158,22 +158,32 @@ public final class FFIClosure: Sendable {
         var call = CCall(
             interface: interface, original: originalBits.load(ordering: .relaxed),
             returnBuffer: result, arguments: arguments, errnoLocation: chaos_errno_location())
-        do {
-            if let hookPoint {
+        if let hookPoint {
+            do {
+                // On success the hook path has always written the return value.
                 try hookPoint._withUnsafeGuaranteedRef { try hookDispatch($0, &call) }
-            } else if case .handler(let handler) = route {
-                try handler(&call)
+            } catch {
+                recover(from: error, &call)
             }
-        } catch {
-            failure.withLock { $0 = error }
-            if call.original != 0 && !call.originalCalled {
-                call.invokeOriginal()
-            } else if !call.returnWritten {
-                call.clearReturn()
+        } else {
+            do {
+                if case .handler(let handler) = route { try handler(&call) }
+            } catch {
+                recover(from: error, &call)
             }
+            if !call.returnWritten { call.clearReturn() }
         }
-        if !call.returnWritten { call.clearReturn() }
         call.finishErrno()
+    }
+
+    /// After a handler threw: keep the error, fall back to the original (or zero).
+    private func recover(from error: any Error, _ call: inout CCall) {
+        failure.withLock { $0 = error }
+        if call.original != 0 && !call.originalCalled {
+            call.invokeOriginal()
+        } else if !call.returnWritten {
+            call.clearReturn()
+        }
     }
 }
 
