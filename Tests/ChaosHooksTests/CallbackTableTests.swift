@@ -204,6 +204,16 @@ extension ProcessWideHookTests {
             #expect(chaos_fx_call_fail(EACCES, &seen) == -1)
             #expect(seen == EACCES)
         }
+        // Neither the original nor an errno from the handler: the caller keeps the errno it
+        // had (0 here), not one left by the handler's own system calls (close(-1): EBADF).
+        try withTableHook(\.fail, signature, { call in
+            #expect(close(-1) == -1 && Glibc.errno == EBADF)
+            try call.setReturn(Int32(7))
+        }) { _ in
+            var seen: Int32 = -1
+            #expect(chaos_fx_call_fail(EACCES, &seen) == 7)
+            #expect(seen == 0)
+        }
     }
 
     @Test func throwingHandlerFallsBackToOriginal() throws {
