@@ -295,7 +295,7 @@ final class BinderGroup: HookBinder {
 /// Holds its binder weakly while inactive (the hook object owns it), strongly while
 /// active: patched slots point at the binder's closure, which must stay alive until
 /// they are restored, even if the hook object is dropped in between.
-final class HookActivation: PointActivation {
+final class HookActivation: HookPointActivation {
     private struct State: @unchecked Sendable {
         // Only accessed inside `state`'s lock.
         weak var target: (any HookBinder)?
@@ -317,12 +317,6 @@ final class HookActivation: PointActivation {
             try target.bind()
             state.pinned = target
         }
-    }
-
-    /// Reverted entries may still be in use by hooked calls running on other threads:
-    /// they go to ``RetiredObjects`` until those calls have returned.
-    func retire(_ installation: AnyObject) {
-        RetiredObjects.shared.retire(installation)
     }
 
     func deactivate() {

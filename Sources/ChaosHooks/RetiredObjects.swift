@@ -1,5 +1,17 @@
 import CChaosELF
+import ChaosKit
 import Synchronization
+
+/// The activation of a point whose calls run through ``hookDispatch(_:_:)``, which reads
+/// the newest entry without a reference: reverted entries may still be in use by hooked
+/// calls on other threads, so they go to ``RetiredObjects`` until those calls have returned.
+protocol HookPointActivation: PointActivation {}
+
+extension HookPointActivation {
+    func retire(_ installation: AnyObject) {
+        RetiredObjects.shared.retire(installation)
+    }
+}
 
 /// Objects that hooked calls may still be reading without a reference (a point's reverted
 /// entries), kept alive until every hook section that was running when they were retired

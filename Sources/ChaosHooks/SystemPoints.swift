@@ -164,7 +164,7 @@ enum CStrings {
 
 /// The activation of the system points: makes the binder on first use (so that merely
 /// creating the points costs nothing and cannot fail), then binds and unbinds it.
-final class LazyHookActivation: PointActivation {
+final class LazyHookActivation: HookPointActivation {
     private let name: String
     private let make: @Sendable () throws(ChaosError) -> any HookBinder
     private let binder = Mutex<(any HookBinder)?>(nil)
@@ -181,11 +181,6 @@ final class LazyHookActivation: PointActivation {
             binder = target
             try target.bind()
         }
-    }
-
-    /// See ``HookActivation/retire(_:)``.
-    func retire(_ installation: AnyObject) {
-        RetiredObjects.shared.retire(installation)
     }
 
     func deactivate() {
