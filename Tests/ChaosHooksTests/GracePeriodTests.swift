@@ -138,9 +138,14 @@ extension ProcessWideHookTests {
             let warmUp = DispatchTime.now() + .seconds(5)
             while calls.load(ordering: .relaxed) < 100 && DispatchTime.now() < warmUp { usleep(100) }
 
-            let rounds = 600
+            // At least 600 rounds, and on a loaded machine more, until the callers have
+            // been seen inside toggled entries and some entry had to wait (or 10 s passed).
+            var rounds = 0
             var mostWaiting = 0
-            for round in 0..<rounds {
+            let deadline = DispatchTime.now() + .seconds(10)
+            while rounds < 600 || ((toggled.load(ordering: .relaxed) == 0 || mostWaiting == 0) && DispatchTime.now() < deadline) {
+                let round = rounds
+                rounds += 1
                 // The block is the only owner of `token` once this iteration ends, and the
                 // retired entry is the block's only owner once reverted.
                 let token = Tracked(released)
