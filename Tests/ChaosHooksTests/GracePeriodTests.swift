@@ -98,6 +98,39 @@ private struct JoinableThread {
     }
 }
 
+/// A thread that runs `sectionsBefore` short hook sections, then enters one more and stays
+/// inside it until `leave()`, which also joins the thread.
+private struct ParkedSection {
+    private let thread: JoinableThread
+    private let go = DispatchSemaphore(value: 0)
+
+    /// Starts the thread and waits until it is inside its section; nil on timeout.
+    init?(sectionsBefore: Int = 0) {
+        let inside = DispatchSemaphore(value: 0)
+        let go = self.go
+        thread = JoinableThread {
+            for _ in 0..<sectionsBefore {
+                if chaos_hook_enter() != 0 { chaos_hook_leave() }
+            }
+            let entered = chaos_hook_enter()
+            inside.signal()
+            _ = go.wait(timeout: .now() + .seconds(5))
+            if entered != 0 { chaos_hook_leave() }
+        }
+        guard waited(inside) else {
+            go.signal()
+            thread.join()
+            return nil
+        }
+    }
+
+    /// Ends the section and joins the thread (its exit destructors have run).
+    func leave() {
+        go.signal()
+        thread.join()
+    }
+}
+
 extension ProcessWideHookTests {
     /// Reverted entries are retired, not freed: a hooked call reads its point's newest entry
     /// without a lock or a reference, inside a hook section, so an entry reverted while calls
@@ -346,63 +379,31 @@ extension ProcessWideHookTests {
             #expect(chaos_grace_start() == nil)
 
             // A later thread (probably in a reused slot) is still seen inside its section.
-            let inside = DispatchSemaphore(value: 0)
-            let go = DispatchSemaphore(value: 0)
-            let thread = JoinableThread {
-                let entered = chaos_hook_enter()
-                inside.signal()
-                _ = go.wait(timeout: .now() + .seconds(5))
-                if entered != 0 { chaos_hook_leave() }
-            }
-            try #require(waited(inside))
+            let parked = try #require(ParkedSection())
             let grace = try #require(chaos_grace_start())
             defer { chaos_grace_free(grace) }
             #expect(chaos_grace_elapsed(grace) == 0)
-            go.signal()
-            thread.join()
+            parked.leave()
             #expect(chaos_grace_elapsed(grace) != 0)
             #expect(chaos_grace_start() == nil)
         }
 
         /// glibc gives a new thread the stack, thread pointer and so the TLS block of a
-        /// joined one, and the registry gives it the freed slot: a record must still tell
-        /// the recorded thread (gone) from the newcomer (idle), or retired entries would wait
-        /// for as long as the newcomer idles. The slot's owner number does.
+        /// joined one, and the registry gives it the freed slot. A newcomer that has run as
+        /// many sections as the recorded thread had, and is inside the next one, then shows
+        /// exactly the section counter the record holds: only the slot's owner number tells
+        /// that the recorded thread is gone and the record has elapsed.
         @Test func recordOfAnExitedThreadIsNotHeldUpByANewcomerInItsSlot() throws {
-            let inside = DispatchSemaphore(value: 0)
-            let go = DispatchSemaphore(value: 0)
-            let first = JoinableThread {
-                for _ in 0..<3 {
-                    if chaos_hook_enter() != 0 { chaos_hook_leave() }
-                }
-                let entered = chaos_hook_enter()  // its fourth section: 3 ended
-                inside.signal()
-                _ = go.wait(timeout: .now() + .seconds(5))
-                if entered != 0 { chaos_hook_leave() }
-            }
-            try #require(waited(inside))
+            let first = try #require(ParkedSection(sectionsBefore: 3))  // in its fourth section
             let grace = try #require(chaos_grace_start())
             defer { chaos_grace_free(grace) }
-            go.signal()
-            first.join()  // the recorded section has ended and its thread is gone
+            first.leave()  // the recorded section has ended and its thread is gone
 
-            let idle = DispatchSemaphore(value: 0)
-            let finish = DispatchSemaphore(value: 0)
-            let newcomer = JoinableThread {
-                for _ in 0..<3 {
-                    if chaos_hook_enter() != 0 { chaos_hook_leave() }
-                }
-                idle.signal()
-                _ = finish.wait(timeout: .now() + .seconds(5))
-            }
-            defer {
-                finish.signal()
-                newcomer.join()
-            }
-            try #require(waited(idle))
-            #expect(!sectionRunning())
-            // The newcomer usually reuses the thread block (the case that matters); either
-            // way the record has elapsed: the thread it waited for has left and exited.
+            let newcomer = try #require(ParkedSection(sectionsBefore: 3))  // same counter
+            defer { newcomer.leave() }
+            #expect(sectionRunning())
+            // Usually the newcomer reuses the thread block and slot (the case that matters);
+            // either way the record has elapsed: the thread it waited for has left and exited.
             #expect(chaos_grace_elapsed(grace) != 0)
         }
 
