@@ -208,13 +208,7 @@ public struct CCall {
     @inline(__always)
     public func returnValue() -> CValue {
         guard returnWritten else { return .zero(of: interface.returnType) }
-        // The common C return types first, before a jump table: this runs on every
-        // `callOriginal()` of a hook's block.
-        let kind = interface.returnKind
-        if kind == .int32 { return .int32(narrowReturn(Int32.self)) }
-        if kind == .int64 { return .int64(returnBuffer.load(as: Int64.self)) }
-        if kind == .pointer { return .pointer(returnBuffer.load(as: UnsafeMutableRawPointer?.self)) }
-        switch kind {
+        switch interface.returnKind {
         case .void: return .void
         case .bool: return .bool(narrowReturn(UInt8.self) != 0)
         case .int8: return .int8(narrowReturn(Int8.self))
@@ -268,6 +262,8 @@ public struct CCall {
     /// false when it needs ``setReturn(_:)``'s conversion.
     @inline(__always)
     mutating func storeExactReturn(_ value: CValue) -> Bool {
+        // The common C return types are tested first, each with one comparison, before
+        // the jump table of the rest: this runs on every hooked call.
         let kind = interface.returnKind
         if kind == .int32, case .int32(let v) = value {
             storeNarrowReturn(v)
@@ -282,9 +278,6 @@ public struct CCall {
             return true
         }
         switch (value, kind) {
-        case (.int32(let v), .int32): storeNarrowReturn(v)
-        case (.int64(let v), .int64): storeReturnBits(v)
-        case (.pointer(let v), .pointer): storeReturnBits(UInt(bitPattern: v))
         case (.uint32(let v), .uint32): storeNarrowReturn(v)
         case (.uint64(let v), .uint64): storeReturnBits(v)
         case (.bool(let v), .bool): storeNarrowReturn(UInt8(v ? 1 : 0))
