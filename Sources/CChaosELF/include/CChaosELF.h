@@ -146,15 +146,6 @@ extern __thread struct chaos_thread_state chaos_thread;
 /// chaos_hook_enter for a thread that is not in the plain registered state.
 int chaos_hook_enter_slow(void);
 
-static inline int chaos_hook_enter(void) {
-    if (__builtin_expect(chaos_thread.status != 1, 0)) return chaos_hook_enter_slow();
-    uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
-    if (sections & 1) return 0;
-    __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    return 1;
-}
-
 /// chaos_hook_enter that returns the section counter it set (odd), or 0 when nested;
 /// pass it to chaos_hook_leave_entered (saves re-reading the counter on the way out).
 static inline uint64_t chaos_hook_enter_counted(void) {
@@ -166,6 +157,10 @@ static inline uint64_t chaos_hook_enter_counted(void) {
     __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     return sections + 1;
+}
+
+static inline int chaos_hook_enter(void) {
+    return chaos_hook_enter_counted() != 0;
 }
 
 /// Ends the section chaos_hook_enter_counted started, given what it returned.
