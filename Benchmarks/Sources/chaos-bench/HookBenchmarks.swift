@@ -55,6 +55,20 @@ func libfaketimeDateNanoseconds(_ iterations: Int) -> Double? {
     return value
 }
 
+#if os(Linux)
+/// `realAdd` in a slot hooked by a point whose `.block` calls the original: what
+/// `ffi_hook_block_ns` measures. Keep the hook and the `Chaos` alive while calling.
+func blockHookedAdd(name: String, signature: CSignature) throws -> (hook: CFunctionHook, chaos: Chaos, function: AddFunction)? {
+    let slot = UnsafeMutablePointer<AddFunction?>.allocate(capacity: 1)
+    slot.initialize(to: realAdd)
+    let hook = try CFunctionHook(name: name, slot: slot, signature: signature)
+    let chaos = Chaos(seed: 1)
+    try chaos.profile(hook.entry(.block { env in env.callOriginal() })).apply()
+    guard let function = slot.pointee else { return nil }
+    return (hook, chaos, function)
+}
+#endif
+
 /// `chaos-bench --hook-loop N [raw]`: N calls of a slot hooked with a `.block` calling the
 /// original (or, with `raw`, of the raw C forwarding closure, the floor).
 func hookLoop(_ iterations: Int, raw: Bool) throws {
@@ -69,12 +83,7 @@ func hookLoop(_ iterations: Int, raw: Bool) throws {
         withExtendedLifetime(closure) {}
         return
     }
-    let slot = UnsafeMutablePointer<AddFunction?>.allocate(capacity: 1)
-    slot.initialize(to: realAdd)
-    let hook = try CFunctionHook(name: "bench.hooks.loop", slot: slot, signature: signature)
-    let chaos = Chaos(seed: 1)
-    try chaos.profile(hook.entry(.block { env in env.callOriginal() })).apply()
-    guard let hooked = slot.pointee else { return }
+    guard let (hook, chaos, hooked) = try blockHookedAdd(name: "bench.hooks.loop", signature: signature) else { return }
     var sum: Int32 = 0
     for _ in 0..<iterations { sum = hooked(sum, 1) }
     precondition(sum == Int32(truncatingIfNeeded: iterations), "the hooked add lost calls")
@@ -91,13 +100,7 @@ func hooksGroup() throws -> Group? {
     let raw = try RawForwardingClosure(signature: signature, original: originalPointer)
     let rawFunction = unsafeBitCast(raw.functionPointer, to: AddFunction.self)
 
-    // A slot holding the real function, hooked by a provider-driven point.
-    let slot = UnsafeMutablePointer<AddFunction?>.allocate(capacity: 1)
-    slot.initialize(to: realAdd)
-    let hook = try CFunctionHook(name: "bench.hooks.add", slot: slot, signature: signature)
-    let chaos = Chaos(seed: 1)
-    try chaos.profile(hook.entry(.block { env in env.callOriginal() })).apply()
-    guard let hookedFunction = slot.pointee else { return nil }
+    guard let (hook, chaos, hookedFunction) = try blockHookedAdd(name: "bench.hooks.add", signature: signature) else { return nil }
 
     SystemPoints.register()
     let clockEntry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")])))
