@@ -62,14 +62,17 @@ let package = Package(
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
-        .target(
-            name: "CChaosELF",
-            dependencies: ["CFFI"],
-            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
-        ),
+        // Small C targets, one job each: ELF rebinding, read-side sections and grace
+        // periods, and the system clock's typed fast path.
+        .target(name: "CChaosELF", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .target(name: "CChaosGrace"),
+        .target(name: "CChaosClock", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(
             name: "ChaosHooks",
-            dependencies: ["ChaosKit", "CFFI", "CChaosELF", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "ChaosKit", "CFFI", "CChaosELF", "CChaosGrace", "CChaosClock",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSwift
         ),
         .target(name: "CHookFixtures"),
@@ -77,7 +80,7 @@ let package = Package(
         .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
-            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosELF"],
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -12,10 +12,13 @@ let package = Package(
     targets: [
         // The loopback HTTP server of the network tests (a link to the same file).
         .target(name: "LoopbackServer", swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The libffi floor of the hook benchmarks (Debian: libffi-dev).
+        .target(name: "CRawFFIFloor", linkerSettings: [.linkedLibrary("ffi")]),
         .executableTarget(
             name: "chaos-bench",
             dependencies: [
                 "LoopbackServer",
+                "CRawFFIFloor",
                 .product(name: "ChaosKit", package: "ChaosKit"),
                 .product(name: "ChaosNetwork", package: "ChaosKit"),
                 .product(name: "ChaosHooks", package: "ChaosKit"),

@@ -1,4 +1,4 @@
-import CChaosELF
+import CChaosGrace
 @_spi(Hooks) public import ChaosKit
 import Logging
 import Synchronization

@@ -1,6 +1,6 @@
 import CFFI
 public import ChaosKit
-import CChaosELF
+import CChaosGrace
 import Synchronization
 
 /// A real C function pointer whose calls run a Swift handler: the closure factory

@@ -1,4 +1,4 @@
-import CChaosELF
+import CChaosGrace
 import ChaosKit
 import Synchronization
 

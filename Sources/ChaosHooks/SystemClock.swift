@@ -1,4 +1,4 @@
-import CChaosELF
+import CChaosClock
 public import ChaosKit
 public import Foundation
 import Synchronization

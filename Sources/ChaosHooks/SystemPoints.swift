@@ -1,4 +1,3 @@
-import CChaosELF
 public import ChaosKit
 import Synchronization
 

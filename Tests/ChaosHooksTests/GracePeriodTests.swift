@@ -1,4 +1,4 @@
-import CChaosELF
+import CChaosGrace
 import CHookFixtures
 import Dispatch
 import Foundation

@@ -1,4 +1,5 @@
-@_spi(Benchmarks) import ChaosHooks
+import ChaosHooks
+import CRawFFIFloor
 import ChaosKit
 import Foundation
 
@@ -55,6 +56,29 @@ func libfaketimeDateNanoseconds(_ iterations: Int) -> Double? {
     return value
 }
 
+/// The benchmark floor of ``FFIClosure``: a libffi closure of `AddFunction` whose handler
+/// is C code that only forwards to the original with `ffi_call` (CRawFFIFloor).
+final class RawForwardingClosure: @unchecked Sendable {
+    // Immutable after init; the C handle is freed only in deinit.
+    private let handle: UnsafeMutableRawPointer
+    /// The closure, callable as the function it forwards to.
+    let function: AddFunction
+
+    init(original: AddFunction) throws {
+        var code: UnsafeMutableRawPointer?
+        guard let handle = chaos_bench_make_raw_forwarding_closure(unsafeBitCast(original, to: UnsafeMutableRawPointer.self), &code),
+              let code else {
+            throw ChaosError(.systemFailure, "libffi could not allocate the raw benchmark closure")
+        }
+        self.handle = handle
+        self.function = unsafeBitCast(code, to: AddFunction.self)
+    }
+
+    deinit {
+        chaos_bench_free_raw_forwarding_closure(handle)
+    }
+}
+
 #if os(Linux)
 /// `realAdd` in a slot hooked by a point whose `.block` calls the original: what
 /// `ffi_hook_block_ns` measures. Keep the hook and the `Chaos` alive while calling.
@@ -75,8 +99,8 @@ func hookLoop(_ iterations: Int, raw: Bool) throws {
     #if os(Linux)
     let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])
     if raw {
-        let closure = try RawForwardingClosure(signature: signature, original: unsafeBitCast(realAdd, to: UnsafeRawPointer.self))
-        let function = unsafeBitCast(closure.functionPointer, to: AddFunction.self)
+        let closure = try RawForwardingClosure(original: realAdd)
+        let function = closure.function
         var sum: Int32 = 0
         for _ in 0..<iterations { sum = function(sum, 1) }
         precondition(sum == Int32(truncatingIfNeeded: iterations), "the raw closure lost calls")
@@ -95,10 +119,8 @@ func hookLoop(_ iterations: Int, raw: Bool) throws {
 func hooksGroup() throws -> Group? {
     #if os(Linux)
     let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])
-    let originalPointer = unsafeBitCast(realAdd, to: UnsafeRawPointer.self)
-
-    let raw = try RawForwardingClosure(signature: signature, original: originalPointer)
-    let rawFunction = unsafeBitCast(raw.functionPointer, to: AddFunction.self)
+    let raw = try RawForwardingClosure(original: realAdd)
+    let rawFunction = raw.function
 
     guard let (hook, chaos, hookedFunction) = try blockHookedAdd(name: "bench.hooks.add", signature: signature) else { return nil }
 

@@ -1,7 +1,8 @@
-// Hook sections: the re-entrancy guard of the generic hooks doubles as the read side of a
-// quiescent-state scheme, so a hooked call can read a point's newest entry without a lock
-// or a reference count. Each thread has a thread-local section counter, odd while inside
-// a section; entering and leaving are plain stores to it. Whoever retires an object issues
+// Sections and grace periods: the read side of a quiescent-state scheme, so that a call
+// can read a point's newest entry without a lock or a reference count. Hook sections (the
+// re-entrancy guard of the generic C hooks) and point sections (Swift injection points)
+// each have a thread-local counter, odd while inside; entering and leaving are plain
+// stores to it. Whoever retires an object issues
 // membarrier(2), which puts a full barrier in every running thread: afterwards a thread
 // either shows an odd counter (it may hold the old object; wait for the counter to move)
 // or will read the new state. Where membarrier is unavailable, readers fence themselves.
@@ -10,7 +11,7 @@
 // A thread's exit clears its slot under the registry lock, and every read of another
 // thread's state happens under that lock, so no one reads thread-local memory that is gone.
 #define _GNU_SOURCE
-#include "CChaosELF.h"
+#include "CChaosGrace.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,10 +32,15 @@ struct chaos_reader_slot {
 
 struct chaos_grace {
     size_t count;
-    // A thread seen inside a section: its slot, which owner that was, and its count then.
+    // A thread seen inside a section: its slot, which owner that was, and its counters then.
     // A new thread can reuse both the slot and the exited thread's thread-local memory,
     // so the owner number, not the state's address, tells whether it is still that thread.
-    struct { struct chaos_reader_slot *slot; uint64_t owner; uint64_t sections; } waiting[];
+    struct {
+        struct chaos_reader_slot *slot;
+        uint64_t owner;
+        uint64_t sections;
+        uint64_t point_sections;
+    } waiting[];
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,15 +73,9 @@ static void setup(void) {
 #endif
 }
 
-int chaos_hook_enter_slow(void) {
-    if (chaos_thread.status == 3) return 0;  // exiting: behave as nested, the original runs
-    if (chaos_thread.status == 2) {
-        uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
-        if (sections & 1) return 0;
-        __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        return 1;
-    }
+int chaos_thread_register(void) {
+    if (chaos_thread.status == 3) return 0;  // exiting: the thread is untracked
+    if (chaos_thread.status != 0) return 1;
     pthread_once(&setup_once, setup);
     pthread_mutex_lock(&registry_lock);
     struct chaos_reader_slot *slot = NULL;
@@ -94,12 +94,37 @@ int chaos_hook_enter_slow(void) {
         slot->owner++;
     }
     pthread_mutex_unlock(&registry_lock);
-    if (!slot) return 0;  // out of memory: behave as nested, the original runs
+    if (!slot) return 0;  // out of memory: the thread stays untracked
     chaos_thread.errno_location = &errno;
     chaos_thread.slot = slot;
     pthread_setspecific(exit_key, slot);
     chaos_thread.status = readers_fence ? 2 : 1;
+    return 1;
+}
+
+int chaos_hook_enter_slow(void) {
+    // Exiting or unregistrable: behave as nested, the original runs.
+    if (!chaos_thread_register()) return 0;
+    if (chaos_thread.status == 2) {
+        uint64_t sections = __atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED);
+        if (sections & 1) return 0;
+        __atomic_store_n(&chaos_thread.sections, sections + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return 1;
+    }
     return chaos_hook_enter();
+}
+
+uint64_t chaos_point_enter_slow(void) {
+    if (!chaos_thread_register()) return CHAOS_POINT_UNPROTECTED;
+    if (chaos_thread.status == 2) {
+        uint64_t sections = __atomic_load_n(&chaos_thread.point_sections, __ATOMIC_RELAXED);
+        if (sections & 1) return 0;
+        __atomic_store_n(&chaos_thread.point_sections, sections + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return sections + 1;
+    }
+    return chaos_point_enter();
 }
 
 int chaos_hook_in_section(void) {
@@ -118,9 +143,16 @@ static void barrier_all_threads(void) {
 // elapsed once a scan finds no section running at all (later, never sooner).
 static chaos_grace unknown_sections = { 0 };
 
+static int in_section(const struct chaos_thread_state *state, uint64_t *sections, uint64_t *point_sections) {
+    *sections = __atomic_load_n(&state->sections, __ATOMIC_ACQUIRE);
+    *point_sections = __atomic_load_n(&state->point_sections, __ATOMIC_ACQUIRE);
+    return ((*sections | *point_sections) & 1) != 0;
+}
+
 static int any_section_running(void) {
+    uint64_t sections, point_sections;
     for (struct chaos_reader_slot *s = registry; s; s = s->next) {
-        if (s->state && (__atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE) & 1)) return 1;
+        if (s->state && in_section(s->state, &sections, &point_sections)) return 1;
     }
     return 0;
 }
@@ -136,12 +168,12 @@ chaos_grace *chaos_grace_start(void) {
         if (grace) {
             size_t count = 0;
             for (struct chaos_reader_slot *s = registry; s; s = s->next) {
-                if (!s->state) continue;
-                uint64_t sections = __atomic_load_n(&s->state->sections, __ATOMIC_ACQUIRE);
-                if (sections & 1) {
+                uint64_t sections, point_sections;
+                if (s->state && in_section(s->state, &sections, &point_sections)) {
                     grace->waiting[count].slot = s;
                     grace->waiting[count].owner = s->owner;
                     grace->waiting[count].sections = sections;
+                    grace->waiting[count].point_sections = point_sections;
                     count++;
                 }
             }
@@ -164,8 +196,12 @@ int chaos_grace_elapsed(const chaos_grace *grace) {
         for (size_t i = 0; i < grace->count && elapsed; i++) {
             struct chaos_reader_slot *slot = grace->waiting[i].slot;
             // A slot now empty or owned by another thread: the thread seen running has exited.
-            if (slot->state && slot->owner == grace->waiting[i].owner
-                && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == grace->waiting[i].sections) {
+            if (!slot->state || slot->owner != grace->waiting[i].owner) continue;
+            // A section seen running (odd) holds the grace period until its counter moves.
+            uint64_t sections = grace->waiting[i].sections, point_sections = grace->waiting[i].point_sections;
+            if (((sections & 1) && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == sections)
+                || ((point_sections & 1)
+                    && __atomic_load_n(&slot->state->point_sections, __ATOMIC_ACQUIRE) == point_sections)) {
                 elapsed = 0;
             }
         }

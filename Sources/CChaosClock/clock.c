@@ -3,7 +3,7 @@
 // dlsym, never through a GOT slot that may be patched) and adjust realtime readings by a
 // configuration read with a seqlock: offset, frozen instant, speed, or "ask Swift".
 #define _GNU_SOURCE
-#include "CChaosELF.h"
+#include "CChaosClock.h"
 
 #include <errno.h>
 #include <stdatomic.h>
