@@ -12,15 +12,15 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "ChaosKit", targets: ["ChaosKit"]),
+        .library(name: "ChaosPoints", targets: ["ChaosPoints"]),
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
-        .executable(name: "halley-countdown", targets: ["HalleyCountdown"]),
-        .executable(name: "location-tracker", targets: ["LocationTracker"]),
-        .executable(name: "weather", targets: ["Weather"]),
+        // The example apps are executable targets, not products: `swift run weather` works
+        // here, and packages that depend on ChaosKit never see them.
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -30,9 +30,12 @@ let package = Package(
     targets: [
         .target(
             name: "ChaosKit",
-            dependencies: [.product(name: "Logging", package: "swift-log")],
+            dependencies: ["CChaosGrace", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
+        // The built-in points (clock, strings, location, GPX): their own module, so that
+        // apps that only declare their own points never link FoundationXML.
+        .target(name: "ChaosPoints", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
         .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
         .target(
@@ -48,15 +51,20 @@ let package = Package(
             name: "chaos",
             dependencies: [
                 "ChaosKit",
+                "ChaosPoints",
                 "ChaosHooks",
+                "ChaosNetwork",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift
         ),
+        // Helpers the test targets share (recorders, signals, error expectations).
+        .target(name: "TestHelpers", dependencies: ["ChaosKit"], path: "Tests/TestHelpers", swiftSettings: strictSwift),
+        .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit", "TestHelpers"], swiftSettings: strictSwift),
         .testTarget(
-            name: "ChaosKitTests",
-            dependencies: ["ChaosKit"],
-            resources: [.copy("Points/Resources")],
+            name: "ChaosPointsTests",
+            dependencies: ["ChaosPoints", "ChaosKit", "TestHelpers"],
+            resources: [.copy("Resources")],
             swiftSettings: strictSwift
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
@@ -84,29 +92,29 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit", "ChaosNetwork"],
+            name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit", "ChaosNetwork", "TestHelpers"],
             exclude: ["Profiles"],  // read by path through `.chaos(profile:)`
             swiftSettings: strictSwift
         ),
         // Examples: Dixie's example apps as Linux programs, and their robustness tests.
         .target(
-            name: "ExampleApps", dependencies: ["ChaosKit", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types")],
+            name: "ExampleApps", dependencies: ["ChaosKit", "ChaosPoints", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types")],
             path: "Examples/ExampleApps", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "HalleyCountdown", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "HalleyCountdown", dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/HalleyCountdown", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "LocationTracker", dependencies: ["ChaosKit", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "LocationTracker", dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/LocationTracker", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "Weather", dependencies: ["ChaosKit", "ChaosNetwork", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "Weather", dependencies: ["ChaosKit", "ChaosPoints", "ChaosNetwork", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/Weather", swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosTesting", "ChaosNetwork"],
+            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosPoints", "ChaosTesting", "ChaosNetwork"],
             swiftSettings: strictSwift
         ),
         .testTarget(

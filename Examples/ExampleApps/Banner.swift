@@ -1,4 +1,5 @@
-public import ChaosKit
+import ChaosKit
+public import ChaosPoints
 import Foundation
 
 /// A one-line banner for a terminal: a localized, formatted greeting fitted to a width.

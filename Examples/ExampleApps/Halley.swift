@@ -1,4 +1,5 @@
-public import ChaosKit
+import ChaosKit
+public import ChaosPoints
 public import Foundation
 
 /// Dixie's first example app, reborn: how long until Halley's comet is back at perihelion.

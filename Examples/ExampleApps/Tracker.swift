@@ -1,4 +1,5 @@
-public import ChaosKit
+import ChaosKit
+public import ChaosPoints
 import Foundation
 
 /// Dixie's location example, reborn: a tracker that logs fixes and the distance covered.

@@ -1,4 +1,5 @@
 public import ChaosKit
+public import ChaosPoints
 public import ChaosNetwork
 public import Foundation
 import HTTPTypes

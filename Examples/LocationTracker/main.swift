@@ -1,4 +1,5 @@
 import ChaosKit
+import ChaosPoints
 import ExampleApps
 import Logging
 import Foundation

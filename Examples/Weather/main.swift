@@ -1,4 +1,5 @@
 import ChaosKit
+import ChaosPoints
 import ChaosNetwork
 import ExampleApps
 import Foundation

@@ -117,13 +117,6 @@ int chaos_hook_enter_slow(void) {
 
 uint64_t chaos_point_enter_slow(void) {
     if (!chaos_thread_register()) return CHAOS_POINT_UNPROTECTED;
-    if (chaos_thread.status == 2) {
-        uint64_t sections = __atomic_load_n(&chaos_thread.point_sections, __ATOMIC_RELAXED);
-        if (sections & 1) return 0;
-        __atomic_store_n(&chaos_thread.point_sections, sections + 1, __ATOMIC_RELAXED);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        return sections + 1;
-    }
     return chaos_point_enter();
 }
 
@@ -140,28 +133,31 @@ static void barrier_all_threads(void) {
 }
 
 // The record chaos_grace_start returns when it had no memory for a real one: it counts as
-// elapsed once a scan finds no section running at all (later, never sooner).
+// elapsed once a scan finds no section of any kind running (later, never sooner).
 static chaos_grace unknown_sections = { 0 };
 
-static int in_section(const struct chaos_thread_state *state, uint64_t *sections, uint64_t *point_sections) {
-    *sections = __atomic_load_n(&state->sections, __ATOMIC_ACQUIRE);
-    *point_sections = __atomic_load_n(&state->point_sections, __ATOMIC_ACQUIRE);
+// Which sections a grace period waits for.
+enum { HOOK_SECTIONS = 1, POINT_SECTIONS = 2 };
+
+// Reads the counters of the kinds asked for (the others read as 0, "not inside").
+static int in_section(const struct chaos_thread_state *state, int kinds, uint64_t *sections, uint64_t *point_sections) {
+    *sections = (kinds & HOOK_SECTIONS) ? __atomic_load_n(&state->sections, __ATOMIC_ACQUIRE) : 0;
+    *point_sections = (kinds & POINT_SECTIONS) ? __atomic_load_n(&state->point_sections, __ATOMIC_ACQUIRE) : 0;
     return ((*sections | *point_sections) & 1) != 0;
 }
 
-static int any_section_running(void) {
+static int any_section_running(int kinds) {
     uint64_t sections, point_sections;
     for (struct chaos_reader_slot *s = registry; s; s = s->next) {
-        if (s->state && in_section(s->state, &sections, &point_sections)) return 1;
+        if (s->state && in_section(s->state, kinds, &sections, &point_sections)) return 1;
     }
     return 0;
 }
 
-chaos_grace *chaos_grace_start(void) {
-    barrier_all_threads();
+static chaos_grace *grace_start(int kinds) {
     pthread_mutex_lock(&registry_lock);
     chaos_grace *grace = NULL;
-    if (any_section_running()) {
+    if (any_section_running(kinds)) {
         size_t slots = 0;
         for (struct chaos_reader_slot *s = registry; s; s = s->next) slots++;
         grace = malloc(sizeof *grace + slots * sizeof grace->waiting[0]);
@@ -169,7 +165,7 @@ chaos_grace *chaos_grace_start(void) {
             size_t count = 0;
             for (struct chaos_reader_slot *s = registry; s; s = s->next) {
                 uint64_t sections, point_sections;
-                if (s->state && in_section(s->state, &sections, &point_sections)) {
+                if (s->state && in_section(s->state, kinds, &sections, &point_sections)) {
                     grace->waiting[count].slot = s;
                     grace->waiting[count].owner = s->owner;
                     grace->waiting[count].sections = sections;
@@ -186,12 +182,24 @@ chaos_grace *chaos_grace_start(void) {
     return grace;
 }
 
+chaos_grace *chaos_grace_start(void) {
+    barrier_all_threads();
+    return grace_start(HOOK_SECTIONS | POINT_SECTIONS);
+}
+
+chaos_grace *chaos_grace_start_points(void) {
+    // Point sections enter with a sequentially consistent store; this fence pairs with it.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    pthread_once(&setup_once, setup);
+    return grace_start(POINT_SECTIONS);
+}
+
 int chaos_grace_elapsed(const chaos_grace *grace) {
     if (!grace) return 1;
     int elapsed = 1;
     pthread_mutex_lock(&registry_lock);
     if (grace == &unknown_sections) {
-        elapsed = !any_section_running();
+        elapsed = !any_section_running(HOOK_SECTIONS | POINT_SECTIONS);
     } else {
         for (size_t i = 0; i < grace->count && elapsed; i++) {
             struct chaos_reader_slot *slot = grace->waiting[i].slot;

@@ -94,14 +94,11 @@ public final class CFunctionHook: Sendable {
         makeBinder: (FFIClosure) throws(ChaosError) -> any HookBinder
     ) throws(ChaosError) {
         let activation = HookActivation()
-        let returnType = signature.returns
-        let point = InjectionPoint<CArguments, CValue, Never>(name, activation: activation) { arguments in
+        let point = InjectionPoint<CArguments, CValue, Never>(
+            name, catalogue: CHookProvider.catalogue(name: name, returning: signature.returns), activation: activation
+        ) { arguments in
             arguments.callOriginal()
         }
-        point.setResultValidator { value throws(ChaosError) in
-            try CValue.checkReturnable(value, as: returnType, pointName: name)
-        }
-        point.addCatalogueItem("random", parameters: "") { _ in CHookProvider.random() }
         let closure = try FFIClosure(signature: signature, hookPoint: point)
         self.point = point
         self.closure = closure
@@ -128,7 +125,7 @@ func hookDispatch(_ point: InjectionPoint<CArguments, CValue, Never>, _ call: in
         return
     }
     defer { chaos_hook_leave_entered(entered) }
-    // Inside the section a reverted entry stays alive (HookActivation.retire), so the
+    // Inside the section a reverted entry stays alive (readsEntriesInHookSections), so the
     // point may read its newest entry without a lock or a reference.
     // Unprotected: `CCall` holds no buffer a stack canary could guard, and the canary
     // check costs as much as the rest of the section bookkeeping on every call.
@@ -202,6 +199,17 @@ extension ChaosProvider where Arguments == CArguments, Result == CValue, Failure
         }
     }
 
+    /// The catalogue every C hook point has: `random` (a value of the return type), and a
+    /// result validator that refuses constants the C return type cannot hold.
+    static func catalogue(
+        name: String, returning returnType: CType, _ items: [CatalogueItem<ChaosProvider>] = []
+    ) -> PointCatalogue<ChaosProvider> {
+        PointCatalogue(
+            [CatalogueItem("random", "a random value of the return type, from the seed") { _ in random() }] + items,
+            resultValidator: { value in try CValue.checkReturnable(value, as: returnType, pointName: name) }
+        )
+    }
+
     /// A random value of the hooked function's return type, from the seeded source
     /// (pointers: NULL, never a made-up address).
     public static func random() -> ChaosProvider {
@@ -246,7 +254,7 @@ final class SlotBinder: HookBinder {
 /// marked optional may be missing (`.symbolNotFound`: nothing imports that function).
 final class BinderGroup: HookBinder {
     let members: [(binder: any HookBinder, optional: Bool)]
-    private let bound = Mutex<[Int]>([])
+    private let bound = Locked<[Int]>([])
     let subject: String
 
     init(subject: String, _ members: [(binder: any HookBinder, optional: Bool)]) {
@@ -295,14 +303,16 @@ final class BinderGroup: HookBinder {
 /// Holds its binder weakly while inactive (the hook object owns it), strongly while
 /// active: patched slots point at the binder's closure, which must stay alive until
 /// they are restored, even if the hook object is dropped in between.
-final class HookActivation: HookPointActivation {
+final class HookActivation: PointActivation {
     private struct State: @unchecked Sendable {
         // Only accessed inside `state`'s lock.
         weak var target: (any HookBinder)?
         var pinned: (any HookBinder)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
+    /// Hooked calls read the point's newest entry inside hook sections, without a reference.
+    var readsEntriesInHookSections: Bool { true }
     static let logger = Logger(label: "ChaosHooks")
 
     func setTarget(_ binder: any HookBinder) {

@@ -44,9 +44,9 @@ public final class FFIClosure: Sendable {
     /// The executable entry point (libffi's trampoline), as a bit pattern.
     let code: UInt
     /// Address of the writable `ffi_closure` block, 0 once freed.
-    private let closureMemory: Mutex<UInt>
+    private let closureMemory: Locked<UInt>
     private let originalBits: Atomic<UInt>
-    private let failure = Mutex<(any Error)?>(nil)
+    private let failure = Locked<(any Error)?>(nil)
     /// How many slots currently point at this closure (owned by the hook registry).
     let bindings = Atomic<Int>(0)
 
@@ -84,7 +84,7 @@ public final class FFIClosure: Sendable {
             throw ChaosError(.systemFailure, "libffi could not allocate an executable closure (ffi_closure_alloc failed); check that the process may map executable memory (SELinux/W^X policy)")
         }
         self.code = UInt(bitPattern: codePointer)
-        self.closureMemory = Mutex(UInt(bitPattern: memory))
+        self.closureMemory = Locked(UInt(bitPattern: memory))
         self.originalBits = Atomic(UInt(bitPattern: original))
         let status = ffi_prep_closure_loc(
             memory.assumingMemoryBound(to: ffi_closure.self), interface.cif, chaosClosureEntry,

@@ -21,7 +21,7 @@ import Synchronization
 /// process-wide hook registry) so the slot never points at freed code.
 public final class FunctionPointerSlot: Sendable {
     private let addressBits: UInt
-    private let state = Mutex<Binding?>(nil)
+    private let state = Locked<Binding?>(nil)
 
     private struct Binding {
         let closure: FFIClosure

@@ -26,7 +26,7 @@ struct HookRegistryState {
 }
 
 enum HookRegistry {
-    static let state = Mutex(HookRegistryState())
+    static let state = Locked(HookRegistryState())
 }
 
 /// Reading and writing pointer-sized slots (one place for the system calls).

@@ -80,7 +80,7 @@ public final class SymbolRebinding: Sendable {
     private let ownedClosure: FFIClosure?
     /// The code every patched slot points at: the closure's entry, or a C function.
     let target: UInt
-    private let state = Mutex<[PatchedSlot]?>(nil)
+    private let state = Locked<[PatchedSlot]?>(nil)
 
     /// One GOT slot this rebinding patched.
     public struct PatchedSlot: Sendable, Hashable {

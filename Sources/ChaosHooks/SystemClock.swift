@@ -78,47 +78,56 @@ public enum ClockRule: Sendable, Hashable, RandomChaosValue, CustomStringConvert
 }
 
 extension SystemPoints {
-    /// Builds the `system.clock` point and its catalogue.
+    /// Builds the `system.clock` point and its catalogue (the same parameters as
+    /// `clock.now`'s items of the same names).
     static func makeClock() -> InjectionPoint<ClockReading, ClockRule, Never> {
-        let point = InjectionPoint<ClockReading, ClockRule, Never>("system.clock", activation: ClockActivation()) { _ in .real }
-        point.addCatalogueItem("offset", parameters: "value: duration (\"-30y\", \"-1d\", \"90m\", \"+2h\", \"-10s\") | seconds: number") { parameters throws(ChaosError) in
-            if parameters.values["seconds"] != nil {
-                return .constant(.offset(seconds: try parameters.double("seconds")))
-            }
-            return .constant(.offset(seconds: try ClockOffset.seconds("value", in: parameters)))
-        }
-        point.addCatalogueItem("frozen", parameters: "date: ISO-8601 string") { parameters throws(ChaosError) in
-            let text = try parameters.string("date")
-            guard let date = parseISO8601(text) else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "'date' is \"\(text)\", not an ISO-8601 date; write e.g. \"2038-01-19T03:14:08Z\"")
-            }
-            return .constant(.frozen(at: date))
-        }
-        point.addCatalogueItem("speed", parameters: "factor: number (2: twice as fast, 0.5: half speed)") { parameters throws(ChaosError) in
-            let factor = try parameters.double("factor")
-            guard factor.isFinite, factor >= 0 else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "'factor' is \(factor); use a finite number of 0 or more")
-            }
-            return .constant(.speed(factor))
-        }
-        point.addCatalogueItem("jump", parameters: "value: duration, after: number of readings (default 1)") { parameters throws(ChaosError) in
-            let offset = ClockRule.offset(seconds: try ClockOffset.seconds("value", in: parameters))
-            let after = try parameters.int("after", default: 1)
-            guard after >= 0 else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "'after' is \(after); use 0 or more readings")
-            }
-            return .block { env in env.callIndex < after ? .real : offset }
-        }
-        return point
+        InjectionPoint<ClockReading, ClockRule, Never>("system.clock", catalogue: [
+            CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters) { parameters in
+                SystemClockProvider.offset(by: try ClockOffset(parameters: parameters))
+            },
+            CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")]) { parameters in
+                SystemClockProvider.frozen(at: try parameters.date("date"))
+            },
+            CatalogueItem("speed", "time runs faster or slower from the apply instant", parameters: [
+                .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)"),
+            ]) { parameters in
+                SystemClockProvider.speed(try parameters.double("factor"))
+            },
+            CatalogueItem("jump", "the real time, then a jump after some readings", parameters: [
+                .offset("by", "how far the clock jumps, e.g. \"+2h\""),
+                .integer("after", "how many readings stay real first", default: 1, range: 0...1_000_000_000),
+            ]) { parameters in
+                SystemClockProvider.jump(by: try parameters.offset("by"), after: try parameters.int("after"))
+            },
+        ], activation: ClockActivation()) { _ in .real }
+    }
+}
+
+/// Typed providers for `system.clock`, the same as its catalogue items:
+/// `SystemPoints.clock.entry(.offset(by: try ClockOffset.parse("-30y")))`.
+public typealias SystemClockProvider = ChaosProvider<ClockReading, ClockRule, Never>
+
+extension ChaosProvider where Arguments == ClockReading, Result == ClockRule, Failure == Never {
+    /// The real time moved by `offset`, as it stands when the entry is made (calendar
+    /// years and months vary in length): item `offset`. Runs in C, without Swift per call.
+    public static func offset(by offset: ClockOffset) -> Self {
+        .constant(.offset(seconds: offset.seconds(from: Date())))
     }
 
-    private static func parseISO8601(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withFullDate]
-        return formatter.date(from: text)
+    /// Time stands still at `date`: item `frozen`.
+    public static func frozen(at date: Date) -> Self {
+        .constant(.frozen(at: date))
+    }
+
+    /// Time runs `factor` times as fast from now on: item `speed`.
+    public static func speed(_ factor: Double) -> Self {
+        .constant(.speed(factor))
+    }
+
+    /// The real time for `after` readings, then moved by `offset`: item `jump`.
+    public static func jump(by offset: ClockOffset, after readings: Int) -> Self {
+        let rule = ClockRule.offset(seconds: offset.seconds(from: Date()))
+        return .block { env in env.callIndex < readings ? .real : rule }
     }
 }
 
@@ -127,7 +136,7 @@ extension SystemPoints {
 /// constant rule is published as such; anything else makes them ask Swift per reading.
 final class ClockActivation: PointActivation {
     /// Created on first activation, then kept (the point is process-wide and immortal).
-    private let binder = Mutex<BinderGroup?>(nil)
+    private let binder = Locked<BinderGroup?>(nil)
 
     func activate() throws(ChaosError) {
         try binder.withLock { (binder: inout BinderGroup?) throws(ChaosError) in

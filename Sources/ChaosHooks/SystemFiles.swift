@@ -1,5 +1,5 @@
 import CChaosGrace
-import ChaosKit
+public import ChaosKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -67,6 +67,22 @@ public enum FileOutcome: Sendable, Hashable {
     case short(maxBytes: Int?)
 }
 
+/// Typed providers for `system.files`, the same as its catalogue items.
+public typealias SystemFilesProvider = ChaosProvider<FileOperation, FileOutcome, Never>
+
+extension ChaosProvider where Arguments == FileOperation, Result == FileOutcome, Failure == Never {
+    /// Operations for which `condition` holds fail with -1 and `errno`: items `eio`,
+    /// `enospc`, `eacces`.
+    public static func failing(errno: Int32, condition: @escaping @Sendable (FileOperation) -> Bool) -> Self {
+        .composite([.when(condition, .constant(.fail(errno: errno)))])
+    }
+
+    /// Writes (and opens, when `operations` says so) under `path` fail with `errno`.
+    public static func failing(errno: Int32, under path: String, operations: Set<FileOperation.Kind> = [.write]) -> Self {
+        failing(errno: errno) { $0.matches(operations: operations, prefix: path) }
+    }
+}
+
 extension SystemPoints {
     static func makeFiles() -> InjectionPoint<FileOperation, FileOutcome, Never> {
         let activation = LazyHookActivation(name: "system.files") { () throws(ChaosError) -> any HookBinder in
@@ -89,39 +105,48 @@ extension SystemPoints {
             }
             return BinderGroup(subject: "system.files", members)
         }
-        let point = InjectionPoint<FileOperation, FileOutcome, Never>("system.files", activation: activation) { _ in .proceed }
-        let parameters = "path: string (prefix, default every file), operations: \"owf\" letters (o open, r read, w write, f fsync; default"
-        for (item, code) in [("eio", EIO), ("enospc", ENOSPC), ("eacces", EACCES)] {
-            point.addCatalogueItem(item, parameters: parameters + " \"w\")") { parameters throws(ChaosError) in
-                let condition = try fileCondition(parameters, defaultOperations: "w")
-                return .composite([.when(condition, .constant(.fail(errno: code)))])
+        let failures: [(String, Int32, String)] = [
+            ("eio", EIO, "an input/output error (EIO)"), ("enospc", ENOSPC, "the disk is full (ENOSPC)"),
+            ("eacces", EACCES, "permission denied (EACCES)"),
+        ]
+        let items = failures.map { item, code, summary in
+            CatalogueItem<SystemFilesProvider>(item, summary, parameters: fileParameters(defaultOperations: "w")) { parameters in
+                try SystemFilesProvider.failing(errno: code, condition: fileCondition(parameters))
             }
-        }
-        point.addCatalogueItem("short-read", parameters: parameters + " \"r\")") { parameters throws(ChaosError) in
-            .composite([.when(try fileCondition(parameters, defaultOperations: "r"), .constant(.short(maxBytes: nil)))])
-        }
-        point.addCatalogueItem("short-write", parameters: parameters + " \"w\")") { parameters throws(ChaosError) in
-            .composite([.when(try fileCondition(parameters, defaultOperations: "w"), .constant(.short(maxBytes: nil)))])
-        }
-        return point
+        } + [
+            CatalogueItem("short-read", "reads return fewer bytes than asked", parameters: fileParameters(defaultOperations: "r")) { parameters in
+                .composite([.when(try fileCondition(parameters), .constant(.short(maxBytes: nil)))])
+            },
+            CatalogueItem("short-write", "writes take fewer bytes than given", parameters: fileParameters(defaultOperations: "w")) { parameters in
+                .composite([.when(try fileCondition(parameters), .constant(.short(maxBytes: nil)))])
+            },
+        ]
+        return InjectionPoint<FileOperation, FileOutcome, Never>(
+            "system.files", catalogue: PointCatalogue(items), activation: activation
+        ) { _ in .proceed }
     }
 
-    private static func fileCondition(
-        _ parameters: ProfileParameters, defaultOperations: String
-    ) throws(ChaosError) -> @Sendable (FileOperation) -> Bool {
-        let letters = try parameters.string("operations", default: defaultOperations)
+    private static func fileParameters(defaultOperations: String) -> [CatalogueParameter] {
+        [
+            .string("path", "an absolute path prefix; every file when not given", optional: true),
+            .string("operations", "letters of the operations hit: o open, r read, w write, f fsync", default: defaultOperations),
+        ]
+    }
+
+    private static func fileCondition(_ parameters: ProfileParameters) throws(ChaosError) -> @Sendable (FileOperation) -> Bool {
+        let letters = try parameters.string("operations")
         var operations = Set<FileOperation.Kind>()
         for letter in letters {
             guard let kind = FileOperation.Kind(rawValue: letter) else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "'operations' is \"\(letters)\"; use letters of \"orwf\" (o open, r read, w write, f fsync)")
+                throw parameters.invalid("'operations' is \"\(letters.prefix(80))\"; use letters of \"orwf\" (o open, r read, w write, f fsync)", parameter: "operations")
             }
             operations.insert(kind)
         }
         var prefix: String?
-        if parameters.values["path"] != nil {
+        if parameters.has("path") {
             let given = try parameters.string("path")
             guard given.hasPrefix("/") else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "'path' is \"\(given)\"; give an absolute path prefix")
+                throw parameters.invalid("'path' is \"\(given.prefix(80))\"; give an absolute path prefix", parameter: "path")
             }
             // Descriptors report resolved paths: resolve the prefix too when it exists.
             prefix = realpath(given, nil).map { resolved in

@@ -14,11 +14,11 @@ import Darwin
 ///
 /// | point | hooks | catalogue items |
 /// |---|---|---|
-/// | `system.clock` | `clock_gettime` (realtime clocks), `gettimeofday`, `time` | `offset` {value: "-30y" / seconds}, `frozen` {date}, `speed` {factor}, `jump` {value, after} |
+/// | `system.clock` | `clock_gettime` (realtime clocks), `gettimeofday`, `time` | `offset` {by: "-30y", or years … seconds}, `frozen` {date}, `speed` {factor}, `jump` {by, after} |
 /// | `system.getenv` | `getenv` | `set` {name, value}, `unset` {name} |
-/// | `system.connect` | `connect` (IPv4/IPv6 only) | `refused`, `timeout`, `reset`, `latency` {value} |
+/// | `system.connect` | `connect` (IPv4/IPv6 only) | `refused`, `timeout`, `reset`, `latency` {delay} |
 /// | `system.getaddrinfo` | `getaddrinfo` | `dns-failure` (EAI_NONAME) |
-/// | `system.send`, `system.recv` | `send`, `recv` | `reset`, `latency` {value} |
+/// | `system.send`, `system.recv` | `send`, `recv` | `reset`, `latency` {delay} |
 /// | `system.files` | `open`, `open64`, `openat`, `read`, `write`, `fsync` | `eio`, `enospc`, `eacces`, `short-read`, `short-write` {path, operations} |
 ///
 /// Monotonic clocks are never touched, so sleeps and timeouts keep working. The points
@@ -78,54 +78,55 @@ public enum SystemPoints {
             }
             return BinderGroup(subject: name, members)
         }
-        let made = InjectionPoint<CArguments, CValue, Never>(name, activation: activation) { $0.callOriginal() }
-        let returnType = signature.returns
-        made.setResultValidator { value throws(ChaosError) in
-            try CValue.checkReturnable(value, as: returnType, pointName: name)
-        }
-        made.addCatalogueItem("random") { _ in CHookProvider.random() }
-        addItems(to: made, name)
-        return made
+        return InjectionPoint<CArguments, CValue, Never>(
+            name, catalogue: CHookProvider.catalogue(name: name, returning: signature.returns, items(name)), activation: activation
+        ) { $0.callOriginal() }
     }
 
-    private static func addItems(to point: InjectionPoint<CArguments, CValue, Never>, _ name: String) {
+    /// The waiting every latency item declares.
+    private static let latencyDelay = CatalogueParameter.duration("delay", "how long to wait before the real call")
+
+    private static func items(_ name: String) -> [CatalogueItem<CHookProvider>] {
         switch name {
         case "system.getenv":
-            point.addCatalogueItem("set", parameters: "name: string, value: string") { parameters throws(ChaosError) in
-                let variable = try parameters.string("name")
-                let value = CStrings.intern(try parameters.string("value"))
-                return .composite([.when(namesVariable(variable), .constant(.pointer(UnsafeMutableRawPointer(bitPattern: value))))])
-            }
-            point.addCatalogueItem("unset", parameters: "name: string") { parameters throws(ChaosError) in
-                .composite([.when(namesVariable(try parameters.string("name")), .nil)])
-            }
+            return [
+                CatalogueItem("set", "the variable has another value", parameters: [
+                    .string("name", "the variable"), .string("value", "what getenv returns for it"),
+                ]) { parameters in
+                    let variable = try parameters.string("name")
+                    let value = CStrings.intern(try parameters.string("value"))
+                    return .composite([.when(namesVariable(variable), .constant(.pointer(UnsafeMutableRawPointer(bitPattern: value))))])
+                },
+                CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) { parameters in
+                    .composite([.when(namesVariable(try parameters.string("name")), .nil)])
+                },
+            ]
         case "system.connect":
-            for (item, code) in [("refused", ECONNREFUSED), ("timeout", ETIMEDOUT), ("reset", ECONNRESET)] {
-                point.addCatalogueItem(item) { _ in .composite([.when(isInternetConnect, .failing(returning: -1, errno: code))]) }
-            }
-            point.addCatalogueItem("latency", parameters: "value: duration (\"200ms\")") { parameters throws(ChaosError) in
-                .composite([.when(isInternetConnect, CHookProvider.original.delayed(by: try latency(parameters)))])
-            }
+            let failures = [("refused", ECONNREFUSED, "the connection is refused"), ("timeout", ETIMEDOUT, "the connection times out"),
+                            ("reset", ECONNRESET, "the connection is reset")]
+            return failures.map { item, code, summary in
+                CatalogueItem(item, summary) { _ in .composite([.when(isInternetConnect, .failing(returning: -1, errno: code))]) }
+            } + [
+                CatalogueItem("latency", "connections are slow to open", parameters: [latencyDelay]) { parameters in
+                    .composite([.when(isInternetConnect, CHookProvider.original.delayed(by: try parameters.duration("delay")))])
+                },
+            ]
         case "system.getaddrinfo":
-            point.addCatalogueItem("dns-failure") { _ in
-                .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
-            }
+            return [
+                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)") { _ in
+                    .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
+                },
+            ]
         case "system.send", "system.recv":
-            point.addCatalogueItem("reset") { _ in .failing(returning: -1, errno: ECONNRESET) }
-            point.addCatalogueItem("latency", parameters: "value: duration (\"200ms\")") { parameters throws(ChaosError) in
-                CHookProvider.original.delayed(by: try latency(parameters))
-            }
+            return [
+                CatalogueItem("reset", "the connection is reset (ECONNRESET)") { _ in .failing(returning: -1, errno: ECONNRESET) },
+                CatalogueItem("latency", "each call waits first", parameters: [latencyDelay]) { parameters in
+                    CHookProvider.original.delayed(by: try parameters.duration("delay"))
+                },
+            ]
         default:
-            break
+            return []
         }
-    }
-
-    private static func latency(_ parameters: ProfileParameters) throws(ChaosError) -> Duration {
-        let text = try parameters.string("value")
-        guard let latency = DurationText.parse(text) else {
-            throw ChaosError(.invalidProvider, subject: parameters.context, "'value' is \"\(text)\", not a latency; write e.g. \"200ms\", \"1.5s\" or \"2m\"")
-        }
-        return latency
     }
 
     /// Whether `getenv`'s argument is `variable` (compared in C, no allocation).
@@ -149,7 +150,7 @@ public enum SystemPoints {
 /// after chaos is reverted, as they may keep `getenv`'s, so they are never freed; each
 /// distinct text is made once.
 enum CStrings {
-    private static let table = Mutex<[String: UInt]>([:])
+    private static let table = Locked<[String: UInt]>([:])
 
     static func intern(_ text: String) -> UInt {
         table.withLock { table in
@@ -163,15 +164,18 @@ enum CStrings {
 
 /// The activation of the system points: makes the binder on first use (so that merely
 /// creating the points costs nothing and cannot fail), then binds and unbinds it.
-final class LazyHookActivation: HookPointActivation {
+final class LazyHookActivation: PointActivation {
     private let name: String
     private let make: @Sendable () throws(ChaosError) -> any HookBinder
-    private let binder = Mutex<(any HookBinder)?>(nil)
+    private let binder = Locked<(any HookBinder)?>(nil)
 
     init(name: String, make: @escaping @Sendable () throws(ChaosError) -> any HookBinder) {
         self.name = name
         self.make = make
     }
+
+    /// Hooked calls read the point's newest entry inside hook sections, without a reference.
+    var readsEntriesInHookSections: Bool { true }
 
     func activate() throws(ChaosError) {
         try binder.withLock { (binder: inout (any HookBinder)?) throws(ChaosError) in

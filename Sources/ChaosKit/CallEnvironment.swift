@@ -3,7 +3,7 @@
 ///
 /// It describes one call: use it inside the block. Keeping it longer is allowed only while
 /// its point is alive (it refers to the point without a reference count, so that making
-/// one costs nothing on the call path).
+/// one costs nothing on the call path). ``AsyncCallEnvironment`` has the same shape.
 public struct CallEnvironment<Arguments, Result: Sendable, Failure: Error> {
     /// The arguments the point was called with.
     public let arguments: Arguments
@@ -55,28 +55,30 @@ public struct CallEnvironment<Arguments, Result: Sendable, Failure: Error> {
     }
 }
 
-/// What a `.block` provider of an async point sees of the call it replaces.
-public struct AsyncCallEnvironment<Arguments, Result, Failure: Error> {
+/// What a `.block` provider of an async point sees of the call it replaces: the same
+/// shape as ``CallEnvironment``, with an async `callOriginal()`.
+public struct AsyncCallEnvironment<Arguments, Result: Sendable, Failure: Error> {
     /// The arguments the point was called with.
     public let arguments: Arguments
     /// Which call this is for the applied entry, from 0; exact under concurrency.
     public let callIndex: Int
-    /// The point's stable name.
-    public let pointName: String
     /// The applied entry's seed; the call's random seed derives from it when asked for.
     @usableFromInline let entrySeed: UInt64
-    @usableFromInline let original: @Sendable (Arguments) async throws(Failure) -> Result
+    // Unowned and unchecked, as in CallEnvironment: the point is running this call.
+    @usableFromInline unowned(unsafe) let point: AsyncInjectionPoint<Arguments, Result, Failure>
 
     @inlinable init(
-        arguments: Arguments, callIndex: Int, pointName: String, entrySeed: UInt64,
-        original: @escaping @Sendable (Arguments) async throws(Failure) -> Result
+        arguments: Arguments, callIndex: Int, entrySeed: UInt64,
+        point: AsyncInjectionPoint<Arguments, Result, Failure>
     ) {
         self.arguments = arguments
         self.callIndex = callIndex
-        self.pointName = pointName
         self.entrySeed = entrySeed
-        self.original = original
+        self.point = point
     }
+
+    /// The point's stable name.
+    public var pointName: String { point.name }
 
     /// The seed of this call's random source (derived from the `Chaos` seed, the point and
     /// the call index); computed on demand, since most blocks never draw.
@@ -87,11 +89,13 @@ public struct AsyncCallEnvironment<Arguments, Result, Failure: Error> {
 
     /// Calls the real implementation with the call's arguments.
     @inlinable public func callOriginal() async throws(Failure) -> Result {
-        try await original(arguments)
+        try await callOriginal(with: arguments)
     }
 
     /// Calls the real implementation with other arguments.
     @inlinable public func callOriginal(with arguments: Arguments) async throws(Failure) -> Result {
-        try await original(arguments)
+        // A strong reference across the suspension: the point is alive for the call anyway.
+        let original = point.original
+        return try await original(arguments)
     }
 }

@@ -77,11 +77,11 @@ public final class Chaos: Sendable {
                 return error
             }
             for item in prepared {
-                item.prepared.state.pushGlobal(item.prepared.installation)
+                item.prepared.core.pushGlobal(item.prepared.installation)
                 state.applied.append(item)
                 Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
             }
-            for item in prepared { item.prepared.state.notifyChanged() }
+            for item in prepared { item.prepared.core.notifyChanged() }
             return nil
         }
         if let result { throw result }
@@ -119,9 +119,9 @@ public final class Chaos: Sendable {
     private static func activateAll(_ prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)]) throws(ChaosError) {
         for (index, item) in prepared.enumerated() {
             do throws(ChaosError) {
-                try item.prepared.state.retainActivation()
+                try item.prepared.core.retainActivation()
             } catch {
-                for done in prepared[..<index].reversed() { done.prepared.state.releaseActivation() }
+                for done in prepared[..<index].reversed() { done.prepared.core.releaseActivation() }
                 throw item.entry.attributed(error)
             }
         }
@@ -129,9 +129,9 @@ public final class Chaos: Sendable {
 
     /// Takes one applied installation off its point; the last user deactivates the point.
     private static func uninstall(_ prepared: PreparedInstallation) {
-        guard prepared.state.removeGlobal(prepared.installation) else { return }
-        prepared.state.notifyChanged()
-        prepared.state.releaseActivation()
+        guard prepared.core.removeGlobal(prepared.installation) else { return }
+        prepared.core.notifyChanged()
+        prepared.core.releaseActivation()
     }
 
     /// The entries this `Chaos` has applied and not reverted, oldest first.
@@ -146,53 +146,6 @@ public final class Chaos: Sendable {
     public static var catalogue: [PointInfo] { PointRegistry.shared.catalogue }
 }
 
-// MARK: - Task-scoped chaos
-
-/// The chaos bound to a task tree by `Chaos.with`.
-@usableFromInline final class ScopeFrame: Sendable {
-    @TaskLocal static var current: ScopeFrame?
-
-    /// Installations with the identity of the point state each belongs to, innermost first.
-    /// Scopes hold a handful of entries, where a linear scan beats hashing.
-    let installations: [(state: ObjectIdentifier, installation: any AnyObject & Sendable)]
-    let seed: UInt64
-    let entries: [ProfileEntry]
-
-    init(parent: ScopeFrame?, prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)], seed: UInt64) {
-        let mine = prepared.reversed().map { (state: ObjectIdentifier($0.prepared.state), installation: $0.prepared.installation) }
-        let inherited = (parent?.installations ?? []).filter { outer in !mine.contains { $0.state == outer.state } }
-        self.installations = mine + inherited
-        self.seed = seed
-        self.entries = (parent?.entries ?? []) + prepared.map(\.entry)
-    }
-
-    /// The scoped installation for the point whose state is `state`, if the current task has one.
-    @usableFromInline static func installation(for state: AnyObject) -> AnyObject? {
-        guard let frame = currentFrameFast() else { return nil }
-        let id = ObjectIdentifier(state)
-        for item in frame.installations where item.state == id {
-            return item.installation
-        }
-        return nil
-    }
-
-    /// `current`, read without `TaskLocal.get()`'s unspecialized generic path (which costs
-    /// about 30 ns of metadata look-ups per call on Linux). The runtime stores a task-local
-    /// value under the address of its `TaskLocal` object and hands back a pointer to it;
-    /// for `ScopeFrame?` that is one object pointer or zero. The frame stays alive for as
-    /// long as it is bound, which is longer than this call, so no retain is taken here.
-    private static func currentFrameFast() -> ScopeFrame? {
-        let key = Unmanaged.passUnretained($current).toOpaque()
-        guard let slot = chaosTaskLocalValueGet(key) else { return nil }
-        guard let object = slot.load(as: UnsafeRawPointer?.self) else { return nil }
-        return Unmanaged<ScopeFrame>.fromOpaque(object).takeUnretainedValue()
-    }
-}
-
-/// The Swift runtime's task-local look-up, the one `TaskLocal.get()` makes.
-@_silgen_name("swift_task_localValueGet")
-private func chaosTaskLocalValueGet(_ key: UnsafeMutableRawPointer) -> UnsafeMutableRawPointer?
-
 /// What the current task's scoped chaos is, for reports (e.g. a failing test's seed).
 public struct ChaosScopeInfo: Sendable {
     /// The seed of the innermost scope.
@@ -204,28 +157,28 @@ public struct ChaosScopeInfo: Sendable {
 extension Chaos {
     /// The scoped chaos the current task sees, or nil outside `Chaos.with`.
     public static var currentScope: ChaosScopeInfo? {
-        ScopeFrame.current.map { ChaosScopeInfo(seed: $0.seed, entries: $0.entries) }
+        ScopeFrame.current.map { ChaosScopeInfo(seed: $0.seed, entries: $0.profileEntries) }
     }
 
     private static func enterScope(
         _ entries: [ProfileEntry], seed: UInt64?
-    ) throws(ChaosError) -> (frame: ScopeFrame, states: [any AnyPointState]) {
+    ) throws(ChaosError) -> (frame: ScopeFrame, cores: [any AnyPointCore]) {
         let seed = seed ?? ScopeFrame.current?.seed ?? UInt64.random(in: .min ... .max)
         var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
         for entry in entries {
             prepared.append((entry, try entry.prepared(chaosSeed: seed)))
         }
         try activateAll(prepared)
-        let states = prepared.map(\.prepared.state)
-        for state in states { state.scopeEntered() }
-        for state in states { state.notifyChanged() }
-        return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), states)
+        let cores = prepared.map(\.prepared.core)
+        for core in cores { core.scopeEntered() }
+        for core in cores { core.notifyChanged() }
+        return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), cores)
     }
 
-    private static func leaveScope(_ states: [any AnyPointState]) {
-        for state in states { state.scopeLeft() }
-        for state in states { state.notifyChanged() }
-        for state in states.reversed() { state.releaseActivation() }
+    private static func leaveScope(_ cores: [any AnyPointCore]) {
+        for core in cores { core.scopeLeft() }
+        for core in cores { core.notifyChanged() }
+        for core in cores.reversed() { core.releaseActivation() }
     }
 
     /// Runs `operation` with `entries` applied for the current task tree only: they win over
@@ -239,8 +192,8 @@ extension Chaos {
     public static func with<T>(
         _ entries: [ProfileEntry], seed: UInt64? = nil, operation: () throws -> T
     ) throws -> T {
-        let (frame, states) = try enterScope(entries, seed: seed)
-        defer { leaveScope(states) }
+        let (frame, cores) = try enterScope(entries, seed: seed)
+        defer { leaveScope(cores) }
         return try ScopeFrame.$current.withValue(frame, operation: operation)
     }
 
@@ -250,8 +203,8 @@ extension Chaos {
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> T
     ) async throws -> T {
-        let (frame, states) = try enterScope(entries, seed: seed)
-        defer { leaveScope(states) }
+        let (frame, cores) = try enterScope(entries, seed: seed)
+        defer { leaveScope(cores) }
         return try await ScopeFrame.$current.withValue(frame, operation: operation)
     }
 

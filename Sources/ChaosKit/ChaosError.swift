@@ -38,6 +38,9 @@ public struct ChaosError: Error, Sendable, Equatable, CustomStringConvertible {
     public let subject: String?
     /// What happened and what to do about it.
     public let message: String
+    /// Where in an input file the mistake is (`file:line:column at $.json.path`), when an
+    /// inner check knows better than the entry that carries it.
+    var sourceLocation: String?
 
     /// Creates an error; `message` should say what to change.
     public init(_ kind: Kind, subject: String? = nil, _ message: String) {
@@ -50,6 +53,11 @@ public struct ChaosError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         if let subject { return "\(subject): \(message)" }
         return message
+    }
+
+    /// Errors are equal when they have the same kind, subject and message.
+    public static func == (lhs: ChaosError, rhs: ChaosError) -> Bool {
+        lhs.kind == rhs.kind && lhs.subject == rhs.subject && lhs.message == rhs.message
     }
 
     /// The same error, attributed to `subject` when it has none yet.

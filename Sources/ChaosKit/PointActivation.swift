@@ -1,7 +1,7 @@
 /// What a point needs done when it starts and stops being used — a C hook patches its
 /// function-pointer slots on first use and restores them after the last.
 ///
-/// Give one to ``InjectionPoint/init(_:activation:_:)``. The point counts its users: every
+/// Give one to ``InjectionPoint`` or ``AsyncInjectionPoint`` when making the point. The point counts its users: every
 /// globally applied entry and every live task scope (`Chaos.with`) that involves it.
 /// - ``activate()`` runs when the count goes from 0 to 1, **before** the entry or scope
 ///   takes effect. If it throws, `apply()` (or `with`) undoes the activations it already
@@ -20,18 +20,17 @@ public protocol PointActivation: Sendable {
     func deactivate()
     /// The point's global entries or task scopes changed while it is active.
     func changed()
-    /// Takes over an entry that was just removed from the point (reverted), for points
-    /// whose callers read the newest entry without a reference
-    /// (``InjectionPoint/callWithoutRetaining(_:)``): keep `installation` alive until none
-    /// of those calls can still be using it, then let it go.
-    func retire(_ installation: AnyObject)
+    /// Whether hooked C calls read the point's newest entry without a reference
+    /// (``InjectionPoint/callWithoutRetaining(_:)``, inside a hook section), so that a
+    /// reverted entry must also outlive every hook section that may have read it.
+    var readsEntriesInHookSections: Bool { get }
 }
 
 extension PointActivation {
     /// Does nothing.
     public func changed() {}
-    /// Lets the entry go at once: nothing reads this point's entries without a reference.
-    public func retire(_ installation: AnyObject) {}
+    /// False: only Swift calls of the point read its entries.
+    public var readsEntriesInHookSections: Bool { false }
 }
 
 /// What a point does right now for calls outside any task scope, as far as that is

@@ -38,8 +38,9 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ point: InjectionPoint<Arguments, Result, Failure>,
         _ provider: ChaosProvider<Arguments, Result, Failure>
     ) {
+        let core = point.core
         self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
-            try point.prepare(provider, seed: seed)
+            try core.prepare(provider.node, seed: seed)
         }
     }
 
@@ -48,8 +49,9 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ point: AsyncInjectionPoint<Arguments, Result, Failure>,
         _ provider: AsyncChaosProvider<Arguments, Result, Failure>
     ) {
+        let core = point.core
         self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
-            try point.prepare(provider, seed: seed)
+            try core.prepare(provider.node, seed: seed)
         }
     }
 
@@ -78,9 +80,12 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     }
 
     /// `error`, said about this entry; a more precise inner subject (e.g. "clock.now
-    /// offset", a symbol name) stays in the message.
+    /// offset", a symbol name) stays in the message, and so does where in a file it is.
     func attributed(_ error: ChaosError) -> ChaosError {
         let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
-        return ChaosError(error.kind, subject: "entry \(id) (\(description))", detail)
+        // A point name is code, not input, but a profile may spell a junk one: cut generously.
+        var attributed = ChaosError(error.kind, subject: "entry \(id) (\(InputExcerpt.of(description, limit: 200)))", detail)
+        attributed.sourceLocation = error.sourceLocation
+        return attributed
     }
 }

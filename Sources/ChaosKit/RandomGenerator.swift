@@ -81,8 +81,14 @@ extension RandomGenerator where Value == String {
 }
 
 extension RandomGenerator where Value == Date {
-    /// A date within ±`days` days of `reference` (Dixie's example used ±10,000 days).
-    public static func date(withinDays days: Int = 10_000, of reference: Date = Date()) -> RandomGenerator {
+    /// The centre random dates are drawn around unless one is given: 2025-01-01T00:00:00Z.
+    /// Fixed, not "now", so that the same seed gives the same dates on every run, on any
+    /// day — and so that drawing a date never reads a clock that chaos may be hooking.
+    public static var defaultCentre: Date { Date(timeIntervalSince1970: 1_735_689_600) }
+
+    /// A date within ±`days` days of `reference` (Dixie's example used ±10,000 days),
+    /// centred on ``defaultCentre`` unless given: a seeded draw replays exactly.
+    public static func date(withinDays days: Int = 10_000, of reference: Date = defaultCentre) -> RandomGenerator {
         let span = Double(days) * 86_400
         return RandomGenerator { source in
             reference.addingTimeInterval(Double.random(in: -span...span, using: &source))
@@ -174,7 +180,7 @@ extension Date: RandomChaosValue {
     /// fixed, not "now", so that the same seed gives the same dates on every run — and so
     /// that drawing a date never reads a clock that chaos may be hooking.
     public static func randomChaosValue(using source: inout SeededRandom) -> Date {
-        RandomGenerator<Date>.date(of: Date(timeIntervalSince1970: 1_735_689_600)).generate(using: &source)
+        RandomGenerator<Date>.date().generate(using: &source)
     }
 }
 

@@ -14,11 +14,12 @@ public import HTTPTypes
 /// { "point": "network.send", "match": { "host": "api.example.com", "path": "/v1/" },
 ///   "provider": { "item": "status", "parameters": { "code": 503, "retryAfter": 5 }, "probability": 0.2 } }
 /// ```
-/// Catalogue items: `offline`, `timeout` (`after`), `dns-failure`, `status` (`code` or
-/// `value`, `retryAfter`), `latency` (`value`/`ms` as milliseconds or `"250ms"`, `jitter`),
-/// `bandwidth` (`preset` gprs/edge/3g/lte/wifi, or `bytesPerSecond`), `truncated`
-/// (`fraction`), `corrupted` (`bytes`). `match` takes `method`, `host` (`*.example.com`
-/// matches subdomains) and `path` (a prefix).
+/// Catalogue items: `offline`, `timeout` (`after`), `dns-failure`, `status` (`code`,
+/// `retryAfter`), `latency` (`delay`, `jitter`: durations such as `"250ms"`, or
+/// milliseconds), `bandwidth` (`preset` gprs/edge/3g/lte/wifi, or `bytesPerSecond`),
+/// `truncated` (`fraction`), `corrupted` (`bytes`). `match` takes `method`, `host`
+/// (`*.example.com` matches subdomains) and `path` (a prefix). `chaos list` shows every
+/// parameter with its type, unit and default.
 ///
 /// A static point is created on first use: call ``register()`` (or touch ``send``) before
 /// applying a profile that names it. Task-scoped chaos (`Chaos.with`) reaches
@@ -26,105 +27,76 @@ public import HTTPTypes
 /// task: give those sessions their own ``StubSet`` instead.
 public enum ChaosNetwork {
     /// The point every chaos-aware request passes: `network.send`.
-    public static let send: AsyncInjectionPoint<NetworkRequest, NetworkResponse, NetworkError> = {
-        let point = AsyncInjectionPoint<NetworkRequest, NetworkResponse, NetworkError>("network.send") {
-            (request: NetworkRequest) async throws(NetworkError) -> NetworkResponse in
-            try await request.perform()
-        }
-        registerCatalogue(point)
-        return point
-    }()
+    public static let send = AsyncInjectionPoint<NetworkRequest, NetworkResponse, NetworkError>(
+        "network.send", catalogue: catalogue
+    ) { (request: NetworkRequest) async throws(NetworkError) -> NetworkResponse in
+        try await request.perform()
+    }
 
     /// Makes sure ``send`` exists, so that profiles naming `network.send` find it.
     public static func register() {
         _ = send
     }
 
-    static func registerCatalogue(_ point: AsyncInjectionPoint<NetworkRequest, NetworkResponse, NetworkError>) {
-        point.addCatalogueItem("offline") { _ throws(ChaosError) in NetworkCondition.offline.provider }
-        point.addCatalogueItem("dns-failure") { _ throws(ChaosError) in NetworkCondition.dnsFailure.provider }
-        point.addCatalogueItem("timeout") { parameters throws(ChaosError) in
-            NetworkCondition.timeout(after: try duration(parameters, keys: ["after", "value"]) ?? .zero).provider
-        }
-        point.addCatalogueItem("status") { parameters throws(ChaosError) in
-            let code = try parameters.values["code"] != nil ? parameters.int("code") : parameters.int("value")
-            guard (100...599).contains(code) else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "status \(code) is not an HTTP status; use 100…599, e.g. 503")
-            }
-            let retryAfter = try parameters.values["retryAfter"] == nil ? nil : parameters.int("retryAfter")
-            return NetworkCondition.status(code, retryAfter: retryAfter).provider
-        }
-        point.addCatalogueItem("latency") { parameters throws(ChaosError) in
-            guard let delay = try duration(parameters, keys: ["value", "ms", "delay"]) else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "latency needs 'value': milliseconds or a string such as \"250ms\"")
-            }
-            let jitter = try duration(parameters, keys: ["jitter"]) ?? .zero
-            return NetworkCondition.latency(delay, jitter: jitter).provider
-        }
-        point.addCatalogueItem("bandwidth") { parameters throws(ChaosError) in
-            if parameters.values["bytesPerSecond"] != nil {
-                let rate = try parameters.double("bytesPerSecond")
-                guard rate > 0 else { throw ChaosError(.invalidProvider, subject: parameters.context, "bytesPerSecond must be more than 0") }
-                return NetworkCondition.bandwidth(bytesPerSecond: rate, latency: try duration(parameters, keys: ["latency"]) ?? .zero).provider
-            }
-            let name = try parameters.values["preset"] != nil ? parameters.string("preset") : parameters.string("value")
-            guard let preset = BandwidthPreset(rawValue: name.lowercased()) else {
-                let names = BandwidthPreset.allCases.map(\.rawValue).joined(separator: ", ")
-                throw ChaosError(.invalidProvider, subject: parameters.context, "no bandwidth preset '\(name)'; choose one of: \(names), or give bytesPerSecond")
-            }
-            return NetworkCondition.bandwidth(preset).provider
-        }
-        point.addCatalogueItem("truncated") { parameters throws(ChaosError) in
-            let fraction = try parameters.double("fraction", default: 0.5)
-            guard (0...1).contains(fraction) else {
-                throw ChaosError(.invalidProvider, subject: parameters.context, "fraction \(fraction) is outside 0…1; 0.5 keeps half the body")
-            }
-            return NetworkCondition.truncated(keeping: fraction).provider
-        }
-        point.addCatalogueItem("corrupted") { parameters throws(ChaosError) in
-            let count = try parameters.int("bytes", default: 8)
-            guard count >= 1 else { throw ChaosError(.invalidProvider, subject: parameters.context, "bytes must be 1 or more") }
-            return NetworkCondition.corrupted(bytes: count).provider
-        }
-        point.setArgumentMatcher { conditions throws(ChaosError) in
-            try profileMatcher(conditions)
-        }
-    }
+    typealias Provider = AsyncChaosProvider<NetworkRequest, NetworkResponse, NetworkError>
 
-    /// A duration parameter: milliseconds as a number, or text such as `"250ms"`, `"2s"`.
-    static func duration(_ parameters: ProfileParameters, keys: [String]) throws(ChaosError) -> Duration? {
-        for key in keys {
-            switch parameters.values[key] {
-            case nil: continue
-            case .number(let milliseconds)? where milliseconds >= 0:
-                return .milliseconds(milliseconds)
-            case .string(let text)?:
-                if let parsed = DurationText.parse(text) { return parsed }
-                fallthrough
-            default:
-                throw ChaosError(
-                    .invalidProvider, subject: parameters.context,
-                    "parameter '\(key)' must be milliseconds (a number of 0 or more) or a string such as \"250ms\" or \"2s\""
-                )
-            }
-        }
-        return nil
-    }
+    /// `network.send`'s catalogue: the network conditions by name, and its `match` conditions.
+    static let catalogue = PointCatalogue<Provider>(
+        [
+            CatalogueItem("offline", "no network at all") { _ in NetworkCondition.offline.provider },
+            CatalogueItem("dns-failure", "the host name does not resolve") { _ in NetworkCondition.dnsFailure.provider },
+            CatalogueItem("timeout", "the request times out", parameters: [
+                .duration("after", "how long the request hangs before it fails", default: .zero),
+            ]) { parameters in
+                NetworkCondition.timeout(after: try parameters.duration("after")).provider
+            },
+            CatalogueItem("status", "an HTTP error response", parameters: [
+                .integer("code", "the HTTP status", range: 100...599),
+                .integer("retryAfter", "a Retry-After header", unit: "seconds", range: 0...31_536_000, optional: true),
+            ]) { parameters in
+                NetworkCondition.status(try parameters.int("code"), retryAfter: parameters.has("retryAfter") ? try parameters.int("retryAfter") : nil).provider
+            },
+            CatalogueItem("latency", "the response comes late", parameters: [
+                .duration("delay", "how long to wait before answering"),
+                .duration("jitter", "a random extra wait of up to this much", default: .zero),
+            ]) { parameters in
+                NetworkCondition.latency(try parameters.duration("delay"), jitter: try parameters.duration("jitter")).provider
+            },
+            CatalogueItem("bandwidth", "a slow link", parameters: [
+                .choice("preset", "a named link (or give bytesPerSecond)", BandwidthPreset.allCases.map(\.rawValue), default: BandwidthPreset.threeG.rawValue),
+                .number("bytesPerSecond", "the link's speed, instead of a preset", unit: "bytes/s", range: 1...1e12, optional: true),
+                .duration("latency", "extra delay before the first byte, with bytesPerSecond", default: .zero),
+            ]) { parameters in
+                if parameters.has("bytesPerSecond") {
+                    return NetworkCondition.bandwidth(bytesPerSecond: try parameters.double("bytesPerSecond"), latency: try parameters.duration("latency")).provider
+                }
+                return NetworkCondition.bandwidth(BandwidthPreset(rawValue: try parameters.string("preset"))!).provider
+            },
+            CatalogueItem("truncated", "the body stops early", parameters: [
+                .number("fraction", "how much of the body arrives", default: 0.5, range: 0...1),
+            ]) { parameters in
+                NetworkCondition.truncated(keeping: try parameters.double("fraction")).provider
+            },
+            CatalogueItem("corrupted", "bytes of the body flipped", parameters: [
+                .integer("bytes", "how many bytes are changed", default: 8, range: 1...1_000_000),
+            ]) { parameters in
+                NetworkCondition.corrupted(bytes: try parameters.int("bytes")).provider
+            },
+        ],
+        matcher: ArgumentMatcher(conditions: [
+            .string("method", "the HTTP method, e.g. GET", optional: true),
+            .string("host", "the host; *.example.com matches its subdomains too", optional: true),
+            .string("path", "a path prefix, e.g. /v1/users", optional: true),
+        ]) { conditions in try profileMatcher(conditions) }
+    )
 
-    /// The test a profile's `match` object stands for.
+    /// The test a profile's `match` object stands for (its conditions already checked).
     static func profileMatcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (NetworkRequest) -> Bool {
-        let allowed: Set<String> = ["method", "host", "path"]
-        if let unknown = conditions.values.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw ChaosError(
-                .invalidNetworkConfiguration, subject: conditions.context,
-                "unknown match condition '\(unknown)'; network.send matches on: method, host, path (a prefix)"
-            )
-        }
-        let method = try conditions.values["method"] == nil ? nil : conditions.string("method").uppercased()
-        let host = try conditions.values["host"] == nil ? nil : conditions.string("host").lowercased()
-        let path = try conditions.values["path"] == nil ? nil : conditions.string("path")
+        let method = conditions.has("method") ? try conditions.string("method").uppercased() : nil
+        let host = conditions.has("host") ? try conditions.string("host").lowercased() : nil
+        let path = conditions.has("path") ? try conditions.string("path") : nil
         if let path, !path.hasPrefix("/") {
-            throw ChaosError(.invalidNetworkConfiguration, subject: conditions.context, "path '\(path)' must start with '/', e.g. \"/v1/users\"")
+            throw conditions.invalid("path '\(path.prefix(80))' must start with '/', e.g. \"/v1/users\"", parameter: "path")
         }
         return { request in
             if let method, request.method.rawValue != method { return false }

@@ -156,7 +156,7 @@ struct PathTemplate: Sendable {
 public struct BodyMatcher: Sendable, CustomStringConvertible {
     enum Kind: Sendable {
         case data(Data)
-        case json(JSONValue)
+        case json(ProfileValue)
         case contains(String)
     }
 
@@ -185,7 +185,7 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
 
     /// The body is JSON equal to `text` (which must be JSON).
     public static func jsonText(_ text: String) throws(ChaosError) -> BodyMatcher {
-        guard let value = JSONValue(parsing: Data(text.utf8)) else {
+        guard let value = try? ProfileValue(json: Data(text.utf8), duplicateMembers: .lastWins) else {
             throw ChaosError(.invalidNetworkConfiguration, subject: "body matcher", "'\(text.prefix(60))' is not JSON; fix it or use .string(_:)")
         }
         return BodyMatcher(kind: .json(value))
@@ -196,7 +196,7 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
         switch kind {
         case .data(let expected): return body == expected
         case .contains(let text): return String(decoding: body, as: UTF8.self).contains(text)
-        case .json(let expected): return JSONValue(parsing: body) == expected
+        case .json(let expected): return (try? ProfileValue(json: body, duplicateMembers: .lastWins)) == expected
         }
     }
 
@@ -210,60 +210,6 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
     }
 }
 
-/// A parsed JSON value with order-free object equality (numbers compared as doubles).
-enum JSONValue: Sendable, Equatable, CustomStringConvertible {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init?(parsing data: Data) {
-        guard let any = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return nil }
-        self.init(any: any)
-    }
-
-    init?(any: Any) {
-        switch any {
-        case is NSNull: self = .null
-        case let string as String: self = .string(string)
-        case let number as NSNumber:
-            #if canImport(Darwin)
-            if CFGetTypeID(number) == CFBooleanGetTypeID() { self = .bool(number.boolValue); return }
-            #else
-            if let bool = any as? Bool, type(of: any) == Bool.self { self = .bool(bool); return }
-            #endif
-            self = .number(number.doubleValue)
-        case let array as [Any]:
-            var values: [JSONValue] = []
-            for item in array {
-                guard let value = JSONValue(any: item) else { return nil }
-                values.append(value)
-            }
-            self = .array(values)
-        case let object as [String: Any]:
-            var members: [String: JSONValue] = [:]
-            for (key, item) in object {
-                guard let value = JSONValue(any: item) else { return nil }
-                members[key] = value
-            }
-            self = .object(members)
-        default: return nil
-        }
-    }
-
-    var description: String {
-        switch self {
-        case .null: "null"
-        case .bool(let flag): String(flag)
-        case .number(let number): number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
-        case .string(let text): "\"\(text)\""
-        case .array(let values): "[\(values.map(\.description).joined(separator: ","))]"
-        case .object(let members): "{\(members.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ","))}"
-        }
-    }
-}
 
 /// What a stub, response set or route matches: method, host, path, query, headers, body.
 /// Every criterion left nil (or empty) matches anything.

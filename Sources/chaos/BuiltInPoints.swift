@@ -1,4 +1,7 @@
+import ChaosHooks
 import ChaosKit
+import ChaosNetwork
+import ChaosPoints
 import Foundation
 
 /// The points this tool knows by name. Swift's static points are created lazily, on first
@@ -7,6 +10,8 @@ enum BuiltInPoints {
     static func register() {
         _ = (DemoApp.greeting, DemoApp.today, DemoApp.fetchScore)
         Chaos.registerBuiltInPoints()
+        SystemPoints.register()
+        ChaosNetwork.register()
     }
 }
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChaosHooks
 import ChaosKit
+import ChaosPoints
 import Foundation
 
 /// The README's main job: a guided tour of chaos applied and reverted on real points.
@@ -78,7 +79,7 @@ extension Tour {
         show("getenv(\"HOME\")", ProcessInfo.processInfo.environment["HOME"].map { _ in String(cString: getenv("HOME")) } ?? "-")
         let chaos = Chaos(seed: seed)
         try chaos.profile(
-            ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")]))),
+            SystemPoints.clock.entry(.offset(by: try ClockOffset.parse("-30y"))),
             ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("HOME"), "value": .string("/nowhere")])))
         ).apply()
         show("Date() under system.clock offset -30y", Date().formatted(day))

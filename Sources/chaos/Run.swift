@@ -95,21 +95,18 @@ struct PreloadConfiguration {
                 environment["CHAOS_PRELOAD_CLOCK"] = "offset:\(try Self.offsetSeconds(parameters, entry))"
             case ("system.clock", "frozen"):
                 try conflict("CHAOS_PRELOAD_CLOCK")
-                let text = try parameters.string("date")
-                guard let date = ISO8601DateFormatter().date(from: text) else {
-                    throw ChaosError(.invalidProfile, subject: entry.location, "date '\(text)' is not ISO-8601, e.g. 2000-01-01T00:00:00Z")
-                }
-                environment["CHAOS_PRELOAD_CLOCK"] = "freeze:\(date.timeIntervalSince1970)"
+                let checked = try parameters.checked(against: [.date("date", "the instant the clock shows")], owner: "'frozen'")
+                environment["CHAOS_PRELOAD_CLOCK"] = "freeze:\(try checked.date("date").timeIntervalSince1970)"
             case ("system.clock", "speed"):
                 try conflict("CHAOS_PRELOAD_CLOCK")
                 environment["CHAOS_PRELOAD_CLOCK"] = "speed:\(try parameters.double("factor"))"
             case ("system.clock", "jump"):
                 try conflict("CHAOS_PRELOAD_CLOCK")
-                let after = try parameters.int("after", default: 1)
-                guard after >= 0 else {
-                    throw ChaosError(.invalidProfile, subject: entry.location, "'after' is \(after); use 0 or more readings")
-                }
-                environment["CHAOS_PRELOAD_CLOCK"] = "jump:\(try Self.offsetSeconds(parameters, entry)):\(after)"
+                let checked = try parameters.checked(against: [
+                    .offset("by", "how far the clock jumps"), .integer("after", "readings first", default: 1, range: 0...1_000_000_000),
+                ], owner: "'jump'")
+                let jump = try checked.offset("by").seconds(from: Date())
+                environment["CHAOS_PRELOAD_CLOCK"] = "jump:\(jump):\(try checked.int("after"))"
             case ("system.getenv", "set"):
                 let name = try parameters.string("name"), value = try parameters.string("value")
                 getenvItems.append("\(name)=\(value)")
@@ -157,8 +154,8 @@ struct PreloadConfiguration {
     /// The entry as probability × catalogue item; anything else cannot cross into another process.
     private static func flatten(_ entry: ChaosProfile.Entry) throws(ChaosError) -> (Double, String, ProfileParameters) {
         switch entry.provider {
-        case .catalogue(let name, let parameters): return (1, name, parameters)
-        case .probability(let p, .catalogue(let name, let parameters)): return (p, name, parameters)
+        case .leaf(.catalogue(let name, let parameters)): return (1, name, parameters)
+        case .modified(.probability(let p), .leaf(.catalogue(let name, let parameters))): return (p, name, parameters)
         default:
             throw ChaosError(
                 .invalidProfile, subject: entry.location,
@@ -167,23 +164,16 @@ struct PreloadConfiguration {
         }
     }
 
-    /// Nanoseconds from `{"value": "200ms"}`.
+    /// Nanoseconds from `{"delay": "200ms"}`.
     static func latencyNanoseconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Int64 {
-        let text = try parameters.string("value")
-        guard let latency = DurationText.parse(text) else {
-            throw ChaosError(.invalidProfile, subject: entry.location, "latency '\(text)' is not like 200ms, 1.5s or 2m")
-        }
-        let (seconds, attoseconds) = latency.components
+        let checked = try parameters.checked(against: [.duration("delay", "how long to wait")], owner: "'latency'")
+        let (seconds, attoseconds) = try checked.duration("delay").components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    /// Seconds from `{"seconds": n}` or `{"value": "-30y"}`.
+    /// Seconds from an `offset` item's parameters (`{"by": "-30y"}` or numeric parts).
     static func offsetSeconds(_ parameters: ProfileParameters, _ entry: ChaosProfile.Entry) throws(ChaosError) -> Double {
-        if parameters.values["seconds"] != nil { return try parameters.double("seconds") }
-        do {
-            return try ClockOffset.seconds("value", in: parameters)
-        } catch {
-            throw ChaosError(.invalidProfile, subject: entry.location, error.message)
-        }
+        let checked = try parameters.checked(against: ClockOffset.catalogueParameters, owner: "'offset'")
+        return try ClockOffset(parameters: checked).seconds(from: Date())
     }
 }

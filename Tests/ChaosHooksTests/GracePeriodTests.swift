@@ -240,7 +240,7 @@ extension ProcessWideHookTests {
                 proceed.signal()
                 chaos.revertAll()
             }
-            weakEntry = hook.point.state.top()
+            weakEntry = hook.point.core.top()
             #expect(weakEntry != nil)
             #expect(weakToken != nil)
 
@@ -297,7 +297,7 @@ extension ProcessWideHookTests {
                 entryAliveAfterRevert.store(box.isAlive ? 1 : 0, ordering: .relaxed)
                 return .int32(Int32(env.callOriginal().integerValue!) + 1)
             })).apply()
-            box.set(hook.point.state.top())
+            box.set(hook.point.core.top())
             #expect(box.isAlive)
             #expect(chaos_fx_call_add(20, 22) == 43)
             #expect(entryAliveAfterRevert.load(ordering: .relaxed) == 1)

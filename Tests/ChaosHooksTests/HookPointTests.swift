@@ -157,7 +157,7 @@ extension ProcessWideHookTests {
                 #expect(Date().timeIntervalSince(start) > 2) // 50 ms at ×100 ≈ 5 s
             }
             // A block (asked per reading) and a jump after one reading.
-            try withApplied(ProfileEntry(point: "system.clock", .catalogue("jump", ProfileParameters(["value": .string("+2h")])))) {
+            try withApplied(ProfileEntry(point: "system.clock", .catalogue("jump", ProfileParameters(["by": .string("+2h")])))) {
                 let first = Date().timeIntervalSince1970
                 let second = Date().timeIntervalSince1970
                 #expect(abs(first - realNowSeconds()) < 1)
@@ -169,7 +169,7 @@ extension ProcessWideHookTests {
 
         @Test func clockProfileEntryByName() throws {
             SystemPoints.register()
-            let entry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")])))
+            let entry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
             try withApplied(entry) {
                 // Calendar years: the same day and time of day, thirty years ago.
                 var calendar = Calendar(identifier: .gregorian)

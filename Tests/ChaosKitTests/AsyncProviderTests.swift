@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Every provider on async points, both non-throwing (`Never`) and throwing (`TestFailure`).
 @Suite struct AsyncProviderTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 @Suite struct ChaosErrorTests {
     @Test func aboutAttributesOnlyUnattributedErrors() {

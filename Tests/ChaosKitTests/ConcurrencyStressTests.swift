@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Many callers against apply/revert, scopes and counters at once. CI reruns this suite
 /// under `--sanitize=thread`; keep it well under 30 s in debug builds.
@@ -75,7 +76,7 @@ import Testing
         #expect(tally.original > 0, "the original was never seen")
         #expect(tally.chaos > 0, "the constant was never seen")
         #expect(point(5) == 5)
-        #expect(point.state.activity.load(ordering: .relaxed) == 0)
+        #expect(point.core.activity.load(ordering: .relaxed) == 0)
     }
 
     @Test func asyncCallsWhileApplyingAndReverting() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// The modifiers `.probability`, `.times` and `.delayed` on sync and async points,
 /// throwing and non-throwing.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Entries made from a point's name and an untyped `ProviderDescription` (as profiles make
 /// them), catalogue items, and `ProfileParameters`.
@@ -112,14 +113,15 @@ import Testing
 
     @Test func catalogueItemWithParameters() throws {
         let name = uniqueName()
-        let point = InjectionPoint<Int, Int, Never>(name) { $0 }
         let received = Recorder<ProfileParameters>()
-        point.addCatalogueItem("x") { (params) throws(ChaosError) -> ChaosProvider<Int, Int, Never> in
-            received.record(params)
-            let k = try params.int("k")
-            return .block { env in env.arguments + k }
-        }
-        point.addCatalogueItem("double") { _ in .block { $0.arguments * 2 } }
+        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
+            CatalogueItem("x", "adds k", parameters: [.integer("k", "what to add")]) { params in
+                received.record(params)
+                let k = try params.int("k")
+                return .block { env in env.arguments + k }
+            },
+            CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
+        ]) { $0 }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(point: name, .catalogue("x", ProfileParameters(["k": .number(1)])))).apply()
@@ -131,14 +133,18 @@ import Testing
         #expect(point(10) == 20)
         #expect(point(10) == 10)
         #expect(Chaos.catalogue.contains { $0.name == name && $0.items.map(\.name) == ["double", "x"] })
-        #expect(point.catalogueItems.map(\.name) == ["double", "x"])
+        #expect(point.catalogue.items.map(\.name) == ["x", "double"])
+        #expect(Chaos.catalogue.first { $0.name == name }?.items.first { $0.name == "x" }?.parameters == "k: whole number")
     }
 
     @Test func catalogueItemOnAsyncPoint() async throws {
         let name = uniqueName()
-        let point = AsyncInjectionPoint<Void, String, TestFailure>(name) { () async throws(TestFailure) -> String in "online" }
-        point.addCatalogueItem("offline") { _ in .throwing(.offline) }
-        point.addCatalogueItem("status") { (params) throws(ChaosError) in .constant(try params.string("text", default: "fine")) }
+        let point = AsyncInjectionPoint<Void, String, TestFailure>(name, catalogue: [
+            CatalogueItem("offline") { _ in .throwing(.offline) },
+            CatalogueItem("status", parameters: [.string("text", "the status", default: "fine")]) { params in
+                .constant(try params.string("text"))
+            },
+        ]) { () async throws(TestFailure) -> String in "online" }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(point: name, .catalogue("offline", ProfileParameters()))).apply()
@@ -150,14 +156,18 @@ import Testing
 
     @Test func unknownCatalogueItemListsTheAvailableOnes() {
         let name = uniqueName()
-        let point = InjectionPoint<Int, Int, Never>(name) { $0 }
-        point.addCatalogueItem("offset") { _ in .original }
-        point.addCatalogueItem("double") { _ in .original }
-        let error = ValidationTests.expectRejected(
+        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
+            CatalogueItem("offset") { _ in .original },
+            CatalogueItem("double") { _ in .original },
+        ]) { $0 }
+        ValidationTests.expectRejected(
             ProfileEntry(point: name, .catalogue("triple", ProfileParameters())),
             .invalidProvider, mentioning: ["no catalogue item named 'triple'", "choose one of: double, offset"]
         )
-        _ = error
+        ValidationTests.expectRejected(
+            ProfileEntry(point: name, .catalogue("ofset", ProfileParameters())),
+            .invalidProvider, mentioning: ["did you mean 'offset'?"]
+        )
         #expect(point(1) == 1)
     }
 
@@ -168,33 +178,61 @@ import Testing
             ProfileEntry(point: name, .catalogue("anything", ProfileParameters())),
             .invalidProvider, mentioning: ["this point has no catalogue items"]
         )
-        #expect(point.catalogueItems.map(\.name).isEmpty)
+        #expect(point.catalogue.items.isEmpty)
     }
 
-    @Test func catalogueItemParameterErrorsReachApply() {
+    @Test func catalogueItemParametersAreCheckedAgainstTheirDeclarations() {
         let name = uniqueName()
-        let point = InjectionPoint<Int, Int, Never>(name) { $0 }
-        point.addCatalogueItem("x") { (params) throws(ChaosError) -> ChaosProvider<Int, Int, Never> in
-            .constant(try params.int("k"))
+        let made = SharedCounter()
+        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
+            CatalogueItem("x", parameters: [
+                .integer("k", "a count", range: 1...10),
+                .choice("mode", "how", ["fast", "slow"], default: "fast"),
+                .duration("wait", "a delay", optional: true),
+            ]) { params in
+                made.increment()
+                return .constant(try params.int("k"))
+            },
+            CatalogueItem("bad") { _ in ChaosProvider<Int, Int, Never>.constant(1).times(0) },
+            CatalogueItem("plain") { _ in .constant(5) },
+        ]) { $0 }
+        func rejected(_ parameters: [String: ProfileValue], _ fragments: [String], item: String = "x") {
+            ValidationTests.expectRejected(ProfileEntry(point: name, .catalogue(item, ProfileParameters(parameters))), .invalidProvider, mentioning: fragments)
         }
-        ValidationTests.expectRejected(
-            ProfileEntry(point: name, .catalogue("x", ProfileParameters(["k": .string("one")]))),
-            .invalidProvider, mentioning: ["parameter 'k' must be a number"]
-        )
-        ValidationTests.expectRejected(
-            ProfileEntry(point: name, .catalogue("x", ProfileParameters(["k": .number(1.5)]))),
-            .invalidProvider, mentioning: ["parameter 'k' must be a whole number"]
-        )
-        ValidationTests.expectRejected(
-            ProfileEntry(point: name, .catalogue("x", ProfileParameters())),
-            .invalidProvider, mentioning: ["parameter 'k'"]
-        )
+        rejected(["k": .string("one")], ["parameter 'k' must be a whole number", "a string"])
+        rejected(["k": .number(1.5)], ["parameter 'k' must be a whole number"])
+        rejected(["k": .number(11)], ["parameter 'k' is 11, outside 1…10"])
+        rejected([:], ["parameter 'k' is missing", "a count"])
+        rejected(["k": .number(2), "kk": .number(1)], ["unknown parameter 'kk'", "did you mean 'k'?", "takes: k, mode, wait"])
+        rejected(["k": .number(2), "mdoe": .string("fast")], ["unknown parameter 'mdoe'", "did you mean 'mode'?"])
+        rejected(["k": .number(2), "mode": .string("fats")], ["parameter 'mode' is 'fats'", "did you mean 'fast'?"])
+        rejected(["k": .number(2), "wait": .string("-1s")], ["parameter 'wait'", "negative"])
+        rejected(["k": .number(2), "wait": .string("3y")], ["parameter 'wait'", "calendar units"])
+        rejected(["port": .number(8080)], ["'plain' takes no parameters"], item: "plain")
+        #expect(made.current == 0, "no provider is made from parameters that do not fit")
         // A catalogue item's provider is checked like any other.
-        point.addCatalogueItem("bad") { _ in ChaosProvider<Int, Int, Never>.constant(1).times(0) }
-        ValidationTests.expectRejected(
-            ProfileEntry(point: name, .catalogue("bad", ProfileParameters())),
-            .invalidProvider, mentioning: ["times(0)"]
-        )
+        rejected([:], ["times(0)"], item: "bad")
+        #expect(point(1) == 1)
+    }
+
+    @Test func declaredDefaultsAndUnitsReachTheMaker() throws {
+        let name = uniqueName()
+        let seen = Recorder<ProfileParameters>()
+        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
+            CatalogueItem("x", parameters: [
+                .duration("wait", "a delay in seconds", unit: "s"),
+                .integer("n", "a count", default: 3),
+            ]) { params in
+                seen.record(params)
+                return .constant(try params.int("n"))
+            },
+        ]) { $0 }
+        try Chaos.with(ProfileEntry(point: name, .catalogue("x", ProfileParameters(["wait": .number(2)])))) {
+            #expect(point(0) == 3)
+        }
+        let params = try #require(seen.values.first)
+        #expect(try params.duration("wait") == .seconds(2), "a bare number counts the declared unit")
+        #expect(params.values["n"] == .number(3), "the default is filled in")
     }
 
     // MARK: ProfileParameters
@@ -227,15 +265,15 @@ import Testing
             #expect(error?.subject == "clock.now offset")
             #expect(error?.message == expected)
         }
-        check("parameter 's' must be a number") { try params.double("s") }
-        check("parameter 'missing' must be a number") { try params.double("missing") }
-        check("parameter 'n' must be a whole number") { try params.int("n") }
-        check("parameter 'huge' must be a whole number") { try params.int("huge") }
-        check("parameter 'b' must be a string") { try params.string("b") }
-        check("parameter 'n' must be true or false") { try params.bool("n") }
-        check("parameter 'z' must be true or false") { try params.bool("z", default: true) }
+        check("parameter 's' must be a number (found a string: \"text\")") { try params.double("s") }
+        check("parameter 'missing' must be a number (it is missing)") { try params.double("missing") }
+        check("parameter 'n' must be a whole number (found a number: 2.5)") { try params.int("n") }
+        check("parameter 'huge' must be a whole number (found a number: 1e+300)") { try params.int("huge") }
+        check("parameter 'b' must be a string (found a boolean: true)") { try params.string("b") }
+        check("parameter 'n' must be true or false (found a number: 2.5)") { try params.bool("n") }
+        check("parameter 'z' must be true or false (found null: null)") { try params.bool("z", default: true) }
         // A default applies only when the parameter is absent, not when it has the wrong type.
-        check("parameter 's' must be a number") { try params.int("s", default: 3) }
+        check("parameter 's' must be a number (found a string: \"text\")") { try params.int("s", default: 3) }
     }
 
     @Test func profileValueDescriptionsAreJSON() {

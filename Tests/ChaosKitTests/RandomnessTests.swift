@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Seeds and random values: `Chaos(seed:)` replays, `SeededRandom` is SplitMix64, and the
 /// ready generators stay in range.

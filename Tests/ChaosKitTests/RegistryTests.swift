@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// The process-wide registry of live points: names come and go with the points.
 @Suite struct RegistryTests {
@@ -58,11 +59,15 @@ import Testing
 
     @Test func catalogueListsItemsPerPoint() {
         let name = uniqueName()
-        let point = InjectionPoint<Void, Int, Never>(name) { 0 }
-        #expect(Chaos.catalogue.first { $0.name == name }?.items.map(\.name) == [])
-        point.addCatalogueItem("b") { _ in .constant(1) }
-        point.addCatalogueItem("a") { _ in .constant(2) }
-        #expect(Chaos.catalogue.first { $0.name == name }?.items.map(\.name) == ["a", "b"])
+        let bare = InjectionPoint<Void, Int, Never>(name + ".bare") { 0 }
+        #expect(Chaos.catalogue.first { $0.name == bare.name }?.items.map(\.name) == [])
+        let point = InjectionPoint<Void, Int, Never>(name, catalogue: [
+            CatalogueItem("b") { _ in .constant(1) },
+            CatalogueItem("a", parameters: [.number("x", "a number", unit: "km", default: 2)]) { _ in .constant(2) },
+        ]) { 0 }
+        let info = Chaos.catalogue.first { $0.name == point.name }
+        #expect(info?.items.map(\.name) == ["a", "b"])
+        #expect(info?.items.first?.declaredParameters.first?.description == "x: number (km) = 2 — a number")
     }
 
     @Test func manyPointsComeAndGoConcurrently() async {

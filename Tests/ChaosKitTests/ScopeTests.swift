@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Task-scoped chaos with `Chaos.with`: wins over global chaos, nests, ends with its scope,
 /// and is invisible to tasks and threads outside it.
@@ -30,7 +31,7 @@ import Testing
         #expect(inside == "scoped")
         #expect(point() == "original")
         #expect(Chaos.currentScope == nil)
-        #expect(point.state.activity.load(ordering: .relaxed) == 0)
+        #expect(point.core.activity.load(ordering: .relaxed) == 0)
     }
 
     @Test func variadicSyncScope() throws {
@@ -115,8 +116,8 @@ import Testing
             }
         }
         #expect(point() == "original")
-        #expect(point.state.activity.load(ordering: .relaxed) == 0)
-        #expect(point.state.scopes.load(ordering: .relaxed) == 0)
+        #expect(point.core.activity.load(ordering: .relaxed) == 0)
+        #expect(point.core.scopes.load(ordering: .relaxed) == 0)
     }
 
     @Test func invalidScopedEntryThrowsBeforeOperationRuns() throws {
@@ -131,7 +132,7 @@ import Testing
         #expect(error?.kind == .invalidProvider)
         #expect(!ran)
         #expect(other() == "original")
-        #expect(other.state.activity.load(ordering: .relaxed) == 0)
+        #expect(other.core.activity.load(ordering: .relaxed) == 0)
     }
 
     @Test func scopedEntryIsInvisibleToAnotherThread() throws {

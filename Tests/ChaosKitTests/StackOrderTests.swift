@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Global chaos on one point forms a stack: the later entry wins, reverting it brings the
 /// earlier one back, whichever `Chaos` applied them.
@@ -84,8 +85,8 @@ import Testing
         #expect(try other(4) == 4)
         #expect(chaos.appliedEntries.isEmpty)
         // The hot path is back to "nothing applied".
-        #expect(point.state.activity.load(ordering: .relaxed) == 0)
-        #expect(other.state.activity.load(ordering: .relaxed) == 0)
+        #expect(point.core.activity.load(ordering: .relaxed) == 0)
+        #expect(other.core.activity.load(ordering: .relaxed) == 0)
         // revertAll twice is harmless.
         chaos.revertAll()
         #expect(point() == "original")

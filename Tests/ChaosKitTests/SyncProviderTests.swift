@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Every provider on synchronous points, both non-throwing (`Never`) and throwing (`TestFailure`).
 @Suite struct SyncProviderTests {
@@ -315,7 +316,8 @@ import Testing
         #expect(P.block { _ in "" }.summary == "block")
         #expect(P.random().summary == "random")
         #expect(P.sequential([.constant("a"), .original]).summary == "sequential[constant(a), original]")
-        #expect(P.composite([P.when({ _ in true }, .constant("a"))]).summary == "composite[constant(a); otherwise original]")
+        #expect(P.composite([P.when({ _ in true }, .constant("a"))]).summary == "constant(a) when a condition")
+        #expect(P.composite([P.when({ _ in true }, .constant("a"))], otherwise: .constant("b")).summary == "composite[constant(a) when a condition; otherwise constant(b)]")
         #expect(P.constant("a").probability(0.5).summary == "constant(a) with probability 0.5")
         #expect(P.constant("a").times(3).summary == "constant(a) 3 times")
         let name = uniqueName()

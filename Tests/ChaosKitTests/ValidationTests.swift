@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Bad input: each mistake is a typed `ChaosError` of the right kind, the message names the
 /// entry and the fix, and nothing of the failed `apply()` takes effect.
@@ -30,7 +31,7 @@ import Testing
         // All or nothing: the valid entry of the same apply() did not take effect.
         #expect(bystander() == "original", "a failed apply() must change nothing", sourceLocation: sourceLocation)
         #expect(chaos.appliedEntries.isEmpty, sourceLocation: sourceLocation)
-        #expect(bystander.state.activity.load(ordering: .relaxed) == 0, sourceLocation: sourceLocation)
+        #expect(bystander.core.activity.load(ordering: .relaxed) == 0, sourceLocation: sourceLocation)
         // The profiled list was emptied: applying again applies nothing.
         #expect(throws: Never.self, sourceLocation: sourceLocation) { try chaos.apply() }
         #expect(bystander() == "original", sourceLocation: sourceLocation)

@@ -78,7 +78,7 @@ import Testing
             #expect(head.headerFields[.retryAfter] == "30")
             #expect(body.isEmpty)
         }
-        try await Chaos.with(item("status", ["value": .number(503)]), seed: 1) {
+        try await Chaos.with(item("status", ["code": .number(503)]), seed: 1) {
             let got1 = try await send().0.status.code
             #expect(got1 == 503)
         }
@@ -86,7 +86,7 @@ import Testing
 
     @Test func latencyInMillisecondsAndText() async throws {
         let clock = ContinuousClock()
-        for parameters: [String: ProfileValue] in [["value": .number(60)], ["value": .string("60ms")]] {
+        for parameters: [String: ProfileValue] in [["delay": .number(60)], ["delay": .string("60ms")]] {
             try await Chaos.with(item("latency", parameters), seed: 1) {
                 let start = clock.now
                 let got2 = try await send().0.status
@@ -127,7 +127,7 @@ import Testing
         let cases: [(String, [String: ProfileValue])] = [
             ("status", ["code": .number(42)]),
             ("latency", [:]),
-            ("latency", ["value": .string("soon")]),
+            ("latency", ["delay": .string("soon")]),
             ("bandwidth", ["preset": .string("5g")]),
             ("truncated", ["fraction": .number(2)]),
             ("corrupted", ["bytes": .number(0)]),
@@ -165,8 +165,8 @@ import Testing
             try Chaos.with(profile.profileEntries, seed: 1) {}
             Issue.record("expected an error")
         } catch let error as ChaosError {
-            #expect(error.kind == .invalidNetworkConfiguration)
-            #expect(error.message.contains("port"))
+            #expect(error.kind == .invalidProvider)
+            #expect(error.message.contains("unknown parameter 'port'") && error.message.contains("path"))
         }
     }
 

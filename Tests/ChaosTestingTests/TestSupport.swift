@@ -1,38 +1,6 @@
 import ChaosKit
 import Foundation
-
-/// A point name no other test uses: all test targets share one process and one registry.
-func uniqueName(_ label: String = #function) -> String {
-    "chaostesting.\(label.prefix { $0 != "(" }).\(UUID().uuidString)"
-}
-
-/// A value behind a lock. `NSLock` rather than `Synchronization.Mutex`: ThreadSanitizer
-/// (Swift 6.3.1, Linux) does not see Mutex's futex-based locking and reports false races.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
-
-/// A thread-safe list of observations.
-final class Recorder<Value: Sendable>: Sendable {
-    private let storage = Locked<[Value]>([])
-
-    func record(_ value: Value) {
-        storage.withLock { $0.append(value) }
-    }
-
-    var values: [Value] { storage.withLock { $0 } }
-}
+@_exported import TestHelpers
 
 /// The error the failing bodies throw.
 struct Boom: Error, CustomStringConvertible {

@@ -189,7 +189,7 @@ import Testing
         let profile = try Self.temporaryFile("""
         {"seed": 3, "entries": [
           {"point": "system.files", "provider": {"item": "short-write", "parameters": {"path": "\(folder)", "operations": "wr"}}},
-          {"point": "system.clock", "provider": {"item": "jump", "parameters": {"value": "+1d", "after": 1}}},
+          {"point": "system.clock", "provider": {"item": "jump", "parameters": {"by": "+1d", "after": 1}}},
           {"point": "system.connect", "provider": "timeout"}
         ]}
         """)

@@ -1,4 +1,5 @@
 import ChaosKit
+import ChaosPoints
 import ChaosTesting
 import ExampleApps
 import Foundation

@@ -1,4 +1,5 @@
 import ChaosKit
+import ChaosPoints
 import ChaosNetwork
 import ChaosTesting
 import ExampleApps

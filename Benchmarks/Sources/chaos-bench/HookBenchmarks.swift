@@ -125,7 +125,7 @@ func hooksGroup() throws -> Group? {
     guard let (hook, chaos, hookedFunction) = try blockHookedAdd(name: "bench.hooks.add", signature: signature) else { return nil }
 
     SystemPoints.register()
-    let clockEntry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["value": .string("-30y")])))
+    let clockEntry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
     let symbolHook = try CFunctionHook(name: "bench.hooks.getenv", symbol: "getenv",
                                        signature: CSignature(returns: .cString, arguments: [.cString]))
     let symbolEntry = symbolHook.entry(.original)

@@ -2,17 +2,17 @@ import ChaosKit
 
 /// Points the 100-entry profile targets; kept alive for the whole run.
 @MainActor let profilePoints: [InjectionPoint<Int, Int, Never>] = (0..<100).map { index in
-    InjectionPoint("bench.profile.\(index)") { $0 &+ index }
+    InjectionPoint("bench.profile.\(index)", catalogue: [
+        CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) { parameters in
+            let amount = try parameters.int("value")
+            return .block { env in env.arguments &+ amount }
+        },
+    ]) { $0 &+ index }
 }
 
 /// A 100-entry profile mixing constants, sequences, modifiers and catalogue items.
 @MainActor func hundredEntryProfile() -> String {
-    for point in profilePoints {
-        point.addCatalogueItem("plus", parameters: "value: number") { parameters throws(ChaosError) in
-            let amount = try parameters.int("value", default: 1)
-            return .block { env in env.arguments &+ amount }
-        }
-    }
+    _ = profilePoints
     let entries = (0..<100).map { index -> String in
         switch index % 4 {
         case 0: #"{"point": "bench.profile.\#(index)", "provider": {"constant": \#(index)}}"#

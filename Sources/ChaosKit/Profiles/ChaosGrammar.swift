@@ -7,161 +7,229 @@
 /// - a chain is steps joined by `->`; a step with a count `N*` is used N times, then the
 ///   chain moves on; a step without a count stays for good
 /// - a step is `[P%][N*]task[(arguments)][@delay]`: `P%` applies it with probability P/100,
-///   `@250ms` waits before answering
+///   `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
 /// - tasks: `original` (or `off`), `nil`, `random`, `constant(JSON)`, or a catalogue item
-///   of the point with arguments `name(value)` or `name(key=value, …)`; a single value is
-///   passed as the parameter `value`
+///   of the point with arguments `name(value)` or `name(key=value, …)`; a single unnamed
+///   value fills the item's first declared parameter
+///
+/// Errors give the column of the offending character.
 public enum ChaosGrammar {
     /// Parses `text` into profile entries; errors name the column and what to write instead.
     public static func parse(_ text: String, source: String = "CHAOS") throws(ChaosError) -> [ChaosProfile.Entry] {
+        let characters = Array(text)
         var entries: [ChaosProfile.Entry] = []
-        var offset = 0
-        for rawEntry in text.split(separator: ";", omittingEmptySubsequences: false) {
-            defer { offset += rawEntry.count + 1 }
-            let entryText = rawEntry.trimmingCharacters(in: .whitespaces)
-            if entryText.isEmpty { continue }
-            let location = "\(source) column \(offset + 1)"
-            guard let equals = entryText.firstIndex(of: "=") else {
-                throw ChaosError(.invalidProfile, subject: location, "'\(entryText)' needs the form point=provider, e.g. clock.now=offset(-1d)")
+        for range in split(characters, 0..<characters.count, on: [";"]) {
+            let trimmed = trim(characters, range)
+            if trimmed.isEmpty { continue }
+            let location = "\(source) column \(trimmed.lowerBound + 1)"
+            func fail(_ column: Int, _ message: String) -> ChaosError {
+                ChaosError(.invalidProfile, subject: "\(source) column \(column + 1)", message)
             }
-            let point = entryText[..<equals].trimmingCharacters(in: .whitespaces)
-            let chain = String(entryText[entryText.index(after: equals)...])
-            guard !point.isEmpty else { throw ChaosError(.invalidProfile, subject: location, "the point name before '=' is missing") }
-            let provider = try parseChain(chain, location: "\(location) (\(point))")
+            guard let equals = characters[trimmed].firstIndex(of: "=") else {
+                throw fail(trimmed.upperBound, "'\(InputExcerpt.of(String(characters[trimmed])))' needs the form point=provider, e.g. clock.now=offset(-1d)")
+            }
+            let pointRange = trim(characters, trimmed.lowerBound..<equals)
+            guard !pointRange.isEmpty else { throw fail(equals, "the point name before '=' is missing") }
+            let point = String(characters[pointRange])
+            if let bad = characters[pointRange].firstIndex(where: { $0.isWhitespace || $0 == "(" || $0 == ")" }) {
+                throw fail(bad, "'\(InputExcerpt.of(point))' is not a point name; names have no spaces or parentheses")
+            }
+            let parser = StepParser(characters: characters, source: source)
+            let provider = try parser.chain(equals + 1..<trimmed.upperBound)
             entries.append(ChaosProfile.Entry(pointName: point, provider: provider, enabled: true, location: location))
         }
         return entries
     }
 
-    private static func parseChain(_ text: String, location: String) throws(ChaosError) -> ProviderDescription {
-        let steps = splitTopLevel(text, separator: "->")
-        guard !steps.isEmpty, steps.allSatisfy({ !$0.trimmingCharacters(in: .whitespaces).isEmpty }) else {
-            throw ChaosError(.invalidProfile, subject: location, "an empty step; write steps such as 3*offline->original")
+    /// Splits `range` at each top-level occurrence of `separator` (outside parentheses,
+    /// brackets, braces and double quotes).
+    static func split(_ characters: [Character], _ range: Range<Int>, on separator: [Character]) -> [Range<Int>] {
+        var parts: [Range<Int>] = []
+        var start = range.lowerBound
+        var depth = 0
+        var quoted = false
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let character = characters[index]
+            if quoted {
+                if character == "\\" { index += 2; continue }
+                if character == "\"" { quoted = false }
+            } else {
+                switch character {
+                case "\"": quoted = true
+                case "(", "[", "{": depth += 1
+                case ")", "]", "}": depth -= 1
+                default:
+                    if depth == 0, index + separator.count <= range.upperBound,
+                       Array(characters[index..<index + separator.count]) == separator {
+                        parts.append(start..<index)
+                        index += separator.count
+                        start = index
+                        continue
+                    }
+                }
+            }
+            index += 1
         }
-        var parsed: [(count: Int?, provider: ProviderDescription)] = []
+        parts.append(start..<range.upperBound)
+        return parts
+    }
+
+    /// `range` without leading and trailing whitespace.
+    static func trim(_ characters: [Character], _ range: Range<Int>) -> Range<Int> {
+        var lower = range.lowerBound, upper = range.upperBound
+        while lower < upper, characters[lower].isWhitespace { lower += 1 }
+        while upper > lower, characters[upper - 1].isWhitespace { upper -= 1 }
+        return lower..<upper
+    }
+}
+
+/// Parses chains and steps of one entry, reporting columns of the whole text.
+private struct StepParser {
+    let characters: [Character]
+    let source: String
+
+    func fail(_ column: Int, _ message: String) -> ChaosError {
+        ChaosError(.invalidProfile, subject: "\(source) column \(column + 1)", message)
+    }
+
+    func text(_ range: Range<Int>) -> String { String(characters[range]) }
+
+    func chain(_ range: Range<Int>) throws(ChaosError) -> ProviderDescription {
+        let steps = ChaosGrammar.split(characters, range, on: ["-", ">"])
+        var parsed: [(count: Int?, provider: ProviderDescription, at: Int)] = []
         for step in steps {
-            parsed.append(try parseStep(step.trimmingCharacters(in: .whitespaces), location: location))
+            let trimmed = ChaosGrammar.trim(characters, step)
+            guard !trimmed.isEmpty else {
+                throw fail(step.lowerBound, "an empty step; write steps such as 3*offline->original")
+            }
+            let (count, provider) = try self.step(trimmed)
+            parsed.append((count, provider, trimmed.lowerBound))
         }
         // Built from the end: a counted step is repeated, then the rest of the chain follows.
-        var result = parsed[parsed.count - 1].provider
-        if let count = parsed[parsed.count - 1].count { result = .times(count, result) }
+        let last = parsed[parsed.count - 1]
+        var result = last.count.map { ProviderDescription.modified(.times($0), last.provider) } ?? last.provider
         for step in parsed.dropLast().reversed() {
             guard let count = step.count else {
-                throw ChaosError(
-                    .invalidProfile, subject: location,
-                    "a step without a count never ends, so nothing after it would run; give it a count such as 3*"
-                )
+                throw fail(step.at, "a step without a count never ends, so nothing after it would run; give it a count such as 3*")
             }
             result = .sequential(Array(repeating: step.provider, count: count) + [result])
         }
         return result
     }
 
-    private static func parseStep(_ text: String, location: String) throws(ChaosError) -> (count: Int?, provider: ProviderDescription) {
-        var rest = Substring(text)
-        var probability: Double?
+    /// A step: modifier prefixes, the task, modifier suffixes. The `times` prefix is the
+    /// step's count, which the chain uses.
+    func step(_ range: Range<Int>) throws(ChaosError) -> (count: Int?, provider: ProviderDescription) {
+        var lower = range.lowerBound, upper = range.upperBound
+        var prefixes: [ProviderModifier] = []
         var count: Int?
-        var delay: Duration?
-        if let percent = rest.firstIndex(of: "%"), let value = Double(rest[..<percent]) {
-            guard (0...100).contains(value) else {
-                throw ChaosError(.invalidProfile, subject: location, "\(value)% is outside 0…100%")
+        // Prefixes: a number ended by a modifier's terminator (20%, 3*).
+        scanning: while lower < upper {
+            var end = lower
+            while end < upper, characters[end].isNumber || characters[end] == "." { end += 1 }
+            guard end > lower, end < upper else { break }
+            for (form, read) in ProviderModifier.grammar {
+                guard case .prefix(let terminator) = form, characters[end] == terminator else { continue }
+                switch read(text(lower..<end)) {
+                case .success(.times(let n)): count = n
+                case .success(let modifier): prefixes.append(modifier)
+                case .failure(let problem): throw fail(lower, problem.message)
+                }
+                lower = end + 1
+                continue scanning
             }
-            probability = value / 100
-            rest = rest[rest.index(after: percent)...]
+            break
         }
-        if let star = rest.firstIndex(of: "*"), let value = Int(rest[..<star]) {
-            guard value >= 1 else { throw ChaosError(.invalidProfile, subject: location, "\(value)* would never apply; use 1* or more") }
-            count = value
-            rest = rest[rest.index(after: star)...]
-        }
-        if let at = rest.lastIndex(of: "@"), !rest[at...].contains(")") {
-            let delayText = String(rest[rest.index(after: at)...])
-            guard let parsed = DurationText.parse(delayText) else {
-                throw ChaosError(.invalidProfile, subject: location, "'@\(delayText)' is not a delay; write @250ms, @2s or @1m")
+        // Suffixes: introduced by a modifier's character outside parentheses (@250ms).
+        var suffixes: [ProviderModifier] = []
+        for (form, read) in ProviderModifier.grammar {
+            guard case .suffix(let introducer) = form else { continue }
+            let parts = ChaosGrammar.split(characters, lower..<upper, on: [introducer])
+            guard parts.count > 1 else { continue }
+            guard parts.count == 2 else { throw fail(parts[2].lowerBound - 1, "'\(introducer)' appears twice in one step; give it once") }
+            switch read(text(ChaosGrammar.trim(characters, parts[1]))) {
+            case .success(let modifier): suffixes.append(modifier)
+            case .failure(let problem): throw fail(parts[1].lowerBound - 1, problem.message)
             }
-            delay = parsed
-            rest = rest[..<at]
+            upper = parts[0].upperBound
         }
-        var provider = try parseTask(String(rest), location: location)
-        if let probability { provider = .probability(probability, provider) }
-        if let delay { provider = .delayed(delay, provider) }
+        var provider = try task(ChaosGrammar.trim(characters, lower..<upper))
+        for modifier in prefixes.reversed() { provider = .modified(modifier, provider) }
+        for modifier in suffixes { provider = .modified(modifier, provider) }
         return (count, provider)
     }
 
-    private static func parseTask(_ text: String, location: String) throws(ChaosError) -> ProviderDescription {
-        var name = text
-        var arguments: String?
-        if let open = text.firstIndex(of: "(") {
-            guard text.hasSuffix(")") else {
-                throw ChaosError(.invalidProfile, subject: location, "'\(text)' opens '(' but does not end with ')'")
+    func task(_ range: Range<Int>) throws(ChaosError) -> ProviderDescription {
+        guard !range.isEmpty else { throw fail(range.lowerBound, "a step needs a provider, e.g. offline or offset(-1d)") }
+        var nameEnd = range.upperBound
+        var arguments: Range<Int>?
+        if let open = characters[range].firstIndex(of: "(") {
+            guard characters[range.upperBound - 1] == ")" else {
+                throw fail(range.upperBound - 1, "'\(InputExcerpt.of(text(range)))' opens '(' but does not end with ')'")
             }
-            name = String(text[..<open])
-            arguments = String(text[text.index(after: open)..<text.index(before: text.endIndex)])
+            nameEnd = open
+            arguments = open + 1..<range.upperBound - 1
         }
-        name = name.trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == "." }) else {
-            throw ChaosError(.invalidProfile, subject: location, "'\(text)' is not a provider; use original, nil, random, constant(…) or a catalogue item")
+        let nameRange = ChaosGrammar.trim(characters, range.lowerBound..<nameEnd)
+        let name = text(nameRange)
+        if let bad = characters[nameRange].firstIndex(where: { !($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
+            throw fail(bad, "'\(InputExcerpt.of(text(range)))' is not a provider; use original, nil, random, constant(…) or a catalogue item")
         }
+        guard !name.isEmpty else { throw fail(range.lowerBound, "a provider name is missing before '('") }
         switch name {
-        case "original", "off": return .original
-        case "nil": return .nil
-        case "random": return .random
+        case "original", "off", "nil", "random":
+            if let arguments, !ChaosGrammar.trim(characters, arguments).isEmpty {
+                throw fail(arguments.lowerBound, "\(name) takes no arguments")
+            }
+            return name == "nil" ? .nil : name == "random" ? .random : .original
         case "constant":
             guard let arguments else {
-                throw ChaosError(.invalidProfile, subject: location, "constant needs a JSON value, e.g. constant(42) or constant(\"text\")")
+                throw fail(nameRange.upperBound, "constant needs a JSON value, e.g. constant(42) or constant(\"text\")")
             }
-            do {
-                return .constantValue(try JSONDocumentParser.parse(arguments).value)
+            do throws(JSONSyntaxError) {
+                return .constantValue(try JSONDocumentParser.parse(text(arguments)).value)
             } catch {
-                throw ChaosError(.invalidProfile, subject: location, "constant(\(arguments)): \(error.message)")
+                // The JSON error's column counts within the argument, which starts on this line.
+                throw fail(arguments.lowerBound + error.column - 1, "constant(\(InputExcerpt.of(text(arguments)))): \(error.message)")
             }
         default:
-            return .catalogue(name, ProfileParameters(try parseArguments(arguments ?? "", location: location)))
+            var parameters = ProfileParameters()
+            parameters.location = "\(source) column \(nameRange.lowerBound + 1)"
+            if let arguments { try self.arguments(arguments, into: &parameters) }
+            return .catalogue(name, parameters)
         }
     }
 
-    private static func parseArguments(_ text: String, location: String) throws(ChaosError) -> [String: ProfileValue] {
-        let parts = splitTopLevel(text, separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        if parts.count == 1, !parts[0].contains("=") { return ["value": value(parts[0])] }
-        var result: [String: ProfileValue] = [:]
-        for part in parts {
-            guard let equals = part.firstIndex(of: "=") else {
-                throw ChaosError(.invalidProfile, subject: location, "argument '\(part)' needs the form key=value when there are several")
+    func arguments(_ range: Range<Int>, into parameters: inout ProfileParameters) throws(ChaosError) {
+        let parts = ChaosGrammar.split(characters, range, on: [","]).map { ChaosGrammar.trim(characters, $0) }
+        if parts.count == 1, parts[0].isEmpty { return }
+        let named = parts.map { part in ChaosGrammar.split(characters, part, on: ["="]) }
+        if parts.count == 1, named[0].count == 1 {
+            parameters.positional = value(parts[0])
+            return
+        }
+        for (part, pieces) in zip(parts, named) {
+            guard !part.isEmpty else { throw fail(part.lowerBound, "an empty argument; remove the extra ','") }
+            guard pieces.count == 2 else {
+                throw fail(part.lowerBound, "argument '\(InputExcerpt.of(text(part)))' needs the form key=value when there are several")
             }
-            result[part[..<equals].trimmingCharacters(in: .whitespaces)] = value(part[part.index(after: equals)...].trimmingCharacters(in: .whitespaces))
-        }
-        return result
-    }
-
-    private static func value(_ text: String) -> ProfileValue {
-        if let parsed = try? JSONDocumentParser.parse(text).value { return parsed }
-        return .string(text)
-    }
-
-    /// Splits at `separator` outside parentheses and quotes.
-    private static func splitTopLevel(_ text: String, separator: String) -> [String] {
-        var parts: [String] = []
-        var current = ""
-        var depth = 0
-        var quoted = false
-        var index = text.startIndex
-        while index < text.endIndex {
-            let character = text[index]
-            if character == "\"" { quoted.toggle() }
-            if !quoted {
-                if character == "(" { depth += 1 }
-                if character == ")" { depth -= 1 }
-                if depth == 0, text[index...].hasPrefix(separator) {
-                    parts.append(current)
-                    current = ""
-                    index = text.index(index, offsetBy: separator.count)
-                    continue
-                }
+            let keyRange = ChaosGrammar.trim(characters, pieces[0])
+            let key = text(keyRange)
+            guard !key.isEmpty else { throw fail(part.lowerBound, "an argument name is missing before '='") }
+            guard parameters.values[key] == nil else {
+                throw fail(keyRange.lowerBound, "argument '\(InputExcerpt.of(key))' is given twice; keep one")
             }
-            current.append(character)
-            index = text.index(after: index)
+            let valueRange = ChaosGrammar.trim(characters, pieces[1])
+            parameters.values[key] = value(valueRange)
+            parameters.locations[key] = "\(source) column \(valueRange.lowerBound + 1)"
         }
-        parts.append(current)
-        return parts
+    }
+
+    /// A JSON value when the text is one (`42`, `true`, `"text"`, `[1,2]`), else the text.
+    func value(_ range: Range<Int>) -> ProfileValue {
+        let raw = text(range)
+        if let parsed = try? JSONDocumentParser.parse(raw).value { return parsed }
+        return .string(raw)
     }
 }

@@ -1,23 +1,27 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// Points for profile tests, with unique names so parallel suites do not collide.
 private enum ProfilePoints {
-    static let number = InjectionPoint<Int, Int, Never>("profile-tests.number") { $0 }
+    static let number = InjectionPoint<Int, Int, Never>("profile-tests.number", catalogue: PointCatalogue(
+        [
+            CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) { parameters in
+                let amount = try parameters.int("value")
+                return .block { env in env.arguments + amount }
+            },
+        ],
+        matcher: ArgumentMatcher(conditions: [.integer("above", "calls with a larger argument")]) { conditions in
+            let above = try conditions.int("above")
+            return { $0 > above }
+        }
+    )) { $0 }
     static let text = InjectionPoint<Void, String?, Never>("profile-tests.text") { "real" }
     static let date = InjectionPoint<Void, Date, Never>("profile-tests.date") { Date(timeIntervalSince1970: 0) }
     static let registered: Bool = {
         // Static lets are lazy: a point exists (and profiles can find it) once touched.
-        _ = (text, date)
-        number.addCatalogueItem("plus") { parameters throws(ChaosError) in
-            let amount = try parameters.int("value", default: 1)
-            return .block { env in env.arguments + amount }
-        }
-        number.setArgumentMatcher { conditions throws(ChaosError) in
-            let above = try conditions.int("above")
-            return { $0 > above }
-        }
+        _ = (number, text, date)
         return true
     }()
 }
@@ -111,7 +115,7 @@ private enum ProfilePoints {
         ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": \"plus\", \"parameters\": 3}}]}", .invalidProfile, "parameters must be an object"),
         ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"enabled\": \"yes\"}]}", .invalidProfile, "true or false"),
         ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"match\": 3}]}", .invalidProfile, "match"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\"},]}", .invalidProfile, "expected a JSON value"),
+        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\"},]}", .invalidProfile, "trailing comma"),
         ("{\"entries\": [{\"point\": \"profile-tests.number\" \"provider\": \"original\"}]}", .invalidProfile, "expected ',' or '}'"),
         ("{\"entries\": [{'point': 1}]}", .invalidProfile, "double quotes"),
         ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"point\": \"x\"}]}", .invalidProfile, "appears twice"),
@@ -205,8 +209,8 @@ extension ProfileTests {
         ("profile-tests.number", "point=provider"),
         ("=original", "point name"),
         ("profile-tests.number=original->plus", "never ends"),
-        ("profile-tests.number=150%plus", "outside"),
-        ("profile-tests.number=0*plus", "never apply"),
+        ("profile-tests.number=150%plus", "not a probability"),
+        ("profile-tests.number=0*plus", "not a count"),
         ("profile-tests.number=plus@soon", "not a delay"),
         ("profile-tests.number=constant", "needs a JSON value"),
         ("profile-tests.number=plus(1", "does not end"),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
 
 /// The published JSON Schema and the decoder must agree: every example profile is valid
 /// under both, and every document the decoder rejects for its structure the schema rejects too.

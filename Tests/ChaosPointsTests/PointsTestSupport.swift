@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ChaosKit
+import TestHelpers
+@testable import ChaosPoints
 
 /// The URL of a file in the checked-in test resources (Tests/ChaosKitTests/Points/Resources).
 func pointsResource(_ name: String) -> URL {
@@ -11,6 +13,13 @@ func pointsResource(_ name: String) -> URL {
 /// Parameters for a catalogue item.
 func settings(_ values: [String: ProfileValue] = [:]) -> ProfileParameters {
     ProfileParameters(values)
+}
+
+/// Parameters holding one unnamed value, as the `CHAOS` grammar writes `item(value)`.
+func positional(_ value: ProfileValue) -> ProfileParameters {
+    var parameters = ProfileParameters()
+    parameters.positional = value
+    return parameters
 }
 
 /// The `ChaosError` applying `entries` in a scope throws, or nil when it applies.

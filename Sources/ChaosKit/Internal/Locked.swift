@@ -6,13 +6,12 @@ import Musl
 import Darwin
 #endif
 
-/// A value behind a pthread mutex.
+/// A value behind a pthread mutex: the one lock type of every ChaosKit module.
 ///
 /// Not `Synchronization.Mutex`: on Linux its futex-based locking is invisible to
-/// ThreadSanitizer, which then reports races between correctly locked accesses (seen in
-/// the stress tests); a pthread mutex is understood by every sanitizer and costs the same
-/// uncontended.
-@usableFromInline final class Locked<Value: Sendable>: @unchecked Sendable {
+/// ThreadSanitizer, which then reports races between correctly locked accesses; a pthread
+/// mutex is understood by every sanitizer and costs the same uncontended.
+@usableFromInline package final class Locked<Value: Sendable>: @unchecked Sendable {
     // `value` is only read or written between lock() and unlock(): that is what makes
     // this class Sendable.
     // Unchecked: the mutex already makes accesses exclusive, and the runtime's dynamic
@@ -20,7 +19,8 @@ import Darwin
     @exclusivity(unchecked) @usableFromInline var value: Value
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    @usableFromInline init(_ value: Value) {
+    /// A lock guarding `value`.
+    @usableFromInline package init(_ value: Value) {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -41,7 +41,9 @@ import Darwin
     }
 
     /// Runs `body` with exclusive access to the value.
-    @inlinable func withLock<Result, Failure: Error>(_ body: (inout Value) throws(Failure) -> Result) throws(Failure) -> Result {
+    @inlinable package func withLock<Result, Failure: Error>(
+        _ body: (inout Value) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body(&value)

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
+@testable import ChaosPoints
 
 /// `clock.now`, `clock.timeZone`, `clock.sleep` and their catalogues. Every test scopes its
 /// chaos with `Chaos.with`, so the shared built-in points never leak between parallel tests.
@@ -109,7 +111,7 @@ import Testing
         try Chaos.with(entries.map { ProfileEntry(point: $0.pointName, $0.provider) }) {
             expectOffset(ClockOffset(days: -1)) { clock.now }
         }
-        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", settings(["value": .string("y2038")])))) {
+        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", positional(.string("y2038"))))) {
             #expect(clock.now == ClockEdge.y2038.date)
         }
     }

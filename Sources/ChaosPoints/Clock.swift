@@ -1,3 +1,4 @@
+public import ChaosKit
 public import Foundation
 
 // MARK: - Wall clock
@@ -33,99 +34,6 @@ public struct ChaosWallClock: WallClock {
     public var now: Date { ChaosClock.now() }
     /// `clock.timeZone`: `TimeZone.current` or what chaos makes of it.
     public var timeZone: TimeZone { ChaosClock.timeZone() }
-}
-
-// MARK: - Offsets
-
-/// How far to move the clock: calendar years and months (Gregorian, UTC) plus seconds.
-///
-/// Parse the compact form profiles use with ``parse(_:)``: `"-1d"`, `"+30y"`, `"90m"`,
-/// `"1d12h"`, `"-2mo"`, `"1.5h"` (units `y`, `mo`, `w`, `d`, `h`, `m`, `s`; one sign for all).
-public struct ClockOffset: Sendable, Hashable, CustomStringConvertible {
-    /// Calendar years to add (negative to go back).
-    public var years: Int
-    /// Calendar months to add.
-    public var months: Int
-    /// Seconds to add (days, hours and minutes are folded in here; a day is 86,400 s).
-    public var seconds: Double
-
-    /// An offset made of calendar years and months and fixed-length days, hours, minutes, seconds.
-    public init(years: Int = 0, months: Int = 0, days: Double = 0, hours: Double = 0, minutes: Double = 0, seconds: Double = 0) {
-        self.years = years
-        self.months = months
-        self.seconds = days * 86_400 + hours * 3_600 + minutes * 60 + seconds
-    }
-
-    /// `date` moved by this offset (years and months first, on the Gregorian calendar in UTC).
-    public func applied(to date: Date) -> Date {
-        var moved = date
-        if years != 0 || months != 0 {
-            moved = Self.calendar.date(byAdding: DateComponents(year: years, month: months), to: date) ?? date
-        }
-        return moved.addingTimeInterval(seconds)
-    }
-
-    /// The offset in seconds as it stands at `now` (calendar years and months vary in length).
-    public func seconds(from now: Date) -> TimeInterval {
-        applied(to: now).timeIntervalSince(now)
-    }
-
-    /// The compact offset in parameter `name` (e.g. `"value": "-30y"`) in seconds as it
-    /// stands at `now`: "-30y" is today's date thirty years ago, leap days included.
-    public static func seconds(
-        _ name: String, in parameters: ProfileParameters, from now: Date = Date()
-    ) throws(ChaosError) -> TimeInterval {
-        let text = try parameters.string(name)
-        do {
-            return try parse(text).seconds(from: now)
-        } catch {
-            throw ChaosError(.invalidProvider, subject: parameters.context, "'\(name)' is \"\(text)\": \(error.message)")
-        }
-    }
-
-    /// A readable rendering for logs, e.g. `"30y 0mo -5.0s"`.
-    public var description: String { "\(years)y \(months)mo \(seconds)s" }
-
-    private static let calendar: Calendar = {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(secondsFromGMT: 0)!
-        return calendar
-    }()
-
-    /// Reads the compact form (`"-1d"`, `"+30y"`, `"90m"`, `"1d12h"`); the error says what is wrong.
-    public static func parse(_ text: String) throws(ChaosError) -> ClockOffset {
-        let example = "write e.g. \"-1d\", \"+30y\", \"90m\" or \"1d12h\" (units y, mo, w, d, h, m, s)"
-        var rest = Substring(text.filter { !$0.isWhitespace })
-        var sign = 1.0
-        if rest.first == "-" { sign = -1; rest = rest.dropFirst() } else if rest.first == "+" { rest = rest.dropFirst() }
-        guard !rest.isEmpty else { throw ChaosError(.invalidProvider, "offset '\(text)' is empty; \(example)") }
-        var offset = ClockOffset()
-        while !rest.isEmpty {
-            let number = rest.prefix { $0.isNumber || $0 == "." }
-            rest = rest.dropFirst(number.count)
-            let unit = rest.prefix { $0.isLetter }
-            rest = rest.dropFirst(unit.count)
-            guard let value = Double(number), value.isFinite, !unit.isEmpty else {
-                throw ChaosError(.invalidProvider, "offset '\(text)' is not understood; \(example)")
-            }
-            let signed = sign * value
-            switch unit.lowercased() {
-            case "y", "mo":
-                guard value.rounded() == value, value < 1_000_000 else {
-                    throw ChaosError(.invalidProvider, "offset '\(text)': years and months must be whole numbers; \(example)")
-                }
-                if unit.lowercased() == "y" { offset.years += Int(signed) } else { offset.months += Int(signed) }
-            case "w": offset.seconds += signed * 7 * 86_400
-            case "d": offset.seconds += signed * 86_400
-            case "h": offset.seconds += signed * 3_600
-            case "m": offset.seconds += signed * 60
-            case "s": offset.seconds += signed
-            default:
-                throw ChaosError(.invalidProvider, "offset '\(text)' has unknown unit '\(unit)'; \(example)")
-            }
-        }
-        return offset
-    }
 }
 
 // MARK: - Edge dates
@@ -255,13 +163,14 @@ extension ChaosSleepClock where Base == ContinuousClock {
 ///
 /// | point | catalogue items (parameters) |
 /// |---|---|
-/// | `clock.now` | `frozen` (date), `offset` (by \| seconds, minutes, hours, days, months, years), `speed` (factor), `random-date` (days = 10000, around = 2025-01-01), `backwards` (step = 1), `edge` (name, lead = 0, running = false) |
+/// | `clock.now` | `frozen` (date), `offset` (by, or years, months, days, hours, minutes, seconds), `speed` (factor), `random-date` (days = 10000, around = 2025-01-01), `backwards` (step = 1), `edge` (name, lead = 0, running = false) |
 /// | `clock.timeZone` | `timezone` (identifier), `random-timezone` |
 /// | `clock.sleep` | `skip`, `stretch` (factor), `fail` (cancellation = false) |
 ///
-/// Dates in parameters are ISO-8601 strings (or seconds since 1970). The first-named
-/// parameter of each item is its main one: the one-line `CHAOS` grammar's positional value
-/// (`clock.now=offset(-1d)`, `clock.now=edge(y2038)`) fills it.
+/// Every parameter is declared (`chaos list` shows them, with types, units and defaults).
+/// Dates are ISO-8601 strings (or seconds since 1970); offsets and durations use the one
+/// grammar of ``ChaosKit/DurationText``. The first parameter of each item is the one the
+/// `CHAOS` grammar's unnamed value fills (`clock.now=offset(-1d)`, `clock.now=edge(y2038)`).
 public enum ChaosClock {
     /// Providers of `clock.now`.
     public typealias NowProvider = ChaosProvider<Void, Date, Never>
@@ -271,77 +180,71 @@ public enum ChaosClock {
     public typealias SleepProvider = AsyncChaosProvider<SleepRequest, Void, any Error>
 
     /// `clock.now`: the current date; the original is `Date()`.
-    public static let now: InjectionPoint<Void, Date, Never> = {
-        let point = InjectionPoint<Void, Date, Never>("clock.now") { Date() }
-        point.addCatalogueItem("frozen", parameters: "date: ISO-8601 string") { parameters throws(ChaosError) in
-            frozen(at: try parameters.naming("date").date("date"))
-        }
-        point.addCatalogueItem(
-            "offset", parameters: "by: string like \"-1d\", \"+30y\", \"90m\" | years, months, days, hours, minutes, seconds: number"
-        ) { parameters throws(ChaosError) in
-            try offset(by: offset(from: parameters.naming("by")))
-        }
-        point.addCatalogueItem("speed", parameters: "factor: number") { parameters throws(ChaosError) in
-            speed(factor: try parameters.naming("factor").finite("factor"))
-        }
-        point.addCatalogueItem("random-date", parameters: "days: number = 10000, around: ISO-8601 string = 2025-01-01") { parameters throws(ChaosError) in
-            let parameters = parameters.naming("days")
-            let days = try parameters.int("days", default: 10_000)
-            guard days >= 0 else { throw parameters.invalid("parameter 'days' is \(days); give a number of days of 0 or more") }
-            return randomDate(withinDays: days, of: try parameters.date("around", default: randomDateCentre))
-        }
-        point.addCatalogueItem("backwards", parameters: "step: seconds = 1") { parameters throws(ChaosError) in
-            let step = try parameters.naming("step").finite("step", default: 1)
-            guard step > 0 else { throw parameters.invalid("parameter 'step' is \(step); give a number of seconds above 0") }
-            return backwards(step: step)
-        }
-        point.addCatalogueItem(
-            "edge", parameters: "name: \(ClockEdge.allCases.map(\.rawValue).joined(separator: " | ")), lead: seconds = 0, running: bool = false"
-        ) { parameters throws(ChaosError) in
-            let parameters = parameters.naming("name")
-            let name = try parameters.string("name")
-            guard let edge = ClockEdge(rawValue: name) else {
-                throw parameters.invalid(
-                    "there is no edge date named '\(name)'; choose one of: \(ClockEdge.allCases.map(\.rawValue).joined(separator: ", "))"
-                )
-            }
-            return ChaosClock.edge(edge, lead: try parameters.finite("lead", default: 0), running: try parameters.bool("running", default: false))
-        }
-        return point
-    }()
+    public static let now: InjectionPoint<Void, Date, Never> = InjectionPoint("clock.now", catalogue: [
+        CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")]) { parameters in
+            frozen(at: try parameters.date("date"))
+        },
+        CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters) { parameters in
+            offset(by: try ClockOffset(parameters: parameters))
+        },
+        CatalogueItem("speed", "time runs faster or slower from the apply instant", parameters: [
+            .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)"),
+        ]) { parameters in
+            speed(factor: try parameters.double("factor"))
+        },
+        CatalogueItem("random-date", "a random date on every read, from the seed", parameters: [
+            .integer("days", "how far from the centre, either way", unit: "days", default: 10_000, range: 0...1_000_000),
+            .date("around", "the centre of the range", default: RandomGenerator<Date>.defaultCentre),
+        ]) { parameters in
+            randomDate(withinDays: try parameters.int("days"), of: try parameters.date("around"))
+        },
+        CatalogueItem("backwards", "every read earlier than the one before", parameters: [
+            .number("step", "how much earlier each read is", unit: "seconds", default: 1, range: 0.000_001...1e12),
+        ]) { parameters in
+            backwards(step: try parameters.double("step"))
+        },
+        CatalogueItem("edge", "a date that breaks date code", parameters: [
+            .choice("name", "which edge", ClockEdge.allCases.map(\.rawValue)),
+            .number("lead", "how long before the edge the clock stands", unit: "seconds", default: 0, range: 0...1e12),
+            .boolean("running", "whether the clock runs on from there at real speed", default: false),
+        ]) { parameters in
+            edge(ClockEdge(rawValue: try parameters.string("name"))!, lead: try parameters.double("lead"), running: try parameters.bool("running"))
+        },
+    ]) { Date() }
 
     /// `clock.timeZone`: the time zone; the original is `TimeZone.current`.
-    public static let timeZone: InjectionPoint<Void, TimeZone, Never> = {
-        let point = InjectionPoint<Void, TimeZone, Never>("clock.timeZone") { TimeZone.current }
-        point.addCatalogueItem("timezone", parameters: "identifier: IANA time zone") { parameters throws(ChaosError) in
-            let identifier = try parameters.naming("identifier").string("identifier")
+    public static let timeZone: InjectionPoint<Void, TimeZone, Never> = InjectionPoint("clock.timeZone", catalogue: [
+        CatalogueItem("timezone", "the program lives in another zone", parameters: [
+            .string("identifier", "an IANA time zone such as \"Asia/Kathmandu\""),
+        ]) { parameters in
+            let identifier = try parameters.string("identifier")
             guard let zone = TimeZone(identifier: identifier) else {
                 throw parameters.invalid(
-                    "'\(identifier)' is not a known time zone; give an IANA identifier such as \"Asia/Kathmandu\" or \"Pacific/Kiritimati\""
+                    "'\(identifier.prefix(80))' is not a known time zone; give an IANA identifier such as \"Asia/Kathmandu\" or \"Pacific/Kiritimati\"",
+                    parameter: "identifier"
                 )
             }
             return timeZone(zone)
-        }
-        point.addCatalogueItem("random-timezone") { _ throws(ChaosError) in randomTimeZone }
-        return point
-    }()
+        },
+        CatalogueItem("random-timezone", "a random known zone on every read") { _ in randomTimeZone },
+    ]) { TimeZone.current }
 
     /// `clock.sleep`: every sleep of a ``ChaosSleepClock``; the original really sleeps.
-    public static let sleep: AsyncInjectionPoint<SleepRequest, Void, any Error> = {
-        let point = AsyncInjectionPoint<SleepRequest, Void, any Error>("clock.sleep") { request in
-            try await request.perform(request.duration, request.tolerance)
-        }
-        point.addCatalogueItem("skip") { _ throws(ChaosError) in skippedSleeps }
-        point.addCatalogueItem("stretch", parameters: "factor: number") { parameters throws(ChaosError) in
-            let factor = try parameters.naming("factor").finite("factor")
-            guard factor >= 0 else { throw parameters.invalid("parameter 'factor' is \(factor); give 0 or more (2 sleeps twice as long)") }
-            return stretchedSleeps(factor: factor)
-        }
-        point.addCatalogueItem("fail", parameters: "cancellation: bool = false") { parameters throws(ChaosError) in
-            try parameters.bool("cancellation", default: false) ? failingSleeps(CancellationError()) : failingSleeps()
-        }
-        return point
-    }()
+    public static let sleep: AsyncInjectionPoint<SleepRequest, Void, any Error> = AsyncInjectionPoint("clock.sleep", catalogue: [
+        CatalogueItem("skip", "sleeps return at once") { _ in skippedSleeps },
+        CatalogueItem("stretch", "sleeps last longer or shorter", parameters: [
+            .number("factor", "how many times as long as asked", range: 0...1_000_000),
+        ]) { parameters in
+            stretchedSleeps(factor: try parameters.double("factor"))
+        },
+        CatalogueItem("fail", "sleeps throw at once", parameters: [
+            .boolean("cancellation", "throw CancellationError instead of SleepChaosError", default: false),
+        ]) { parameters in
+            try parameters.bool("cancellation") ? failingSleeps(CancellationError()) : failingSleeps()
+        },
+    ]) { request in
+        try await request.perform(request.duration, request.tolerance)
+    }
 
     // MARK: clock.now providers
 
@@ -367,8 +270,9 @@ public enum ChaosClock {
     }
 
     /// The default centre of ``randomDate(withinDays:of:)``: 2025-01-01T00:00:00Z. Fixed, not
-    /// "now", so that a seed gives the same dates on every run (as `Date.randomChaosValue` does).
-    public static let randomDateCentre = Date(timeIntervalSince1970: 1_735_689_600)
+    /// "now", so that a seed gives the same dates on every run (see
+    /// ``ChaosKit/RandomGenerator/defaultCentre``).
+    public static let randomDateCentre = RandomGenerator<Date>.defaultCentre
 
     /// A random date within ±`days` days of `reference`, a new one on every read (`"random-date"`;
     /// Dixie's example used ±10,000 days). Drawn from the seeded source.
@@ -393,26 +297,6 @@ public enum ChaosClock {
         guard running else { return .constant(start) }
         let realStart = Date()
         return .block { env in start.addingTimeInterval(env.callOriginal().timeIntervalSince(realStart)) }
-    }
-
-    /// Reads the `offset` item's parameters: `by` (compact text) or numeric parts.
-    static func offset(from parameters: ProfileParameters) throws(ChaosError) -> ClockOffset {
-        if parameters.has("by") {
-            do {
-                return try ClockOffset.parse(try parameters.string("by"))
-            } catch {
-                throw parameters.invalid(error.message)
-            }
-        }
-        let parts = ["years", "months", "days", "hours", "minutes", "seconds"]
-        guard parts.contains(where: parameters.has) else {
-            throw parameters.invalid("give 'by' (e.g. \"-1d\", \"+30y\", \"90m\") or any of \(parts.joined(separator: ", ")) as numbers")
-        }
-        return ClockOffset(
-            years: try parameters.int("years", default: 0), months: try parameters.int("months", default: 0),
-            days: try parameters.finite("days", default: 0), hours: try parameters.finite("hours", default: 0),
-            minutes: try parameters.finite("minutes", default: 0), seconds: try parameters.finite("seconds", default: 0)
-        )
     }
 
     // MARK: clock.timeZone providers

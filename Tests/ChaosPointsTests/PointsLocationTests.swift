@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
+@testable import ChaosPoints
 
 /// `location.current`, `location.updates` and their catalogue. All chaos is scoped.
 @Suite struct PointsLocationTests {
@@ -59,7 +61,7 @@ import Testing
 
     @Test func city() async throws {
         let tokyo = try #require(City.named("tokyo"))
-        for entry in [typed(.city(tokyo)), named("city", ["name": .string("tokyo")]), named("city", ["value": .string("Tokyo")])] {
+        for entry in [typed(.city(tokyo)), named("city", ["name": .string("tokyo")]), ProfileEntry(point: "location.current", .catalogue("city", positional(.string("tokyo"))))] {
             for fix in try await fixes(entry, count: 2) {
                 #expect(fix.latitude == tokyo.latitude && fix.longitude == tokyo.longitude && fix.altitude == tokyo.altitude)
             }
@@ -189,7 +191,7 @@ import Testing
         }
         // A huge speed factor: the run is over at once.
         let last = try GPXDocument.load(contentsOf: pointsResource("royal-mile-route.gpx")).playbackPoints.last!
-        try await Chaos.with(named("gpx", ["value": .string(pointsResource("royal-mile-route.gpx").path), "speed": .number(1e9)])) {
+        try await Chaos.with(named("gpx", ["path": .string(pointsResource("royal-mile-route.gpx").path), "speed": .number(1e6)])) {
             try await Task.sleep(for: .milliseconds(5))
             let fix = try await provider.currentLocation()
             #expect(fix.latitude == last.latitude && fix.longitude == last.longitude)

@@ -1,3 +1,4 @@
+public import ChaosKit
 public import Foundation
 
 // MARK: - Localized strings
@@ -141,13 +142,35 @@ public enum StringTransformation: Sendable, Hashable {
         }
     }
 
-    /// What the catalogue item takes, for `chaos list`.
-    public var parameterDescription: String {
+    /// The parameters the catalogue item takes.
+    public var parameters: [CatalogueParameter] {
         switch self {
-        case .rightToLeft: "mode: override | embed | isolate = override"
-        case .veryLong: "length: number = 10000"
-        case .combiningMarks: "count: number = 3"
-        default: ""
+        case .rightToLeft:
+            [.choice("mode", "how the text is wrapped in bidi controls", BidiMode.allCases.map(\.rawValue), default: BidiMode.override.rawValue)]
+        case .veryLong:
+            [.integer("length", "how long the text becomes", unit: "characters", default: 10_000, range: 0...10_000_000)]
+        case .combiningMarks:
+            [.integer("count", "how many combining marks on every letter", default: 3, range: 1...64)]
+        default:
+            []
+        }
+    }
+
+    /// What the transformation does, in a few words.
+    public var summary: String {
+        switch self {
+        case .doubleLength: "every run of text twice"
+        case .accented: "Latin letters with accents"
+        case .rightToLeft: "the text wrapped in bidi controls"
+        case .bounded: "[# text #], to spot truncation"
+        case .veryLong: "the text padded to a length"
+        case .empty: "the empty string"
+        case .keyInsteadOfValue: "the key, as when a translation is missing"
+        case .combiningMarks: "combining diacritics on every letter"
+        case .emojiZWJ: "zero-width-joiner emoji after every word"
+        case .mixedScripts: "words in many scripts after every word"
+        case .corruptFormatSpecifiers: "every format specifier's type changed"
+        case .dropFormatSpecifiers: "every format specifier removed"
         }
     }
 
@@ -177,39 +200,19 @@ public enum StringTransformation: Sendable, Hashable {
         }
     }
 
-    /// The transformation a profile names, with its parameters.
+    /// The transformation a profile names, with its parameters (checked against
+    /// ``parameters`` first, as the catalogue does).
     public init(name: String, parameters: ProfileParameters = ProfileParameters()) throws(ChaosError) {
-        switch name {
-        case "double-length": self = .doubleLength
-        case "accented": self = .accented
-        case "right-to-left":
-            let parameters = parameters.naming("mode")
-            let modeName = try parameters.string("mode", default: BidiMode.override.rawValue)
-            guard let mode = BidiMode(rawValue: modeName) else {
-                throw parameters.invalid(
-                    "parameter 'mode' is '\(modeName)'; choose one of: \(BidiMode.allCases.map(\.rawValue).joined(separator: ", "))"
-                )
-            }
-            self = .rightToLeft(mode)
-        case "bounded": self = .bounded
-        case "very-long":
-            let length = try parameters.naming("length").int("length", default: 10_000)
-            guard length >= 0 else { throw parameters.invalid("parameter 'length' is \(length); give 0 or more characters") }
-            self = .veryLong(length: length)
-        case "empty": self = .empty
-        case "key-instead-of-value": self = .keyInsteadOfValue
-        case "combining-marks":
-            let count = try parameters.naming("count").int("count", default: 3)
-            guard (1...64).contains(count) else { throw parameters.invalid("parameter 'count' is \(count); give 1 to 64 marks per letter") }
-            self = .combiningMarks(count: count)
-        case "emoji-zwj": self = .emojiZWJ
-        case "mixed-scripts": self = .mixedScripts
-        case "corrupt-format-specifiers": self = .corruptFormatSpecifiers
-        case "drop-format-specifiers": self = .dropFormatSpecifiers
-        default:
-            throw parameters.invalid(
-                "no string transformation named '\(name)'; choose one of: \(Self.allDefaults.map(\.name).joined(separator: ", "))"
-            )
+        guard let named = Self.allDefaults.first(where: { $0.name == name }) else {
+            let names = Self.allDefaults.map(\.name)
+            throw parameters.invalid("no string transformation named '\(name.prefix(80))'; choose one of: \(names.joined(separator: ", "))")
+        }
+        let checked = try parameters.checked(against: named.parameters, owner: "'\(name)'")
+        switch named {
+        case .rightToLeft: self = .rightToLeft(BidiMode(rawValue: try checked.string("mode"))!)
+        case .veryLong: self = .veryLong(length: try checked.int("length"))
+        case .combiningMarks: self = .combiningMarks(count: try checked.int("count"))
+        default: self = named
         }
     }
 }
@@ -445,35 +448,31 @@ public enum ChaosStrings {
     public typealias Provider = ChaosProvider<LocalizationRequest, String, Never>
 
     /// `strings.localized`: a localized string; the original asks the request's source.
-    public static let localized: InjectionPoint<LocalizationRequest, String, Never> = {
-        let point = InjectionPoint<LocalizationRequest, String, Never>("strings.localized") { request in
-            request.source.string(forKey: request.key, value: request.value, table: request.table)
-        }
-        for transformation in StringTransformation.allDefaults {
-            let name = transformation.name
-            point.addCatalogueItem(name, parameters: transformation.parameterDescription) { parameters throws(ChaosError) in
-                transformed(try StringTransformation(name: name, parameters: parameters))
+    public static let localized = InjectionPoint<LocalizationRequest, String, Never>(
+        "strings.localized",
+        catalogue: PointCatalogue(
+            StringTransformation.allDefaults.map { transformation in
+                CatalogueItem(transformation.name, transformation.summary, parameters: transformation.parameters) { parameters in
+                    transformed(try StringTransformation(name: transformation.name, parameters: parameters))
+                }
+            },
+            matcher: ArgumentMatcher(conditions: [
+                .string("key", "the key, exactly", optional: true),
+                .string("keyPrefix", "the start of the key", optional: true),
+                .string("table", "the strings table (Localizable when none is given)", optional: true),
+            ]) { conditions in
+                let key = conditions.has("key") ? try conditions.string("key") : nil
+                let prefix = conditions.has("keyPrefix") ? try conditions.string("keyPrefix") : nil
+                let table = conditions.has("table") ? try conditions.string("table") : nil
+                return { request in
+                    (key.map { request.key == $0 } ?? true)
+                        && (prefix.map { request.key.hasPrefix($0) } ?? true)
+                        && (table.map { (request.table ?? "Localizable") == $0 } ?? true)
+                }
             }
-        }
-        point.setArgumentMatcher { conditions throws(ChaosError) in try matcher(conditions) }
-        return point
-    }()
-
-    /// The test a profile's `"match"` makes of a look-up: `key` (exact), `keyPrefix`, `table`
-    /// (all that are given must hold).
-    static func matcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (LocalizationRequest) -> Bool {
-        let known: Set = ["key", "keyPrefix", "table"]
-        if let unknown = conditions.values.keys.sorted().first(where: { !known.contains($0) }) {
-            throw conditions.invalid("strings.localized cannot match on '\(unknown)'; use key, keyPrefix or table")
-        }
-        let key = conditions.has("key") ? try conditions.string("key") : nil
-        let prefix = conditions.has("keyPrefix") ? try conditions.string("keyPrefix") : nil
-        let table = conditions.has("table") ? try conditions.string("table") : nil
-        return { request in
-            (key.map { request.key == $0 } ?? true)
-                && (prefix.map { request.key.hasPrefix($0) } ?? true)
-                && (table.map { (request.table ?? "Localizable") == $0 } ?? true)
-        }
+        )
+    ) { request in
+        request.source.string(forKey: request.key, value: request.value, table: request.table)
     }
 
     /// The real text, transformed.

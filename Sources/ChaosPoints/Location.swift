@@ -1,3 +1,4 @@
+public import ChaosKit
 public import Foundation
 import Synchronization
 
@@ -285,7 +286,7 @@ public struct LocationScenario: Sendable {
     /// reads replay from the seed; concurrent reads may interleave.
     public static func teleport(minimumKm: Double = 5_000) -> LocationScenario {
         let minimum = min(15_000, max(0, minimumKm)) * 1000
-        let last = Mutex<Location?>(nil)
+        let last = Locked<Location?>(nil)
         return LocationScenario(name: "teleport") { context throws(LocationError) in
             let previous = last.withLock { $0 }
             var fix = randomGlobePoint(&context.random, at: context.now)
@@ -442,103 +443,118 @@ public enum ChaosLocation {
     public typealias UpdatesProvider = ChaosProvider<LocationRequest, AsyncThrowingStream<Location, any Error>, Never>
 
     /// `location.current`: one fix; the original asks the request's base provider.
-    public static let current: AsyncInjectionPoint<LocationRequest, Location, LocationError> = {
-        let point = AsyncInjectionPoint<LocationRequest, Location, LocationError>("location.current") { request throws(LocationError) in
-            try await request.base.currentLocation()
-        }
-        for name in itemNames {
-            point.addCatalogueItem(name, parameters: itemParameters[name] ?? "") { parameters throws(ChaosError) in
+    public static let current = AsyncInjectionPoint<LocationRequest, Location, LocationError>(
+        "location.current",
+        catalogue: PointCatalogue(itemNames.map { name in
+            CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name)) { parameters in
                 try scenario(named: name, parameters).current
             }
-        }
-        return point
-    }()
+        })
+    ) { request throws(LocationError) in
+        try await request.base.currentLocation()
+    }
 
     /// `location.updates`: a stream of fixes; the original is the base provider's stream.
-    public static let updates: InjectionPoint<LocationRequest, AsyncThrowingStream<Location, any Error>, Never> = {
-        let point = InjectionPoint<LocationRequest, AsyncThrowingStream<Location, any Error>, Never>("location.updates") { request in
-            request.base.updates()
-        }
-        for name in itemNames {
-            let described = [itemParameters[name] ?? "", "interval: seconds = 1"].filter { !$0.isEmpty }.joined(separator: ", ")
-            point.addCatalogueItem(name, parameters: described) { parameters throws(ChaosError) in
-                let interval = try parameters.finite("interval", default: 1)
-                guard interval >= 0 else { throw parameters.invalid("parameter 'interval' is \(interval); give 0 or more seconds") }
-                return try scenario(named: name, parameters).updates(every: .seconds(interval))
+    public static let updates = InjectionPoint<LocationRequest, AsyncThrowingStream<Location, any Error>, Never>(
+        "location.updates",
+        catalogue: PointCatalogue(itemNames.map { name in
+            CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name) + [interval]) { parameters in
+                var scenarioParameters = parameters
+                scenarioParameters.values["interval"] = nil
+                return try scenario(named: name, scenarioParameters).updates(every: .seconds(try parameters.double("interval")))
             }
-        }
-        return point
-    }()
+        })
+    ) { request in
+        request.base.updates()
+    }
 
     /// The catalogue item names.
     public static let itemNames = [
         "city", "random-region", "random-globe", "gpx", "teleport", "degraded-accuracy", "denied", "unavailable", "timeout",
     ]
 
-    static let itemParameters = [
-        "city": "name: \(City.all.map(\.name).joined(separator: " | "))",
-        "random-region": "latitude, longitude: degrees, radiusKm: number",
-        "gpx": "path: file, speed: number = 1, metersPerSecond: number = 5",
-        "teleport": "cities: [name] (default: random places), minimumKm: number = 5000",
-        "degraded-accuracy": "meters: number",
+    static let itemSummaries = [
+        "city": "a fixed city", "random-region": "random places in a circle", "random-globe": "random places anywhere",
+        "gpx": "a recorded route, played back", "teleport": "jumps between far places", "degraded-accuracy": "a poor fix",
+        "denied": "permission denied", "unavailable": "no fix available", "timeout": "no fix in time",
     ]
 
-    /// The scenario a profile names, with its parameters (a positional `value` fills the
-    /// item's main parameter: `name`, `path` or `meters`).
+    /// What `location.updates` items take on top: the time between fixes.
+    static let interval = CatalogueParameter.number("interval", "time between fixes", unit: "seconds", default: 1, range: 0...86_400)
+
+    /// The parameters the item `name` takes (the first is the one the `CHAOS` grammar's
+    /// unnamed value fills).
+    public static func parameters(of name: String) -> [CatalogueParameter] {
+        switch name {
+        case "city": [.choice("name", "the city", City.all.map(\.name))]
+        case "random-region": [
+            .number("latitude", "the centre's latitude", unit: "degrees", range: -90...90),
+            .number("longitude", "the centre's longitude", unit: "degrees", range: -180...180),
+            .number("radiusKm", "the circle's radius", unit: "km", range: 0.001...20_000),
+        ]
+        case "gpx": [
+            .string("path", "the GPX file: its track, route or waypoints"),
+            .number("speed", "playback speed (1: real time, 0: stand at the start)", default: 1, range: 0...1_000_000),
+            .number("metersPerSecond", "speed along points without times", unit: "m/s", default: 5, range: 0.001...1_000_000),
+        ]
+        case "teleport": [
+            .strings("cities", "city names to jump between (default: random places far apart)"),
+            .number("minimumKm", "how far each jump goes at least", unit: "km", default: 5_000, range: 0...15_000),
+        ]
+        case "degraded-accuracy": [.number("meters", "the radius of uncertainty", unit: "m", range: 0.001...10_000_000)]
+        default: []
+        }
+    }
+
+    /// The scenario a profile names, with its parameters (checked against
+    /// ``parameters(of:)`` first, as the catalogue does).
     public static func scenario(named name: String, _ parameters: ProfileParameters) throws(ChaosError) -> LocationScenario {
-        let main = ["city": "name", "gpx": "path", "degraded-accuracy": "meters", "teleport": "cities"]
-        let parameters = main[name].map { parameters.naming($0) } ?? parameters
+        guard itemNames.contains(name) else {
+            throw parameters.invalid("no location chaos named '\(name.prefix(80))'; choose one of: \(itemNames.joined(separator: ", "))")
+        }
+        let parameters = try parameters.checked(against: Self.parameters(of: name), owner: "'\(name)'")
         switch name {
         case "city":
             return .city(try city(try parameters.string("name"), parameters))
         case "random-region":
-            let latitude = try parameters.finite("latitude"), longitude = try parameters.finite("longitude")
-            let radius = try parameters.finite("radiusKm")
-            guard (-90...90).contains(latitude), (-180...180).contains(longitude) else {
-                throw parameters.invalid("centre (\(latitude), \(longitude)) is off the globe; latitude must be in −90…90, longitude in −180…180")
-            }
-            guard radius > 0 else { throw parameters.invalid("parameter 'radiusKm' is \(radius); give a radius above 0 kilometres") }
-            return .randomRegion(latitude: latitude, longitude: longitude, radiusKm: radius)
+            return .randomRegion(
+                latitude: try parameters.double("latitude"), longitude: try parameters.double("longitude"),
+                radiusKm: try parameters.double("radiusKm")
+            )
         case "random-globe":
             return .randomGlobe
         case "gpx":
             let path = try parameters.string("path")
-            do {
+            do throws(ChaosError) {
                 return try .gpx(
-                    contentsOf: URL(fileURLWithPath: path), speed: try parameters.finite("speed", default: 1),
-                    metersPerSecond: try parameters.finite("metersPerSecond", default: 5)
+                    contentsOf: URL(fileURLWithPath: path), speed: try parameters.double("speed"),
+                    metersPerSecond: try parameters.double("metersPerSecond")
                 )
             } catch {
                 // The file's path is the inner error's subject; keep it in the message.
-                throw parameters.invalid(error.description)
+                throw parameters.invalid(error.description, parameter: "path")
             }
         case "teleport":
             if let names = try parameters.strings("cities") {
-                guard names.count >= 2 else { throw parameters.invalid("parameter 'cities' needs at least two city names to jump between") }
+                guard names.count >= 2 else {
+                    throw parameters.invalid("parameter 'cities' needs at least two city names to jump between", parameter: "cities")
+                }
                 var locations: [Location] = []
                 for cityName in names { locations.append(try city(cityName, parameters).location(at: Date())) }
                 return .teleport(between: locations)
             }
-            let minimum = try parameters.finite("minimumKm", default: 5_000)
-            guard (0...15_000).contains(minimum) else {
-                throw parameters.invalid("parameter 'minimumKm' is \(minimum); give 0 to 15000 kilometres")
-            }
-            return .teleport(minimumKm: minimum)
+            return .teleport(minimumKm: try parameters.double("minimumKm"))
         case "degraded-accuracy":
-            let meters = try parameters.finite("meters")
-            guard meters > 0 else { throw parameters.invalid("parameter 'meters' is \(meters); give an accuracy above 0 metres") }
-            return .degradedAccuracy(meters: meters)
+            return .degradedAccuracy(meters: try parameters.double("meters"))
         case "denied": return .failing(.denied)
         case "unavailable": return .failing(.unavailable)
-        case "timeout": return .failing(.timeout)
-        default:
-            throw parameters.invalid("no location chaos named '\(name)'; choose one of: \(itemNames.joined(separator: ", "))")
+        default: return .failing(.timeout)
         }
     }
 
     private static func city(_ name: String, _ parameters: ProfileParameters) throws(ChaosError) -> City {
         guard let city = City.named(name) else {
-            throw parameters.invalid("no city named '\(name)'; choose one of: \(City.all.map(\.name).joined(separator: ", "))")
+            throw parameters.invalid("no city named '\(name.prefix(80))'; choose one of: \(City.all.map(\.name).joined(separator: ", "))")
         }
         return city
     }

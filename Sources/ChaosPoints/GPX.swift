@@ -1,3 +1,4 @@
+public import ChaosKit
 public import Foundation
 #if canImport(FoundationXML)
 import FoundationXML

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
+@testable import ChaosPoints
 
 /// The GPX 1.0/1.1 parser, on files written the way real tools write them.
 @Suite struct PointsGPXTests {

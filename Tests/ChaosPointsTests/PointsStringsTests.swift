@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ChaosKit
+import TestHelpers
+@testable import ChaosPoints
 
 /// `strings.localized`, its catalogue, and the pure transformations behind it.
 @Suite struct PointsStringsTests {
@@ -128,7 +130,7 @@ import Testing
     @Test func catalogueParameters() throws {
         let cases: [(String, [String: ProfileValue], StringTransformation)] = [
             ("very-long", ["length": .number(50)], .veryLong(length: 50)),
-            ("very-long", ["value": .number(60)], .veryLong(length: 60)),
+            ("very-long", ["length": .number(60)], .veryLong(length: 60)),
             ("right-to-left", ["mode": .string("isolate")], .rightToLeft(.isolate)),
             ("right-to-left", [:], .rightToLeft(.override)),
             ("combining-marks", ["count": .number(1)], .combiningMarks(count: 1)),

@@ -1,0 +1,143 @@
+/// The one way ChaosKit writes spans of time as text: delays, latencies, timeouts and
+/// clock offsets all read this grammar.
+///
+/// A span is one or more *number unit* parts, optionally signed as a whole:
+/// `250ms`, `1.5s`, `2m`, `1h30m`, `1d`, `2w`, `-30y`, `+1mo`.
+///
+/// | unit | meaning |
+/// |---|---|
+/// | `ns`, `us` (`µs`), `ms`, `s` | nano-, micro-, milliseconds, seconds |
+/// | `m`, `h`, `d`, `w` | minutes, hours, days (86,400 s), weeks |
+/// | `mo`, `y` | calendar months and years (clock offsets only) |
+///
+/// A **duration** (a delay, a latency, a timeout) is a fixed length of zero or more: no
+/// sign, no calendar units. A **clock offset** (``ClockOffset``) may be negative and may use
+/// calendar years and months, whose length depends on the date they are added to.
+public enum DurationText {
+    /// The duration `text` stands for, or nil when it is not one (see ``duration(_:)`` for why).
+    public static func parse(_ text: String) -> Duration? {
+        try? duration(text)
+    }
+
+    /// The duration `text` stands for; the error says what is wrong and how to write it.
+    public static func duration(_ text: String) throws(ChaosError) -> Duration {
+        let span = try TimeSpanSyntax.parse(text, example: durationExample)
+        if span.negative {
+            throw ChaosError(.invalidProvider, "'\(InputExcerpt.of(text))' is negative; a duration is zero or more, \(durationExample)")
+        }
+        if span.years != 0 || span.months != 0 {
+            throw ChaosError(
+                .invalidProvider,
+                "'\(InputExcerpt.of(text))' uses calendar units (y, mo), whose length depends on the date; a duration needs a fixed length such as 30d, \(durationExample)"
+            )
+        }
+        return span.fixed
+    }
+
+    /// `duration` written in this grammar, exactly when it can be (`"250ms"`, `"1h30m"`,
+    /// `"1.5s"`, `"0s"`).
+    public static func format(_ duration: Duration) -> String {
+        var (seconds, attoseconds) = duration.components
+        let negative = seconds < 0 || attoseconds < 0
+        if negative {
+            seconds = -seconds
+            attoseconds = -attoseconds
+        }
+        var nanoseconds = attoseconds / 1_000_000_000
+        var parts = ""
+        if seconds == 0 && nanoseconds == 0 { return "0s" }
+        if nanoseconds == 0 {
+            for (unit, size) in [("d", Int64(86_400)), ("h", 3_600), ("m", 60), ("s", 1)] where seconds >= size {
+                parts += "\(seconds / size)\(unit)"
+                seconds %= size
+            }
+        } else if seconds == 0 && nanoseconds % 1_000_000 == 0 {
+            parts = "\(nanoseconds / 1_000_000)ms"
+        } else if seconds == 0 && nanoseconds % 1_000 == 0 {
+            parts = "\(nanoseconds / 1_000)us"
+        } else if seconds == 0 {
+            parts = "\(nanoseconds)ns"
+        } else {
+            // Whole nanoseconds as milliseconds with a fraction keeps the text exact.
+            nanoseconds += seconds * 1_000_000_000
+            parts = nanoseconds % 1_000_000 == 0 ? "\(nanoseconds / 1_000_000)ms" : "\(nanoseconds)ns"
+        }
+        return (negative ? "-" : "") + parts
+    }
+
+    /// A regular expression for a duration string, for JSON Schemas.
+    public static let schemaPattern = "^\\s*[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w)([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w))*\\s*$"
+
+    static let durationExample = "e.g. \"250ms\", \"2s\", \"1m\" or \"1h30m\""
+}
+
+/// A parsed span of time: the grammar of ``DurationText``, shared by durations and offsets.
+struct TimeSpanSyntax {
+    var negative = false
+    var years = 0
+    var months = 0
+    /// The fixed-length part (weeks, days, hours … nanoseconds), unsigned.
+    var fixed = Duration.zero
+
+    /// Reads `text`; `example` ends every error message.
+    static func parse(_ text: String, example: String) throws(ChaosError) -> TimeSpanSyntax {
+        let quoted = InputExcerpt.of(text)
+        // Spaces between parts are allowed ("1d 12h"), as a person would write them.
+        var rest = Substring(text.filter { !$0.isWhitespace })
+        var span = TimeSpanSyntax()
+        if rest.first == "-" {
+            span.negative = true
+            rest = rest.dropFirst()
+        } else if rest.first == "+" {
+            rest = rest.dropFirst()
+        }
+        guard !rest.isEmpty else { throw ChaosError(.invalidProvider, "'\(quoted)' is empty; \(example)") }
+        while !rest.isEmpty {
+            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            rest = rest.dropFirst(number.count)
+            let unit = rest.prefix { $0.isLetter }
+            rest = rest.dropFirst(unit.count)
+            guard !number.isEmpty, let value = Double(number), value.isFinite else {
+                throw ChaosError(.invalidProvider, "'\(quoted)' is not a span of time; \(example)")
+            }
+            guard !unit.isEmpty else {
+                throw ChaosError(.invalidProvider, "'\(quoted)' needs a unit after \(number); \(example)")
+            }
+            switch unit {
+            case "y", "mo":
+                guard value.rounded() == value, value < 1_000_000 else {
+                    throw ChaosError(.invalidProvider, "'\(quoted)': years and months must be whole numbers; \(example)")
+                }
+                if unit == "y" { span.years += Int(value) } else { span.months += Int(value) }
+            default:
+                guard let scale = fixedUnits[String(unit)] else {
+                    let suggestion = Suggestions.nearest(to: String(unit), in: Array(fixedUnits.keys) + ["y", "mo"])
+                    throw ChaosError(
+                        .invalidProvider,
+                        "'\(quoted)' has an unknown unit '\(unit)'\(suggestion.map { "; did you mean \($0)?" } ?? ""); units are ns, us, ms, s, m, h, d, w, mo, y"
+                    )
+                }
+                let nanoseconds = value * scale
+                guard nanoseconds < 9e18 else {
+                    throw ChaosError(.invalidProvider, "'\(quoted)' is too long; keep a span under 290 years")
+                }
+                span.fixed += .nanoseconds(Int64(nanoseconds.rounded()))
+            }
+        }
+        return span
+    }
+
+    /// Nanoseconds per fixed-length unit.
+    private static let fixedUnits: [String: Double] = [
+        "ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3_600e9, "d": 86_400e9, "w": 604_800e9,
+    ]
+}
+
+extension String {
+    /// The text without leading and trailing spaces, tabs and newlines.
+    var trimmingWhitespace: Substring {
+        let start = firstIndex { !$0.isWhitespace } ?? endIndex
+        let end = lastIndex { !$0.isWhitespace }.map(index(after:)) ?? start
+        return self[start..<end]
+    }
+}

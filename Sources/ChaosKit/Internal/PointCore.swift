@@ -1,0 +1,249 @@
+public import CChaosGrace
+public import Synchronization
+
+/// What the rest of ChaosKit needs of a point, whatever its types: its name and
+/// catalogue, making installations from descriptions, and the global stack and scope
+/// counts that decide what a call does.
+protocol AnyPointCore: AnyObject, Sendable {
+    var name: String { get }
+    var signature: String { get }
+    var catalogueItems: [CatalogueItemInfo] { get }
+    var matchConditions: [CatalogueParameter]? { get }
+    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation
+    func pushGlobal(_ installation: AnyObject)
+    func removeGlobal(_ installation: AnyObject) -> Bool
+    func scopeEntered()
+    func scopeLeft()
+    func retainActivation() throws(ChaosError)
+    func releaseActivation()
+    func notifyChanged()
+}
+
+/// An entry checked and ready to install on its point; installing it cannot fail.
+struct PreparedInstallation: Sendable {
+    let core: any AnyPointCore
+    let installation: any AnyObject & Sendable
+}
+
+/// The one core of every injection point, sync or async: its name, catalogue and
+/// activation, the global stack of applied entries, and the atomic words the call path
+/// reads. ``InjectionPoint`` and ``AsyncInjectionPoint`` are thin drivers over it: they
+/// differ only in how they call the original, run a block and wait.
+@usableFromInline final class PointCore<Provider: ChaosProviderProtocol>: AnyPointCore, Sendable {
+    @usableFromInline typealias Installed = Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+    typealias Tree = ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+
+    /// Global entries plus live scopes that involve this point. Zero means "call the original".
+    @usableFromInline let activity = Atomic<Int>(0)
+    /// Live scopes that involve this point (a task-local lookup is only worth it then).
+    @usableFromInline let scopes = Atomic<Int>(0)
+    /// The newest global entry as an unretained object address (0: none). It is only
+    /// written under `stack`'s lock; a removed entry is retired (``RetiredObjects``) and
+    /// stays alive until every section that may have read it has ended.
+    @usableFromInline let topAddress = Atomic<UInt>(0)
+    /// The applied global entries, oldest first; the last one wins.
+    @usableFromInline let stack = Locked<[Installed]>([])
+
+    let name: String
+    let signature: String
+    let catalogue: PointCatalogue<Provider>
+    private let itemsByName: [String: CatalogueItem<Provider>]
+    /// What to do when the point starts and stops being used (C hooks patch their slots).
+    let activation: (any PointActivation)?
+    /// Users of the activation: global entries plus live scopes. Only touched off the
+    /// call path, and only for points that have an activation.
+    private let users = Locked<Int>(0)
+
+    init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
+        self.name = name
+        self.signature = signature
+        self.catalogue = catalogue
+        self.itemsByName = Dictionary(catalogue.items.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+        self.activation = activation
+        PointRegistry.shared.register(self)
+    }
+
+    deinit {
+        PointRegistry.shared.unregister(ObjectIdentifier(self))
+    }
+
+    // MARK: The call path
+
+    /// The newest global entry as the call path needs it, read inside a point section: no
+    /// lock, and no reference at all when the entry is a plain constant.
+    @usableFromInline enum Top {
+        case none
+        case constant(Provider.Result)
+        case entry(Installed)
+    }
+
+    /// Reads the newest global entry: its constant, or the entry itself (retained, so it
+    /// may outlive the section while its provider runs).
+    @inlinable @inline(__always) func readTop() -> Top {
+        let entered = chaos_point_enter()
+        if entered == UInt64.max {  // CHAOS_POINT_UNPROTECTED
+            // A thread that cannot take part in sections (exiting, or out of memory).
+            guard let installed = stack.withLock({ $0.last }) else { return .none }
+            return installed.rootConstant.map(Top.constant) ?? .entry(installed)
+        }
+        defer { chaos_point_leave(entered) }
+        guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return .none }
+        let unmanaged = Unmanaged<Installed>.fromOpaque(address)
+        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.rootConstant }) { return .constant(value) }
+        return .entry(unmanaged.takeUnretainedValue())
+    }
+
+    /// The scoped entry of the current task for this point, if any; the task's scope keeps
+    /// it alive for as long as the call can run.
+    @inlinable @inline(__always) func scopedEntry() -> Unmanaged<Installed>? {
+        guard scopes.load(ordering: .relaxed) != 0, let address = ScopeFrame.installation(for: self) else { return nil }
+        return Unmanaged<Installed>.fromOpaque(address)
+    }
+
+    /// The entry that wins globally: the last one applied.
+    func top() -> Installed? {
+        stack.withLock { $0.last }
+    }
+
+    // MARK: Entries
+
+    func pushGlobal(_ installation: AnyObject) {
+        let typed = unsafeDowncast(installation, to: Installed.self)
+        stack.withLock { stack in
+            stack.append(typed)
+            publishTop(stack)
+        }
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// Removes exactly this installation (by identity: one entry may be applied by
+    /// several `Chaos` builders, each with its own installation).
+    func removeGlobal(_ installation: AnyObject) -> Bool {
+        let removed = stack.withLock { stack -> Bool in
+            guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
+            stack.remove(at: index)
+            publishTop(stack)
+            return true
+        }
+        if removed {
+            activity.wrappingSubtract(1, ordering: .releasing)
+            let readers: RetiredObjects.Readers = activation?.readsEntriesInHookSections == true ? .hookSections : .pointSections
+            RetiredObjects.shared.retire(installation, readers: readers)
+        }
+        return removed
+    }
+
+    /// Keeps `topAddress` equal to the stack's last element; called under the stack's lock.
+    private func publishTop(_ stack: [Installed]) {
+        let address = stack.last.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
+        topAddress.store(address, ordering: .releasing)
+    }
+
+    func scopeEntered() {
+        scopes.wrappingAdd(1, ordering: .releasing)
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    func scopeLeft() {
+        activity.wrappingSubtract(1, ordering: .releasing)
+        scopes.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    // MARK: Activation
+
+    /// Counts one more user; the first one activates the point. On error nothing changed.
+    func retainActivation() throws(ChaosError) {
+        guard let activation else { return }
+        try users.withLock { (count: inout Int) throws(ChaosError) in
+            if count == 0 { try activation.activate() }
+            count += 1
+        }
+    }
+
+    /// Counts one user less; the last one deactivates the point.
+    func releaseActivation() {
+        guard let activation else { return }
+        users.withLock { count in
+            count -= 1
+            if count == 0 { activation.deactivate() }
+        }
+    }
+
+    /// Tells an active point's activation that its entries or scopes changed.
+    func notifyChanged() {
+        guard let activation else { return }
+        users.withLock { count in
+            if count > 0 { activation.changed() }
+        }
+    }
+
+    // MARK: Preparing entries
+
+    var catalogueItems: [CatalogueItemInfo] {
+        catalogue.items.map(\.info).sorted { $0.name < $1.name }
+    }
+
+    var matchConditions: [CatalogueParameter]? {
+        catalogue.matcher?.conditions
+    }
+
+    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try prepare(typed(description), seed: seed)
+    }
+
+    /// Checks a typed provider for this point (unique name, modifiers in range, constants
+    /// the point accepts) and makes its installation.
+    func prepare(_ tree: Tree, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+        try PointRegistry.shared.checkUnique(self)
+        if let problem = tree.problem {
+            throw ChaosError(.invalidProvider, subject: name, problem)
+        }
+        if let check = catalogue.resultValidator {
+            try tree.forEachLeaf { (leaf: ProviderLeaf) throws(ChaosError) in
+                guard case .constant(let value) = leaf else { return }
+                do {
+                    try check(value)
+                } catch let error as ChaosError {
+                    throw error
+                } catch {
+                    throw ChaosError(.valueTypeMismatch, subject: name, "the point cannot return \(value): \(error)")
+                }
+            }
+        }
+        return PreparedInstallation(core: self, installation: Installed(pointName: name, seed: seed, tree: tree))
+    }
+
+    /// The catalogue item called `name`, made from `parameters` once they are checked
+    /// against its declaration.
+    func makeItem(_ itemName: String, _ parameters: ProfileParameters) throws(ChaosError) -> Tree {
+        guard let item = itemsByName[itemName] else {
+            let names = catalogue.items.map(\.name).sorted()
+            var error = ChaosError(
+                .invalidProvider, subject: name,
+                names.isEmpty ? "no catalogue item named '\(InputExcerpt.of(itemName))'; this point has no catalogue items"
+                    : "no catalogue item named '\(InputExcerpt.of(itemName))'\(Suggestions.hint(for: itemName, in: names)); choose one of: \(names.joined(separator: ", "))"
+            )
+            error.sourceLocation = parameters.location
+            throw error
+        }
+        var parameters = parameters
+        if parameters.context.isEmpty { parameters.context = "\(name) \(itemName)" }
+        return try item.make(parameters.checked(against: item.parameters, owner: "'\(itemName)'")).node
+    }
+
+    /// Whether the catalogue names an item `itemName`.
+    func hasItem(_ itemName: String) -> Bool {
+        itemsByName[itemName] != nil
+    }
+
+    /// The test a profile's `match` object stands for on this point.
+    func condition(for conditions: ProfileParameters) throws(ChaosError) -> ArgumentCondition<Provider.Arguments> {
+        var conditions = conditions
+        if conditions.context.isEmpty { conditions.context = "\(name) match" }
+        guard let matcher = catalogue.matcher else {
+            throw conditions.invalid("\(name) takes no match conditions; remove \"match\" from the entry")
+        }
+        let checked = try conditions.checked(against: matcher.conditions, owner: "\(name) match")
+        return ArgumentCondition(ProfileValue.object(checked.values).description, try matcher.make(checked))
+    }
+}

@@ -1,0 +1,81 @@
+/// Every live point by name, so profiles can find them. Holds points weakly: a point that
+/// goes away leaves the registry.
+final class PointRegistry: Sendable {
+    static let shared = PointRegistry()
+
+    private struct WeakPoint {
+        weak var point: (any AnyPointCore)?
+        let id: ObjectIdentifier
+    }
+
+    private let points = Locked<[String: [WeakPoint]]>([:])
+
+    func register(_ point: any AnyPointCore) {
+        let entry = WeakPoint(point: point, id: ObjectIdentifier(point))
+        points.withLock { $0[point.name, default: []].append(entry) }
+    }
+
+    func unregister(_ id: ObjectIdentifier) {
+        points.withLock { table in
+            for (name, list) in table where list.contains(where: { $0.id == id }) {
+                let rest = list.filter { $0.id != id }
+                table[name] = rest.isEmpty ? nil : rest
+            }
+        }
+    }
+
+    /// The live points named `name`. Strong references are made inside the lock but
+    /// released by the caller, so a point's deinit never runs under the lock.
+    private func live(_ name: String) -> [any AnyPointCore] {
+        points.withLock { table in (table[name] ?? []).compactMap(\.point) }
+    }
+
+    /// The one live point named `name`.
+    func point(named name: String) throws(ChaosError) -> any AnyPointCore {
+        let found = live(name)
+        if found.count > 1 { throw Self.duplicate(name, found.count) }
+        guard let point = found.first else {
+            let known = names
+            let hint: String
+            if known.isEmpty {
+                hint = "; no points exist yet: create the point (or import the module that declares it) before applying"
+            } else {
+                let near = Suggestions.hint(for: name, in: known)
+                let listed = known.count <= 12 ? "known points: \(known.joined(separator: ", "))" : "\(known.count) points are live (`chaos list` shows the built-in ones)"
+                hint = near.isEmpty ? "; \(listed)" : near
+            }
+            throw ChaosError(.unknownPoint, subject: InputExcerpt.of(name, limit: 200), "no live injection point has this name\(hint)")
+        }
+        return point
+    }
+
+    /// Fails when another live point shares `point`'s name.
+    func checkUnique(_ point: any AnyPointCore) throws(ChaosError) {
+        let found = live(point.name)
+        if found.count > 1 { throw Self.duplicate(point.name, found.count) }
+    }
+
+    private static func duplicate(_ name: String, _ count: Int) -> ChaosError {
+        ChaosError(
+            .duplicatePointName, subject: name,
+            "\(count) live injection points share this name; give each point its own name (e.g. a module prefix)"
+        )
+    }
+
+    /// The names of all live points, sorted.
+    var names: [String] {
+        // Strong references are taken under the lock but dropped after it, so that a
+        // point's deinit (which unregisters under the same lock) never runs inside it.
+        let alive = points.withLock { table in table.map { (name: $0.key, points: $0.value.compactMap(\.point)) } }
+        return alive.filter { !$0.points.isEmpty }.map(\.name).sorted()
+    }
+
+    /// Every live point with its signature and the catalogue items it offers, for tools such as `chaos list`.
+    var catalogue: [PointInfo] {
+        names.compactMap { name in
+            (try? point(named: name)).map {
+                PointInfo(name: name, signature: $0.signature, items: $0.catalogueItems, matchConditions: $0.matchConditions)
+            }
+        }
+    }
+}

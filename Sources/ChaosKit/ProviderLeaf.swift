@@ -1,0 +1,41 @@
+/// What answers a call of a typed point: the leaves of a ``ChaosProvider``'s tree.
+///
+/// `Body` is the block type: synchronous for ``InjectionPoint``, async for
+/// ``AsyncInjectionPoint``.
+public enum ProviderLeaf<Result: Sendable, Failure: Error, Body: Sendable>: Sendable, ProviderSummarizable {
+    /// Call the real implementation (Dixie's NonChaos).
+    case original
+    /// Return this value.
+    case constant(Result)
+    /// Return a value drawn from the seeded source.
+    case random(RandomGenerator<Result>)
+    /// Throw this error.
+    case throwing(Failure)
+    /// Run this block; it may inspect the arguments and call the original.
+    case block(Body)
+
+    /// `original`, `constant(…)`, `random`, `throwing(…)` or `block`.
+    public var summary: String {
+        switch self {
+        case .original: "original"
+        case .constant(let value): "constant(\(value))"
+        case .random: "random"
+        case .throwing(let error): "throwing(\(error))"
+        case .block: "block"
+        }
+    }
+
+    /// Whether answering with this leaf reads the call index (a draw, or a block's
+    /// environment), so that a provider without such leaves leaves the counter alone.
+    var usesCallIndex: Bool {
+        switch self {
+        case .random, .block: true
+        case .original, .constant, .throwing: false
+        }
+    }
+}
+
+/// The typed tree of a provider: leaves that return, throw or run blocks, and conditions
+/// over the arguments. ``ChaosProvider`` and ``AsyncChaosProvider`` wrap one.
+public typealias ChaosProviderNode<Arguments, Result: Sendable, Failure: Error, Body: Sendable> =
+    ProviderTree<ProviderLeaf<Result, Failure, Body>, ArgumentCondition<Arguments>>

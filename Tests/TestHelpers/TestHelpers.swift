@@ -1,0 +1,122 @@
+public import ChaosKit
+import Foundation
+import Synchronization
+public import Testing
+
+// Helpers every test target shares. Locks are ChaosKit's own `Locked` (a pthread mutex that
+// ThreadSanitizer understands), as everywhere in the package.
+
+/// A point name no other test uses: tests run in parallel and the registry is process-wide.
+public func uniqueName(_ label: String = #function) -> String {
+    let cleaned = label.prefix { $0 != "(" }
+    return "test.\(cleaned).\(UUID().uuidString)"
+}
+
+/// A thread-safe list of observations made inside providers and originals.
+public final class Recorder<Value: Sendable>: Sendable {
+    public init() {}
+
+    private let storage = Locked<[Value]>([])
+
+    public func record(_ value: Value) {
+        storage.withLock { $0.append(value) }
+    }
+
+    public var values: [Value] { storage.withLock { $0 } }
+}
+
+/// A one-shot signal between tasks, for barrier-like handshakes: any number of tasks can
+/// `wait()`, and all of them (and every later waiter) go on once `fire()` was called.
+public final class Signal: Sendable {
+    public init() {}
+
+    private struct State {
+        var fired = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    public func fire() {
+        let waiters = state.withLock { state in
+            state.fired = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.fired { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}
+
+/// Calls `body` `count` times and collects the results.
+public func collect<T>(_ count: Int, _ body: () throws -> T) rethrows -> [T] {
+    var results: [T] = []
+    results.reserveCapacity(count)
+    for _ in 0..<count { results.append(try body()) }
+    return results
+}
+
+/// The error a typed-throws call produced, or nil when it returned.
+public func caught<T, E: Error>(_ body: () throws(E) -> T) -> E? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// The error a typed-throws async call produced, or nil when it returned.
+public func caught<T, E: Error>(_ body: () async throws(E) -> T) async -> E? {
+    do {
+        _ = try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Expects `body` to throw a ``ChaosError`` of `kind`, and returns it for further checks.
+/// (`body` is untyped: Swift 6.3 infers `any Error` for closures that call typed-throws APIs.)
+@discardableResult
+public func expectChaosError(
+    _ kind: ChaosError.Kind,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) -> ChaosError? {
+    // `body` is untyped: Swift 6.3 infers `any Error` for closures that call typed-throws APIs.
+    do {
+        try body()
+        Issue.record("expected a ChaosError of kind \(kind), but nothing was thrown", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as ChaosError {
+        #expect(error.kind == kind, "wrong kind; error was: \(error)", sourceLocation: sourceLocation)
+        return error
+    } catch {
+        Issue.record("expected a ChaosError of kind \(kind), got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+/// An atomic counter tasks can share (a local `Atomic` cannot be captured by escaping closures).
+public final class SharedCounter: Sendable {
+    public init() {}
+
+    private let value = Atomic<Int>(0)
+
+    public func increment() {
+        value.wrappingAdd(1, ordering: .releasing)
+    }
+
+    public var current: Int { value.load(ordering: .acquiring) }
+}
