@@ -56,10 +56,12 @@ public final class Chaos: Sendable {
         let result = state.withLock { state -> ChaosError? in
             let pending = state.pending
             state.pending = []
-            var seen = Set(state.applied.map(\.entry.id))
             var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+            prepared.reserveCapacity(pending.count)
             for entry in pending {
-                guard seen.insert(entry.id).inserted else {
+                // A linear scan: a builder applies a handful of entries, where hashing costs more.
+                let id = entry.id
+                guard !state.applied.contains(where: { $0.entry.id == id }), !prepared.contains(where: { $0.entry.id == id }) else {
                     return ChaosError(
                         .alreadyApplied, subject: "entry \(entry.id) (\(entry))",
                         "this entry is already applied by this Chaos; revert it first or make a new entry"
@@ -162,7 +164,7 @@ extension Chaos {
 
     private static func enterScope(
         _ entries: [ProfileEntry], seed: UInt64?
-    ) throws(ChaosError) -> (frame: ScopeFrame, cores: [any AnyPointCore]) {
+    ) throws(ChaosError) -> (frame: ScopeFrame, cores: [PointState]) {
         let seed = seed ?? ScopeFrame.current?.seed ?? UInt64.random(in: .min ... .max)
         var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
         for entry in entries {
@@ -175,7 +177,7 @@ extension Chaos {
         return (ScopeFrame(parent: ScopeFrame.current, prepared: prepared, seed: seed), cores)
     }
 
-    private static func leaveScope(_ cores: [any AnyPointCore]) {
+    private static func leaveScope(_ cores: [PointState]) {
         for core in cores { core.scopeLeft() }
         for core in cores { core.notifyChanged() }
         for core in cores.reversed() { core.releaseActivation() }

@@ -111,10 +111,10 @@ struct TimeSpanSyntax {
                 if unit == "y" { span.years += Int(value) } else { span.months += Int(value) }
             default:
                 guard let scale = fixedUnits[String(unit)] else {
-                    let suggestion = Suggestions.nearest(to: String(unit), in: Array(fixedUnits.keys) + ["y", "mo"])
+                    let units = ["ns", "us", "ms", "s", "m", "h", "d", "w", "mo", "y"]
                     throw ChaosError(
                         .invalidProvider,
-                        "'\(quoted)' has an unknown unit '\(unit)'\(suggestion.map { "; did you mean \($0)?" } ?? ""); units are ns, us, ms, s, m, h, d, w, mo, y"
+                        "'\(quoted)' has an unknown unit '\(InputExcerpt.of(unit))'\(Suggestions.hint(for: String(unit), in: units)); units are \(units.joined(separator: ", "))"
                     )
                 }
                 let nanoseconds = value * scale

@@ -86,6 +86,7 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
         if let scoped = core.scopedEntry() {
+            if let value = scoped._withUnsafeGuaranteedRef({ $0.rootConstant }) { return value }
             return try runGuaranteed(scoped, arguments)
         }
         switch core.readTop() {

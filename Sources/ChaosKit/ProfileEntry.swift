@@ -22,6 +22,8 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     /// A readable rendering of the provider.
     public let providerSummary: String
     let prepare: @Sendable (_ entrySeed: UInt64) throws(ChaosError) -> PreparedInstallation
+    /// The point name's stable hash, which every apply mixes into the entry's seed.
+    private let pointNameHash: UInt64
 
     private init(
         pointName: String, providerSummary: String,
@@ -31,6 +33,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         self.pointName = pointName
         self.providerSummary = providerSummary
         self.prepare = prepare
+        self.pointNameHash = SeededRandom.stableHash(pointName)
     }
 
     /// An entry that makes `point` behave as `provider` says.
@@ -71,7 +74,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
 
     /// Checks the entry and makes it ready for installing; errors name the entry.
     func prepared(chaosSeed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        let entrySeed = SeededRandom.derive(chaosSeed, SeededRandom.stableHash(pointName))
+        let entrySeed = SeededRandom.derive(chaosSeed, pointNameHash)
         do {
             return try prepare(entrySeed)
         } catch {

@@ -86,3 +86,29 @@ func coreGroup() throws -> Group {
         },
     ])
 }
+
+/// `chaos-bench --core-loop NAME N`: one core metric's body, N times.
+func coreLoop(_ name: String, _ count: Int) throws {
+    var sum = 0
+    switch name {
+    case "constant":
+        let chaos = Chaos(seed: 1)
+        try chaos.profile(ProfileEntry(CorePoints.constant, .constant(7))).apply()
+        for _ in 0..<count { sum &+= CorePoints.constant(sum) }
+        chaos.revertAll()
+    case "scoped":
+        try Chaos.with(ProfileEntry(CorePoints.scoped, .constant(7)), seed: 1) {
+            for _ in 0..<count { sum &+= CorePoints.scoped(sum) }
+        }
+    case "apply-revert":
+        let entry = ProfileEntry(CorePoints.applyRevert, .constant(7))
+        let builder = Chaos(seed: 1)
+        for _ in 0..<count {
+            try builder.profile(entry).apply()
+            try builder.revert(entry)
+        }
+    default:
+        throw ChaosError(.invalidProvider, "no core loop named '\(name)'; use constant, scoped or apply-revert")
+    }
+    blackHole(sum)
+}

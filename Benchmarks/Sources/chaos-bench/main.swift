@@ -14,6 +14,12 @@ if let index = arguments.firstIndex(of: "--hook-loop"), index + 1 < arguments.co
     try hookLoop(count, raw: arguments.contains("raw"))
     exit(0)
 }
+// Hidden: `--core-loop NAME N` runs one core metric's body N times (constant, scoped,
+// apply-revert), for callgrind to count its instructions without the rest of the suite.
+if let index = arguments.firstIndex(of: "--core-loop"), index + 2 < arguments.count, let count = Int(arguments[index + 2]) {
+    try coreLoop(arguments[index + 1], count)
+    exit(0)
+}
 let json = arguments.contains("--json")
 var filter: String?
 var repetitions = 7

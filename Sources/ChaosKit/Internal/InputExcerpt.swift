@@ -34,21 +34,21 @@ enum Suggestions {
     /// Up to three names from `candidates` within a small edit distance of `name`, nearest
     /// first (ties in the order given).
     static func nearest(to name: String, in candidates: [String], limit: Int = 3) -> [String] {
+        // No valid name is this long: a mistyped one is near in length too.
+        guard name.utf8.count <= 256 else { return [] }
         let typed = Array(name.lowercased())
         // Typos within a third of the length (at least 1, at most 3 edits) count as near.
         let threshold = max(1, min(3, typed.count / 3 + 1))
         let scored = candidates.enumerated().compactMap { index, candidate -> (Int, Int, String)? in
+            let isPrefixCandidate = !name.isEmpty && candidate.count >= typed.count
+            // The distance is at least the difference in length: skip what cannot be near.
+            guard abs(candidate.count - typed.count) <= threshold || isPrefixCandidate else { return nil }
             let distance = editDistance(typed, Array(candidate.lowercased()))
             let isPrefix = candidate.lowercased().hasPrefix(name.lowercased()) && !name.isEmpty
             guard distance <= threshold || isPrefix else { return nil }
             return (isPrefix ? min(distance, threshold) : distance, index, candidate)
         }
         return scored.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.prefix(limit).map(\.2)
-    }
-
-    /// The nearest single name, for messages that offer one.
-    static func nearest(to name: String, in candidates: [String]) -> String? {
-        nearest(to: name, in: candidates, limit: 1).first
     }
 
     /// `"; did you mean a, b or c?"`, or an empty string when nothing is near.

@@ -4,62 +4,139 @@ public import Synchronization
 /// What the rest of ChaosKit needs of a point, whatever its types: its name and
 /// catalogue, making installations from descriptions, and the global stack and scope
 /// counts that decide what a call does.
-protocol AnyPointCore: AnyObject, Sendable {
-    var name: String { get }
-    var signature: String { get }
+protocol AnyPointCore: PointState, Sendable {
     var catalogueItems: [CatalogueItemInfo] { get }
     var matchConditions: [CatalogueParameter]? { get }
     func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation
-    func pushGlobal(_ installation: AnyObject)
-    func removeGlobal(_ installation: AnyObject) -> Bool
-    func scopeEntered()
-    func scopeLeft()
-    func retainActivation() throws(ChaosError)
-    func releaseActivation()
-    func notifyChanged()
 }
 
 /// An entry checked and ready to install on its point; installing it cannot fail.
 struct PreparedInstallation: Sendable {
-    let core: any AnyPointCore
+    /// The point's state: what installing and removing the entry touch.
+    let core: PointState
     let installation: any AnyObject & Sendable
 }
 
-/// The one core of every injection point, sync or async: its name, catalogue and
-/// activation, the global stack of applied entries, and the atomic words the call path
-/// reads. ``InjectionPoint`` and ``AsyncInjectionPoint`` are thin drivers over it: they
-/// differ only in how they call the original, run a block and wait.
-@usableFromInline final class PointCore<Provider: ChaosProviderProtocol>: AnyPointCore, Sendable {
-    @usableFromInline typealias Installed = Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
-    typealias Tree = ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+/// The part of a point's core that does not depend on its types: the global stack of
+/// applied entries, the atomic words the call path reads, and the activation. Applying and
+/// reverting only touch this part, so they run without generic metadata look-ups.
+@usableFromInline class PointState: @unchecked Sendable {
+    // Unchecked: every stored property is immutable, atomic, or behind a `Locked`.
 
     /// Global entries plus live scopes that involve this point. Zero means "call the original".
-    @usableFromInline let activity = Atomic<Int>(0)
+    @usableFromInline final let activity = Atomic<Int>(0)
     /// Live scopes that involve this point (a task-local lookup is only worth it then).
-    @usableFromInline let scopes = Atomic<Int>(0)
+    @usableFromInline final let scopes = Atomic<Int>(0)
     /// The newest global entry as an unretained object address (0: none). It is only
     /// written under `stack`'s lock; a removed entry is retired (``RetiredObjects``) and
     /// stays alive until every section that may have read it has ended.
-    @usableFromInline let topAddress = Atomic<UInt>(0)
-    /// The applied global entries, oldest first; the last one wins.
-    @usableFromInline let stack = Locked<[Installed]>([])
+    @usableFromInline final let topAddress = Atomic<UInt>(0)
+    /// The applied global entries (installations), oldest first; the last one wins.
+    @usableFromInline final let stack = Locked<[any AnyObject & Sendable]>([])
+    /// The key under which the runtime keeps the current task's scope: read once here, so
+    /// that the call path does not go through the lazy global each time.
+    @usableFromInline final let scopeKey: UnsafeMutableRawPointer
 
-    let name: String
-    let signature: String
-    let catalogue: PointCatalogue<Provider>
-    private let itemsByName: [String: CatalogueItem<Provider>]
+    final let name: String
+    final let signature: String
     /// What to do when the point starts and stops being used (C hooks patch their slots).
-    let activation: (any PointActivation)?
+    final let activation: (any PointActivation)?
     /// Users of the activation: global entries plus live scopes. Only touched off the
     /// call path, and only for points that have an activation.
-    private let users = Locked<Int>(0)
+    private final let users = Locked<Int>(0)
+    private final let readers: RetiredObjects.Readers
 
-    init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
+    init(name: String, signature: String, activation: (any PointActivation)?) {
         self.name = name
         self.signature = signature
+        self.activation = activation
+        self.readers = activation?.readsEntriesInHookSections == true ? .hookSections : .pointSections
+        self.scopeKey = ScopeFrame.key
+    }
+
+    final func pushGlobal(_ installation: any AnyObject & Sendable) {
+        stack.withLock { stack in
+            stack.append(installation)
+            publishTop(stack)
+        }
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// Removes exactly this installation (by identity: one entry may be applied by
+    /// several `Chaos` builders, each with its own installation).
+    final func removeGlobal(_ installation: AnyObject) -> Bool {
+        let removed = stack.withLock { stack -> Bool in
+            guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
+            stack.remove(at: index)
+            publishTop(stack)
+            return true
+        }
+        if removed {
+            activity.wrappingSubtract(1, ordering: .releasing)
+            RetiredObjects.shared.retire(installation, readers: readers)
+        }
+        return removed
+    }
+
+    /// Keeps `topAddress` equal to the stack's last element; called under the stack's lock.
+    private final func publishTop(_ stack: [any AnyObject & Sendable]) {
+        let address = stack.last.map { UInt(bitPattern: Unmanaged.passUnretained($0 as AnyObject).toOpaque()) } ?? 0
+        topAddress.store(address, ordering: .releasing)
+    }
+
+    final func scopeEntered() {
+        scopes.wrappingAdd(1, ordering: .releasing)
+        activity.wrappingAdd(1, ordering: .releasing)
+    }
+
+    final func scopeLeft() {
+        activity.wrappingSubtract(1, ordering: .releasing)
+        scopes.wrappingSubtract(1, ordering: .releasing)
+    }
+
+    /// Counts one more user; the first one activates the point. On error nothing changed.
+    final func retainActivation() throws(ChaosError) {
+        guard let activation else { return }
+        try users.withLock { (count: inout Int) throws(ChaosError) in
+            if count == 0 { try activation.activate() }
+            count += 1
+        }
+    }
+
+    /// Counts one user less; the last one deactivates the point.
+    final func releaseActivation() {
+        guard let activation else { return }
+        users.withLock { count in
+            count -= 1
+            if count == 0 { activation.deactivate() }
+        }
+    }
+
+    /// Tells an active point's activation that its entries or scopes changed.
+    final func notifyChanged() {
+        guard let activation else { return }
+        users.withLock { count in
+            if count > 0 { activation.changed() }
+        }
+    }
+}
+
+/// The one core of every injection point, sync or async: its catalogue and typed entries
+/// over the untyped ``PointState``. ``InjectionPoint`` and ``AsyncInjectionPoint`` are thin
+/// drivers over it: they differ only in how they call the original, run a block and wait.
+@usableFromInline final class PointCore<Provider: ChaosProviderProtocol>: PointState, AnyPointCore, @unchecked Sendable {
+    // Unchecked: the catalogue and item table are immutable and Sendable; the rest is the
+    // base class's.
+    @usableFromInline typealias Installed = Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+    typealias Tree = ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+
+    let catalogue: PointCatalogue<Provider>
+    private let itemsByName: [String: CatalogueItem<Provider>]
+
+    init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
         self.catalogue = catalogue
         self.itemsByName = Dictionary(catalogue.items.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        self.activation = activation
+        super.init(name: name, signature: signature, activation: activation)
         PointRegistry.shared.register(self)
     }
 
@@ -83,7 +160,7 @@ struct PreparedInstallation: Sendable {
         let entered = chaos_point_enter()
         if entered == UInt64.max {  // CHAOS_POINT_UNPROTECTED
             // A thread that cannot take part in sections (exiting, or out of memory).
-            guard let installed = stack.withLock({ $0.last }) else { return .none }
+            guard let installed = top() else { return .none }
             return installed.rootConstant.map(Top.constant) ?? .entry(installed)
         }
         defer { chaos_point_leave(entered) }
@@ -96,85 +173,15 @@ struct PreparedInstallation: Sendable {
     /// The scoped entry of the current task for this point, if any; the task's scope keeps
     /// it alive for as long as the call can run.
     @inlinable @inline(__always) func scopedEntry() -> Unmanaged<Installed>? {
-        guard scopes.load(ordering: .relaxed) != 0, let address = ScopeFrame.installation(for: self) else { return nil }
+        guard scopes.load(ordering: .relaxed) != 0,
+              let address = ScopeFrame.installation(for: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()), key: scopeKey)
+        else { return nil }
         return Unmanaged<Installed>.fromOpaque(address)
     }
 
     /// The entry that wins globally: the last one applied.
-    func top() -> Installed? {
-        stack.withLock { $0.last }
-    }
-
-    // MARK: Entries
-
-    func pushGlobal(_ installation: AnyObject) {
-        let typed = unsafeDowncast(installation, to: Installed.self)
-        stack.withLock { stack in
-            stack.append(typed)
-            publishTop(stack)
-        }
-        activity.wrappingAdd(1, ordering: .releasing)
-    }
-
-    /// Removes exactly this installation (by identity: one entry may be applied by
-    /// several `Chaos` builders, each with its own installation).
-    func removeGlobal(_ installation: AnyObject) -> Bool {
-        let removed = stack.withLock { stack -> Bool in
-            guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
-            stack.remove(at: index)
-            publishTop(stack)
-            return true
-        }
-        if removed {
-            activity.wrappingSubtract(1, ordering: .releasing)
-            let readers: RetiredObjects.Readers = activation?.readsEntriesInHookSections == true ? .hookSections : .pointSections
-            RetiredObjects.shared.retire(installation, readers: readers)
-        }
-        return removed
-    }
-
-    /// Keeps `topAddress` equal to the stack's last element; called under the stack's lock.
-    private func publishTop(_ stack: [Installed]) {
-        let address = stack.last.map { UInt(bitPattern: Unmanaged.passUnretained($0).toOpaque()) } ?? 0
-        topAddress.store(address, ordering: .releasing)
-    }
-
-    func scopeEntered() {
-        scopes.wrappingAdd(1, ordering: .releasing)
-        activity.wrappingAdd(1, ordering: .releasing)
-    }
-
-    func scopeLeft() {
-        activity.wrappingSubtract(1, ordering: .releasing)
-        scopes.wrappingSubtract(1, ordering: .releasing)
-    }
-
-    // MARK: Activation
-
-    /// Counts one more user; the first one activates the point. On error nothing changed.
-    func retainActivation() throws(ChaosError) {
-        guard let activation else { return }
-        try users.withLock { (count: inout Int) throws(ChaosError) in
-            if count == 0 { try activation.activate() }
-            count += 1
-        }
-    }
-
-    /// Counts one user less; the last one deactivates the point.
-    func releaseActivation() {
-        guard let activation else { return }
-        users.withLock { count in
-            count -= 1
-            if count == 0 { activation.deactivate() }
-        }
-    }
-
-    /// Tells an active point's activation that its entries or scopes changed.
-    func notifyChanged() {
-        guard let activation else { return }
-        users.withLock { count in
-            if count > 0 { activation.changed() }
-        }
+    @usableFromInline func top() -> Installed? {
+        stack.withLock { $0.last }.map { unsafeDowncast($0 as AnyObject, to: Installed.self) }
     }
 
     // MARK: Preparing entries
@@ -195,7 +202,9 @@ struct PreparedInstallation: Sendable {
     /// the point accepts) and makes its installation.
     func prepare(_ tree: Tree, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
         try PointRegistry.shared.checkUnique(self)
-        if let problem = tree.problem {
+        if case .leaf = tree {
+            // A single leaf has no structure or modifier to check.
+        } else if let problem = tree.problem {
             throw ChaosError(.invalidProvider, subject: name, problem)
         }
         if let check = catalogue.resultValidator {

@@ -8,6 +8,10 @@
     /// alive (`retained`), so callers may use the addresses while the frame is bound.
     private let cores: [UInt]
     private let entries: [UInt]
+    /// The innermost entry's point and installation again, outside the arrays: most scopes
+    /// have one entry, and this saves the array walk for it.
+    private let firstCore: UInt
+    private let firstEntry: UInt
     private let retained: [any AnyObject & Sendable]
     let seed: UInt64
     let profileEntries: [ProfileEntry]
@@ -30,6 +34,8 @@
         }
         self.cores = cores
         self.entries = entries
+        self.firstCore = cores.first ?? 0
+        self.firstEntry = entries.first ?? 0
         self.retained = retained
         self.seed = seed
         self.profileEntries = (parent?.profileEntries ?? []) + prepared.map(\.entry)
@@ -39,29 +45,29 @@
         UInt(bitPattern: Unmanaged.passUnretained(object).toOpaque())
     }
 
-    /// The scoped installation for the point whose core is `core`, if the current task has
-    /// one: its address, valid while the task's scope lasts.
-    @usableFromInline static func installation(for core: AnyObject) -> UnsafeRawPointer? {
-        guard let frame = currentFrameFast() else { return nil }
-        let wanted = UInt(bitPattern: Unmanaged.passUnretained(core).toOpaque())
-        return frame._withUnsafeGuaranteedRef { frame in
-            for index in frame.cores.indices where frame.cores[index] == wanted {
-                return UnsafeRawPointer(bitPattern: frame.entries[index])
-            }
-            return nil
-        }
-    }
+    /// The key the runtime keeps `current` under: the address of its `TaskLocal` object.
+    static var key: UnsafeMutableRawPointer { Unmanaged.passUnretained($current).toOpaque() }
 
-    /// `current`, read without `TaskLocal.get()`'s unspecialized generic path (which costs
-    /// about 30 ns of metadata look-ups per call on Linux). The runtime stores a task-local
-    /// value under the address of its `TaskLocal` object and hands back a pointer to it;
-    /// for `ScopeFrame?` that is one object pointer or zero. The frame stays alive for as
-    /// long as it is bound, which is longer than this call, so no reference is taken.
-    private static func currentFrameFast() -> Unmanaged<ScopeFrame>? {
-        let key = Unmanaged.passUnretained($current).toOpaque()
-        guard let slot = chaosTaskLocalValueGet(key) else { return nil }
-        guard let object = slot.load(as: UnsafeRawPointer?.self) else { return nil }
-        return Unmanaged<ScopeFrame>.fromOpaque(object)
+    /// The scoped installation for the point whose core is at `core`, if the current task
+    /// has one: its address, valid while the task's scope lasts. `key` is ``key``, which
+    /// callers keep so that the call path does not pay for the lazy global.
+    ///
+    /// `current` is read without `TaskLocal.get()`'s unspecialized generic path (which costs
+    /// about 30 ns of metadata look-ups per call on Linux): the runtime hands back a
+    /// pointer to the value, for `ScopeFrame?` one object pointer or zero. The frame stays
+    /// alive for as long as it is bound, which is longer than this call, so no reference
+    /// is taken.
+    @usableFromInline static func installation(for core: UInt, key: UnsafeMutableRawPointer) -> UnsafeRawPointer? {
+        guard let slot = chaosTaskLocalValueGet(key), let object = slot.load(as: UnsafeRawPointer?.self) else { return nil }
+        return Unmanaged<ScopeFrame>.fromOpaque(object)._withUnsafeGuaranteedRef { frame in
+            if frame.firstCore == core { return UnsafeRawPointer(bitPattern: frame.firstEntry) }
+            return frame.cores.withUnsafeBufferPointer { cores in
+                for index in cores.indices where cores[index] == core {
+                    return UnsafeRawPointer(bitPattern: frame.entries[index])
+                }
+                return nil
+            }
+        }
     }
 }
 
