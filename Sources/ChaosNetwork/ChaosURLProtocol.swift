@@ -104,7 +104,7 @@ public class ChaosURLProtocol: URLProtocol {
             fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
             return
         }
-        let body = Self.body(of: urlRequest)
+        let body = Self.body(of: urlRequest, task: task)
         let url = urlRequest.url
         // A constant stub with no chaos on the point and no conditions: answer here and
         // now, as a plain URLProtocol would, without a task or the async machinery.
@@ -143,18 +143,75 @@ public class ChaosURLProtocol: URLProtocol {
             fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
             return
         }
+        if task is URLSessionDownloadTask {
+            deliverDownload(response, head: http, url: url)
+            return
+        }
         client?.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
         if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        if let interruption = response.interruption {
+            fail(interruption, url: url)
+            return
+        }
         client?.urlProtocolDidFinishLoading(self)
+    }
+
+    /// A download task's answer: the body in a file at the location URLSession reports.
+    ///
+    /// Apple's Foundation writes the file from `didLoad` itself. swift-corelibs-foundation
+    /// does not: it hands the completion handler (and `download(for:)`) the file its own
+    /// protocols record in `URLProtocol.properties`, which is internal, so an answer
+    /// through the client alone reaches `download(for:)` without a file, and it traps.
+    /// Here the body is written to a temporary file and its location recorded where
+    /// Foundation reads it (``DownloadLocation``); when that cannot be done the task fails
+    /// with `URLError.cannotCreateFile`, naming why, instead of crashing.
+    private func deliverDownload(_ response: PreparedResponse, head: HTTPURLResponse, url: URL) {
+        if let interruption = response.interruption {
+            client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+            fail(interruption, url: url)
+            return
+        }
+        #if canImport(FoundationNetworking)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ChaosKit-download-\(UUID().uuidString).tmp")
+        do {
+            try response.body.write(to: file)
+        } catch {
+            fail(.urlError(code: URLError.Code.cannotCreateFile.rawValue, "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
+            return
+        }
+        guard DownloadLocation.record(file, in: self) else {
+            try? FileManager.default.removeItem(at: file)
+            fail(.urlError(
+                code: URLError.Code.cannotCreateFile.rawValue,
+                "this Foundation gives a URLProtocol no way to hand a download task its file; use a data task (data(for:)) for stubbed downloads"
+            ), url: url)
+            return
+        }
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+        client?.urlProtocolDidFinishLoading(self)
+        #else
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+        if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        client?.urlProtocolDidFinishLoading(self)
+        #endif
     }
 
     private func fail(_ error: NetworkError, url: URL?) {
         client?.urlProtocol(self, didFailWithError: error.urlError(for: url))
     }
 
-    static func body(of request: URLRequest) -> Data? {
+    /// The body of `request`: its data or stream, or for upload tasks (whose request has
+    /// neither on swift-corelibs-foundation) the data, file or stream the task was made with.
+    static func body(of request: URLRequest, task: URLSessionTask? = nil) -> Data? {
         if let body = request.httpBody { return body }
-        guard let stream = request.httpBodyStream else { return nil }
+        if let stream = request.httpBodyStream { return read(stream) }
+        #if canImport(FoundationNetworking)
+        if let task, task is URLSessionUploadTask { return UploadBody.of(task) }
+        #endif
+        return nil
+    }
+
+    static func read(_ stream: InputStream) -> Data {
         stream.open()
         defer { stream.close() }
         var data = Data()
@@ -170,12 +227,16 @@ public class ChaosURLProtocol: URLProtocol {
 
 /// A stub set as the point's transport inside a URLSession: unmatched requests pass
 /// through a session without the protocol.
-struct StubTransport: NetworkClient {
+struct StubTransport: ResponseProducing {
     let stubs: StubSet
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        let response = try await stubs.respond(to: NetworkRequest(request, body: body), passThrough: PassThroughClient.shared)
-        return (response.head, response.body)
+        let response = try await self.response(to: NetworkRequest(request, body: body))
+        return (response.head, try response.completeBody())
+    }
+
+    func response(to request: NetworkRequest) async throws(NetworkError) -> NetworkResponse {
+        try await stubs.respond(to: request, passThrough: PassThroughClient.shared)
     }
 }
 
