@@ -187,6 +187,15 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Any other transport failure, described.
     case transport(String)
 
+    /// A URL error's classification with `host` for the cases that name one.
+    init(_ error: URLError, host: String) {
+        switch NetworkError(error) {
+        case .dnsFailure: self = .dnsFailure(host: host)
+        case .refused: self = .refused(host: host)
+        case let other: self = other
+        }
+    }
+
     /// Classifies any error: URL errors by code, `NetworkError`s as they are.
     public init(_ error: any Error) {
         if let network = error as? NetworkError { self = network; return }

@@ -47,7 +47,7 @@ import Testing
         let collector = DataCollector()
         let session = URLSession(configuration: configuration(), delegate: collector, delegateQueue: nil)
         session.dataTask(with: url).resume()
-        #expect(collector.done.wait(timeout: .now() + 15) == .success)
+        #expect(await collector.done.wait(seconds: 15))
         let (response, bytes, error) = collector.result
         observation.delegateSawResponse = response
         observation.delegateBytes = bytes
@@ -177,7 +177,7 @@ final class DataCollector: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var sawResponse = false
     private var count = 0
     private var error: (any Error)?
-    let done = DispatchSemaphore(value: 0)
+    let done = Completion()
 
     var result: (Bool, Int, (any Error)?) { lock.withLock { (sawResponse, count, error) } }
 

@@ -97,7 +97,7 @@ import Testing
         let replaying = session(with: replayStubs)
         let again = await load(replaying, base + "/weather?lon=2&lat=1")
         #expect(again.status == 200 && again.body == first.body)
-        #expect(again.headers["set-cookie"] == "[redacted]")
+        #expect(again.headers["set-cookie"] == "session=[redacted]; Path=/")
         #expect(await load(replaying, base + "/notes", method: "POST", body: Data("remember".utf8)).body == posted.body)
         #expect(await load(replaying, base + "/missing").status == 404)
         #expect(await load(replaying, base + "/binary").body == binary.body)
@@ -148,7 +148,12 @@ import Testing
         let live = await load(session, server.baseURL.absoluteString + "/live")
         #expect(live.status == 200 && live.text.contains("\"target\":\"/live\""))
         #expect(server.requestCount == 1)
-        #expect(cassette.entryCount == 1, "pass-through requests are not recorded")
+        #expect(cassette.entryCount == 2, "what it fetched is recorded")
+        // … and replayed from then on, also by a cassette reading the file anew.
+        #expect(await load(session, server.baseURL.absoluteString + "/live").text == live.text)
+        #expect(server.requestCount == 1)
+        let reread = try HARCassette(file: file, mode: .replayOnly)
+        #expect(reread.entryDescriptions.contains("GET \(server.baseURL.absoluteString)/live"))
     }
 
     @Test func strictReplayNamesTheRequestAndTheClosestEntry() async throws {
@@ -163,7 +168,7 @@ import Testing
             return
         }
         #expect(message.contains("GET https://api.weather.example.com/v1/forecast?lat=55.95&lon=-3.20"))
-        #expect(message.contains("the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0)"))
+        #expect(message.contains("the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0, log.entries[0])"))
         #expect(message.contains("query"))
         let missing = expectConfigurationError { _ = try HARCassette(file: URL(fileURLWithPath: "/no/such.har"), mode: .replayOnly) }
         #expect(missing?.message.contains("record it first") == true)

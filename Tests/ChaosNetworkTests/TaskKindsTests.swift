@@ -82,8 +82,12 @@ import Testing
         }
     }
 
-    @Test func downloadTaskWithACompletionHandlerAndWithADelegate() async throws {
+    /// Both ways of answering: at once inside startLoading (a constant stub), and later from
+    /// a task (a condition on the set).
+    @Test(arguments: [false, true])
+    func downloadTaskWithACompletionHandlerAndWithADelegate(later: Bool) async throws {
         let stubs = try Self.bodyMatchingStubs()
+        if later { stubs.conditions = [.latency(.milliseconds(1))] }
         let session = session(with: stubs)
         let handled: Data? = await withCheckedContinuation { continuation in
             session.downloadTask(with: URL(string: "https://api.test/file")!) { location, _, _ in
@@ -97,7 +101,7 @@ import Testing
         ChaosURLProtocol.install(stubs, into: configuration)
         let delegated = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         delegated.downloadTask(with: URL(string: "https://api.test/file")!).resume()
-        #expect(delegate.finished.wait(timeout: .now() + 10) == .success)
+        #expect(await delegate.finished.wait(seconds: 10))
         #expect(delegate.contents == Data("downloaded body".utf8))
         #expect(delegate.error == nil)
         delegated.finishTasksAndInvalidate()
@@ -163,7 +167,7 @@ final class DownloadDelegate: NSObject, URLSessionDownloadDelegate, @unchecked S
     private let lock = NSLock()
     private var _contents: Data?
     private var _error: (any Error)?
-    let finished = DispatchSemaphore(value: 0)
+    let finished = Completion()
 
     var contents: Data? { lock.withLock { _contents } }
     var error: (any Error)? { lock.withLock { _error } }
