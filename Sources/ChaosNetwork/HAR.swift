@@ -438,7 +438,10 @@ enum HARText {
 enum HARFailure {
     /// Where tools put the note of a failed request.
     static func note(in response: HARJSON, entry: HARJSON) -> String {
-        let candidates = [response["_failureText"], response["_error"], response["_errorText"], entry["_error"], entry["_failureText"], response["statusText"], entry["comment"]]
+        let candidates = [
+            response["_failureText"], response["_error"], response["_errorText"], entry["_error"], entry["_failureText"], response["statusText"],
+            response["comment"], entry["comment"],
+        ]
         for candidate in candidates {
             if let text = candidate?.string?.trimmingCharacters(in: .whitespaces), !text.isEmpty { return text }
         }
@@ -458,7 +461,7 @@ enum HARFailure {
     private static let rules: [(words: [String], make: @Sendable (String, String) -> NetworkError)] = [
         (["connection_refused", "connection refused", "econnrefused", "errno 111", "connect call failed", "ns_error_connection_refused", "err_address_unreachable"],
          { host, _ in .refused(host: host) }),
-        (["name_not_resolved", "name_resolution_failed", "err_name", "unknown host", "ns_error_unknown_host", "could not resolve", "couldn't resolve",
+        (["name_not_resolved", "name_resolution_failed", "err_name", "unknown host", "unknownhost", "ns_error_unknown_host", "could not resolve", "couldn't resolve",
           "name or service not known", "nodename nor servname", "getaddrinfo", "errno -2", "errno -3", "dns failure", "dns"],
          { host, _ in .dnsFailure(host: host) }),
         (["timed_out", "timed out", "timeout", "ns_error_net_timeout", "errno 110"], { _, _ in .timeout }),

@@ -80,8 +80,8 @@ public final class HARCassette: Sendable {
         var replayed: [String: Int] = [:]
     }
 
-    /// The header names whose values are never written, whatever the redaction says
-    /// (cookies are governed by ``HARRedaction/cookies``).
+    /// The credential headers ``HARRedaction/default`` redacts (cookies are governed by
+    /// ``HARRedaction/cookies``).
     public static let alwaysRedacted: Set<String> = ["authorization", "proxy-authorization"]
 
     /// Header names (lower-cased) whose values are never written.
@@ -109,7 +109,7 @@ public final class HARCassette: Sendable {
     ) throws(ChaosError) {
         self.fileURL = file
         self.mode = mode
-        self.redaction = redaction.adding(headers: redacting.union(Self.alwaysRedacted))
+        self.redaction = redaction.adding(headers: redacting)
         self.missingBody = missingBody
         self.autosave = autosave
         self.network = network
