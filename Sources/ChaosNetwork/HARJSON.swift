@@ -101,24 +101,37 @@ enum HARJSON: Sendable, Equatable {
     }
 
     static func parse(_ data: Data) throws(SyntaxError) -> HARJSON {
-        var parser = Parser(bytes: [UInt8](data))
-        // A UTF-8 byte order mark is allowed (some Windows tools write one).
-        if parser.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
-        parser.skipSpace()
-        let value = try parser.value(depth: 0)
-        parser.skipSpace()
-        guard parser.index == parser.bytes.count else { throw parser.fail("unexpected text after the end of the document") }
-        return value
+        let bytes = [UInt8](data)
+        let result = bytes.withUnsafeBufferPointer { buffer -> Result<HARJSON, SyntaxError> in
+            var parser = Parser(bytes: buffer)
+            // A UTF-8 byte order mark is allowed (some Windows tools write one).
+            if buffer.starts(with: [0xEF, 0xBB, 0xBF]) { parser.index = 3 }
+            do throws(SyntaxError) {
+                parser.skipSpace()
+                let value = try parser.value(depth: 0)
+                parser.skipSpace()
+                guard parser.index == buffer.count else { throw parser.fail("unexpected text after the end of the document") }
+                return .success(value)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 
+    /// Reads from a buffer that lives for the whole parse (``parse(_:)`` holds it).
     private struct Parser {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
         func fail(_ problem: String) -> SyntaxError {
             var line = 1, column = 1
-            for byte in bytes[0..<min(index, bytes.count)] {
+            var position = 0
+            let end = min(index, bytes.count)
+            while position < end {
+                let byte = bytes[position]
                 if byte == 0x0A { line += 1; column = 1 } else if byte & 0xC0 != 0x80 { column += 1 }
+                position += 1
             }
             return SyntaxError(line: line, column: column, problem: problem)
         }
@@ -150,7 +163,7 @@ enum HARJSON: Sendable, Equatable {
 
         mutating func literal(_ word: String) throws(SyntaxError) {
             let expected = Array(word.utf8)
-            guard bytes.count - index >= expected.count, Array(bytes[index..<index + expected.count]) == expected else {
+            guard bytes.count - index >= expected.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
                 throw fail("expected \(word)")
             }
             index += expected.count
@@ -179,62 +192,72 @@ enum HARJSON: Sendable, Equatable {
 
         mutating func string() throws(SyntaxError) -> String {
             index += 1  // the opening quote
-            var scalars = String.UnicodeScalarView()
-            var run = index  // start of bytes not yet copied
-            func flush(_ parser: Parser, upTo end: Int, into scalars: inout String.UnicodeScalarView) throws(SyntaxError) {
-                guard run < end else { return }
-                guard let text = String(validating: parser.bytes[run..<end], as: UTF8.self) else {
-                    var at = parser
-                    at.index = run
-                    throw at.fail("the string is not valid UTF-8")
-                }
-                scalars.append(contentsOf: text.unicodeScalars)
+            let start = index
+            // The common case: no escapes, so the bytes between the quotes are the string.
+            while index < bytes.count, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\"), bytes[index] >= 0x20 { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                index += 1
+                return try text(UnsafeBufferPointer(rebasing: bytes[start..<index - 1]), at: start)
             }
+            var buffer = Array(bytes[start..<index])
             while true {
                 guard index < bytes.count else { throw fail("the string is not closed") }
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    try flush(self, upTo: index, into: &scalars)
                     index += 1
-                    return String(scalars)
+                    let result = buffer.withUnsafeBufferPointer { utf8 -> Result<String, SyntaxError> in
+                        do throws(SyntaxError) { return .success(try text(utf8, at: start)) } catch { return .failure(error) }
+                    }
+                    return try result.get()
                 }
                 if byte < 0x20 { throw fail("a control character (\(describe(byte))) must be escaped in a string") }
-                if byte != UInt8(ascii: "\\") { index += 1; continue }
-                try flush(self, upTo: index, into: &scalars)
+                if byte != UInt8(ascii: "\\") {
+                    buffer.append(byte)
+                    index += 1
+                    continue
+                }
                 index += 1
                 guard index < bytes.count else { throw fail("the string is not closed") }
                 let escape = bytes[index]
                 index += 1
                 switch escape {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): buffer.append(escape)
+                case UInt8(ascii: "b"): buffer.append(0x08)
+                case UInt8(ascii: "f"): buffer.append(0x0C)
+                case UInt8(ascii: "n"): buffer.append(0x0A)
+                case UInt8(ascii: "r"): buffer.append(0x0D)
+                case UInt8(ascii: "t"): buffer.append(0x09)
                 case UInt8(ascii: "u"):
+                    var scalar: Unicode.Scalar = "\u{FFFD}"
                     let unit = try hex4()
                     if (0xD800...0xDBFF).contains(unit), bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
                         let saved = index
                         index += 2
                         let low = try hex4()
-                        if (0xDC00...0xDFFF).contains(low), let scalar = Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)) {
-                            scalars.append(scalar)
+                        if (0xDC00...0xDFFF).contains(low), let pair = Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)) {
+                            scalar = pair
                         } else {
-                            scalars.append("\u{FFFD}")  // a lone high surrogate, as lenient readers do
-                            index = saved
+                            index = saved  // a lone high surrogate becomes U+FFFD, as lenient readers do
                         }
-                    } else {
-                        scalars.append(Unicode.Scalar(unit) ?? "\u{FFFD}")
+                    } else if let single = Unicode.Scalar(unit) {
+                        scalar = single
                     }
+                    buffer.append(contentsOf: UTF8.encode(scalar).map { Array($0) } ?? [0xEF, 0xBF, 0xBD])
                 default:
                     index -= 1
                     throw fail("'\\\(describe(escape))' is not a JSON escape")
                 }
-                run = index
             }
+        }
+
+        /// UTF-8 bytes as a string; invalid UTF-8 is an error located at the string's start.
+        func text(_ utf8: UnsafeBufferPointer<UInt8>, at start: Int) throws(SyntaxError) -> String {
+            guard let text = String(validating: utf8, as: UTF8.self) else {
+                var at = self
+                at.index = start
+                throw at.fail("the string is not valid UTF-8")
+            }
+            return text
         }
 
         mutating func hex4() throws(SyntaxError) -> UInt32 {
@@ -339,6 +362,12 @@ enum HARJSON: Sendable, Equatable {
 
     static func quote(_ text: String, into output: inout String) {
         output += "\""
+        // The common case: nothing to escape.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) {
+            output += text
+            output += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""
