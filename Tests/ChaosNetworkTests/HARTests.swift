@@ -105,6 +105,66 @@ import Testing
         #expect(unknown.error?.code == .resourceUnavailable)
     }
 
+    @Test func redactionCoversHeadersQueryJSONAndCookiesAndTheArchiveStillReplays() async throws {
+        let file = Self.temporaryHAR()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let server = try LoopbackServer(maxRequests: 10) { request in
+            LoopbackResponse(
+                status: 200, headers: ["Content-Type": "application/json", "Set-Cookie": "session=server-secret-1; Path=/; HttpOnly"],
+                body: Data(#"{"ok":true,"token":"server-secret-2","user":{"name":"Ada","refresh_token":"server-secret-3"}}"#.utf8)
+            )
+        }
+        defer { server.stop() }
+        let base = server.baseURL.absoluteString
+        var redaction = HARRedaction.default
+        redaction.queryParameters.insert("session_id")
+        redaction.jsonFields.insert("pin")
+        let recorder = try HARCassette(file: file, mode: .record, redaction: redaction)
+        let stubs = StubSet()
+        stubs.add(recorder)
+        let recording = session(with: stubs)
+        let search = await load(recording, base + "/search?q=cats&api_key=client-secret-1&session_id=client-secret-2",
+                                headers: ["Authorization": "Bearer client-secret-3", "Cookie": "session=client-secret-4; theme=client-secret-5",
+                                          "X-Api-Key": "client-secret-6"])
+        #expect(search.status == 200)
+        let login = await load(recording, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                               body: Data(#"{"user":"ada","password":"client-secret-7","device":{"pin":"client-secret-8"}}"#.utf8))
+        #expect(login.status == 200)
+        let form = await load(recording, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                              body: Data("user=ada&password=client-secret-9".utf8))
+        #expect(form.status == 200)
+        server.stop()
+
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for secret in (1...9).map({ "client-secret-\($0)" }) + (1...3).map({ "server-secret-\($0)" }) {
+            #expect(!text.contains(secret), "\(secret) leaked into the HAR")
+        }
+        for kept in ["api_key", "session_id", "password", "pin", "theme", "refresh_token", "Ada", "cats"] {
+            #expect(text.contains(kept), "\(kept) should stay (only values are redacted)")
+        }
+
+        // Replay with other secrets: they are redacted before matching, so the entries match.
+        let player = try HARCassette(file: file, mode: .replayOnly, redaction: redaction)
+        let replayStubs = StubSet()
+        replayStubs.add(player)
+        let replaying = session(with: replayStubs)
+        let again = await load(replaying, base + "/search?session_id=other-2&api_key=other-1&q=cats", headers: ["Authorization": "Bearer other"])
+        #expect(again.status == 200 && again.text.contains(#""token":"[redacted]""#) && again.text.contains(#""name":"Ada""#))
+        #expect(again.headers["set-cookie"] == "session=[redacted]; Path=/; HttpOnly")
+        let loginAgain = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"device":{"pin":"0000"},"password":"other","user":"ada"}"#.utf8))
+        #expect(loginAgain.status == 200)
+        let formAgain = await load(replaying, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                   body: Data("user=ada&password=other".utf8))
+        #expect(formAgain.status == 200)
+        // What is not a secret still has to match.
+        #expect(await load(replaying, base + "/search?q=dogs&api_key=x&session_id=y").error?.code == .resourceUnavailable)
+        let otherUser = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                                   body: Data(#"{"user":"bo","password":"x","device":{"pin":"1"}}"#.utf8))
+        #expect(otherUser.error?.code == .resourceUnavailable)
+        #expect(otherUser.error?.localizedDescription.contains("body") == true)
+    }
+
     @Test func recordsThroughChaosNetworkClientAndRecordOnceReplaysTheSecondTime() async throws {
         let file = Self.temporaryHAR()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
