@@ -33,6 +33,11 @@ public class ChaosURLProtocol: URLProtocol {
     private static let registry = Mutex<SlotTable>(SlotTable())
     private static let global = Mutex<StubSet?>(nil)
     private let loading = Mutex<Task<Void, Never>?>(nil)
+    /// Held while the client is told the answer, and while ``stopLoading()`` marks the load
+    /// stopped; recursive, as a client callback may stop the load on the same thread.
+    private let reporting = NSRecursiveLock()
+    /// Whether the task has its answer (given, or cancelled by URLSession). Guarded by `reporting`.
+    private var answered = false
 
     /// Routes sessions made from `configuration` through `stubs`.
     public static func install(_ stubs: StubSet, into configuration: URLSessionConfiguration) {
@@ -129,9 +134,22 @@ public class ChaosURLProtocol: URLProtocol {
         loading.withLock { $0 = task }
     }
 
-    /// Cancels an answer still being prepared (latency, bandwidth).
+    /// Cancels an answer still being prepared (latency, bandwidth). URLSession has then
+    /// given the task its answer (a cancellation) itself, so this protocol gives none.
     public override func stopLoading() {
+        reporting.withLock { answered = true }
         loading.withLock { $0?.cancel() }
+    }
+
+    /// Tells the client `report` unless the task already has its answer: a second answer
+    /// (after URLSession cancelled the task) makes swift-corelibs-foundation resume an
+    /// async caller's continuation twice, which traps.
+    private func answer(_ report: () -> Void) {
+        reporting.lock()
+        defer { reporting.unlock() }
+        guard !answered else { return }
+        answered = true
+        report()
     }
 
     private func deliver(_ response: NetworkResponse, url: URL?) {
@@ -139,8 +157,16 @@ public class ChaosURLProtocol: URLProtocol {
     }
 
     private func deliver(_ response: PreparedResponse, url: URL?) {
+        answer { send(response, url: url) }
+    }
+
+    private func fail(_ error: NetworkError, url: URL?) {
+        answer { sendFailure(error, url: url) }
+    }
+
+    private func send(_ response: PreparedResponse, url: URL?) {
         guard let url, let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers) else {
-            fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
+            sendFailure(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
             return
         }
         if task is URLSessionDownloadTask {
@@ -150,7 +176,7 @@ public class ChaosURLProtocol: URLProtocol {
         client?.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
         if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
         if let interruption = response.interruption {
-            fail(interruption, url: url)
+            sendFailure(interruption, url: url)
             return
         }
         client?.urlProtocolDidFinishLoading(self)
@@ -168,7 +194,7 @@ public class ChaosURLProtocol: URLProtocol {
     private func deliverDownload(_ response: PreparedResponse, head: HTTPURLResponse, url: URL) {
         if let interruption = response.interruption {
             client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
-            fail(interruption, url: url)
+            sendFailure(interruption, url: url)
             return
         }
         #if canImport(FoundationNetworking)
@@ -176,12 +202,12 @@ public class ChaosURLProtocol: URLProtocol {
         do {
             try response.body.write(to: file)
         } catch {
-            fail(.urlError(code: URLError.Code.cannotCreateFile.rawValue, "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
+            sendFailure(.urlError(code: URLError.Code.cannotCreateFile.rawValue, "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
             return
         }
         guard DownloadLocation.record(file, in: self) else {
             try? FileManager.default.removeItem(at: file)
-            fail(.urlError(
+            sendFailure(.urlError(
                 code: URLError.Code.cannotCreateFile.rawValue,
                 "this Foundation gives a URLProtocol no way to hand a download task its file; use a data task (data(for:)) for stubbed downloads"
             ), url: url)
@@ -196,7 +222,7 @@ public class ChaosURLProtocol: URLProtocol {
         #endif
     }
 
-    private func fail(_ error: NetworkError, url: URL?) {
+    private func sendFailure(_ error: NetworkError, url: URL?) {
         client?.urlProtocol(self, didFailWithError: error.urlError(for: url))
     }
 
@@ -243,7 +269,8 @@ struct StubTransport: ResponseProducing {
 /// A protocol instance handed to the task that answers it. URLProtocol is not Sendable,
 /// but its `request` and `client` are set by the loading system before `startLoading` and
 /// never change afterwards, the client is made to be called from any thread, and the only
-/// mutable state of ``ChaosURLProtocol`` (the loading task) is guarded by its mutex.
+/// mutable state of ``ChaosURLProtocol`` is guarded: the loading task by its mutex, whether
+/// the task was answered by its `reporting` lock.
 struct LoadingProtocol: @unchecked Sendable {
     let instance: ChaosURLProtocol
 }

@@ -150,6 +150,33 @@ import Testing
         #expect(try Data(contentsOf: location) == Data("file contents".utf8))
     }
 
+    /// Cancelled while the answer is being prepared: URLSession answers the task itself
+    /// (cancelled), and the protocol must not answer it a second time (swift-corelibs-foundation
+    /// would resume the async caller twice, which traps).
+    @Test func cancellingWhileTheAnswerIsPreparedAnswersOnce() async throws {
+        let stubs = StubSet()
+        stubs.stub(RequestMatcher(), conditions: [.latency(.milliseconds(30))], .string("late"))
+        let session = session(with: stubs)
+        for round in 0..<20 {
+            let request = Task { try await session.data(from: URL(string: "https://api.test/slow/\(round)")!) }
+            try await Task.sleep(for: .milliseconds(round % 2 == 0 ? 5 : 28))
+            request.cancel()
+            do {
+                _ = try await request.value
+            } catch let error as URLError {
+                #expect(error.code == .cancelled)
+            }
+        }
+        let handled: URLError.Code? = await withCheckedContinuation { continuation in
+            let task = session.dataTask(with: URL(string: "https://api.test/slow/handler")!) { _, _, error in
+                continuation.resume(returning: (error as? URLError)?.code)
+            }
+            task.resume()
+            task.cancel()
+        }
+        #expect(handled == .cancelled)
+    }
+
     #if canImport(Darwin)
     @Test func asyncBytes() async throws {
         let stubs = try Self.bodyMatchingStubs()
