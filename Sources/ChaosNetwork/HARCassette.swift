@@ -321,7 +321,7 @@ public final class HARCassette: Sendable {
         }
         guard let best else { return "no recorded entry in \(file) matches \(request)" }
         let closest = records[best.position]
-        return "no recorded entry in \(file) matches \(request); the closest is \(closest.method) \(HARText.quote(closest.url, limit: 200)) "
+        return "no recorded entry in \(file) matches \(request); the closest is \(closest.method) \(HARText.quote(closest.url)) "
             + "(entry \(closest.index), log.entries[\(closest.index)]), which differs in: \(best.differences.joined(separator: ", "))"
     }
 
