@@ -165,6 +165,22 @@ import Testing
         #expect(otherUser.error?.localizedDescription.contains("body") == true)
     }
 
+    @Test func aBodyInAnotherCharsetIsRecordedAsTextAndReplaysItsExactBytes() async throws {
+        let file = Self.temporaryHAR()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let latin1 = try #require("Crème brûlée, ça va?".data(using: .isoLatin1))
+        let network = StubSet().answering(.data(latin1, contentType: "text/plain; charset=iso-8859-1"))
+        let recorder = try HARCassette(file: file, mode: .record, network: network)
+        let recording = StubSet()
+        recording.add(recorder)
+        _ = try await recording.respond(to: request(.get, "https://a.test/menu"))
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("Crème brûlée, ça va?") && !text.contains("base64"), "kept as readable text")
+        let replay = StubSet()
+        replay.add(try HARCassette(file: file, mode: .replayOnly))
+        #expect(try await replay.respond(to: request(.get, "https://a.test/menu")).body == latin1)
+    }
+
     @Test func recordsThroughChaosNetworkClientAndRecordOnceReplaysTheSecondTime() async throws {
         let file = Self.temporaryHAR()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
