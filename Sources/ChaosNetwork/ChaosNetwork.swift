@@ -125,9 +125,10 @@ public struct ChaosNetworkClient: NetworkClient {
         self.base = base
     }
 
-    /// Sends `request` through the point; failures are ``NetworkError``s.
+    /// Sends `request` through the point; failures are ``NetworkError``s (a response that
+    /// broke mid-body throws its ``NetworkResponse/interruption``, as URLSession does).
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let response = try await ChaosNetwork.send(NetworkRequest(request, body: body, transport: base))
-        return (response.head, response.body)
+        return (response.head, try response.completeBody())
     }
 }

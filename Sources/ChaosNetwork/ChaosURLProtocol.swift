@@ -33,6 +33,11 @@ public class ChaosURLProtocol: URLProtocol {
     private static let registry = Mutex<SlotTable>(SlotTable())
     private static let global = Mutex<StubSet?>(nil)
     private let loading = Mutex<Task<Void, Never>?>(nil)
+    /// Held while the client is told the answer, and while ``stopLoading()`` marks the load
+    /// stopped; recursive, as a client callback may stop the load on the same thread.
+    private let reporting = NSRecursiveLock()
+    /// Whether the task has its answer (given, or cancelled by URLSession). Guarded by `reporting`.
+    private var answered = false
 
     /// Routes sessions made from `configuration` through `stubs`.
     public static func install(_ stubs: StubSet, into configuration: URLSessionConfiguration) {
@@ -104,7 +109,7 @@ public class ChaosURLProtocol: URLProtocol {
             fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
             return
         }
-        let body = Self.body(of: urlRequest)
+        let body = Self.body(of: urlRequest, task: task)
         let url = urlRequest.url
         // A constant stub with no chaos on the point and no conditions: answer here and
         // now, as a plain URLProtocol would, without a task or the async machinery.
@@ -129,9 +134,22 @@ public class ChaosURLProtocol: URLProtocol {
         loading.withLock { $0 = task }
     }
 
-    /// Cancels an answer still being prepared (latency, bandwidth).
+    /// Cancels an answer still being prepared (latency, bandwidth). URLSession has then
+    /// given the task its answer (a cancellation) itself, so this protocol gives none.
     public override func stopLoading() {
+        reporting.withLock { answered = true }
         loading.withLock { $0?.cancel() }
+    }
+
+    /// Tells the client `report` unless the task already has its answer: a second answer
+    /// (after URLSession cancelled the task) makes swift-corelibs-foundation resume an
+    /// async caller's continuation twice, which traps.
+    private func answer(_ report: () -> Void) {
+        reporting.lock()
+        defer { reporting.unlock() }
+        guard !answered else { return }
+        answered = true
+        report()
     }
 
     private func deliver(_ response: NetworkResponse, url: URL?) {
@@ -139,22 +157,87 @@ public class ChaosURLProtocol: URLProtocol {
     }
 
     private func deliver(_ response: PreparedResponse, url: URL?) {
+        answer { send(response, url: url) }
+    }
+
+    private func fail(_ error: NetworkError, url: URL?) {
+        answer { sendFailure(error, url: url) }
+    }
+
+    private func send(_ response: PreparedResponse, url: URL?) {
         guard let url, let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers) else {
-            fail(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
+            sendFailure(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
+            return
+        }
+        if task is URLSessionDownloadTask {
+            deliverDownload(response, head: http, url: url)
             return
         }
         client?.urlProtocol(self, didReceive: http, cacheStoragePolicy: .notAllowed)
         if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        if let interruption = response.interruption {
+            sendFailure(interruption, url: url)
+            return
+        }
         client?.urlProtocolDidFinishLoading(self)
     }
 
-    private func fail(_ error: NetworkError, url: URL?) {
+    /// A download task's answer: the body in a file at the location URLSession reports.
+    ///
+    /// Apple's Foundation writes the file from `didLoad` itself. swift-corelibs-foundation
+    /// does not: it hands the completion handler (and `download(for:)`) the file its own
+    /// protocols record in `URLProtocol.properties`, which is internal, so an answer
+    /// through the client alone reaches `download(for:)` without a file, and it traps.
+    /// Here the body is written to a temporary file and its location recorded where
+    /// Foundation reads it (``DownloadLocation``); when that cannot be done the task fails
+    /// with `URLError.cannotCreateFile`, naming why, instead of crashing.
+    private func deliverDownload(_ response: PreparedResponse, head: HTTPURLResponse, url: URL) {
+        if let interruption = response.interruption {
+            client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+            sendFailure(interruption, url: url)
+            return
+        }
+        #if canImport(FoundationNetworking)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ChaosKit-download-\(UUID().uuidString).tmp")
+        do {
+            try response.body.write(to: file)
+        } catch {
+            sendFailure(.urlError(code: URLError.Code.cannotCreateFile.rawValue, "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
+            return
+        }
+        guard DownloadLocation.record(file, in: self) else {
+            try? FileManager.default.removeItem(at: file)
+            sendFailure(.urlError(
+                code: URLError.Code.cannotCreateFile.rawValue,
+                "this Foundation gives a URLProtocol no way to hand a download task its file; use a data task (data(for:)) for stubbed downloads"
+            ), url: url)
+            return
+        }
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+        client?.urlProtocolDidFinishLoading(self)
+        #else
+        client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
+        if !response.body.isEmpty { client?.urlProtocol(self, didLoad: response.body) }
+        client?.urlProtocolDidFinishLoading(self)
+        #endif
+    }
+
+    private func sendFailure(_ error: NetworkError, url: URL?) {
         client?.urlProtocol(self, didFailWithError: error.urlError(for: url))
     }
 
-    static func body(of request: URLRequest) -> Data? {
+    /// The body of `request`: its data or stream, or for upload tasks (whose request has
+    /// neither on swift-corelibs-foundation) the data, file or stream the task was made with.
+    static func body(of request: URLRequest, task: URLSessionTask? = nil) -> Data? {
         if let body = request.httpBody { return body }
-        guard let stream = request.httpBodyStream else { return nil }
+        if let stream = request.httpBodyStream { return read(stream) }
+        #if canImport(FoundationNetworking)
+        if let task, task is URLSessionUploadTask { return UploadBody.of(task) }
+        #endif
+        return nil
+    }
+
+    static func read(_ stream: InputStream) -> Data {
         stream.open()
         defer { stream.close() }
         var data = Data()
@@ -170,19 +253,24 @@ public class ChaosURLProtocol: URLProtocol {
 
 /// A stub set as the point's transport inside a URLSession: unmatched requests pass
 /// through a session without the protocol.
-struct StubTransport: NetworkClient {
+struct StubTransport: ResponseProducing {
     let stubs: StubSet
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        let response = try await stubs.respond(to: NetworkRequest(request, body: body), passThrough: PassThroughClient.shared)
-        return (response.head, response.body)
+        let response = try await self.response(to: NetworkRequest(request, body: body))
+        return (response.head, try response.completeBody())
+    }
+
+    func response(to request: NetworkRequest) async throws(NetworkError) -> NetworkResponse {
+        try await stubs.respond(to: request, passThrough: PassThroughClient.shared)
     }
 }
 
 /// A protocol instance handed to the task that answers it. URLProtocol is not Sendable,
 /// but its `request` and `client` are set by the loading system before `startLoading` and
 /// never change afterwards, the client is made to be called from any thread, and the only
-/// mutable state of ``ChaosURLProtocol`` (the loading task) is guarded by its mutex.
+/// mutable state of ``ChaosURLProtocol`` is guarded: the loading task by its mutex, whether
+/// the task was answered by its `reporting` lock.
 struct LoadingProtocol: @unchecked Sendable {
     let instance: ChaosURLProtocol
 }

@@ -16,8 +16,10 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case offline
         case timeout(after: Duration)
         case dnsFailure
+        case refused
         case status(Int, retryAfter: Int?)
-        case truncated(fraction: Double)
+        case truncated(fraction: Double, declaredLength: Bool)
+        case reset(fraction: Double)
         case corrupted(bytes: Int)
     }
 
@@ -46,8 +48,13 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         NetworkCondition(kind: .timeout(after: max(after, .zero)))
     }
 
-    /// Fails with ``NetworkError/dnsFailure(host:)`` for the request's host.
+    /// Fails with ``NetworkError/dnsFailure(host:)`` for the request's host, as an unknown
+    /// host name does (`URLError.cannotFindHost`, no response, no data).
     public static let dnsFailure = NetworkCondition(kind: .dnsFailure)
+
+    /// Fails with ``NetworkError/refused(host:)``, as a port nobody listens on does
+    /// (`URLError.cannotConnectToHost`, no response, no data).
+    public static let refused = NetworkCondition(kind: .refused)
 
     /// Answers with HTTP status `code` and an empty body, with a `Retry-After` header (seconds) when given.
     public static func status(_ code: Int, retryAfter: Int? = nil) -> NetworkCondition {
@@ -66,9 +73,23 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         status(429, retryAfter: seconds)
     }
 
-    /// Cuts the body to `fraction` (0…1) of its length, as a dropped connection would.
-    public static func truncated(keeping fraction: Double = 0.5) -> NetworkCondition {
-        NetworkCondition(kind: .truncated(fraction: min(max(fraction, 0), 1)))
+    /// Cuts the body to `fraction` (0…1) of its length, as a server closing the connection
+    /// early does.
+    ///
+    /// Without `declaredLength` the response looks like one whose body ends with the
+    /// connection (no `Content-Length`): the request succeeds with the shorter body, as it
+    /// does from a real server. With `declaredLength` the response keeps a `Content-Length`
+    /// of the whole body, so the transfer fails after the partial body with
+    /// ``NetworkError/shortBodyCode``, as URLSession reports a real short body.
+    public static func truncated(keeping fraction: Double = 0.5, declaredLength: Bool = false) -> NetworkCondition {
+        NetworkCondition(kind: .truncated(fraction: min(max(fraction, 0), 1), declaredLength: declaredLength))
+    }
+
+    /// Resets the connection after `fraction` (0…1) of the body arrived: URLSession delegates
+    /// get the head and the partial body, then ``NetworkError/connectionLost``
+    /// (`URLError.networkConnectionLost`); `data(for:)` throws it, as with a real reset.
+    public static func connectionReset(keeping fraction: Double = 0.5) -> NetworkCondition {
+        NetworkCondition(kind: .reset(fraction: min(max(fraction, 0), 1)))
     }
 
     /// Replaces `bytes` bytes of the body, at seeded positions, with different values.
@@ -84,8 +105,10 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case .offline: "offline"
         case .timeout(let after): "timeout(after: \(after))"
         case .dnsFailure: "dns-failure"
+        case .refused: "refused"
+        case .reset(let fraction): "connection-reset(\(fraction))"
         case .status(let code, let retry): retry.map { "status(\(code), retryAfter: \($0))" } ?? "status(\(code))"
-        case .truncated(let fraction): "truncated(\(fraction))"
+        case .truncated(let fraction, let declared): declared ? "truncated(\(fraction), declared length)" : "truncated(\(fraction))"
         case .corrupted(let count): "corrupted(\(count) bytes)"
         }
     }
@@ -134,13 +157,34 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
             throw .timeout
         case .dnsFailure:
             throw .dnsFailure(host: request.host ?? "")
+        case .refused:
+            throw .refused(host: request.host ?? "")
         case .status(let code, let retryAfter):
             var headers: [String: String] = [:]
             if let retryAfter { headers["Retry-After"] = String(retryAfter) }
             return NetworkResponse(status: code, headers: headers)
-        case .truncated(let fraction):
+        case .truncated(let fraction, let declared):
             var response = try await next()
-            response.body = response.body.prefix(Int(Double(response.body.count) * fraction))
+            let whole = response.body.count
+            response.body = response.body.prefix(Int(Double(whole) * fraction))
+            if declared {
+                response.head.headerFields[.contentLength] = String(whole)
+                if response.body.count < whole {
+                    response.interruption = .urlError(
+                        code: NetworkError.shortBodyCode.rawValue,
+                        "the response ended after \(response.body.count) of its \(whole) bytes"
+                    )
+                }
+            } else {
+                response.head.headerFields[.contentLength] = nil
+            }
+            return response
+        case .reset(let fraction):
+            var response = try await next()
+            let whole = response.body.count
+            response.body = response.body.prefix(Int(Double(whole) * fraction))
+            response.head.headerFields[.contentLength] = String(whole)
+            response.interruption = .connectionLost
             return response
         case .corrupted(let count):
             var response = try await next()

@@ -92,6 +92,10 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
     /// Calls the transport (what the point's original does).
     func perform() async throws(NetworkError) -> NetworkResponse {
         let client = transport ?? URLSessionNetworkClient.shared
+        if let producer = client as? any ResponseProducing {
+            // Keeps a response's interruption, which the NetworkClient interface cannot carry.
+            return try await producer.response(to: NetworkRequest(head, body: body))
+        }
         do {
             let (head, body) = try await client.send(head, body: body)
             return NetworkResponse(head, body: body)
@@ -101,17 +105,30 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
     }
 }
 
+/// A client that answers with whole ``NetworkResponse``s (stub sets), so that a response
+/// interrupted mid-body reaches URLSession as one, not as a thrown error.
+protocol ResponseProducing: NetworkClient {
+    func response(to request: NetworkRequest) async throws(NetworkError) -> NetworkResponse
+}
+
 /// A response as the ``ChaosNetwork/send`` point returns it.
 public struct NetworkResponse: Sendable, CustomStringConvertible {
     /// Status and header fields.
     public var head: HTTPResponse
-    /// The body (empty when there is none).
+    /// The body (empty when there is none). When ``interruption`` is set, the part of the
+    /// body that arrived before the transfer broke.
     public var body: Data
+    /// Why the transfer broke after the head and ``body`` arrived (a connection reset mid-body,
+    /// a body shorter than its `Content-Length`), or nil for a complete response. URLSession
+    /// delegates receive the head and the partial body, then this error, as from a real
+    /// server; ``ChaosNetworkClient`` and ``StubSet`` throw it, as `URLSession.data(for:)` does.
+    public var interruption: NetworkError?
 
     /// A response with `head` and `body`.
     public init(_ head: HTTPResponse, body: Data = Data()) {
         self.head = head
         self.body = body
+        self.interruption = nil
     }
 
     /// A response with a status code, header fields given as a dictionary, and a body.
@@ -121,7 +138,19 @@ public struct NetworkResponse: Sendable, CustomStringConvertible {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
         }
-        self.init(HTTPResponse(status: .init(code: status), headerFields: fields), body: body)
+        self.init(HTTPResponse(status: .init(code: NetworkResponse.checkedStatus(status)), headerFields: fields), body: body)
+    }
+
+    /// `code` when `HTTPResponse.Status` takes it (0…999, which it traps outside of), else 500:
+    /// a stub's status is the program's own choice, so this only keeps a typo from crashing.
+    static func checkedStatus(_ code: Int) -> Int {
+        (0...999).contains(code) ? code : 500
+    }
+
+    /// The body, or the interruption thrown: what a caller of `URLSession.data(for:)` gets.
+    func completeBody() throws(NetworkError) -> Data {
+        if let interruption { throw interruption }
+        return body
     }
 
     /// The status code.
@@ -132,6 +161,7 @@ public struct NetworkResponse: Sendable, CustomStringConvertible {
 }
 
 /// Why a request failed below HTTP: the failures chaos injects and real networks produce.
+/// Each has the `URLError` code URLSession reports for it (``urlError(for:)``).
 public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No connection to the internet (`URLError.notConnectedToInternet`).
     case offline
@@ -139,13 +169,32 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
     case timeout
     /// The host name did not resolve (`URLError.cannotFindHost`).
     case dnsFailure(host: String)
+    /// The host refused the connection: nothing listens on the port
+    /// (`URLError.cannotConnectToHost`).
+    case refused(host: String)
+    /// The connection broke while the response was arriving, e.g. reset mid-body
+    /// (`URLError.networkConnectionLost`).
+    case connectionLost
     /// The request was cancelled.
     case cancelled
     /// No stub matched and the stub set fails unmatched requests; the message names the
     /// request and the closest stub.
     case noStub(String)
+    /// A failure with this `URLError` code (its raw value) and description: what the
+    /// platform reports for failures without a case of their own (a TLS failure, a body
+    /// shorter than its `Content-Length` on swift-corelibs-foundation …).
+    case urlError(code: Int, String)
     /// Any other transport failure, described.
     case transport(String)
+
+    /// A URL error's classification with `host` for the cases that name one.
+    init(_ error: URLError, host: String) {
+        switch NetworkError(error) {
+        case .dnsFailure: self = .dnsFailure(host: host)
+        case .refused: self = .refused(host: host)
+        case let other: self = other
+        }
+    }
 
     /// Classifies any error: URL errors by code, `NetworkError`s as they are.
     public init(_ error: any Error) {
@@ -156,27 +205,57 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notConnectedToInternet, .dataNotAllowed: self = .offline
             case .timedOut: self = .timeout
             case .cannotFindHost, .dnsLookupFailed: self = .dnsFailure(host: url.failingURL?.host ?? "")
+            case .cannotConnectToHost: self = .refused(host: url.failingURL?.host ?? "")
+            case .networkConnectionLost: self = .connectionLost
             case .cancelled: self = .cancelled
-            default: self = .transport("URLError \(url.code.rawValue): \(url.localizedDescription)")
+            default: self = .urlError(code: url.code.rawValue, url.localizedDescription)
             }
             return
         }
         self = .transport(String(describing: error))
     }
 
-    /// The `URLError` that URLSession reports for this failure (what ``ChaosURLProtocol`` fails with).
-    public func urlError(for url: URL?) -> URLError {
-        let code: URLError.Code = switch self {
+    /// The `URLError` code URLSession reports for this failure.
+    public var urlErrorCode: URLError.Code {
+        switch self {
         case .offline: .notConnectedToInternet
         case .timeout: .timedOut
         case .dnsFailure: .cannotFindHost
+        case .refused: .cannotConnectToHost
+        case .connectionLost: .networkConnectionLost
         case .cancelled: .cancelled
         case .noStub: .resourceUnavailable
+        case .urlError(let code, _): Self.code(code)
         case .transport: .networkConnectionLost
         }
+    }
+
+    /// The `URLError` that URLSession reports for this failure (what ``ChaosURLProtocol`` fails with).
+    public func urlError(for url: URL?) -> URLError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
-        if let url { info[NSURLErrorFailingURLErrorKey] = url }
-        return URLError(code, userInfo: info)
+        if let url {
+            info[NSURLErrorFailingURLErrorKey] = url
+        }
+        return URLError(urlErrorCode, userInfo: info)
+    }
+
+    private static func code(_ raw: Int) -> URLError.Code {
+        #if canImport(FoundationNetworking)
+        URLError.Code(rawValue: raw) ?? .unknown
+        #else
+        URLError.Code(rawValue: raw)
+        #endif
+    }
+
+    /// The code URLSession reports when a response body ends before its `Content-Length`:
+    /// `networkConnectionLost` on Apple platforms; swift-corelibs-foundation passes on
+    /// libcurl's "partial file" as `unknown` (-1).
+    public static var shortBodyCode: URLError.Code {
+        #if canImport(FoundationNetworking)
+        .unknown
+        #else
+        .networkConnectionLost
+        #endif
     }
 
     /// A readable explanation.
@@ -185,8 +264,11 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .offline: "offline: the device is not connected to the internet"
         case .timeout: "timeout: the request timed out"
         case .dnsFailure(let host): "DNS failure: \(host.isEmpty ? "the host" : host) could not be resolved"
+        case .refused(let host): "connection refused: \(host.isEmpty ? "the host" : host) does not accept connections on that port"
+        case .connectionLost: "connection lost: the connection broke while the response was arriving"
         case .cancelled: "cancelled"
         case .noStub(let message): message
+        case .urlError(let code, let message): "URL error \(code): \(message)"
         case .transport(let message): "transport failure: \(message)"
         }
     }

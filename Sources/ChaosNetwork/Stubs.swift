@@ -307,7 +307,7 @@ public final class StubSet: NetworkClient, Sendable {
     /// Sends `request` to the stubs (``NetworkClient`` conformance).
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let response = try await respond(to: NetworkRequest(request, body: body))
-        return (response.head, response.body)
+        return (response.head, try response.completeBody())
     }
 
     /// Answers `request`: the newest matching stub, else a responder, else the unmatched policy.
@@ -437,6 +437,8 @@ struct PreparedResponse: Sendable {
     let status: Int
     let headers: [String: String]
     let body: Data
+    /// The failure that follows the (partial) body, if the transfer breaks.
+    let interruption: NetworkError?
 
     init(_ response: NetworkResponse) {
         var fields: [String: String] = [:]
@@ -450,6 +452,13 @@ struct PreparedResponse: Sendable {
         self.status = response.head.status.code
         self.headers = fields
         self.body = response.body
+        self.interruption = response.interruption
+    }
+}
+
+extension StubSet: ResponseProducing {
+    func response(to request: NetworkRequest) async throws(NetworkError) -> NetworkResponse {
+        try await respond(to: request)
     }
 }
 

@@ -97,12 +97,88 @@ import Testing
         let replaying = session(with: replayStubs)
         let again = await load(replaying, base + "/weather?lon=2&lat=1")
         #expect(again.status == 200 && again.body == first.body)
-        #expect(again.headers["set-cookie"] == "[redacted]")
+        #expect(again.headers["set-cookie"] == "session=[redacted]; Path=/")
         #expect(await load(replaying, base + "/notes", method: "POST", body: Data("remember".utf8)).body == posted.body)
         #expect(await load(replaying, base + "/missing").status == 404)
         #expect(await load(replaying, base + "/binary").body == binary.body)
         let unknown = await load(replaying, base + "/weather?lat=9&lon=2")
         #expect(unknown.error?.code == .resourceUnavailable)
+    }
+
+    @Test func redactionCoversHeadersQueryJSONAndCookiesAndTheArchiveStillReplays() async throws {
+        let file = Self.temporaryHAR()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let server = try LoopbackServer(maxRequests: 10) { request in
+            LoopbackResponse(
+                status: 200, headers: ["Content-Type": "application/json", "Set-Cookie": "session=server-secret-1; Path=/; HttpOnly"],
+                body: Data(#"{"ok":true,"token":"server-secret-2","user":{"name":"Ada","refresh_token":"server-secret-3"}}"#.utf8)
+            )
+        }
+        defer { server.stop() }
+        let base = server.baseURL.absoluteString
+        var redaction = HARRedaction.default
+        redaction.queryParameters.insert("session_id")
+        redaction.jsonFields.insert("pin")
+        let recorder = try HARCassette(file: file, mode: .record, redaction: redaction)
+        let stubs = StubSet()
+        stubs.add(recorder)
+        let recording = session(with: stubs)
+        let search = await load(recording, base + "/search?q=cats&api_key=client-secret-1&session_id=client-secret-2",
+                                headers: ["Authorization": "Bearer client-secret-3", "Cookie": "session=client-secret-4; theme=client-secret-5",
+                                          "X-Api-Key": "client-secret-6"])
+        #expect(search.status == 200)
+        let login = await load(recording, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                               body: Data(#"{"user":"ada","password":"client-secret-7","device":{"pin":"client-secret-8"}}"#.utf8))
+        #expect(login.status == 200)
+        let form = await load(recording, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                              body: Data("user=ada&password=client-secret-9".utf8))
+        #expect(form.status == 200)
+        server.stop()
+
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for secret in (1...9).map({ "client-secret-\($0)" }) + (1...3).map({ "server-secret-\($0)" }) {
+            #expect(!text.contains(secret), "\(secret) leaked into the HAR")
+        }
+        for kept in ["api_key", "session_id", "password", "pin", "theme", "refresh_token", "Ada", "cats"] {
+            #expect(text.contains(kept), "\(kept) should stay (only values are redacted)")
+        }
+
+        // Replay with other secrets: they are redacted before matching, so the entries match.
+        let player = try HARCassette(file: file, mode: .replayOnly, redaction: redaction)
+        let replayStubs = StubSet()
+        replayStubs.add(player)
+        let replaying = session(with: replayStubs)
+        let again = await load(replaying, base + "/search?session_id=other-2&api_key=other-1&q=cats", headers: ["Authorization": "Bearer other"])
+        #expect(again.status == 200 && again.text.contains(#""token":"[redacted]""#) && again.text.contains(#""name":"Ada""#))
+        #expect(again.headers["set-cookie"] == "session=[redacted]; Path=/; HttpOnly")
+        let loginAgain = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                                    body: Data(#"{"device":{"pin":"0000"},"password":"other","user":"ada"}"#.utf8))
+        #expect(loginAgain.status == 200)
+        let formAgain = await load(replaying, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+                                   body: Data("user=ada&password=other".utf8))
+        #expect(formAgain.status == 200)
+        // What is not a secret still has to match.
+        #expect(await load(replaying, base + "/search?q=dogs&api_key=x&session_id=y").error?.code == .resourceUnavailable)
+        let otherUser = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+                                   body: Data(#"{"user":"bo","password":"x","device":{"pin":"1"}}"#.utf8))
+        #expect(otherUser.error?.code == .resourceUnavailable)
+        #expect(otherUser.error?.localizedDescription.contains("body") == true)
+    }
+
+    @Test func aBodyInAnotherCharsetIsRecordedAsTextAndReplaysItsExactBytes() async throws {
+        let file = Self.temporaryHAR()
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let latin1 = try #require("Crème brûlée, ça va?".data(using: .isoLatin1))
+        let network = StubSet().answering(.data(latin1, contentType: "text/plain; charset=iso-8859-1"))
+        let recorder = try HARCassette(file: file, mode: .record, network: network)
+        let recording = StubSet()
+        recording.add(recorder)
+        _ = try await recording.respond(to: request(.get, "https://a.test/menu"))
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("Crème brûlée, ça va?") && !text.contains("base64"), "kept as readable text")
+        let replay = StubSet()
+        replay.add(try HARCassette(file: file, mode: .replayOnly))
+        #expect(try await replay.respond(to: request(.get, "https://a.test/menu")).body == latin1)
     }
 
     @Test func recordsThroughChaosNetworkClientAndRecordOnceReplaysTheSecondTime() async throws {
@@ -148,7 +224,12 @@ import Testing
         let live = await load(session, server.baseURL.absoluteString + "/live")
         #expect(live.status == 200 && live.text.contains("\"target\":\"/live\""))
         #expect(server.requestCount == 1)
-        #expect(cassette.entryCount == 1, "pass-through requests are not recorded")
+        #expect(cassette.entryCount == 2, "what it fetched is recorded")
+        // … and replayed from then on, also by a cassette reading the file anew.
+        #expect(await load(session, server.baseURL.absoluteString + "/live").text == live.text)
+        #expect(server.requestCount == 1)
+        let reread = try HARCassette(file: file, mode: .replayOnly)
+        #expect(reread.entryDescriptions.contains("GET \(server.baseURL.absoluteString)/live"))
     }
 
     @Test func strictReplayNamesTheRequestAndTheClosestEntry() async throws {
@@ -163,7 +244,7 @@ import Testing
             return
         }
         #expect(message.contains("GET https://api.weather.example.com/v1/forecast?lat=55.95&lon=-3.20"))
-        #expect(message.contains("the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0)"))
+        #expect(message.contains("the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0, log.entries[0])"))
         #expect(message.contains("query"))
         let missing = expectConfigurationError { _ = try HARCassette(file: URL(fileURLWithPath: "/no/such.har"), mode: .replayOnly) }
         #expect(missing?.message.contains("record it first") == true)
