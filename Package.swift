@@ -42,6 +42,7 @@ let package = Package(
             name: "ChaosNetwork",
             dependencies: [
                 "ChaosKit",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
             ],
@@ -119,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ChaosNetworkTests",
-            dependencies: ["ChaosNetwork", "ChaosKit"],
+            dependencies: ["ChaosNetwork", "ChaosKit", "TestHelpers"],
             resources: [.copy("Resources")],
             swiftSettings: strictSwift
         ),

@@ -1,7 +1,6 @@
 import CChaosGrace
 @_spi(Hooks) public import ChaosKit
 import Logging
-import Synchronization
 
 /// The providers of a ``CFunctionHook``'s point.
 public typealias CHookProvider = ChaosProvider<CArguments, CValue, Never>

@@ -1,6 +1,5 @@
 import CChaosELF
 import ChaosKit
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import CChaosClock
 public import ChaosKit
 public import Foundation
-import Synchronization
 
 /// The C function a wall-clock reading comes from.
 public enum ClockFunction: Int32, Sendable, Hashable {

@@ -1,6 +1,5 @@
 import CChaosGrace
 public import ChaosKit
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,4 @@
 public import ChaosKit
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc

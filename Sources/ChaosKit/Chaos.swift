@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 /// Applies and reverts chaos (Dixie's `Dixie` builder).
 ///

@@ -66,22 +66,36 @@ public enum ProfileValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `text` as a JSON string literal.
-    static func quoted(_ text: String) -> String {
-        var result = "\""
+    package static func quoted(_ text: String) -> String {
+        var result = ""
+        quote(text, into: &result)
+        return result
+    }
+
+    /// Appends `text` as a JSON string literal: control characters and U+2028/U+2029
+    /// (line separators some JavaScript readers choke on) escaped.
+    package static func quote(_ text: String, into output: inout String) {
+        output += "\""
+        // The common case: nothing to escape.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) {
+            output += text
+            output += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case let control where control.value < 0x20:
-                let hex = String(control.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: result.unicodeScalars.append(scalar)
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
             }
         }
-        return result + "\""
+        output += "\""
     }
 }
 

@@ -14,10 +14,10 @@ public import HTTPTypes
 /// { "point": "network.send", "match": { "host": "api.example.com", "path": "/v1/" },
 ///   "provider": { "item": "status", "parameters": { "code": 503, "retryAfter": 5 }, "probability": 0.2 } }
 /// ```
-/// Catalogue items: `offline`, `timeout` (`after`), `dns-failure`, `status` (`code`,
+/// Catalogue items: `offline`, `refused`, `connection-reset` (`fraction`), `timeout` (`after`), `dns-failure`, `status` (`code`,
 /// `retryAfter`), `latency` (`delay`, `jitter`: durations such as `"250ms"`, or
 /// milliseconds), `bandwidth` (`preset` gprs/edge/3g/lte/wifi, or `bytesPerSecond`),
-/// `truncated` (`fraction`), `corrupted` (`bytes`). `match` takes `method`, `host`
+/// `truncated` (`fraction`, `declaredLength`), `corrupted` (`bytes`). `match` takes `method`, `host`
 /// (`*.example.com` matches subdomains) and `path` (a prefix). `chaos list` shows every
 /// parameter with its type, unit and default.
 ///
@@ -45,6 +45,12 @@ public enum ChaosNetwork {
         [
             CatalogueItem("offline", "no network at all") { _ in NetworkCondition.offline.provider },
             CatalogueItem("dns-failure", "the host name does not resolve") { _ in NetworkCondition.dnsFailure.provider },
+            CatalogueItem("refused", "the connection is refused, as by a closed port") { _ in NetworkCondition.refused.provider },
+            CatalogueItem("connection-reset", "the connection is reset partway through the body", parameters: [
+                .number("fraction", "how much of the body arrives before the reset", default: 0.5, range: 0...1),
+            ]) { parameters in
+                NetworkCondition.connectionReset(keeping: try parameters.double("fraction")).provider
+            },
             CatalogueItem("timeout", "the request times out", parameters: [
                 .duration("after", "how long the request hangs before it fails", default: .zero),
             ]) { parameters in
@@ -74,8 +80,9 @@ public enum ChaosNetwork {
             },
             CatalogueItem("truncated", "the body stops early", parameters: [
                 .number("fraction", "how much of the body arrives", default: 0.5, range: 0...1),
+                .boolean("declaredLength", "whether Content-Length still promises the whole body", default: false),
             ]) { parameters in
-                NetworkCondition.truncated(keeping: try parameters.double("fraction")).provider
+                NetworkCondition.truncated(keeping: try parameters.double("fraction"), declaredLength: try parameters.bool("declaredLength")).provider
             },
             CatalogueItem("corrupted", "bytes of the body flipped", parameters: [
                 .integer("bytes", "how many bytes are changed", default: 8, range: 1...1_000_000),

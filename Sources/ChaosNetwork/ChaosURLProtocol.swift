@@ -1,10 +1,10 @@
+import ChaosKit
 import Foundation
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
 import HTTPTypes
 import HTTPTypesFoundation
-import Synchronization
 
 /// Intercepts URLSession traffic: requests go through the ``ChaosNetwork/send`` point and
 /// are answered by a ``StubSet`` (its stubs, responders, conditions and unmatched policy).
@@ -30,9 +30,9 @@ import Synchronization
 /// traps on `wasRedirectedTo`), and task-scoped chaos (`Chaos.with`) is not visible while
 /// loading, so give each session its own stub set instead.
 public class ChaosURLProtocol: URLProtocol {
-    private static let registry = Mutex<SlotTable>(SlotTable())
-    private static let global = Mutex<StubSet?>(nil)
-    private let loading = Mutex<Task<Void, Never>?>(nil)
+    private static let registry = Locked<SlotTable>(SlotTable())
+    private static let global = Locked<StubSet?>(nil)
+    private let loading = Locked<Task<Void, Never>?>(nil)
     /// Held while the client is told the answer, and while ``stopLoading()`` marks the load
     /// stopped; recursive, as a client callback may stop the load on the same thread.
     private let reporting = NSRecursiveLock()

@@ -2,7 +2,6 @@ public import ChaosKit
 public import Foundation
 import HTTPTypes
 import Logging
-import Synchronization
 
 /// Records real traffic to a HAR 1.2 file and replays it (a "cassette", after VCR).
 ///
@@ -69,7 +68,7 @@ public final class HARCassette: Sendable {
     /// passed over, an unknown charset read as UTF-8, an entry without its body …).
     public let notes: [HARProblem]
     private let network: (any NetworkClient)?
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private static let logger = Logger(label: "ChaosKit.HAR")
 
     private struct State {
@@ -149,7 +148,7 @@ public final class HARCassette: Sendable {
             skippedProblems = []
             notes = []
         }
-        self.state = Mutex(state)
+        self.state = Locked(state)
     }
 
     /// The number of entries in the archive (loaded and recorded).
@@ -257,7 +256,8 @@ public final class HARCassette: Sendable {
     /// (exports often leave request bodies out); otherwise the same bytes, or the same JSON.
     static func bodyMatches(recorded: Data, _ body: Data) -> Bool {
         if recorded.isEmpty || recorded == body { return true }
-        guard let left = JSONValue(parsing: recorded), let right = JSONValue(parsing: body) else { return false }
+        guard let left = try? ProfileValue(json: recorded, duplicateMembers: .lastWins),
+              let right = try? ProfileValue(json: body, duplicateMembers: .lastWins) else { return false }
         return left == right
     }
 

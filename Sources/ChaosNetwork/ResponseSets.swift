@@ -1,6 +1,5 @@
 public import ChaosKit
 public import Foundation
-import Synchronization
 
 /// Several named answers to one kind of request, one of them selected (MMBarricade's
 /// response sets): "success", "wrong password", "server down" for `POST /login`, switched
@@ -96,7 +95,7 @@ public final class ResponseSetStore: Sendable {
 
     /// The file selections are kept in, if any.
     public let fileURL: URL?
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// A store; with `fileURL`, selections saved there earlier are read now and every
     /// change is written back. A missing file is fine (nothing selected yet); a file that
@@ -107,7 +106,7 @@ public final class ResponseSetStore: Sendable {
         if let fileURL, FileManager.default.fileExists(atPath: fileURL.path) {
             selections = try Self.read(fileURL)
         }
-        self.state = Mutex(State(selections: selections))
+        self.state = Locked(State(selections: selections))
     }
 
     /// Adds `set` (replacing a set of the same name). A selection remembered for its name

@@ -1,7 +1,6 @@
 public import ChaosKit
 public import Foundation
 public import HTTPTypes
-import Synchronization
 
 /// A back-end in the test process (after Kakapo): routes such as `GET /users/:id` with
 /// handlers that compute answers, usually from a ``Store``. Add it to a ``StubSet`` and
@@ -38,7 +37,7 @@ public final class Router: Sendable {
 
     /// The host every route answers for (nil: any host).
     public let host: String?
-    private let routes = Mutex<[Route]>([])
+    private let routes = Locked<[Route]>([])
 
     /// An empty router answering for `host` (lower-cased, without port), or any host when nil.
     public init(host: String? = nil) {
@@ -262,7 +261,7 @@ public final class Store: Sendable {
         var nextID = 1
     }
 
-    private let tables = Mutex<[ObjectIdentifier: Table]>([:])
+    private let tables = Locked<[ObjectIdentifier: Table]>([:])
 
     /// An empty store.
     public init() {}

@@ -231,7 +231,7 @@ public final class StubSet: NetworkClient, Sendable {
     public let seed: UInt64
     /// How many requests the log keeps (the oldest go first).
     public let logCapacity: Int
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let calls = Atomic<UInt64>(0)
 
     /// An empty set; unmatched requests fail unless told otherwise.
@@ -239,7 +239,7 @@ public final class StubSet: NetworkClient, Sendable {
         self.identifier = UUID().uuidString
         self.seed = seed
         self.logCapacity = max(0, logCapacity)
-        self.state = Mutex(State(unmatched: unmatched))
+        self.state = Locked(State(unmatched: unmatched))
     }
 
     /// What happens to requests no stub matches.

@@ -1,6 +1,5 @@
 public import ChaosKit
 public import Foundation
-import Synchronization
 
 // MARK: - Model
 

@@ -178,6 +178,34 @@ import Testing
             #expect(got6 == .ok)
         }
         #expect(Chaos.catalogue.first { $0.name == "network.send" }?.items.map(\.name) ==
-            ["bandwidth", "corrupted", "dns-failure", "latency", "offline", "status", "timeout", "truncated"])
+            ["bandwidth", "connection-reset", "corrupted", "dns-failure", "latency", "offline", "refused", "status", "timeout", "truncated"])
+    }
+}
+
+extension NetworkPointTests {
+    /// The conditions that match real failures are named in profiles too.
+    @Test func refusedAndConnectionResetAreCatalogueItems() async throws {
+        let profile = try ChaosProfile.decode(json: """
+        { "entries": [ { "point": "network.send", "match": { "host": "refused.example" }, "provider": "refused" },
+                       { "point": "network.send", "match": { "host": "reset.example" },
+                         "provider": { "item": "connection-reset", "parameters": { "fraction": 0.25 } } } ] }
+        """)
+        try await Chaos.with(profile.profileEntries, seed: 1) {
+            do {
+                _ = try await send("https://refused.example/users/1")
+                Issue.record("a refused connection answered")
+            } catch NetworkError.refused {
+            } catch {
+                Issue.record("expected .refused, got \(error)")
+            }
+            do {
+                _ = try await send("https://reset.example/users/1")
+                Issue.record("a reset connection answered")
+            } catch NetworkError.connectionLost {
+            } catch {
+                Issue.record("expected .connectionLost, got \(error)")
+            }
+            #expect(try await send().0.status == .ok, "other hosts are untouched")
+        }
     }
 }

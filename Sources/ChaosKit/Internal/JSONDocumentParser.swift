@@ -1,50 +1,61 @@
-import Foundation
+package import Foundation
 
 /// A JSON value that remembers where it stood in its file, so profile errors can say
-/// "line 12, column 9, at $.entries[2].provider".
-struct JSONNode: Sendable {
-    enum Content: Sendable {
+/// "line 12, column 9, at $.entries[2].provider", and how its numbers were spelled and its
+/// members ordered, so that a file read and written again (a HAR archive) is unchanged.
+package struct JSONNode: Sendable {
+    package enum Content: Sendable {
         case null
         case bool(Bool)
-        case number(Double)
+        /// The number's value and its text as written (`200`, `183.0679999`, `1e3`).
+        case number(Double, text: String)
         case string(String)
         case array([JSONNode])
         case object([(key: String, keyLine: Int, keyColumn: Int, value: JSONNode)])
     }
 
-    let content: Content
-    let line: Int
-    let column: Int
+    package let content: Content
+    package let line: Int
+    package let column: Int
 
     /// The plain value, without positions.
-    var value: ProfileValue {
+    package var value: ProfileValue {
         switch content {
         case .null: .null
         case .bool(let flag): .bool(flag)
-        case .number(let number): .number(number)
+        case .number(let number, _): .number(number)
         case .string(let text): .string(text)
         case .array(let items): .array(items.map(\.value))
         case .object(let members): .object(Dictionary(members.map { ($0.key, $0.value.value) }, uniquingKeysWith: { _, last in last }))
         }
     }
 
-    var typeName: String { value.typeName }
+    var typeName: String {
+        switch content {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
 }
 
 /// Where a JSON syntax error is, and what to fix.
-struct JSONSyntaxError: Error {
-    let line: Int
-    let column: Int
+package struct JSONSyntaxError: Error {
+    package let line: Int
+    package let column: Int
     /// Bytes from the start of the document.
-    let offset: Int
-    let message: String
+    package let offset: Int
+    package let message: String
 }
 
 /// A strict JSON parser (RFC 8259) that keeps the line and column of every value, which
 /// Foundation's does not: one value per document, UTF-8 only, numbers as the RFC writes
 /// them (no leading zeros, no `+`, digits on both sides of a point), and — for profiles —
 /// no member name twice in one object. Columns count characters, not bytes.
-struct JSONDocumentParser {
+package struct JSONDocumentParser {
     private let bytes: [UInt8]
     private let duplicates: JSONDuplicateMembers
     private var index = 0
@@ -57,15 +68,15 @@ struct JSONDocumentParser {
         self.duplicates = duplicates
     }
 
-    static func parse(_ text: String, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ text: String, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
         try parse(Array(text.utf8), duplicates: duplicates)
     }
 
-    static func parse(_ data: Data, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ data: Data, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
         try parse([UInt8](data), duplicates: duplicates)
     }
 
-    static func parse(_ bytes: [UInt8], duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ bytes: [UInt8], duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
         try UTF8Check.validate(bytes)
         var parser = JSONDocumentParser(bytes, duplicates: duplicates)
         // A byte order mark is not JSON, but editors write one; skip it.
@@ -120,7 +131,9 @@ struct JSONDocumentParser {
         case UInt8(ascii: "t"): try expectWord("true"); return node(.bool(true))
         case UInt8(ascii: "f"): try expectWord("false"); return node(.bool(false))
         case UInt8(ascii: "n"): try expectWord("null"); return node(.null)
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return node(.number(try parseNumber()))
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let (number, text) = try parseNumber()
+            return node(.number(number, text: text))
         case UInt8(ascii: "'"): throw error("strings need double quotes, not single quotes: \(excerpt())")
         default:
             throw error("unexpected \(excerpt()); expected a JSON value (an object, array, string, number, true, false or null)")
@@ -283,7 +296,7 @@ struct JSONDocumentParser {
     }
 
     /// A number as RFC 8259 writes it: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
-    private mutating func parseNumber() throws(JSONSyntaxError) -> Double {
+    private mutating func parseNumber() throws(JSONSyntaxError) -> (Double, String) {
         let start = index, startColumn = column, startLine = line
         func isDigit(_ i: Int) -> Bool { i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") }
         func fail(_ why: String) -> JSONSyntaxError {
@@ -318,7 +331,7 @@ struct JSONDocumentParser {
         let text = String(decoding: bytes[start..<cursor], as: UTF8.self)
         guard let number = Double(text), number.isFinite else { throw fail("it is too large for a 64-bit floating-point number") }
         while index < cursor { advance() }
-        return number
+        return (number, text)
     }
 }
 

@@ -31,7 +31,7 @@ struct ProfileDecoder {
         let top = try members(root, "$", allowed: ["seed", "entries", "$schema", "description"])
         var seed: UInt64?
         if let node = top["seed"] {
-            guard case .number(let value) = node.content, value >= 0, value.rounded() == value, value < 9_007_199_254_740_992 else {
+            guard case .number(let value, _) = node.content, value >= 0, value.rounded() == value, value < 9_007_199_254_740_992 else {
                 throw fail(node, "$.seed", "the seed must be a whole number from 0 to 2^53")
             }
             seed = UInt64(value)

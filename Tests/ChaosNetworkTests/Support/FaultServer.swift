@@ -55,30 +55,7 @@ final class FaultServer: Sendable {
     }
 
     private static func listeningSocket() throws -> (Int32, UInt16) {
-        #if canImport(Glibc)
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let socketFD = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard socketFD >= 0 else { throw LoopbackServerError.system("socket", errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(socketFD, 16) == 0 else {
-            let code = errno
-            close(socketFD)
-            throw LoopbackServerError.system("bind/listen", code)
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        return (socketFD, UInt16(bigEndian: actual.sin_port))
+        try LoopbackServer.listeningSocket(backlog: 16)
     }
 
     private func acceptLoop(lifetime: Double) {

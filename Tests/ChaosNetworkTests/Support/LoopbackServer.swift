@@ -61,32 +61,8 @@ public final class LoopbackServer: Sendable {
         maxRequests: Int = 1_000, idleTimeout: Double = 20,
         handler: @escaping @Sendable (LoopbackRequest) -> LoopbackResponse
     ) throws {
-        #if canImport(Glibc)
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let socketFD = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        guard socketFD >= 0 else { throw LoopbackServerError.system("socket", errno) }
-        var yes: Int32 = 1
-        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(socketFD, 64) == 0 else {
-            let code = errno
-            close(socketFD)
-            throw LoopbackServerError.system("bind/listen", code)
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
-        }
-        self.port = UInt16(bigEndian: actual.sin_port)
+        let (socketFD, port) = try Self.listeningSocket(backlog: 64)
+        self.port = port
         self.listener = socketFD
         self.handler = handler
         self.maxRequests = maxRequests
@@ -199,6 +175,36 @@ public final class LoopbackServer: Sendable {
         case 503: "Service Unavailable"
         default: "Status"
         }
+    }
+
+    /// A TCP socket listening on 127.0.0.1 at a port the system chose, and that port.
+    public static func listeningSocket(backlog: Int32) throws -> (descriptor: Int32, port: UInt16) {
+        #if canImport(Glibc)
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let socketFD = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard socketFD >= 0 else { throw LoopbackServerError.system("socket", errno) }
+        var yes: Int32 = 1
+        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(socketFD, backlog) == 0 else {
+            let code = errno
+            close(socketFD)
+            throw LoopbackServerError.system("bind/listen", code)
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        return (socketFD, UInt16(bigEndian: actual.sin_port))
     }
 }
 

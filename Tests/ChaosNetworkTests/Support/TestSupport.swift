@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import HTTPTypes
 import Testing
+@_exported import TestHelpers
 @testable import ChaosNetwork
 
 struct User: Codable, Equatable, Sendable {
@@ -52,16 +53,6 @@ func request(_ method: HTTPRequest.Method = .get, _ url: String, headers: [Strin
     var head = HTTPRequest(method: method, url: URL(string: url)!)
     for (name, value) in headers { head.headerFields[HTTPField.Name(name)!] = value }
     return NetworkRequest(head, body: body)
-}
-
-/// The error a typed-throws async call produced, or nil when it returned.
-func caught<T, E: Error>(_ body: () async throws(E) -> T) async -> E? {
-    do {
-        _ = try await body()
-        return nil
-    } catch {
-        return error
-    }
 }
 
 @discardableResult
