@@ -95,8 +95,9 @@ public enum ProviderModifier: Sendable, Hashable {
         }
     }
 
-    /// The JSON Schema of every modifier key of a provider object.
-    static var schemaProperties: [(key: String, schema: ProfileValue)] {
+    /// The JSON Schema of every modifier key of a provider object, with a description each
+    /// (what `chaos list` shows).
+    public static var schemaProperties: [(key: String, schema: ProfileValue)] {
         [
             ("probability", .object([
                 "description": .string("Apply the provider with this probability (0…1), otherwise call the original."),

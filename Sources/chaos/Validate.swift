@@ -35,9 +35,9 @@ struct Validate: ParsableCommand {
     }
 }
 
-/// `chaos list`: every point and provider, with parameters.
+/// `chaos list`: every point and provider, with the parameters each item declares.
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the built-in points, providers and catalogue items.")
+    static let configuration = CommandConfiguration(abstract: "List the built-in points, providers, catalogue items and their parameters.")
 
     func run() {
         BuiltInPoints.register()
@@ -49,18 +49,44 @@ struct List: ParsableCommand {
             ("{\"constant\": JSON}", "return this value"),
             ("{\"sequential\": [p0, p1, …]}", "call i uses p_i; the last repeats"),
             ("{\"item\": NAME, \"parameters\": {…}}", "a point's catalogue item (below)"),
-            ("modifiers", "\"probability\": 0…1, \"times\": n ≥ 1, \"delay\": \"250ms\""),
-            ("\"match\": {…} on an entry", "only calls whose arguments match (points that support it)"),
+            ("\"match\": {…} on an entry", "only calls whose arguments match (points that declare conditions)"),
         ] {
             print("  \(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(meaning)")
+        }
+        print("\nModifiers (on any provider object):")
+        for (key, schema) in ProviderModifier.schemaProperties {
+            if case .object(let members) = schema, case .string(let text)? = members["description"] {
+                print("  \(key.padding(toLength: 38, withPad: " ", startingAt: 0)) \(text)")
+            }
         }
         print("\nPoints:")
         for point in Chaos.catalogue {
             print("  \(point.name)  \(point.signature)")
             for item in point.items {
-                print("      \(item.name)\(item.parameters.isEmpty ? "" : "(\(item.parameters))")")
+                print("    \(item.name)\(item.summary.isEmpty ? "" : " — \(item.summary)")")
+                for parameter in item.declaredParameters {
+                    print("        \(parameter.description)")
+                }
+            }
+            if let conditions = point.matchConditions {
+                print("    match:")
+                for condition in conditions { print("        \(condition.description)") }
             }
         }
+    }
+}
+
+/// `chaos schema`: the profile JSON Schema for the built-in points, from their declarations.
+struct Schema: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the JSON Schema of profiles, made from the built-in points' declarations (Docs/profile.schema.json)."
+    )
+
+    func run() {
+        BuiltInPoints.register()
+        // The demo's points are the tool's own; the schema describes the library's.
+        let points = Chaos.catalogue.filter { !$0.name.hasPrefix("demo.") }
+        print(ProfileSchema.document(points: points).prettyText, terminator: "")
     }
 }
 

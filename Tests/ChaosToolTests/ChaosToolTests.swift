@@ -89,6 +89,34 @@ import Testing
         #expect(outcome.status == 0)
         #expect(outcome.output.contains("sequential"))
         #expect(outcome.output.contains("demo.today"))
+        // Every system point and item, with its declared parameters.
+        #expect(outcome.output.contains("system.files"))
+        #expect(outcome.output.contains("operations: string = \"w\" — letters of the operations hit"))
+        #expect(outcome.output.contains("delay: duration — how long to wait before the real call"))
+        #expect(outcome.output.contains("probability"))
+    }
+
+    /// Docs/profile.schema.json is what `chaos schema` makes from the declarations: adding
+    /// an item or a parameter without regenerating it fails here.
+    @Test func thePublishedSchemaIsGeneratedFromTheDeclarations() throws {
+        let outcome = try Self.chaos("schema")
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        let committed = try String(contentsOf: Self.root.appendingPathComponent("Docs/profile.schema.json"), encoding: .utf8)
+        #expect(outcome.output == committed, "regenerate it: swift run chaos schema > Docs/profile.schema.json")
+    }
+
+    @Test func validateKnowsEverySystemPointAndSuggestsNames() throws {
+        let bad = try Self.temporaryFile(#"{"entries": [{"point": "system.clock", "provider": "ofset"}]}"#)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        let outcome = try Self.chaos("validate", bad)
+        #expect(outcome.status == 1)
+        #expect(outcome.errors.contains("did you mean 'offset'?"), "\(outcome.errors)")
+        let port = try Self.temporaryFile(#"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 8080}}}]}"#)
+        defer { try? FileManager.default.removeItem(atPath: port) }
+        let refused = try Self.chaos("validate", port)
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("unknown parameter 'port'"), "\(refused.errors)")
+        #expect(refused.errors.contains("$.entries[0].provider.parameters.port"), "\(refused.errors)")
     }
 
     @Test func demoRunsAndRestoresEverything() throws {

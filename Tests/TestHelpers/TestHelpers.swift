@@ -120,3 +120,27 @@ public final class SharedCounter: Sendable {
 
     public var current: Int { value.load(ordering: .acquiring) }
 }
+
+/// Python modules some tests run against (jsonschema, gpxpy …): tests that need one are
+/// skipped by name when it is missing, so `swift test` passes on a bare machine; CI
+/// installs them.
+public enum PythonModule {
+    private static let known = Locked<[String: Bool]>([:])
+
+    /// Whether `python3 -c 'import NAME'` succeeds (asked once per name).
+    public static func isInstalled(_ name: String) -> Bool {
+        if let answer = known.withLock({ $0[name] }) { return answer }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import \(name)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        var installed = false
+        if (try? process.run()) != nil {
+            process.waitUntilExit()
+            installed = process.terminationStatus == 0
+        }
+        known.withLock { $0[name] = installed }
+        return installed
+    }
+}
