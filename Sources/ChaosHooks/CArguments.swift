@@ -38,6 +38,22 @@ public struct CArguments {
         try call.pointee.value(at: index)
     }
 
+    /// The value pointer argument `index` points at, read as `T` (a C struct such as
+    /// `sockaddr_in` or `timespec`); nil for a NULL pointer. The read makes no assumption
+    /// about alignment. A wrong index, or an argument that is no pointer, throws
+    /// `.signatureMismatch`.
+    ///
+    /// ```swift
+    /// .block { env in
+    ///     let address = try? env.arguments.pointee(1, as: sockaddr_in.self)   // connect's
+    ///     …
+    /// }
+    /// ```
+    public func pointee<T: BitwiseCopyable>(_ index: Int, as type: T.Type) throws(ChaosError) -> T? {
+        guard let pointer = try argument(index, as: UnsafeRawPointer?.self) else { return nil }
+        return pointer.loadUnaligned(as: T.self)
+    }
+
     /// A `.cString` argument as a Swift string (`nil` for NULL).
     public func string(at index: Int) throws(ChaosError) -> String? {
         try call.pointee.string(at: index)

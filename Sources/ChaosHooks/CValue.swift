@@ -291,3 +291,32 @@ enum ScalarKind: UInt8, Sendable {
         }
     }
 }
+
+extension CValue: Decodable {
+    /// A C value as a JSON profile writes it, so that a profile can give a C hook a
+    /// constant (`{"constant": -1}`): `null` is NULL (zero of any return type), `true` and
+    /// `false` are `bool`s, whole numbers `int64` (or `uint64` past `Int64.max`), other
+    /// numbers `double`, and a string a C string that lives for the rest of the process.
+    /// When the entry is applied, the value is converted losslessly to the hooked
+    /// function's return type, or the apply fails naming the value and the type.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .pointer(nil)
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let whole = try? container.decode(Int64.self) {
+            self = .int64(whole)
+        } else if let large = try? container.decode(UInt64.self) {
+            self = .uint64(large)
+        } else if let number = try? container.decode(Double.self) {
+            self = .double(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .pointer(UnsafeMutableRawPointer(bitPattern: CStrings.intern(text)))
+        } else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "a C value is null, true, false, a number or a string"
+            )
+        }
+    }
+}

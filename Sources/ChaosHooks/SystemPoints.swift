@@ -92,29 +92,25 @@ public enum SystemPoints {
                 CatalogueItem("set", "the variable has another value", parameters: [
                     .string("name", "the variable"), .string("value", "what getenv returns for it"),
                 ]) { parameters in
-                    let variable = try parameters.string("name")
-                    let value = CStrings.intern(try parameters.string("value"))
-                    return .composite([.when(namesVariable(variable), .constant(.pointer(UnsafeMutableRawPointer(bitPattern: value))))])
+                    .environmentVariable(try parameters.string("name"), is: try parameters.string("value"))
                 },
                 CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) { parameters in
-                    .composite([.when(namesVariable(try parameters.string("name")), .nil)])
+                    .environmentVariable(try parameters.string("name"), is: nil)
                 },
             ]
         case "system.connect":
             let failures = [("refused", ECONNREFUSED, "the connection is refused"), ("timeout", ETIMEDOUT, "the connection times out"),
                             ("reset", ECONNRESET, "the connection is reset")]
             return failures.map { item, code, summary in
-                CatalogueItem(item, summary) { _ in .composite([.when(isInternetConnect, .failing(returning: -1, errno: code))]) }
+                CatalogueItem(item, summary) { _ in .failingInternetConnects(errno: code) }
             } + [
                 CatalogueItem("latency", "connections are slow to open", parameters: [latencyDelay]) { parameters in
-                    .composite([.when(isInternetConnect, CHookProvider.original.delayed(by: try parameters.duration("delay")))])
+                    .delayingInternetConnects(by: try parameters.duration("delay"))
                 },
             ]
         case "system.getaddrinfo":
             return [
-                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)") { _ in
-                    .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
-                },
+                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)") { _ in .failingNameLookups },
             ]
         case "system.send", "system.recv":
             return [
@@ -129,7 +125,7 @@ public enum SystemPoints {
     }
 
     /// Whether `getenv`'s argument is `variable` (compared in C, no allocation).
-    private static func namesVariable(_ variable: String) -> @Sendable (CArguments) -> Bool {
+    static func namesVariable(_ variable: String) -> @Sendable (CArguments) -> Bool {
         let wanted = CStrings.intern(variable)
         return { arguments in
             guard let name = try? arguments.argument(0, as: UnsafePointer<CChar>?.self) else { return false }
@@ -138,10 +134,38 @@ public enum SystemPoints {
     }
 
     /// Whether a `connect` goes to an IPv4 or IPv6 address (Unix sockets are left alone).
-    private static let isInternetConnect: @Sendable (CArguments) -> Bool = { arguments in
+    static let isInternetConnect: @Sendable (CArguments) -> Bool = { arguments in
         guard let address = try? arguments.argument(1, as: UnsafeRawPointer?.self) else { return false }
         let family = Int32(address.loadUnaligned(as: sa_family_t.self))
         return family == AF_INET || family == AF_INET6
+    }
+}
+
+/// Typed providers for the system points over C functions, the same as their catalogue
+/// items: `SystemPoints.getenv.entry(.environmentVariable("HOME", is: "/nowhere"))`.
+extension ChaosProvider where Arguments == CArguments, Result == CValue, Failure == Never {
+    /// `system.getenv`: `getenv(name)` returns `value`, or NULL (unset) when it is nil;
+    /// items `set` and `unset`. Other variables are left alone.
+    public static func environmentVariable(_ name: String, is value: String?) -> Self {
+        let answer: CValue = value.map { .pointer(UnsafeMutableRawPointer(bitPattern: CStrings.intern($0))) } ?? nil
+        return .composite([.when(SystemPoints.namesVariable(name), .constant(answer))])
+    }
+
+    /// `system.connect`: connections to IPv4 and IPv6 addresses fail with -1 and `errno`
+    /// (`ECONNREFUSED`, `ETIMEDOUT`, `ECONNRESET`: items `refused`, `timeout`, `reset`);
+    /// Unix sockets are left alone.
+    public static func failingInternetConnects(errno: Int32) -> Self {
+        .composite([.when(SystemPoints.isInternetConnect, .failing(returning: -1, errno: errno))])
+    }
+
+    /// `system.connect`: connections to IPv4 and IPv6 addresses wait `delay` first (item `latency`).
+    public static func delayingInternetConnects(by delay: Duration) -> Self {
+        .composite([.when(SystemPoints.isInternetConnect, Self.original.delayed(by: delay))])
+    }
+
+    /// `system.getaddrinfo`: every named host fails to resolve with `EAI_NONAME` (item `dns-failure`).
+    public static var failingNameLookups: Self {
+        .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
     }
 }
 

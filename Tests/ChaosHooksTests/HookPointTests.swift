@@ -43,6 +43,12 @@ private func withApplied(_ entries: ProfileEntry..., seed: UInt64 = 7, body: () 
     try body()
 }
 
+/// A value a hook's block writes and the test reads (hooked calls run on the test's thread).
+private final class Recorded<Value: Sendable>: @unchecked Sendable {
+    // Written inside a hooked call and read after it, on the same thread.
+    var value: Value?
+}
+
 private func realNowSeconds() -> Double {
     Double(ClockFastPath.realNanoseconds) / 1e9
 }
@@ -165,6 +171,59 @@ extension ProcessWideHookTests {
             }
             #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
             #expect(ClockFastPath.isReal)
+        }
+
+        @Test func aProfileGivesACHookAConstant() throws {
+            let hook = try addHook("test.fx.add.profile")
+            let profile = try ChaosProfile.decode(json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": -1}}]}"#)
+            let chaos = try profile.apply()
+            #expect(chaos_fx_call_add(2, 3) == -1, "the JSON number became the C int32 return value")
+            chaos.revertAll()
+            #expect(chaos_fx_call_add(2, 3) == 5)
+            let tooBig = try ChaosProfile.decode(json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": 3000000000}}]}"#, file: "big.json")
+            let error = #expect(throws: ChaosError.self) { try tooBig.apply() }
+            #expect(error?.subject == "big.json:1:14 at $.entries[0]", "\(String(describing: error))")
+            #expect(error?.message.contains("int32") == true, "\(String(describing: error))")
+            #expect(!hook.isPatched, "a constant the C type cannot hold applies nothing")
+            let text = try JSONDecoder().decode(CValue.self, from: Data(#""chaos""#.utf8))
+            let pointer = try #require(text.pointerValue ?? nil)
+            #expect(String(cString: pointer.assumingMemoryBound(to: CChar.self)) == "chaos")
+            #expect(try JSONDecoder().decode(CValue.self, from: Data("null".utf8)) == nil)
+            #expect(try JSONDecoder().decode(CValue.self, from: Data("2.5".utf8)) == .double(2.5))
+        }
+
+        @Test func argumentsReadTheStructAPointerPointsAt() throws {
+            let hook = try CFunctionHook(
+                name: "test.fx.fill.pointee", slot: withUnsafeMutablePointer(to: &chaos_fx_table_address().pointee.fill) { $0 },
+                signature: CSignature(returns: .int32, arguments: [.pointer, .cString])
+            )
+            let seen = Recorded<Int32?>()
+            try withApplied(hook.entry(.block { env in
+                seen.value = try? env.arguments.pointee(0, as: Int32.self)
+                return env.callOriginal()
+            })) {
+                var value: Int32 = 41
+                _ = chaos_fx_call_fill(&value, "x")
+                #expect(seen.value == 41, "the Int32 the first argument pointed at before the call")
+                _ = chaos_fx_call_fill(nil, "x")
+                #expect(seen.value == .some(nil), "NULL reads as nil")
+            }
+        }
+
+        @Test func typedSystemPointHelpersMatchTheirCatalogueItems() throws {
+            SystemPoints.register()
+            setenv("CHAOSKIT_TYPED_VAR", "real", 1)
+            defer { unsetenv("CHAOSKIT_TYPED_VAR") }
+            try withApplied(SystemPoints.getenv.entry(.environmentVariable("CHAOSKIT_TYPED_VAR", is: "typed"))) {
+                #expect(getenv("CHAOSKIT_TYPED_VAR").map { String(cString: $0) } == "typed")
+            }
+            try withApplied(SystemPoints.getenv.entry(.environmentVariable("CHAOSKIT_TYPED_VAR", is: nil))) {
+                #expect(getenv("CHAOSKIT_TYPED_VAR") == nil)
+            }
+            try withApplied(SystemPoints.clock.entry(.offset(by: try ClockOffset.parse("-1d")))) {
+                #expect(abs(Date().timeIntervalSince1970 - (realNowSeconds() - 86_400)) < 1)
+            }
+            #expect(getenv("CHAOSKIT_TYPED_VAR").map { String(cString: $0) } == "real")
         }
 
         @Test func clockProfileEntryByName() throws {
