@@ -89,7 +89,7 @@ let package = Package(
         .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
-            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace"],
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "TestHelpers"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -18,7 +18,7 @@ import Darwin
 ///   the signature) or as ``CValue`` with ``value(at:)``; they can be changed before
 ///   ``callOriginal()`` with ``setArgument(_:_:)``.
 /// - The return value is whatever ``callOriginal()`` produced, or what
-///   ``setReturn(_:)`` stored last; when neither happened the function returns zero.
+///   `setReturn(_:)` stored last; when neither happened the function returns zero.
 /// - `errno` set through ``errno`` is applied after everything else, right before
 ///   control returns to C, so it survives the Swift code that ran. When the handler
 ///   sets none, the caller sees the `errno` the original left behind, or — when the
@@ -189,7 +189,7 @@ public struct CCall {
         returnWritten = true
     }
 
-    /// The return value so far (after ``callOriginal()`` or ``setReturn(_:)``), as `T`.
+    /// The return value so far (after ``callOriginal()`` or `setReturn(_:)`), as `T`.
     @inlinable
     public func returnValue<T: CScalar>(as type: T.Type) throws(ChaosError) -> T {
         let kind = ScalarKind(T.cType)
@@ -259,7 +259,7 @@ public struct CCall {
 
     /// Stores `value` when it already has exactly the return type's representation (what
     /// a provider usually answers: the original's result, a constant of the right type);
-    /// false when it needs ``setReturn(_:)``'s conversion.
+    /// false when it needs `setReturn(_:)`'s conversion.
     @inline(__always)
     mutating func storeExactReturn(_ value: CValue) -> Bool {
         // The common C return types are tested first, each with one comparison, before

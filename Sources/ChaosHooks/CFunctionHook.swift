@@ -17,7 +17,7 @@ public typealias CHookProvider = ChaosProvider<CArguments, CValue, Never>
 /// ```
 ///
 /// The slots are patched only while something uses the point (a global entry or a
-/// `Chaos.with` scope), through its ``PointActivation``: the first apply patches them —
+/// `Chaos.with` scope), through its `PointActivation`: the first apply patches them —
 /// and fails with nothing changed when the symbol is imported nowhere or the slot is
 /// already hooked by something else — and the last revert restores them byte for byte.
 /// Every call then runs a libffi closure that dispatches through the point, so a
@@ -28,7 +28,7 @@ public typealias CHookProvider = ChaosProvider<CArguments, CValue, Never>
 ///   to the C return type (a value that does not fit makes the apply fail);
 /// - `.nil` returns zero of the return type (NULL, 0, 0.0, an all-zero struct);
 /// - `.random()` returns a random value of the return type (seeded);
-/// - ``ChaosKit/ChaosProvider/failing(returning:errno:)`` returns a value and sets `errno`
+/// - `ChaosProvider/failing(returning:errno:)` returns a value and sets `errno`
 ///   (the C analogue of `.throwing`);
 /// - `.block { env in … }` gets the call as ``CArguments`` (`env.arguments`), may read
 ///   and change arguments, write through pointers, set `errno` and `env.callOriginal()`;
@@ -166,7 +166,7 @@ extension CValue: ExpressibleByNilLiteral {
     }
 
     /// A random value of `type` drawn from `source`: integers and floating point through
-    /// their ``RandomChaosValue`` edges, pointers as NULL or a random address is never
+    /// their `RandomChaosValue` edges, pointers as NULL or a random address is never
     /// produced (callers would dereference it): NULL.
     public static func random(of type: CType, using source: inout SeededRandom) -> CValue {
         switch type {

@@ -13,9 +13,8 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
     @usableFromInline let original: @Sendable (Arguments) async throws(Failure) -> Result
     @usableFromInline let core: PointCore<Provider>
 
-    /// A point called `name` whose real implementation is `original` (see
-    /// ``InjectionPoint/init(_:catalogue:activation:_:)-(_,_,_,(Arguments)->Result)`` for
-    /// `catalogue` and `activation`).
+    /// A point called `name` whose real implementation is `original`; `catalogue` and
+    /// `activation` mean what they mean for ``InjectionPoint``.
     public init(
         _ name: String, catalogue: PointCatalogue<Provider> = [], activation: (any PointActivation)? = nil,
         _ original: @escaping @Sendable (Arguments) async throws(Failure) -> Result

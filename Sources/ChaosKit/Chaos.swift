@@ -9,7 +9,7 @@ import Logging
 /// chaos.revertAll()
 /// ```
 /// Global chaos is process-wide: it reaches every task and thread. For chaos that only the
-/// current task tree sees — what parallel tests need — use ``Chaos/with(_:seed:operation:)-(_,_,()->T)``.
+/// current task tree sees — what parallel tests need — use ``Chaos/with(_:seed:operation:)-([ProfileEntry],UInt64?,()->T)``.
 ///
 /// Two entries on one point form a stack: the later one wins, and reverting it brings the
 /// earlier one back (whichever `Chaos` applied them).
@@ -198,7 +198,7 @@ extension Chaos {
         return try ScopeFrame.$current.withValue(frame, operation: operation)
     }
 
-    /// The async form of ``with(_:seed:operation:)-(_,_,()->T)``.
+    /// The async form of ``with(_:seed:operation:)-([ProfileEntry],UInt64?,()->T)``.
     public static func with<T>(
         _ entries: [ProfileEntry], seed: UInt64? = nil,
         isolation: isolated (any Actor)? = #isolation,
@@ -209,7 +209,7 @@ extension Chaos {
         return try await ScopeFrame.$current.withValue(frame, operation: operation)
     }
 
-    /// Variadic form of ``with(_:seed:operation:)-(_,_,()->T)``.
+    /// Variadic form of ``with(_:seed:operation:)-([ProfileEntry],UInt64?,()->T)``.
     public static func with<T>(
         _ entries: ProfileEntry..., seed: UInt64? = nil, operation: () throws -> T
     ) throws -> T {

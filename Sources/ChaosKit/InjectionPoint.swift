@@ -29,12 +29,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     /// A point called `name` whose real implementation is `original`.
     ///
     /// - Parameters:
+    ///   - name: the stable name profiles use; keep it unique among live points.
     ///   - catalogue: the named providers profiles may ask for, how a profile's `match`
     ///     reads the arguments, and which constants the point can return.
     ///   - activation: for points that must be prepared before use (C hooks patch their
     ///     slots): it runs before the first entry or scope involving the point takes
     ///     effect (and may refuse it), and is undone after the last one has gone (see
     ///     ``PointActivation``). Calls cost the same either way.
+    ///   - original: the real implementation, which calls run when no chaos applies.
     public init(
         _ name: String, catalogue: PointCatalogue<Provider> = [], activation: (any PointActivation)? = nil,
         _ original: @escaping @Sendable (Arguments) throws(Failure) -> Result

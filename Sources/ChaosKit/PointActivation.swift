@@ -21,7 +21,7 @@ public protocol PointActivation: Sendable {
     /// The point's global entries or task scopes changed while it is active.
     func changed()
     /// Whether hooked C calls read the point's newest entry without a reference
-    /// (``InjectionPoint/callWithoutRetaining(_:)``, inside a hook section), so that a
+    /// (`InjectionPoint.callWithoutRetaining(_:)`, inside a hook section), so that a
     /// reverted entry must also outlive every hook section that may have read it.
     var readsEntriesInHookSections: Bool { get }
 }

@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// Make one from a point and a typed provider — the compiler checks that they fit — or from
 /// a point's name and a ``ProviderDescription``, checked when applied. An entry is inert
-/// until a ``Chaos`` applies it or ``Chaos/with(_:seed:operation:)-(_,_,()->T)`` scopes it.
+/// until a ``Chaos`` applies it or ``Chaos/with(_:seed:operation:)-([ProfileEntry],UInt64?,()->T)`` scopes it.
 public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConvertible {
     /// Identifies one entry; copies of an entry share it.
     public struct ID: Hashable, Sendable, CustomStringConvertible {

@@ -89,6 +89,8 @@ public final class HARCassette: Sendable {
     /// A cassette on `file` in `mode`.
     ///
     /// - Parameters:
+    ///   - file: the archive: read when replaying, written when recording.
+    ///   - mode: whether to record, replay, or both (see ``Mode``).
     ///   - redacting: header names to redact, on top of `redaction`'s.
     ///   - redaction: what is kept out of the archive (``HARRedaction/default``: credentials
     ///     by their usual names and every cookie value).
@@ -98,7 +100,7 @@ public final class HARCassette: Sendable {
     ///   - autosave: write each recorded entry to the file at once.
     ///   - network: performs requests that are recorded or passed on (default: the session
     ///     the stub set is installed in, or the live client).
-    /// - Throws: ``ChaosKit/ChaosError`` (`invalidNetworkConfiguration`) for a file that is
+    /// - Throws: `ChaosError` (`invalidNetworkConfiguration`) for a file that is
     ///   not a HAR archive or has entries that cannot be replayed (each named by its JSON
     ///   path), and for ``Mode/replayOnly`` without a file.
     public init(

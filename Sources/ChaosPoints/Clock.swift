@@ -169,7 +169,7 @@ extension ChaosSleepClock where Base == ContinuousClock {
 ///
 /// Every parameter is declared (`chaos list` shows them, with types, units and defaults).
 /// Dates are ISO-8601 strings (or seconds since 1970); offsets and durations use the one
-/// grammar of ``ChaosKit/DurationText``. The first parameter of each item is the one the
+/// grammar of `DurationText`. The first parameter of each item is the one the
 /// `CHAOS` grammar's unnamed value fills (`clock.now=offset(-1d)`, `clock.now=edge(y2038)`).
 public enum ChaosClock {
     /// Providers of `clock.now`.
@@ -271,7 +271,7 @@ public enum ChaosClock {
 
     /// The default centre of ``randomDate(withinDays:of:)``: 2025-01-01T00:00:00Z. Fixed, not
     /// "now", so that a seed gives the same dates on every run (see
-    /// ``ChaosKit/RandomGenerator/defaultCentre``).
+    /// `RandomGenerator/defaultCentre`).
     public static let randomDateCentre = RandomGenerator<Date>.defaultCentre
 
     /// A random date within ±`days` days of `reference`, a new one on every read (`"random-date"`;

@@ -126,7 +126,7 @@ public struct GPXDocument: Sendable, Hashable {
         return document
     }
 
-    /// Reads and parses the GPX file at `url`; errors are ``ChaosError``s naming the file and line.
+    /// Reads and parses the GPX file at `url`; errors are `ChaosError`s naming the file and line.
     public static func load(contentsOf url: URL) throws(ChaosError) -> GPXDocument {
         let data: Data
         do {

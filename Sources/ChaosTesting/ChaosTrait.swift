@@ -35,7 +35,7 @@ import Foundation
 /// `CancellationError`s, errors of a cancelled test and the errors `#require` throws after
 /// recording its own issue pass through untouched.
 ///
-/// Invalid entries fail the test case before its body runs, with a ``ChaosError`` that
+/// Invalid entries fail the test case before its body runs, with a `ChaosError` that
 /// names the entry.
 public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
     enum Mode: Sendable {
@@ -137,7 +137,7 @@ extension Trait where Self == ChaosTrait {
     ///
     /// Profiles name points, and Swift creates `static let` points lazily: pass the points
     /// the profile names as `points` so they exist when the entries are resolved. A profile
-    /// that cannot be read or applied fails each test case with a ``ChaosError`` giving
+    /// that cannot be read or applied fails each test case with a `ChaosError` giving
     /// file, line, column and JSON path.
     public static func chaos(
         profile path: String, seed: UInt64? = nil, points: any Sendable..., relativeTo file: String = #filePath

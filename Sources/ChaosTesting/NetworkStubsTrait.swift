@@ -5,7 +5,7 @@ public import FoundationNetworking
 #endif
 public import Testing
 
-/// Per-test network stubs: a fresh ``StubSet`` for every test case, with a URLSession and a
+/// Per-test network stubs: a fresh `StubSet` for every test case, with a URLSession and a
 /// chaos-aware client wired to it, readable in the test body through ``current``.
 ///
 /// Task-scoped chaos (`Chaos.with`, `.chaos(…)`) does not reach `URLProtocol.startLoading`
@@ -90,7 +90,7 @@ public struct NetworkStubsTrait: TestTrait, SuiteTrait, TestScoping {
 }
 
 extension Trait where Self == NetworkStubsTrait {
-    /// Gives each test case a fresh ``StubSet`` set up by `configure`, and a URLSession and
+    /// Gives each test case a fresh `StubSet` set up by `configure`, and a URLSession and
     /// client answering from it, as ``ChaosNetworkTest/current``; uninstalled afterwards.
     /// `seed` seeds the set's conditions (jitter, corruption); `unmatched` says what
     /// happens to requests no stub matches (they fail by default, naming the closest stub).

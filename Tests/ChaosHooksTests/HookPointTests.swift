@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+import TestHelpers
 
 @testable import ChaosHooks
 
@@ -139,7 +140,7 @@ extension ProcessWideHookTests {
             #expect(chaos_fx_call_add(1, 1) == 2)
         }
 
-        @Test func dateMovesWithTheClockPointAndComesBack() throws {
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func dateMovesWithTheClockPointAndComesBack() throws {
             SystemPoints.register()
             let day = 86_400.0
             try withApplied(ProfileEntry(SystemPoints.clock, .constant(.offset(seconds: -day)))) {
@@ -261,7 +262,7 @@ extension ProcessWideHookTests {
             #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "real")
         }
 
-        @Test func tcpConnectRefusedThenSucceeds() throws {
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func tcpConnectRefusedThenSucceeds() throws {
             SystemPoints.register()
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             #expect(listener >= 0)
@@ -297,7 +298,7 @@ extension ProcessWideHookTests {
             #expect(connectOnce().0 == 0)
         }
 
-        @Test func fileWriteFailsWithENOSPCUnderPrefix() throws {
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func fileWriteFailsWithENOSPCUnderPrefix() throws {
             SystemPoints.register()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-files-\(getpid())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -166,7 +166,7 @@ import Testing
         }
     }
 
-    @Test func hundredThousandMutantsEndInAValueOrALocatedError() async throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.fuzzReason)) func hundredThousandMutantsEndInAValueOrALocatedError() async throws {
         let (documents, trees, whole) = try Self.seeds()
         let total = 100_000  // an even number of inputs per worker
         let workers = 2

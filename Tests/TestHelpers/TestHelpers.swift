@@ -1,5 +1,8 @@
 public import ChaosKit
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 public import Testing
 
@@ -143,4 +146,23 @@ public enum PythonModule {
         known.withLock { $0[name] = installed }
         return installed
     }
+}
+
+/// The sanitizers this test process runs under, for tests that cannot run under one. Such a
+/// test is skipped with `.disabled(if: Sanitizers.thread, Sanitizers.threadReason)` (or its
+/// own named reason), never silently passed.
+public enum Sanitizers {
+    /// Whether ThreadSanitizer's runtime is in this process (`swift test --sanitize=thread`).
+    public static let thread: Bool = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__tsan_init") != nil
+
+    /// Why hook tests of libc functions are skipped under ThreadSanitizer: its runtime
+    /// defines interceptors for them (clock_gettime, open, write, connect …) inside the
+    /// test executable, so calls reach the interceptor directly and no GOT slot names the
+    /// libc function for a hook to rebind.
+    public static let threadReason: Comment =
+        "ThreadSanitizer's interceptors (clock_gettime, open, write, connect …) hide libc's GOT slots from hooks"
+
+    /// Why long single-threaded fuzz loops are skipped under ThreadSanitizer: they find no
+    /// races and take minutes there; the plain run executes them in full.
+    public static let fuzzReason: Comment = "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
 }

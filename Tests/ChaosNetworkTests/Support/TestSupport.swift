@@ -76,7 +76,9 @@ func resourcePath(_ name: String) -> String {
 
 /// An echo server: answers with method, target and body, and `x-echo-*` request headers.
 func echoServer(maxRequests: Int = 200) throws -> LoopbackServer {
-    try LoopbackServer(maxRequests: maxRequests) { request in
+    // A generous idle timeout: under ThreadSanitizer a test may take tens of seconds to
+    // reach its first request.
+    try LoopbackServer(maxRequests: maxRequests, idleTimeout: 180) { request in
         var headers = ["Content-Type": "application/json", "X-Served-By": "loopback"]
         if let auth = request.headers["authorization"] { headers["X-Saw-Authorization"] = auth }
         let echo: [String: String] = [
