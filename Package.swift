@@ -33,7 +33,15 @@ let package = Package(
             dependencies: [.product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
-        .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // The one system fault engine (plain C): plans, decisions, paths, the fd table.
+        .target(name: "CChaosFaults"),
+        .target(
+            name: "CChaosPreload", dependencies: ["CChaosFaults"],
+            linkerSettings: [
+                .linkedLibrary("dl", .when(platforms: [.linux])),
+                .unsafeFlags(["-nostartfiles", "-no-toolchain-stdlib-rpath"], .when(platforms: [.linux])),
+            ]
+        ),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
         .target(
             name: "ChaosNetwork",
