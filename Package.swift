@@ -69,6 +69,9 @@ let package = Package(
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
+        // Real programs under the built libChaosPreload.so (found beside this bundle, as
+        // `swift build --show-bin-path` names it), and the C engine through its API.
+        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .target(
             name: "CChaosELF",

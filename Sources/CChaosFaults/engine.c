@@ -208,7 +208,9 @@ static bool case_matches(walk *w, const cf_case *c) {
         return false;
     if (c->name && (!call->name || strcmp(c->name, call->name) != 0)) return false;
     if (c->path) {
-        bool hit = w->path && chaos_path_match(c->path, w->path, w->special);
+        // An inherited 0–2 matches only its exact path; /dev, /proc and /sys only patterns
+        // naming them (chaos_path_match checks that itself).
+        bool hit = w->path && chaos_path_match(c->path, w->path, w->special && !cf_special_path(w->path));
         if (!hit && call->path2) hit = chaos_path_match(c->path, call->path2, 0);
         if (!hit) return false;
         w->named = true;
@@ -343,6 +345,8 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         int family = 0, role = 0;
         if (chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role) != CHAOS_FD_FILE) return 0;
         path = buffer;
+    } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
+        special = 1; // /dev, /proc, /sys: only cases whose path names them act
     }
     int result = 0;
     unsigned parity = cf_read_enter();

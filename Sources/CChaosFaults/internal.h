@@ -84,6 +84,7 @@ int cf_raw_readlink_fd(int fd, char *out, size_t capacity);
 int64_t cf_real_ns(int clock);
 bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
 void cf_fd_tracking_set(bool on);
+bool cf_special_path(const char *path);
 void cf_synchronize(void);
 unsigned cf_read_enter(void);
 void cf_read_leave(unsigned parity);

@@ -300,7 +300,7 @@ void cf_fd_tracking_set(bool on) {
 
 int chaos_fd_tracking(void) { return atomic_load_explicit(&table_generation, memory_order_relaxed) != 0; }
 
-static bool special_path(const char *path) {
+bool cf_special_path(const char *path) {
     return strncmp(path, "/dev/", 5) == 0 || strcmp(path, "/dev") == 0 || strncmp(path, "/proc/", 6) == 0 ||
            strcmp(path, "/proc") == 0 || strncmp(path, "/sys/", 5) == 0 || strcmp(path, "/sys") == 0;
 }
@@ -330,7 +330,7 @@ void chaos_fd_opened(int fd, int kind, const char *path) {
         }
         return;
     }
-    store(fd, kind, 0, 0, kind == CHAOS_FD_FILE && special_path(path), kind == CHAOS_FD_FILE ? path : NULL);
+    store(fd, kind, 0, 0, kind == CHAOS_FD_FILE && cf_special_path(path), kind == CHAOS_FD_FILE ? path : NULL);
 }
 
 void chaos_fd_socket(int fd, int family, int role) {
@@ -378,7 +378,7 @@ static int probe(int fd, char *path, size_t capacity, int *special, int *family,
     if (link[0] == '/') {
         size_t n = strlen(link);
         if (n > 10 && strcmp(link + n - 10, " (deleted)") == 0) link[n - 10] = 0;
-        *special = special_path(link) || fd <= 2;
+        *special = cf_special_path(link) || fd <= 2;
         if (path) {
             if (strlen(link) + 1 > capacity) return CHAOS_FD_UNKNOWN;
             strcpy(path, link);

@@ -1088,8 +1088,9 @@ EXPORT int ftime(struct timeb *now) {
     return result;
 }
 
-// Sleeps: under `speed` a relative sleep of d lasts d / factor; an absolute sleep on a
-// faked clock waits until that clock reads the target.
+// Sleeps: under `speed` a relative sleep of d (on any clock) lasts d / factor; an absolute
+// sleep on a faked clock waits until that clock reads the target. Timeouts of select,
+// poll, epoll and condition variables are left alone.
 
 /// The outcome the clock gives now, when sleeps must follow it.
 static int clock_now(int32_t source, chaos_outcome *o) {
@@ -1128,8 +1129,9 @@ EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *re
     if (!real) return ENOSYS;
     int32_t source = source_of(clock);
     chaos_outcome o;
-    if (!request || !source || !clock_now(source, &o)) return real(clock, flags, request, remaining);
+    if (!request || !source) return real(clock, flags, request, remaining);
     if (flags & TIMER_ABSTIME) {
+        if (!clock_now(source, &o)) return real(clock, flags, request, remaining);
         // Wait until the faked clock reads the target: the remaining fake time, scaled.
         struct timespec now;
         if (clock_gettime(clock, &now) != 0) return real(clock, flags, request, remaining);
@@ -1138,7 +1140,8 @@ EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *re
         struct timespec wait = to_timespec(scaled_sleep(&o, left));
         return real(source == CHAOS_CLOCKSRC_MONOTONIC ? clock : CLOCK_MONOTONIC, 0, &wait, NULL);
     }
-    if (o.action != CHAOS_ACT_SPEED) return real(clock, flags, request, remaining);
+    // A relative sleep on any clock lasts d / factor under speed.
+    if (!clock_now(CHAOS_CLOCKSRC_REALTIME, &o) || o.action != CHAOS_ACT_SPEED) return real(clock, flags, request, remaining);
     struct timespec scaled = to_timespec(scaled_sleep(&o, ns_of(request)));
     int result = real(clock, flags, &scaled, remaining);
     if (result != 0 && remaining) *remaining = to_timespec((int64_t)((double)ns_of(remaining) * o.factor));
