@@ -386,6 +386,82 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
 
 int chaos_fault_decide(const chaos_call *call, chaos_outcome *out) { return decide(call, out, false); }
 
+/// Whether some node of `entry` could act on `path` (path conditions only: ops, counters
+/// and draws are not known yet). Memoized per (node, named) over the DAG.
+static bool could_act(const cf_entry *entry, int32_t index, const char *path, int special, bool named, uint8_t *seen) {
+    uint8_t bit = named ? 2 : 1;
+    if (seen[index] & bit) return false;
+    seen[index] |= bit;
+    const cf_node *node = &entry->nodes[index];
+    bool acts = !special || named;
+    switch (node->kind) {
+    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: return acts;
+    case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_SEQUENTIAL:
+        for (int32_t i = 0; i < node->count; i++)
+            if (could_act(entry, node->children[i], path, special, named, seen)) return true;
+        return false;
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            const cf_case *c = &node->cases[i];
+            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
+            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
+        }
+        return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
+    default:
+        return false;
+    }
+}
+
+int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
+    reset(out);
+    uint32_t points = atomic_load_explicit(&active_points, memory_order_acquire);
+    bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
+    bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
+    if (!files && !sockets) return 0;
+    uint64_t generation = atomic_load_explicit(&generations, memory_order_acquire);
+    int kind = CHAOS_FD_UNKNOWN;
+    int verdict = cf_fd_verdict(fd, generation, &kind);
+    if (verdict == 0) return 0; // a file no files entry can act on: the common, cheap case
+    char path[4096];
+    int special = 0, family = 0, role = 0;
+    kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
+    chaos_call call = {0};
+    call.fd = fd;
+    if (kind == CHAOS_FD_FILE && files) {
+        if (verdict < 0) {
+            bool relevant = false;
+            unsigned parity = cf_read_enter();
+            chaos_plan *plan = atomic_load_explicit(&active, memory_order_acquire);
+            if (plan && plan->generation == generation) {
+                for (int32_t e = 0; e < plan->count && !relevant; e++) {
+                    const cf_entry *entry = &plan->entries[e];
+                    uint8_t seen[CHAOS_PLAN_MAX_NODES] = {0};
+                    if (entry->point == CHAOS_POINT_FILES) relevant = could_act(entry, 0, path, special, false, seen);
+                }
+                cf_fd_set_verdict(fd, generation, relevant);
+            } else {
+                relevant = true; // a plan is being replaced: decide the slow way
+            }
+            cf_read_leave(parity);
+            if (!relevant) return 0;
+        }
+        call.point = CHAOS_POINT_FILES;
+        call.fn = file_fn;
+        call.path = path;
+        call.special = special;
+    } else if (kind == CHAOS_FD_SOCKET && sockets) {
+        call.point = socket_point;
+        call.fn = socket_fn;
+        call.family = family;
+        call.role = role;
+    } else {
+        return 0;
+    }
+    return decide(&call, out, false);
+}
+
 int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out) {
     chaos_call call = {0};
     call.point = CHAOS_POINT_CLOCK;

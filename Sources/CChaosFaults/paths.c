@@ -241,6 +241,7 @@ typedef struct fd_slot {
     _Atomic uint64_t generation; ///< valid while equal to the table's
     _Atomic uint32_t info;       ///< kind | family << 8 | role << 16 | special << 24
     _Atomic(char *) path;
+    _Atomic uint64_t verdict;    ///< plan generation << 1 | whether a files entry may act on the path
 } fd_slot;
 
 static _Atomic(fd_slot *) chunks[FD_CHUNKS];
@@ -312,6 +313,7 @@ static void store(int fd, int kind, int family, int role, int special, const cha
     if (!s) return;
     char *copy = path ? strdup(path) : NULL;
     atomic_store_explicit(&s->generation, 0, memory_order_release);
+    atomic_store_explicit(&s->verdict, 0, memory_order_relaxed);
     atomic_store_explicit(&s->info, (uint32_t)kind | (uint32_t)family << 8 | (uint32_t)role << 16 | (uint32_t)special << 24,
                           memory_order_relaxed);
     char *old = atomic_exchange_explicit(&s->path, copy, memory_order_acq_rel);
@@ -437,4 +439,21 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
     }
     if (generation && kind != CHAOS_FD_UNKNOWN) store(fd, kind, *family, *role, *special, kind == CHAOS_FD_FILE ? local : NULL);
     return kind;
+}
+
+int cf_fd_verdict(int fd, uint64_t plan_generation, int *kind) {
+    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
+    fd_slot *s = generation ? slot(fd, false) : NULL;
+    if (!s || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
+    *kind = (int)(atomic_load_explicit(&s->info, memory_order_relaxed) & 0xff);
+    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_relaxed);
+    if (verdict >> 1 != plan_generation) return -1;
+    return (int)(verdict & 1);
+}
+
+void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant) {
+    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
+    fd_slot *s = generation ? slot(fd, false) : NULL;
+    if (!s || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return;
+    atomic_store_explicit(&s->verdict, plan_generation << 1 | (uint64_t)(relevant != 0), memory_order_relaxed);
 }

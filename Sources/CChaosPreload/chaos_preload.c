@@ -128,27 +128,10 @@ static int decide(chaos_call *call, chaos_outcome *out) {
 /// A call on a descriptor: a file (files point, `file_fn`) or a socket (send/recv point,
 /// `socket_fn`). Returns 1 when the outcome has an action.
 static int decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
-    uint32_t points = chaos_fault_active_points();
-    if (!(points & FD_POINTS) || resolving) return 0;
-    char path[4096];
-    int special = 0, family = 0, role = 0;
-    int kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
-    chaos_call call = {0};
-    call.fd = fd;
-    if (kind == CHAOS_FD_FILE && (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0) {
-        call.point = CHAOS_POINT_FILES;
-        call.fn = file_fn;
-        call.path = path;
-        call.special = special;
-    } else if (kind == CHAOS_FD_SOCKET && socket_point >= 0 && (points >> socket_point & 1)) {
-        call.point = socket_point;
-        call.fn = socket_fn;
-        call.family = family;
-        call.role = role;
-    } else {
-        return 0;
-    }
-    return decide(&call, out);
+    if (resolving || !chaos_fault_decide_fd(fd, file_fn, socket_point, socket_fn, out)) return 0;
+    atomic_fetch_add_explicit(&chaotic_calls, 1, memory_order_relaxed);
+    wait_ns(out->delay_ns);
+    return out->action != CHAOS_ACT_ORIGINAL;
 }
 
 /// A call naming a path (relative to `dirfd`).

@@ -325,6 +325,37 @@ import Glibc
         #expect(Self.decide(Self.fileCall("/proc/x")).action == 0)
     }
 
+    @Test func descriptorDecisionsFollowTheTableAndANewPlan() throws {
+        defer { chaos_plan_clear() }
+        let folder = try Preload.directory("table")
+        defer { Preload.remove(folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/io", withIntermediateDirectories: true)
+        try Self.install(Preload.filesPlan(folder + "/io", ops: "write"))
+        func decide(_ fd: Int32) -> Int32 {
+            var outcome = chaos_outcome()
+            _ = chaos_fault_decide_fd(fd, Int32(CHAOS_FN_WRITE.rawValue), Int32(CHAOS_POINT_SEND.rawValue), Int32(CHAOS_FN_SOCKET_WRITE.rawValue), &outcome)
+            return outcome.err
+        }
+        let inside = open(folder + "/io/a", O_WRONLY | O_CREAT, 0o644), outside = open(folder + "/b", O_WRONLY | O_CREAT, 0o644)
+        defer { close(inside) }
+        #expect(decide(inside) == ENOSPC)
+        #expect(decide(outside) == 0 && decide(outside) == 0, "remembered as out of reach")
+        // A new plan reaches the same descriptor at once.
+        try Self.install(Preload.filesPlan(folder, ops: "write"))
+        #expect(decide(outside) == ENOSPC)
+        // After close (as a delivery reports it) the number is looked up afresh.
+        close(outside)
+        chaos_fd_closed(outside)
+        try Self.install(Preload.filesPlan(folder + "/io", ops: "write"))
+        let reused = open(folder + "/c", O_WRONLY | O_CREAT, 0o644)
+        defer { close(reused) }
+        #expect(decide(reused) == 0)
+        var pipes: [Int32] = [0, 0]
+        #expect(pipe(&pipes) == 0)
+        #expect(decide(pipes[1]) == 0, "a pipe is no file")
+        close(pipes[0]); close(pipes[1])
+    }
+
     @Test func clockOutcomesApplyInvertAndPeekWithoutCounting() throws {
         defer { chaos_plan_clear() }
         try Self.install("chaos-plan 1\nentry clock\nnode 0 sequential children=1,2\nnode 1 offset by=-10s\nnode 2 frozen at=100s\n")
