@@ -252,6 +252,23 @@ import Glibc
         }
     }
 
+    @Test func theErrnoTableOfTheDocumentationIsTheEnginesTable() throws {
+        let page = try String(contentsOf: Preload.root.appendingPathComponent("Docs/FaultPlan.md"), encoding: .utf8)
+        func text(_ pointer: UnsafePointer<CChar>?) -> String {
+            guard let pointer else { return "?" }
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: strlen(pointer)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        for fn in 0..<Int32(CHAOS_FN_COUNT.rawValue) {
+            let info = chaos_fault_fn_info(fn)!.pointee
+            var codes = [Int32](repeating: 0, count: 64)
+            let count = Int(chaos_fault_errnos(fn, &codes, 64))
+            let errnos = count == 0 ? "—" : codes.prefix(count).map { text(chaos_fault_errno_name($0)) }.joined(separator: " ")
+            let place = text(chaos_fault_point_name(info.point)) + (info.op != 0 ? " / " + text(chaos_fault_op_name(info.op)) : "")
+            let row = "| `\(text(info.name))` | \(text(info.covers)) | \(place) | \(errnos) |"
+            #expect(page.contains(row), "Docs/FaultPlan.md lacks or differs on: \(row)")
+        }
+    }
+
     // MARK: Decisions
 
     static func decide(_ call: chaos_call) -> chaos_outcome {
