@@ -1122,6 +1122,13 @@ chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *
     return b.plan;
 }
 
+int chaos_plan_needs_start_anchor(const chaos_plan *plan) {
+    for (int32_t e = 0; plan && e < plan->count; e++)
+        for (int32_t i = 0; i < plan->entries[e].count; i++)
+            if (plan->entries[e].nodes[i].kind == CHAOS_NODE_SPEED && plan->entries[e].nodes[i].anchor_start) return 1;
+    return 0;
+}
+
 int32_t chaos_plan_entry_count(const chaos_plan *plan) { return plan ? plan->count : 0; }
 
 int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry) {

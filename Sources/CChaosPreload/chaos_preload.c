@@ -186,7 +186,8 @@ static void opened(int fd, int dirfd, const char *path) {
 SLOT(open); SLOT(open64); SLOT(openat); SLOT(openat64); SLOT(creat); SLOT(creat64);
 
 static mode_t mode_argument(int flags, va_list list) {
-    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(list, int) : 0;
+    // The mode argument exists with O_CREAT or O_TMPFILE (whose bits include O_DIRECTORY).
+    return ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) ? (mode_t)va_arg(list, int) : 0;
 }
 
 #define OPEN_BODY(symbol, fn, dirfd, path, call)                                     \
@@ -1429,17 +1430,6 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         origin = "CHAOS_PRELOAD_* variables";
     }
     if (!text) return;
-    const char *anchor = get("CHAOS_CLOCK_ANCHOR");
-    int64_t anchor_ns = 0;
-    if (anchor) anchor_ns = strtoll(anchor, NULL, 10);
-    if (anchor_ns == 0 && strstr(text, "speed")) { // speed anchor=start: one anchor for the process tree
-        anchor_ns = real_ns(CLOCK_REALTIME);
-        char value[32];
-        snprintf(value, sizeof value, "%lld", (long long)anchor_ns);
-        int (*set)(const char *, const char *, int) = REAL(setenv);
-        if (set) set("CHAOS_CLOCK_ANCHOR", value, 1);
-    }
-    if (anchor_ns) chaos_fault_set_start_anchor(anchor_ns);
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(text, length, &error);
     if (!plan) {
@@ -1447,6 +1437,18 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         snprintf(where, sizeof where, " line %d, column %d: ", error.line, error.column);
         say(origin, where, error.message);
         _exit(125);
+    }
+    if (chaos_plan_needs_start_anchor(plan)) { // speed anchor=start: one anchor for the process tree
+        const char *anchor = get("CHAOS_CLOCK_ANCHOR");
+        int64_t anchor_ns = anchor ? strtoll(anchor, NULL, 10) : 0;
+        if (anchor_ns <= 0) {
+            anchor_ns = real_ns(CLOCK_REALTIME);
+            char value[32];
+            snprintf(value, sizeof value, "%lld", (long long)anchor_ns);
+            int (*set)(const char *, const char *, int) = REAL(setenv);
+            if (set) set("CHAOS_CLOCK_ANCHOR", value, 1);
+        }
+        chaos_fault_set_start_anchor(anchor_ns);
     }
     chaos_plan_install(plan);
     uint32_t flags = chaos_fault_clock_flags();

@@ -201,6 +201,10 @@ void chaos_plan_free(chaos_plan *plan);
 /// to measure), or -1 on error.
 long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity);
 
+/// Whether the plan has a `speed anchor=start` node (its delivery then decides the start
+/// anchor before installing it: see chaos_fault_set_start_anchor).
+int chaos_plan_needs_start_anchor(const chaos_plan *plan);
+
 /// Number of entries of a plan, and the point of one.
 int32_t chaos_plan_entry_count(const chaos_plan *plan);
 int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry);
