@@ -423,6 +423,90 @@ import Glibc
         #expect(plain.lines == ["0 0 found 0 home unset"], "\(plain)")
     }
 
+    @Test(.enabled(if: Needs.program("curl"), "curl is not installed (.ci/install-system-test-deps installs it)"))
+    func curlSeesAConnectTimeoutAfterItsDurationAndAFailedLookup() throws {
+        let timeout = """
+        chaos-plan 1
+        entry connect
+        node 0 composite
+        case 1 host=127.0.0.0/8 port=1
+        node 1 delay by=300ms child=2
+        node 2 fail errno=ETIMEDOUT
+        """
+        let started = Date()
+        let timedOut = try Preload.under(timeout, ["curl", "-sS", "http://127.0.0.1:1/"])
+        #expect(Date().timeIntervalSince(started) >= 0.3)
+        #expect(timedOut.status == 28, "\(timedOut)")
+        let refused = try Preload.plain(["curl", "-sS", "http://127.0.0.1:1/"])
+        #expect(refused.status == 7, "\(refused)")
+        let lookup = "chaos-plan 1\nentry dns\nnode 0 composite\ncase 1 host=*.invalid\nnode 1 fail ret=EAI_NONAME\n"
+        let unresolved = try Preload.under(lookup, ["curl", "-sS", "http://chaos-test.invalid/"])
+        #expect(unresolved.status == 6 && unresolved.errors.contains("Could not resolve host"), "\(unresolved)")
+        // The host condition is a glob on the name: another name goes through to the real
+        // lookup (numeric here, so no network is needed) and on to the refused port.
+        let other = try Preload.under(lookup, ["curl", "-sS", "http://127.0.0.1:1/"])
+        #expect(other.status == 7, "\(other)")
+    }
+
+    static let stdioProbe = #"""
+    #include <errno.h>
+    #include <stdio.h>
+    int main(int argc, char **argv) {
+        (void)argc;
+        FILE *faulty = fopen(argv[1], "w"), *fine = fopen(argv[2], "w");
+        errno = 0;
+        int printed = fprintf(faulty, "%s\n", "data");
+        int print_errno = errno, flagged = ferror(faulty) != 0;
+        int put = fputs("more\n", fine);
+        size_t wrote = fwrite("abc", 1, 3, fine);
+        int closed = fclose(faulty), closed_fine = fclose(fine);
+        printf("%d %d %d %d %zu %d %d\n", printed, print_errno, flagged, put >= 0, wrote, closed, closed_fine);
+        return 0;
+    }
+    """#
+
+    @Test func stdioStreamsFailAtTheStdioLevel() throws {
+        let folder = try Preload.directory("stdio")
+        defer { Preload.remove(folder) }
+        for path in ["io", "ok"] { try FileManager.default.createDirectory(atPath: folder + "/" + path, withIntermediateDirectories: true) }
+        let probe = try Preload.compile("stdio_probe", Self.stdioProbe)
+        let outcome = try Preload.under(Preload.filesPlan(folder + "/io", ops: "write"), [probe, folder + "/io/f", folder + "/ok/g"])
+        #expect(outcome.lines == ["-1 \(ENOSPC) 1 1 3 0 0"], "\(outcome)")
+        #expect((try? String(contentsOfFile: folder + "/ok/g", encoding: .utf8)) == "more\nabc")
+        #expect((try? String(contentsOfFile: folder + "/io/f", encoding: .utf8)) == "")
+        // Output left in the buffer is lost when the flush at fclose fails.
+        let buffered = #"""
+        #include <errno.h>
+        #include <stdio.h>
+        #include <string.h>
+        int main(int argc, char **argv) {
+            (void)argc;
+            FILE *f = fopen(argv[1], "w");
+            setvbuf(f, NULL, _IOFBF, 4096);
+            fwrite("pending", 1, 7, f);
+            errno = 0;
+            int closed = fclose(f);
+            printf("%d %d\n", closed, errno);
+            return 0;
+        }
+        """#
+        let flush = try Preload.compile("stdio_flush_probe", buffered)
+        // fwrite itself fails under ops=write; with only the flush failing (second write-op
+        // call: sequential pass then fail) the pending bytes are dropped and fclose reports.
+        let flushPlan = """
+        chaos-plan 1
+        entry files
+        node 0 composite
+        case 1 path="\(folder)/io" ops=write
+        node 1 sequential children=2,3
+        node 2 pass
+        node 3 fail errno=EIO
+        """
+        let flushed = try Preload.under(flushPlan, [flush, folder + "/io/h"])
+        #expect(flushed.lines == ["-1 \(EIO)"], "\(flushed)")
+        #expect((try? String(contentsOfFile: folder + "/io/h", encoding: .utf8)) == "")
+    }
+
     // MARK: Loading
 
     @Test func aPlanThatDoesNotParseStopsTheProgramWithALocatedError() throws {
