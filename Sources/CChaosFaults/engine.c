@@ -28,7 +28,10 @@ static void spin_lock(_Atomic int *l) {
 }
 static void spin_unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
+_Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
+
 unsigned cf_read_enter(void) {
+    cf_section_depth++;
     for (;;) {
         uint64_t e = atomic_load(&epoch);
         unsigned parity = (unsigned)(e & 1);
@@ -38,7 +41,10 @@ unsigned cf_read_enter(void) {
     }
 }
 
-void cf_read_leave(unsigned parity) { atomic_fetch_sub(&readers[parity], 1); }
+void cf_read_leave(unsigned parity) {
+    atomic_fetch_sub(&readers[parity], 1);
+    cf_section_depth--;
+}
 
 void cf_synchronize(void) {
     spin_lock(&sync_lock);

@@ -88,6 +88,8 @@ bool cf_special_path(const char *path);
 int cf_fd_verdict(int fd, uint64_t plan_generation, int *kind);
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
 void cf_synchronize(void);
+/// Read sections this thread is inside (a signal handler may interrupt one).
+extern _Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
 unsigned cf_read_enter(void);
 void cf_read_leave(unsigned parity);
 

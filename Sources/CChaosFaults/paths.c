@@ -258,8 +258,14 @@ static void lock(_Atomic int *l) {
 }
 static void unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
 
+static _Thread_local int retiring __attribute__((tls_model("initial-exec")));
+
 static void retire(char *path) {
     if (!path) return;
+    // A signal handler that closes a descriptor while its thread is inside a read section
+    // or this function must not wait for itself: the string is then left unfreed.
+    if (retiring || cf_section_depth > 0) return;
+    retiring = 1;
     lock(&retire_lock);
     if (retired_count == (int)(sizeof retired / sizeof retired[0])) {
         cf_synchronize();
@@ -268,6 +274,7 @@ static void retire(char *path) {
     }
     retired[retired_count++] = path;
     unlock(&retire_lock);
+    retiring = 0;
 }
 
 static fd_slot *slot(int fd, bool create) {

@@ -33,7 +33,8 @@ import Glibc
         #expect(try Preload.plain(["sqlite3", database, "select count(*) from t;"]).lines == ["4"])
     }
 
-    @Test func copiesRedirectionsAndPipesFailWithTheErrnoMessageAndExitStatus() throws {
+    @Test(.enabled(if: Needs.coreutils, "coreutils (cp, dd, tee) or sh is missing"))
+    func copiesRedirectionsAndPipesFailWithTheErrnoMessageAndExitStatus() throws {
         let folder = try Preload.directory("coreutils")
         defer { Preload.remove(folder) }
         let io = folder + "/io", sibling = folder + "/io2"
@@ -94,7 +95,8 @@ import Glibc
     }
     """#
 
-    @Test func relativePathsDirfdsAndDotsAreResolvedTheWayTheKernelSeesThem() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func relativePathsDirfdsAndDotsAreResolvedTheWayTheKernelSeesThem() throws {
         let folder = try Preload.directory("relative")
         defer { Preload.remove(folder) }
         for path in ["io", "io2", "io/sub"] { try FileManager.default.createDirectory(atPath: folder + "/" + path, withIntermediateDirectories: true) }
@@ -132,7 +134,8 @@ import Glibc
     }
     """#
 
-    @Test func aReusedOrRedirectedDescriptorIsNotFaultyAndACopyOfAFaultyOneIs() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func aReusedOrRedirectedDescriptorIsNotFaultyAndACopyOfAFaultyOneIs() throws {
         let folder = try Preload.directory("reuse")
         defer { Preload.remove(folder) }
         for path in ["io", "ok"] { try FileManager.default.createDirectory(atPath: folder + "/" + path, withIntermediateDirectories: true) }
@@ -160,7 +163,8 @@ import Glibc
     }
     """#
 
-    @Test func aSeededProbabilityReplaysExactlyAndMatchesTheEnginesDraws() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func aSeededProbabilityReplaysExactlyAndMatchesTheEnginesDraws() throws {
         let folder = try Preload.directory("seeded")
         defer { Preload.remove(folder) }
         let probe = try Preload.compile("many_writes", Self.manyWrites)
@@ -232,7 +236,8 @@ import Glibc
     }
     """#
 
-    @Test func aCProgramSeesTheOffsetThroughEveryRealtimeClockAndMonotonicOnlyWhenAsked() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func aCProgramSeesTheOffsetThroughEveryRealtimeClockAndMonotonicOnlyWhenAsked() throws {
         let probe = try Preload.compile("clock_probe", Self.clockProbe)
         func shifts(monotonic: Bool) throws -> [String: String] {
             let plan = "chaos-plan 1\nentry clock monotonic=\(monotonic ? "yes" : "no")\nnode 0 offset by=-1d\n"
@@ -306,7 +311,8 @@ import Glibc
         #expect(abs(anchor / 1e9 - started) < 5, "the anchor is the real start of the tree")
     }
 
-    @Test func sleepsScaleUnderSpeedAndNotUnderAnOffset() throws {
+    @Test(.enabled(if: Needs.program("sleep"), "coreutils sleep is missing"))
+    func sleepsScaleUnderSpeedAndNotUnderAnOffset() throws {
         let started = Date()
         let fast = try Preload.under("chaos-plan 1\nentry clock\nnode 0 speed factor=20\n", ["sleep", "2"])
         let fastElapsed = Date().timeIntervalSince(started)
@@ -362,7 +368,8 @@ import Glibc
     }
     """#
 
-    @Test func socketsAreSplitByDirectionAndATimeoutWaitsItsDuration() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func socketsAreSplitByDirectionAndATimeoutWaitsItsDuration() throws {
         let probe = try Preload.compile("socket_probe", Self.socketProbe)
         let plan = """
         chaos-plan 1
@@ -402,7 +409,8 @@ import Glibc
     }
     """#
 
-    @Test func dnsFailuresMatchTheHostAndGetenvAnswersFromThePlan() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func dnsFailuresMatchTheHostAndGetenvAnswersFromThePlan() throws {
         let probe = try Preload.compile("lookup_probe", Self.lookupProbe)
         let plan = """
         chaos-plan 1
@@ -465,7 +473,8 @@ import Glibc
     }
     """#
 
-    @Test func stdioStreamsFailAtTheStdioLevel() throws {
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func stdioStreamsFailAtTheStdioLevel() throws {
         let folder = try Preload.directory("stdio")
         defer { Preload.remove(folder) }
         for path in ["io", "ok"] { try FileManager.default.createDirectory(atPath: folder + "/" + path, withIntermediateDirectories: true) }
@@ -509,14 +518,16 @@ import Glibc
 
     // MARK: Loading
 
-    @Test func aPlanThatDoesNotParseStopsTheProgramWithALocatedError() throws {
+    @Test(.enabled(if: Needs.program("true"), "coreutils true is missing"))
+    func aPlanThatDoesNotParseStopsTheProgramWithALocatedError() throws {
         let outcome = try Preload.under("chaos-plan 1\nentry files\nnode 0 fail errno=ENOSPCC\n", ["true"])
         #expect(outcome.status == 125, "\(outcome)")
         #expect(outcome.errors.contains("CHAOS_PLAN_TEXT line 3, column 19"), "\(outcome)")
         #expect(outcome.errors.contains("ENOSPCC"), "\(outcome)")
     }
 
-    @Test func aPlanFileIsReadFromChaosPlan() throws {
+    @Test(.enabled(if: Needs.program("date"), "coreutils date is missing"))
+    func aPlanFileIsReadFromChaosPlan() throws {
         let folder = try Preload.directory("planfile")
         defer { Preload.remove(folder) }
         try "chaos-plan 1\nentry clock\nnode 0 frozen at=946684799s\n".write(toFile: folder + "/plan", atomically: true, encoding: .utf8)

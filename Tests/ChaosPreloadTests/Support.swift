@@ -127,6 +127,7 @@ enum Preload {
 /// Conditions that skip a test with a named reason (never a silent pass).
 enum Needs {
     static func program(_ name: String) -> Bool { Preload.which(name) != nil }
+    static var coreutils: Bool { ["cp", "dd", "tee", "sh"].allSatisfy(program) }
 }
 
 /// Written by one reader thread, read after it finished (the group orders them).
