@@ -420,19 +420,31 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     }
 }
 
+static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out,
+                          bool files, bool sockets, uint64_t generation, int verdict);
+
 int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
-    reset(out);
+    out->action = CHAOS_ACT_ORIGINAL;
+    out->entry = -1;
+    out->delay_ns = 0;
     uint32_t points = atomic_load_explicit(&active_points, memory_order_acquire);
     bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
     bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
     if (!files && !sockets) return 0;
     uint64_t generation = atomic_load_explicit(&generations, memory_order_acquire);
-    int kind = CHAOS_FD_UNKNOWN;
-    int verdict = cf_fd_verdict(fd, generation, &kind);
+    int verdict = cf_fd_verdict(fd, generation);
     if (verdict == 0) return 0; // a file no files entry can act on: the common, cheap case
+    return decide_fd_slow(fd, file_fn, socket_point, socket_fn, out, files, sockets, generation, verdict);
+}
+
+/// The rest of chaos_fault_decide_fd, kept apart so that its fast path has a small frame.
+__attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn,
+                                                    chaos_outcome *out, bool files, bool sockets, uint64_t generation,
+                                                    int verdict) {
+    reset(out);
     char path[4096];
     int special = 0, family = 0, role = 0;
-    kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
+    int kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
     chaos_call call = {0};
     call.fd = fd;
     if (kind == CHAOS_FD_FILE && files) {

@@ -85,7 +85,7 @@ int64_t cf_real_ns(int clock);
 bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
 void cf_fd_tracking_set(bool on);
 bool cf_special_path(const char *path);
-int cf_fd_verdict(int fd, uint64_t plan_generation, int *kind);
+int cf_fd_verdict(int fd, uint64_t plan_generation);
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
 void cf_synchronize(void);
 /// Read sections this thread is inside (a signal handler may interrupt one).

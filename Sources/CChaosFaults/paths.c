@@ -448,13 +448,14 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
     return kind;
 }
 
-int cf_fd_verdict(int fd, uint64_t plan_generation, int *kind) {
+int cf_fd_verdict(int fd, uint64_t plan_generation) {
+    if ((unsigned)fd >= (unsigned)(FD_CHUNK * FD_CHUNKS)) return -1;
     uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
-    fd_slot *s = generation ? slot(fd, false) : NULL;
-    if (!s || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
-    *kind = (int)(atomic_load_explicit(&s->info, memory_order_relaxed) & 0xff);
-    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_relaxed);
-    if (verdict >> 1 != plan_generation) return -1;
+    fd_slot *chunk = atomic_load_explicit(&chunks[fd / FD_CHUNK], memory_order_acquire);
+    if (!generation || !chunk) return -1;
+    fd_slot *s = &chunk[fd % FD_CHUNK];
+    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_acquire);
+    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
     return (int)(verdict & 1);
 }
 

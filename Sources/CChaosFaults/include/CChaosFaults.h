@@ -292,8 +292,9 @@ int chaos_fault_decide(const chaos_call *call, chaos_outcome *out);
 /// Decides a call on descriptor `fd`, routed by what the table knows of it: a file goes to
 /// the files point as `file_fn` (-1: not a files call), a socket to `socket_point` as
 /// `socket_fn` (-1: none); anything else (pipes, unknown) is left alone. A file no files
-/// entry can act on (by its path) is remembered per plan, so later calls on it cost two
-/// atomic loads. Returns as `chaos_fault_decide`.
+/// entry can act on (by its path) is remembered per plan, so later calls on it cost a few
+/// plain loads. Returns as `chaos_fault_decide` (when it returns 0, only `action`,
+/// `entry` and `delay_ns` of `out` are set).
 int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out);
 
 /// Like `chaos_fault_decide` for a clock call, but counts nothing and draws as the next
