@@ -100,6 +100,7 @@ void chaos_fault_set_start_anchor(int64_t realtime_ns) { atomic_store(&start_anc
 // MARK: - Install
 
 int chaos_plan_install(chaos_plan *plan) {
+    if (plan && plan == atomic_load(&active)) return -1; // already active: it must not be freed
     if (plan) {
         int64_t anchor = atomic_load(&start_anchor);
         if (anchor == 0) anchor = now_realtime();

@@ -213,6 +213,8 @@ int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry);
 /// previous plan stops being used at once and is freed once no decision can still read
 /// it. NULL clears (as `chaos_plan_clear`). Counters start at zero for the new plan.
 /// `speed anchor=start` nodes take the start anchor (see chaos_fault_set_start_anchor).
+/// Returns -1 (and changes nothing) when `plan` is already the active plan. Not for use
+/// from a signal handler.
 int chaos_plan_install(chaos_plan *plan);
 
 /// Parses and installs in one step; 0 on success, -1 with `error` filled (the active plan
