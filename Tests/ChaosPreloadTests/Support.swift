@@ -17,12 +17,22 @@ enum Preload {
         return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("libChaosPreload.so").path) } ?? url
     }
 
-    /// The built library (`CHAOS_PRELOAD_LIBRARY` overrides). `swift build` builds it with
-    /// every other product; a missing library is a build problem, so tests fail on it.
-    static var library: String {
+    /// The built library (`CHAOS_PRELOAD_LIBRARY` overrides): beside this bundle, else in
+    /// the folder `swift build --show-bin-path` names. `swift build` builds it with every
+    /// other product; a missing library is a build problem, so tests fail on it.
+    static let library: String = {
         if let given = ProcessInfo.processInfo.environment["CHAOS_PRELOAD_LIBRARY"] { return given }
-        return binDirectory.appendingPathComponent("libChaosPreload.so").path
-    }
+        let beside = binDirectory.appendingPathComponent("libChaosPreload.so").path
+        if FileManager.default.fileExists(atPath: beside) { return beside }
+        // The bundle's folder is that path in every layout SwiftPM uses; ask it otherwise.
+        let scratch = binDirectory.deletingLastPathComponent().deletingLastPathComponent()
+        var arguments = ["swift", "build", "--package-path", root.path, "--show-bin-path"]
+        if scratch.lastPathComponent.hasPrefix(".build") { arguments += ["--scratch-path", scratch.path] }
+        if let shown = try? plain(arguments), shown.status == 0, let folder = shown.lines.last {
+            return folder + "/libChaosPreload.so"
+        }
+        return beside
+    }()
 
     struct Outcome: CustomStringConvertible {
         let status: Int32
