@@ -15,7 +15,8 @@
 // effects, so the same plan, seed and sequence of calls give the same outcomes.
 //
 // Threads. Every function here is thread-safe. `chaos_fault_decide` takes no lock and does
-// not allocate: it reads the active plan inside a short read section (two atomic
+// not allocate (except the first time it meets a descriptor it never saw opened, whose
+// path it then records): it reads the active plan inside a short read section (two atomic
 // increments), and a plan replaced by `chaos_plan_install`/`chaos_plan_clear` is freed only
 // after every read section that could still see it has ended. Installing waits for those
 // sections (they are short: a decision walks at most CHAOS_PLAN_MAX_NODES nodes).
@@ -259,7 +260,8 @@ typedef struct chaos_call {
     int32_t fd;             ///< files/sockets: the descriptor (-1 for path-only calls)
     const char *path;       ///< files: absolute, folded path (see chaos_path_resolve); NULL: take fd's
     const char *path2;      ///< files: rename's second path (an entry matches when either does)
-    int32_t special;        ///< files: 1 when `path` is outside default matches (see chaos_fd_lookup)
+    int32_t special;        ///< files: 1 for a descriptor 0–2 the process inherited (only its exact path
+                            ///< matches); /dev, /proc and /sys are recognized from the path itself
     int32_t family;         ///< sockets: CHAOS_FAMILY_* of the socket / address
     int32_t role;           ///< send/recv: CHAOS_ROLE_* of the socket
     const uint8_t *address; ///< connect/accept: peer address bytes (4 or 16), NULL when unknown
