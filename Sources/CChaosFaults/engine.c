@@ -187,6 +187,7 @@ typedef struct walk {
     int special;
     bool named;
     bool peek;
+    uint64_t index;      ///< the entry's call index of this call
     int64_t delay;
 } walk;
 
@@ -241,7 +242,7 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
     const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
     switch (node->kind) {
     case CHAOS_NODE_ORIGINAL:
-        return R_ORIGINAL;
+        return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
     case CHAOS_NODE_PASS:
         return R_PASS;
     case CHAOS_NODE_FAIL:
@@ -296,11 +297,9 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
             w->named = named;
         }
         return node->otherwise >= 0 ? eval(w, node->otherwise, out) : R_PASS;
-    case CHAOS_NODE_PROBABILITY: {
-        uint64_t k = tick(w, node);
-        if (chaos_fault_draw(w->plan->seed, w->entry_index, node->salt, k) < node->p) return eval(w, node->child, out);
+    case CHAOS_NODE_PROBABILITY:
+        if (chaos_fault_draw(w->plan->seed, w->entry_index, node->salt, w->index) < node->p) return eval(w, node->child, out);
         return R_PASS;
-    }
     case CHAOS_NODE_TIMES: {
         uint64_t k = tick(w, node);
         return k < node->n ? eval(w, node->child, out) : R_PASS;
@@ -341,6 +340,35 @@ static bool reaches(const cf_entry *entry, const chaos_call *call) {
     }
 }
 
+/// Whether some node of `entry` could decide a call on `path` (fail, short, delay, or the
+/// final original), by path conditions only: ops, counters and draws are not known yet.
+/// Memoized per (node, named) over the DAG.
+static bool could_act(const cf_entry *entry, int32_t index, const char *path, int special, bool named, uint8_t *seen) {
+    uint8_t bit = named ? 2 : 1;
+    if (seen[index] & bit) return false;
+    seen[index] |= bit;
+    const cf_node *node = &entry->nodes[index];
+    bool acts = !special || named;
+    switch (node->kind) {
+    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: return acts; // original decides too
+    case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_SEQUENTIAL:
+        for (int32_t i = 0; i < node->count; i++)
+            if (could_act(entry, node->children[i], path, special, named, seen)) return true;
+        return false;
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            const cf_case *c = &node->cases[i];
+            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
+            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
+        }
+        return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
+    default:
+        return false;
+    }
+}
+
 static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     reset(out);
     if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
@@ -361,8 +389,17 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     for (int32_t e = 0; plan && e < plan->count; e++) {
         cf_entry *entry = &plan->entries[e];
         if (entry->point != call->point || !reaches(entry, call)) continue;
+        if (call->point == CHAOS_POINT_FILES) { // only calls on paths the entry can act on reach it
+            uint8_t visited[CHAOS_PLAN_MAX_NODES] = {0};
+            bool in_scope = could_act(entry, 0, path, special, false, visited);
+            if (!in_scope && call->path2) {
+                memset(visited, 0, sizeof visited);
+                in_scope = could_act(entry, 0, call->path2, 0, false, visited);
+            }
+            if (!in_scope) continue;
+        }
         uint64_t index = peek ? atomic_load(&entry->seen) : atomic_fetch_add(&entry->seen, 1);
-        walk w = {plan, entry, e, call, path, special, false, peek, 0};
+        walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
         chaos_outcome candidate;
         reset(&candidate);
         int r = eval(&w, 0, &candidate);
@@ -392,34 +429,6 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
 }
 
 int chaos_fault_decide(const chaos_call *call, chaos_outcome *out) { return decide(call, out, false); }
-
-/// Whether some node of `entry` could act on `path` (path conditions only: ops, counters
-/// and draws are not known yet). Memoized per (node, named) over the DAG.
-static bool could_act(const cf_entry *entry, int32_t index, const char *path, int special, bool named, uint8_t *seen) {
-    uint8_t bit = named ? 2 : 1;
-    if (seen[index] & bit) return false;
-    seen[index] |= bit;
-    const cf_node *node = &entry->nodes[index];
-    bool acts = !special || named;
-    switch (node->kind) {
-    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: return acts;
-    case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
-    case CHAOS_NODE_SEQUENTIAL:
-        for (int32_t i = 0; i < node->count; i++)
-            if (could_act(entry, node->children[i], path, special, named, seen)) return true;
-        return false;
-    case CHAOS_NODE_COMPOSITE:
-        for (int32_t i = 0; i < node->count; i++) {
-            const cf_case *c = &node->cases[i];
-            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
-            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
-        }
-        return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
-    default:
-        return false;
-    }
-}
 
 static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out,
                           bool files, bool sockets, uint64_t generation, int verdict);

@@ -319,11 +319,40 @@ import Glibc
         #expect(Self.decide(Self.fileCall("/database", CHAOS_FN_OPENAT)).action == 0)
         var counters = chaos_entry_counters()
         #expect(chaos_fault_counters(0, &counters) == 0)
-        #expect(counters.seen == 8 && counters.acted == 2 && counters.passed == 6, "\(counters)")
+        // /database is outside both entries' paths: it reaches neither.
+        #expect(counters.seen == 7 && counters.acted == 2 && counters.passed == 5, "\(counters)")
         #expect(counters.last_fire_call == 3 && counters.last_fire_ns > 0)
         #expect(chaos_fault_counters(1, &counters) == 0)
-        #expect(counters.seen == 4 && counters.acted == 1, "\(counters)")
+        #expect(counters.seen == 3 && counters.acted == 1, "\(counters)")
         #expect(chaos_fault_counters(2, &counters) == -1)
+    }
+
+    @Test func anOriginalInAnEarlierEntryIsFinalAndDrawsFollowTheEntrysCallIndex() throws {
+        defer { chaos_plan_clear() }
+        try Self.install("""
+        chaos-plan 1
+        seed 99
+        entry files label="keep the config"
+        node 0 composite
+        case 1 path=/srv/app/config
+        node 1 original
+        entry files
+        node 0 composite
+        case 1 path=/srv/app
+        node 1 probability p=0.5 child=2 salt=5
+        node 2 fail errno=EIO
+        """)
+        for _ in 0..<20 { #expect(Self.decide(Self.fileCall("/srv/app/config/x")).action == 0) }
+        var outcomes: [Bool] = []
+        for _ in 0..<40 { outcomes.append(Self.decide(Self.fileCall("/srv/app/data")).action == Int32(CHAOS_ACT_FAIL.rawValue)) }
+        // The config calls never reached entry 1, so its call index k is the k-th data call.
+        #expect(outcomes == (0..<40).map { chaos_fault_draw(99, 1, 5, UInt64($0)) < 0.5 })
+        var counters = chaos_entry_counters()
+        #expect(chaos_fault_counters(1, &counters) == 0)
+        #expect(counters.seen == 40 && counters.acted == UInt64(outcomes.filter { $0 }.count))
+        // The replay pair: the last acted call index with the seed draws below p.
+        #expect(chaos_fault_draw(counters.seed, 1, 5, counters.last_fire_call) < 0.5 && counters.seed == 99)
+        #expect(chaos_fault_counters(0, &counters) == 0 && counters.seen == 20 && counters.acted == 0 && counters.passed == 20)
     }
 
     @Test func specialTargetsAreOutsideMatchesUnlessNamed() throws {

@@ -132,7 +132,7 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_UNSET = 8,       ///< "unset": getenv answers NULL
     CHAOS_NODE_SEQUENTIAL = 9,  ///< "sequential": call i uses child i (weights repeat a child); the last repeats
     CHAOS_NODE_COMPOSITE = 10,  ///< "composite": first case whose conditions hold; else `otherwise`
-    CHAOS_NODE_PROBABILITY = 11,///< "probability": child with probability p, else pass
+    CHAOS_NODE_PROBABILITY = 11,///< "probability": child with probability p (drawn per entry call index), else pass
     CHAOS_NODE_TIMES = 12,      ///< "times": child for the first n calls reaching it, then pass
     CHAOS_NODE_DELAY = 13,      ///< "delay": wait `ns`, then child
 } chaos_node_kind;
@@ -321,7 +321,9 @@ typedef int (*chaos_real_clock_fn)(int clock, struct timespec *now);
 void chaos_fault_set_real_clock(chaos_real_clock_fn function);
 
 /// The deterministic draw behind probability nodes: a splitmix64 mix of the plan seed, the
-/// entry index, the node's salt and the call index the node saw, mapped to [0, 1).
+/// entry index, the node's salt and the entry's call index of the call (its `seen` count
+/// before it), mapped to [0, 1). With `last_fire_call` and `seed` from the counters it
+/// reproduces a decision.
 double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index);
 
 // MARK: - Counters
@@ -329,7 +331,8 @@ double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t ca
 /// Per-entry counters of the active plan.
 typedef struct chaos_entry_counters {
     int32_t point;           ///< chaos_point of the entry
-    uint64_t seen;           ///< calls that reached the entry (not decided by an earlier one)
+    uint64_t seen;           ///< calls that reached the entry: not decided by an earlier entry, and for
+                             ///< files on a path the entry can decide (its path conditions allow it)
     uint64_t acted;          ///< calls it answered with anything but the original
     uint64_t passed;         ///< calls it sent to the original or passed on
     int64_t last_fire_ns;    ///< real CLOCK_REALTIME of the last acted call (0: never)
