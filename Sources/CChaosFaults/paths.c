@@ -234,18 +234,14 @@ int chaos_path_pattern_check(const char *pattern, char *why, size_t capacity) {
 
 // MARK: - Descriptor table
 
-#define FD_CHUNK 1024
-#define FD_CHUNKS 1024
+typedef cf_fd_slot fd_slot;
 
-typedef struct fd_slot {
-    _Atomic uint64_t generation; ///< valid while equal to the table's
-    _Atomic uint32_t info;       ///< kind | family << 8 | role << 16 | special << 24
-    _Atomic(char *) path;
-    _Atomic uint64_t verdict;    ///< plan generation << 1 | whether a files entry may act on the path
-} fd_slot;
-
-static _Atomic(fd_slot *) chunks[FD_CHUNKS];
-static _Atomic uint64_t table_generation; // 0: not tracking
+_Atomic(cf_fd_slot *) cf_fd_chunks[CF_FD_CHUNKS];
+_Atomic uint64_t cf_fd_generation; // 0: not tracking
+#define chunks cf_fd_chunks
+#define table_generation cf_fd_generation
+#define FD_CHUNK CF_FD_CHUNK
+#define FD_CHUNKS CF_FD_CHUNKS
 static uint64_t next_generation;
 
 // Retired path strings, freed after a grace period.
@@ -446,17 +442,6 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
     }
     if (generation && kind != CHAOS_FD_UNKNOWN) store(fd, kind, *family, *role, *special, kind == CHAOS_FD_FILE ? local : NULL);
     return kind;
-}
-
-int cf_fd_verdict(int fd, uint64_t plan_generation) {
-    if ((unsigned)fd >= (unsigned)(FD_CHUNK * FD_CHUNKS)) return -1;
-    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
-    fd_slot *chunk = atomic_load_explicit(&chunks[fd / FD_CHUNK], memory_order_acquire);
-    if (!generation || !chunk) return -1;
-    fd_slot *s = &chunk[fd % FD_CHUNK];
-    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_acquire);
-    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
-    return (int)(verdict & 1);
 }
 
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant) {
