@@ -479,6 +479,67 @@ import Glibc
         #expect(plain.lines == ["0 2 0 2 0 2 2 -1 \(ECONNREFUSED) 0"], "\(plain)")
     }
 
+    static let acceptProbe = #"""
+    #include <arpa/inet.h>
+    #include <errno.h>
+    #include <netinet/in.h>
+    #include <stdio.h>
+    #include <string.h>
+    #include <sys/socket.h>
+    #include <unistd.h>
+    int main(void) {
+        int listener = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = 0, .sin_addr = { htonl(INADDR_LOOPBACK) } };
+        bind(listener, (struct sockaddr *)&address, sizeof address);
+        listen(listener, 4);
+        socklen_t length = sizeof address;
+        getsockname(listener, (struct sockaddr *)&address, &length);
+        // Two clients wait, so that the second accept never blocks, chaos or not.
+        int client = socket(AF_INET, SOCK_STREAM, 0), other = socket(AF_INET, SOCK_STREAM, 0);
+        connect(client, (struct sockaddr *)&address, sizeof address);
+        connect(other, (struct sockaddr *)&address, sizeof address);
+        errno = 0;
+        int first = accept(listener, NULL, NULL);
+        int first_errno = errno;
+        int server = accept4(listener, NULL, NULL, 0);
+        ssize_t sent = send(client, "hello", 5, 0);
+        if (send(other, "hello", 5, 0) < 0) return 1;
+        char buffer[16] = {0};
+        struct iovec part = {buffer, sizeof buffer};
+        struct msghdr message = {0};
+        message.msg_iov = &part;
+        message.msg_iovlen = 1;
+        ssize_t received = recvmsg(server, &message, 0);
+        printf("%d %d %d %zd %zd %s\n", first, first_errno, server >= 0, sent, received, buffer);
+        return 0;
+    }
+    """#
+
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func acceptFailsOnceAndTransfersAreShortened() throws {
+        let probe = try Preload.compile("accept_probe", Self.acceptProbe)
+        let plan = """
+        chaos-plan 1
+        entry accept
+        node 0 composite
+        case 1 host=127.0.0.1
+        node 1 times n=1 child=2
+        node 2 fail errno=ECONNABORTED
+        entry send
+        node 0 short max=3
+        entry recv
+        node 0 composite
+        case 1 role=server
+        node 1 short max=2
+        """
+        let outcome = try Preload.under(plan, [probe])
+        // accept fails once (the first client is still waiting and goes to accept4); sends
+        // move at most 3 bytes, the server side's reads at most 2.
+        #expect(outcome.lines == ["-1 \(ECONNABORTED) 1 3 2 he"], "\(outcome)")
+        let plain = try Preload.plain([probe])
+        #expect(plain.lines.first?.hasSuffix(" 0 1 5 5 hello") == true, "\(plain)")
+    }
+
     static let lookupProbe = #"""
     #include <netdb.h>
     #include <stdio.h>

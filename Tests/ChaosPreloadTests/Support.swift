@@ -84,6 +84,10 @@ enum Preload {
         process.standardError = errors
         process.standardInput = standardInput
         try process.run()
+        // No program may hang the suite: one that runs for a minute is stopped (and fails).
+        let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
         if let input { standardInput.fileHandleForWriting.write(Data(input.utf8)) }
         try? standardInput.fileHandleForWriting.close()
         // Read both pipes at once so that a chatty program cannot fill one and block.
