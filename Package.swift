@@ -36,7 +36,15 @@ let package = Package(
         // The built-in points (clock, strings, location, GPX): their own module, so that
         // apps that only declare their own points never link FoundationXML.
         .target(name: "ChaosPoints", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
-        .target(name: "CChaosPreload", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // The one system fault engine (plain C): plans, decisions, paths, the fd table.
+        .target(name: "CChaosFaults"),
+        .target(
+            name: "CChaosPreload", dependencies: ["CChaosFaults"],
+            linkerSettings: [
+                .linkedLibrary("dl", .when(platforms: [.linux])),
+                .unsafeFlags(["-nostartfiles", "-no-toolchain-stdlib-rpath"], .when(platforms: [.linux])),
+            ]
+        ),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
         .target(
             name: "ChaosNetwork",
@@ -70,6 +78,9 @@ let package = Package(
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
+        // Real programs under the built libChaosPreload.so (found beside this bundle, as
+        // `swift build --show-bin-path` names it), and the C engine through its API.
+        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         // Small C targets, one job each: ELF rebinding, read-side sections and grace
         // periods, and the system clock's typed fast path.

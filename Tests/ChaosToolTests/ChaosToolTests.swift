@@ -46,9 +46,11 @@ import Testing
     /// depend on which products `swift test` happened to build.
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
-        let source = root.appendingPathComponent("Sources/CChaosPreload/chaos_preload.c").path
-        let include = root.appendingPathComponent("Sources/CChaosPreload/include").path
-        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2", "-I", include, "-o", output, source, "-ldl"])
+        let engine = root.appendingPathComponent("Sources/CChaosFaults")
+        let sources = ["Sources/CChaosPreload/chaos_preload.c"].map { root.appendingPathComponent($0).path }
+            + ["engine.c", "errnos.c", "paths.c", "plan.c"].map { engine.appendingPathComponent($0).path }
+        let includes = ["Sources/CChaosPreload/include", "Sources/CChaosFaults/include"].flatMap { ["-I", root.appendingPathComponent($0).path] }
+        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2"] + includes + ["-o", output] + sources + ["-ldl"])
         return output
     }()
 

@@ -1,0 +1,563 @@
+// The active plan, its read sections, and decisions.
+//
+// Read sections: a reader adds itself to readers[epoch & 1] and re-checks the epoch (so it
+// is counted under the parity it will be waited for); a writer swaps the plan pointer,
+// flips the epoch and waits until the old parity has drained. Writers (install, clear and
+// the descriptor table's retire list) are serialized by one lock; readers never wait.
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic(chaos_plan *) active;
+static _Atomic uint32_t active_points;
+static _Atomic uint32_t clock_flags;
+static _Atomic uint64_t generations;
+static _Atomic uint64_t epoch;
+static _Atomic int64_t readers[2];
+static _Atomic int install_lock, sync_lock, intern_lock;
+static _Atomic int64_t start_anchor;
+static _Atomic(chaos_real_clock_fn) real_clock;
+
+static void spin_lock(_Atomic int *l) {
+    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) syscall(SYS_sched_yield);
+}
+static void spin_unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+_Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
+
+unsigned cf_read_enter(void) {
+    cf_section_depth++;
+    for (;;) {
+        uint64_t e = atomic_load(&epoch);
+        unsigned parity = (unsigned)(e & 1);
+        atomic_fetch_add(&readers[parity], 1);
+        if (atomic_load(&epoch) == e) return parity;
+        atomic_fetch_sub(&readers[parity], 1);
+    }
+}
+
+void cf_read_leave(unsigned parity) {
+    atomic_fetch_sub(&readers[parity], 1);
+    cf_section_depth--;
+}
+
+void cf_synchronize(void) {
+    spin_lock(&sync_lock);
+    uint64_t e = atomic_fetch_add(&epoch, 1);
+    while (atomic_load(&readers[e & 1]) != 0) syscall(SYS_sched_yield);
+    spin_unlock(&sync_lock);
+}
+
+// MARK: - Interned strings (getenv answers outlive every plan)
+
+typedef struct interned {
+    struct interned *next;
+    char text[];
+} interned;
+static interned *interned_strings;
+
+const char *cf_intern(const char *text) {
+    spin_lock(&intern_lock);
+    for (interned *i = interned_strings; i; i = i->next) {
+        if (strcmp(i->text, text) == 0) {
+            spin_unlock(&intern_lock);
+            return i->text;
+        }
+    }
+    size_t n = strlen(text);
+    interned *made = malloc(sizeof(interned) + n + 1);
+    if (!made) {
+        spin_unlock(&intern_lock);
+        return NULL;
+    }
+    memcpy(made->text, text, n + 1);
+    made->next = interned_strings;
+    interned_strings = made;
+    spin_unlock(&intern_lock);
+    return made->text;
+}
+
+// MARK: - Clock of the engine itself
+
+void chaos_fault_set_real_clock(chaos_real_clock_fn function) { atomic_store(&real_clock, function); }
+
+static int64_t now_realtime(void) {
+    chaos_real_clock_fn function = atomic_load_explicit(&real_clock, memory_order_relaxed);
+    if (function) {
+        struct timespec now;
+        if (function(CLOCK_REALTIME, &now) == 0) return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    }
+    return cf_real_ns(CLOCK_REALTIME);
+}
+
+void chaos_fault_set_start_anchor(int64_t realtime_ns) { atomic_store(&start_anchor, realtime_ns); }
+
+// MARK: - Install
+
+int chaos_plan_install(chaos_plan *plan) {
+    if (plan && plan == atomic_load(&active)) return -1; // already active: it must not be freed
+    if (plan) {
+        int64_t anchor = atomic_load(&start_anchor);
+        if (anchor == 0) anchor = now_realtime();
+        for (int32_t e = 0; e < plan->count; e++) {
+            cf_entry *entry = &plan->entries[e];
+            for (int32_t i = 0; i < entry->count; i++) {
+                cf_node *node = &entry->nodes[i];
+                if (node->kind == CHAOS_NODE_SPEED && node->anchor_start) node->ns = anchor;
+                if (node->kind == CHAOS_NODE_SET && node->owned_value) node->value = cf_intern(node->owned_value);
+                atomic_store(&node->counter, 0);
+            }
+        }
+        plan->generation = atomic_fetch_add(&generations, 1) + 1;
+    } else {
+        atomic_fetch_add(&generations, 1);
+    }
+    spin_lock(&install_lock);
+    uint32_t points = plan ? plan->points : 0, flags = 0;
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        const cf_entry *entry = &plan->entries[e];
+        if (entry->point != CHAOS_POINT_CLOCK) continue;
+        if (entry->monotonic) flags |= CHAOS_CLOCK_FLAG_MONOTONIC;
+        if (entry->stat_times) flags |= CHAOS_CLOCK_FLAG_STAT;
+        if (entry->sleeps) flags |= CHAOS_CLOCK_FLAG_SLEEP;
+    }
+    atomic_store(&clock_flags, flags);
+    uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
+                         1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT;
+    cf_fd_tracking_set((points & fd_points) != 0);
+    chaos_plan *old = atomic_exchange(&active, plan);
+    atomic_store(&active_points, points);
+    cf_synchronize();
+    spin_unlock(&install_lock);
+    chaos_plan_free(old);
+    return 0;
+}
+
+int chaos_plan_load_text(const char *text, size_t length, chaos_plan_error *error) {
+    chaos_plan *plan = chaos_plan_parse(text, length, error);
+    if (!plan) return -1;
+    return chaos_plan_install(plan);
+}
+
+void chaos_plan_clear(void) { chaos_plan_install(NULL); }
+
+int chaos_fault_point_active(int32_t point) {
+    if (point < 0 || point >= CHAOS_POINT_COUNT) return 0;
+    return (atomic_load_explicit(&active_points, memory_order_acquire) >> point) & 1;
+}
+
+uint32_t chaos_fault_active_points(void) { return atomic_load_explicit(&active_points, memory_order_acquire); }
+
+uint32_t chaos_fault_clock_flags(void) { return atomic_load_explicit(&clock_flags, memory_order_relaxed); }
+
+uint64_t chaos_fault_plan_generation(void) { return atomic_load(&generations); }
+
+// MARK: - Draws
+
+static uint64_t mix(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index) {
+    uint64_t h = mix(seed);
+    h = mix(h ^ (uint64_t)(uint32_t)entry);
+    h = mix(h ^ salt);
+    h = mix(h ^ call_index);
+    return (double)(h >> 11) * 0x1.0p-53;
+}
+
+// MARK: - Decisions
+
+enum { R_PASS = 0, R_ORIGINAL = 1, R_ACT = 2 };
+
+typedef struct walk {
+    const chaos_plan *plan;
+    const cf_entry *entry;
+    int32_t entry_index;
+    const chaos_call *call;
+    const char *path;
+    int special;
+    bool named;
+    bool peek;
+    uint64_t index;      ///< the entry's call index of this call
+    int64_t delay;
+} walk;
+
+static bool address_matches(const cf_case *c, const chaos_call *call) {
+    if (!call->address || call->address_length != c->address_length) return false;
+    int bits = c->prefix_bits;
+    for (int i = 0; i < c->address_length && bits > 0; i++, bits -= 8) {
+        uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+        if ((call->address[i] & mask) != (c->address[i] & mask)) return false;
+    }
+    return true;
+}
+
+static bool case_matches(walk *w, const cf_case *c) {
+    const chaos_call *call = w->call;
+    if (c->ops) {
+        const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
+        if (!info || !(info->op & c->ops)) return false;
+    }
+    if (c->families && !(c->families & (uint32_t)call->family)) return false;
+    if (c->roles && !(c->roles & (uint32_t)call->role)) return false;
+    if (c->clocks && !(c->clocks & (uint32_t)call->clock_source)) return false;
+    if (c->has_address && !address_matches(c, call)) return false;
+    if (c->port >= 0 && call->port != c->port) return false;
+    if (c->host && (!call->name || !cf_glob_component(c->host, strlen(c->host), call->name, strlen(call->name), true)))
+        return false;
+    if (c->name && (!call->name || strcmp(c->name, call->name) != 0)) return false;
+    if (c->path) {
+        // An inherited 0–2 matches only its exact path; /dev, /proc and /sys only patterns
+        // naming them (chaos_path_match checks that itself).
+        bool hit = w->path && chaos_path_match(c->path, w->path, w->special && !cf_special_path(w->path));
+        if (!hit && call->path2) hit = chaos_path_match(c->path, call->path2, 0);
+        if (!hit) return false;
+        w->named = true;
+    }
+    return true;
+}
+
+/// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
+/// only when a path condition named it on the way.
+static bool may_act(const walk *w) {
+    return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named;
+}
+
+static uint64_t tick(walk *w, cf_node *node) {
+    return w->peek ? atomic_load_explicit(&node->counter, memory_order_relaxed)
+                   : atomic_fetch_add_explicit(&node->counter, 1, memory_order_relaxed);
+}
+
+static int eval(walk *w, int32_t index, chaos_outcome *out) {
+    cf_node *node = &w->entry->nodes[index];
+    const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
+    switch (node->kind) {
+    case CHAOS_NODE_ORIGINAL:
+        return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
+    case CHAOS_NODE_PASS:
+        return R_PASS;
+    case CHAOS_NODE_FAIL:
+        if (!may_act(w)) return R_PASS;
+        // A function that cannot return this errno is left alone (libfiu's rule).
+        if (w->entry->point == CHAOS_POINT_DNS) {
+            if (!chaos_fault_errno_allowed(w->call->fn, (int32_t)node->ret)) return R_PASS;
+        } else if (!chaos_fault_errno_allowed(w->call->fn, node->err)) {
+            return R_PASS;
+        }
+        out->action = CHAOS_ACT_FAIL;
+        out->ret = node->ret;
+        out->err = node->err;
+        return R_ACT;
+    case CHAOS_NODE_SHORT:
+        if (!may_act(w) || !info || !info->transfers) return R_PASS;
+        out->action = CHAOS_ACT_SHORT;
+        out->max_bytes = node->max;
+        return R_ACT;
+    case CHAOS_NODE_OFFSET:
+        out->action = CHAOS_ACT_OFFSET;
+        out->clock_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_FROZEN:
+        out->action = CHAOS_ACT_FROZEN;
+        out->clock_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_SPEED:
+        out->action = CHAOS_ACT_SPEED;
+        out->factor = node->factor;
+        out->anchor_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_SET:
+        out->action = CHAOS_ACT_SET;
+        out->value = node->value;
+        return R_ACT;
+    case CHAOS_NODE_UNSET:
+        out->action = CHAOS_ACT_UNSET;
+        return R_ACT;
+    case CHAOS_NODE_SEQUENTIAL: {
+        uint64_t k = tick(w, node);
+        for (int32_t i = 0; i < node->count; i++) {
+            if (k < node->weights[i] || i == node->count - 1) return eval(w, node->children[i], out);
+            k -= node->weights[i];
+        }
+        return R_PASS;
+    }
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            bool named = w->named;
+            if (case_matches(w, &node->cases[i])) return eval(w, node->cases[i].child, out);
+            w->named = named;
+        }
+        return node->otherwise >= 0 ? eval(w, node->otherwise, out) : R_PASS;
+    case CHAOS_NODE_PROBABILITY:
+        if (chaos_fault_draw(w->plan->seed, w->entry_index, node->salt, w->index) < node->p) return eval(w, node->child, out);
+        return R_PASS;
+    case CHAOS_NODE_TIMES: {
+        uint64_t k = tick(w, node);
+        return k < node->n ? eval(w, node->child, out) : R_PASS;
+    }
+    case CHAOS_NODE_DELAY: {
+        int r = eval(w, node->child, out);
+        if (!may_act(w)) return r;
+        w->delay += node->ns;
+        return r == R_PASS || r == R_ORIGINAL ? R_ACT : r;
+    }
+    default:
+        return R_PASS;
+    }
+}
+
+static int64_t round_ns(double value) {
+    if (!(value < 9.2e18 && value > -9.2e18)) return value > 0 ? INT64_MAX : INT64_MIN;
+    return (int64_t)(value + (value >= 0 ? 0.5 : -0.5));
+}
+
+static void reset(chaos_outcome *out) {
+    memset(out, 0, sizeof *out);
+    out->action = CHAOS_ACT_ORIGINAL;
+    out->entry = -1;
+}
+
+/// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
+static bool reaches(const cf_entry *entry, const chaos_call *call) {
+    switch (entry->point) {
+    case CHAOS_POINT_CONNECT: case CHAOS_POINT_ACCEPT: case CHAOS_POINT_SEND: case CHAOS_POINT_RECV:
+        return (entry->families & (uint32_t)call->family) != 0;
+    case CHAOS_POINT_CLOCK:
+        return call->clock_source != CHAOS_CLOCKSRC_MONOTONIC || entry->monotonic;
+    case CHAOS_POINT_DNS: case CHAOS_POINT_GETENV:
+        return call->name != NULL;
+    default:
+        return true;
+    }
+}
+
+/// Whether some node of `entry` could decide a call on `path` (fail, short, delay, or the
+/// final original), by path conditions only: ops, counters and draws are not known yet.
+/// Memoized per (node, named) over the DAG.
+static bool could_act(const cf_entry *entry, int32_t index, const char *path, int special, bool named, uint8_t *seen) {
+    uint8_t bit = named ? 2 : 1;
+    if (seen[index] & bit) return false;
+    seen[index] |= bit;
+    const cf_node *node = &entry->nodes[index];
+    bool acts = !special || named;
+    switch (node->kind) {
+    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: return acts; // original decides too
+    case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_SEQUENTIAL:
+        for (int32_t i = 0; i < node->count; i++)
+            if (could_act(entry, node->children[i], path, special, named, seen)) return true;
+        return false;
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            const cf_case *c = &node->cases[i];
+            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
+            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
+        }
+        return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
+    default:
+        return false;
+    }
+}
+
+static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
+    reset(out);
+    if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
+    if (!((atomic_load_explicit(&active_points, memory_order_acquire) >> call->point) & 1)) return 0;
+    char buffer[4096];
+    const char *path = call->path;
+    int special = call->special;
+    if (call->point == CHAOS_POINT_FILES && !path) {
+        int family = 0, role = 0;
+        if (chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role) != CHAOS_FD_FILE) return 0;
+        path = buffer;
+    } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
+        special = 1; // /dev, /proc, /sys: only cases whose path names them act
+    }
+    int result = 0;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load_explicit(&active, memory_order_acquire);
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        cf_entry *entry = &plan->entries[e];
+        if (entry->point != call->point || !reaches(entry, call)) continue;
+        if (call->point == CHAOS_POINT_FILES) { // only calls on paths the entry can act on reach it
+            uint8_t visited[CHAOS_PLAN_MAX_NODES] = {0};
+            bool in_scope = could_act(entry, 0, path, special, false, visited);
+            if (!in_scope && call->path2) {
+                memset(visited, 0, sizeof visited);
+                in_scope = could_act(entry, 0, call->path2, 0, false, visited);
+            }
+            if (!in_scope) continue;
+        }
+        uint64_t index = peek ? atomic_load(&entry->seen) : atomic_fetch_add(&entry->seen, 1);
+        walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
+        chaos_outcome candidate;
+        reset(&candidate);
+        int r = eval(&w, 0, &candidate);
+        if (r == R_PASS) {
+            if (!peek) atomic_fetch_add(&entry->passed, 1);
+            continue;
+        }
+        if (r == R_ORIGINAL && w.delay == 0) {
+            if (!peek) atomic_fetch_add(&entry->passed, 1);
+            break;
+        }
+        *out = candidate;
+        out->entry = e;
+        out->delay_ns = w.delay;
+        out->monotonic = entry->monotonic;
+        out->stat_times = entry->stat_times;
+        if (!peek) {
+            atomic_fetch_add(&entry->acted, 1);
+            atomic_store(&entry->last_fire_call, index);
+            atomic_store(&entry->last_fire_ns, now_realtime());
+        }
+        result = 1;
+        break;
+    }
+    cf_read_leave(parity);
+    return result;
+}
+
+int chaos_fault_decide(const chaos_call *call, chaos_outcome *out) { return decide(call, out, false); }
+
+static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out,
+                          bool files, bool sockets, uint64_t generation, int verdict);
+
+int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
+    out->action = CHAOS_ACT_ORIGINAL;
+    out->entry = -1;
+    out->delay_ns = 0;
+    uint32_t points = atomic_load_explicit(&active_points, memory_order_acquire);
+    bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
+    bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
+    if (!files && !sockets) return 0;
+    uint64_t generation = atomic_load_explicit(&generations, memory_order_acquire);
+    int verdict = cf_fd_verdict(fd, generation);
+    if (verdict == 0) return 0; // a file no files entry can act on: the common, cheap case
+    return decide_fd_slow(fd, file_fn, socket_point, socket_fn, out, files, sockets, generation, verdict);
+}
+
+/// The rest of chaos_fault_decide_fd, kept apart so that its fast path has a small frame.
+__attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn,
+                                                    chaos_outcome *out, bool files, bool sockets, uint64_t generation,
+                                                    int verdict) {
+    reset(out);
+    char path[4096];
+    int special = 0, family = 0, role = 0;
+    int kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
+    chaos_call call = {0};
+    call.fd = fd;
+    if (kind == CHAOS_FD_FILE && files) {
+        if (verdict < 0) {
+            bool relevant = false;
+            unsigned parity = cf_read_enter();
+            chaos_plan *plan = atomic_load_explicit(&active, memory_order_acquire);
+            if (plan && plan->generation == generation) {
+                for (int32_t e = 0; e < plan->count && !relevant; e++) {
+                    const cf_entry *entry = &plan->entries[e];
+                    uint8_t seen[CHAOS_PLAN_MAX_NODES] = {0};
+                    if (entry->point == CHAOS_POINT_FILES) relevant = could_act(entry, 0, path, special, false, seen);
+                }
+                cf_fd_set_verdict(fd, generation, relevant);
+            } else {
+                relevant = true; // a plan is being replaced: decide the slow way
+            }
+            cf_read_leave(parity);
+            if (!relevant) return 0;
+        }
+        call.point = CHAOS_POINT_FILES;
+        call.fn = file_fn;
+        call.path = path;
+        call.special = special;
+    } else if (kind == CHAOS_FD_SOCKET && sockets) {
+        call.point = socket_point;
+        call.fn = socket_fn;
+        call.family = family;
+        call.role = role;
+    } else {
+        return 0;
+    }
+    return decide(&call, out, false);
+}
+
+int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out) {
+    chaos_call call = {0};
+    call.point = CHAOS_POINT_CLOCK;
+    call.fn = CHAOS_FN_CLOCK_GETTIME;
+    call.fd = -1;
+    call.clock_source = clock_source;
+    return decide(&call, out, true);
+}
+
+int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns) {
+    switch (outcome->action) {
+    case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)real_ns + (uint64_t)outcome->clock_ns);
+    case CHAOS_ACT_FROZEN: return outcome->clock_ns;
+    case CHAOS_ACT_SPEED: {
+        int64_t scaled = round_ns((double)(real_ns - outcome->anchor_ns) * outcome->factor);
+        return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)scaled);
+    }
+    default: return real_ns;
+    }
+}
+
+int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns) {
+    switch (outcome->action) {
+    case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)fake_ns - (uint64_t)outcome->clock_ns);
+    case CHAOS_ACT_FROZEN: return fake_ns <= outcome->clock_ns ? real_now_ns : real_now_ns + (fake_ns - outcome->clock_ns);
+    case CHAOS_ACT_SPEED:
+        if (outcome->factor <= 0) return real_now_ns;
+        return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)round_ns((double)(fake_ns - outcome->anchor_ns) / outcome->factor));
+    default: return fake_ns;
+    }
+}
+
+// MARK: - Counters
+
+int chaos_fault_counters(int32_t entry, chaos_entry_counters *out) {
+    if (!out) return -1;
+    memset(out, 0, sizeof *out);
+    int result = -1;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load(&active);
+    if (plan && entry >= 0 && entry < plan->count) {
+        cf_entry *e = &plan->entries[entry];
+        out->point = e->point;
+        out->seen = atomic_load(&e->seen);
+        out->acted = atomic_load(&e->acted);
+        out->passed = atomic_load(&e->passed);
+        out->last_fire_ns = atomic_load(&e->last_fire_ns);
+        out->last_fire_call = atomic_load(&e->last_fire_call);
+        out->seed = plan->seed;
+        out->generation = plan->generation;
+        result = 0;
+    }
+    cf_read_leave(parity);
+    return result;
+}
+
+int32_t chaos_fault_entry_count(void) {
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load(&active);
+    int32_t count = plan ? plan->count : 0;
+    cf_read_leave(parity);
+    return count;
+}
+
+uint64_t chaos_fault_seed(void) {
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load(&active);
+    uint64_t seed = plan ? plan->seed : 0;
+    cf_read_leave(parity);
+    return seed;
+}

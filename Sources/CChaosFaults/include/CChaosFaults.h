@@ -1,0 +1,414 @@
+// CChaosFaults: the one system fault engine of ChaosKit (plain C11, no Swift runtime).
+//
+// This header is the contract between three parties:
+//   - the Swift side, which compiles a profile's system entries into a *plan* (the text
+//     format of Docs/FaultPlan.md, or the same thing built in memory from that text);
+//   - the deliveries that intercept calls: the LD_PRELOAD library behind `chaos run`
+//     (Sources/CChaosPreload) and the in-process GOT hooks (ChaosHooks);
+//   - the readers of counters (issue #14: `chaos ctl`, the console).
+//
+// Division of labour. The engine *decides*; it never performs the intercepted call, never
+// sleeps and never sets errno. A delivery describes the call in a `chaos_call`, asks
+// `chaos_fault_decide`, and executes the returned `chaos_outcome`: wait `delay_ns`, then
+// do the action (call the original, fail with `ret`/`err`, shorten the transfer, report a
+// shifted time, answer a getenv...). Apart from the counters, decisions have no side
+// effects, so the same plan, seed and sequence of calls give the same outcomes.
+//
+// Threads. Every function here is thread-safe. `chaos_fault_decide` takes no lock and does
+// not allocate (except the first time it meets a descriptor it never saw opened, whose
+// path it then records): it reads the active plan inside a short read section (two atomic
+// increments), and a plan replaced by `chaos_plan_install`/`chaos_plan_clear` is freed only
+// after every read section that could still see it has ended. Installing waits for those
+// sections (they are short: a decision walks at most CHAOS_PLAN_MAX_NODES nodes).
+//
+// Calls the engine makes itself (reading a fd's path, the cwd, the real time) go straight
+// to the kernel with syscall(2), so an interposer can call the engine from inside an
+// interposed function without recursion.
+#ifndef CCHAOS_FAULTS_H
+#define CCHAOS_FAULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// MARK: - Points, operations, functions
+
+/// The system points a plan entry can target. Values are stable (they are in counters and
+/// in the errno table); the text names are in `chaos_fault_point_name`.
+typedef enum chaos_point {
+    CHAOS_POINT_FILES = 0,   ///< "files": open…mkdir, read/write families, stdio
+    CHAOS_POINT_CONNECT = 1, ///< "connect": connect(2)
+    CHAOS_POINT_ACCEPT = 2,  ///< "accept": accept/accept4
+    CHAOS_POINT_SEND = 3,    ///< "send": send/sendto/sendmsg, write-family calls on sockets
+    CHAOS_POINT_RECV = 4,    ///< "recv": recv/recvfrom/recvmsg, read-family calls on sockets
+    CHAOS_POINT_DNS = 5,     ///< "dns": getaddrinfo, gethostbyname, gethostbyname2, gethostbyname_r
+    CHAOS_POINT_GETENV = 6,  ///< "getenv": getenv, secure_getenv
+    CHAOS_POINT_CLOCK = 7,   ///< "clock": realtime readings (and monotonic when opted in)
+    CHAOS_POINT_COUNT = 8
+} chaos_point;
+
+/// File operations (bits). An entry's `ops=` condition is a set of these; every
+/// intercepted file function belongs to exactly one (see the function table).
+enum {
+    CHAOS_OP_OPEN = 1u << 0,     ///< "open": open, openat, creat, fopen, fdopen, freopen
+    CHAOS_OP_READ = 1u << 1,     ///< "read": read, pread, readv, preadv, fread/fgets; source side of copies
+    CHAOS_OP_WRITE = 1u << 2,    ///< "write": write, pwrite, writev, pwritev, fwrite…fflush; target side of copies
+    CHAOS_OP_SYNC = 1u << 3,     ///< "sync": fsync, fdatasync, sync_file_range
+    CHAOS_OP_TRUNCATE = 1u << 4, ///< "truncate": ftruncate, fallocate, posix_fallocate
+    CHAOS_OP_RENAME = 1u << 5,   ///< "rename": rename, renameat, renameat2
+    CHAOS_OP_UNLINK = 1u << 6,   ///< "unlink": unlink, unlinkat (also with AT_REMOVEDIR)
+    CHAOS_OP_MKDIR = 1u << 7,    ///< "mkdir": mkdir, mkdirat
+    CHAOS_OP_CLOSE = 1u << 8,    ///< "close": close, fclose of a stream with nothing left to write
+    CHAOS_OP_ALL_FILES = (1u << 9) - 1
+};
+
+/// Every function a delivery may report (`chaos_call.fn`). The errno table is per
+/// function: `chaos_fault_errno_allowed(fn, e)`. Values are stable.
+typedef enum chaos_fn {
+    CHAOS_FN_OPEN, CHAOS_FN_OPENAT, CHAOS_FN_CREAT, CHAOS_FN_FOPEN, CHAOS_FN_FDOPEN, CHAOS_FN_FREOPEN,
+    CHAOS_FN_READ, CHAOS_FN_PREAD, CHAOS_FN_READV, CHAOS_FN_PREADV, CHAOS_FN_FREAD,
+    CHAOS_FN_WRITE, CHAOS_FN_PWRITE, CHAOS_FN_WRITEV, CHAOS_FN_PWRITEV, CHAOS_FN_FWRITE, CHAOS_FN_FFLUSH,
+    CHAOS_FN_COPY_FILE_RANGE, CHAOS_FN_SENDFILE,
+    CHAOS_FN_FSYNC, CHAOS_FN_FDATASYNC, CHAOS_FN_SYNC_FILE_RANGE,
+    CHAOS_FN_FTRUNCATE, CHAOS_FN_FALLOCATE, CHAOS_FN_POSIX_FALLOCATE,
+    CHAOS_FN_RENAME, CHAOS_FN_UNLINK, CHAOS_FN_RMDIR, CHAOS_FN_MKDIR,
+    CHAOS_FN_CLOSE, CHAOS_FN_FCLOSE,
+    CHAOS_FN_CONNECT, CHAOS_FN_ACCEPT,
+    CHAOS_FN_SEND, CHAOS_FN_SENDMSG, CHAOS_FN_SOCKET_WRITE,
+    CHAOS_FN_RECV, CHAOS_FN_RECVMSG, CHAOS_FN_SOCKET_READ,
+    CHAOS_FN_GETADDRINFO, CHAOS_FN_GETHOSTBYNAME,
+    CHAOS_FN_GETENV,
+    CHAOS_FN_CLOCK_GETTIME, CHAOS_FN_GETTIMEOFDAY, CHAOS_FN_TIME, CHAOS_FN_TIMESPEC_GET, CHAOS_FN_FTIME,
+    CHAOS_FN_COUNT
+} chaos_fn;
+
+/// Description of one function of the table (for Swift validation and `chaos list`).
+typedef struct chaos_fn_info {
+    const char *name;      ///< e.g. "pwrite" (stands for pwrite and pwrite64)
+    const char *covers;    ///< every C symbol it stands for, space separated
+    int32_t point;         ///< chaos_point
+    uint32_t op;           ///< CHAOS_OP_* bit for files functions, 0 otherwise
+    int32_t transfers;     ///< 1 when a `short` action applies (read/write-like)
+} chaos_fn_info;
+
+/// The table entry of `fn`, or NULL when out of range.
+const chaos_fn_info *chaos_fault_fn_info(int32_t fn);
+
+/// Whether `fn` can return errno `err` (libfiu's rule: only what the real call documents).
+/// For CHAOS_FN_GETADDRINFO/GETHOSTBYNAME `err` is an EAI_* code (negative) instead.
+int chaos_fault_errno_allowed(int32_t fn, int32_t err);
+
+/// Fills `out` (capacity `capacity`) with the errnos `fn` can return, ascending; returns
+/// how many there are (which may exceed `capacity`).
+int chaos_fault_errnos(int32_t fn, int32_t *out, int capacity);
+
+/// "ENOSPC" for ENOSPC, "EAI_NONAME" for EAI_NONAME; NULL for a value the table does not know.
+const char *chaos_fault_errno_name(int32_t err);
+
+/// The value of a name such as "ENOSPC", "enospc", "28" or "EAI_AGAIN"; 0 when unknown.
+int32_t chaos_fault_errno_value(const char *name);
+
+/// "files", "connect", … (NULL when out of range).
+const char *chaos_fault_point_name(int32_t point);
+
+/// "open", "read", … for one CHAOS_OP_* bit (NULL otherwise).
+const char *chaos_fault_op_name(uint32_t op);
+
+// MARK: - Plans
+
+/// Node kinds of a provider tree (the text keyword in quotes).
+typedef enum chaos_node_kind {
+    CHAOS_NODE_ORIGINAL = 0,    ///< "original": call the real function; final
+    CHAOS_NODE_PASS = 1,        ///< "pass": this entry does not act; the next entry decides
+    CHAOS_NODE_FAIL = 2,        ///< "fail": return `ret` (default -1) with errno `err`
+    CHAOS_NODE_SHORT = 3,       ///< "short": transfer at most `max` bytes (0: half, at least 1)
+    CHAOS_NODE_OFFSET = 4,      ///< "offset": clock reads real + `ns`
+    CHAOS_NODE_FROZEN = 5,      ///< "frozen": clock reads `ns` (ns since 1970)
+    CHAOS_NODE_SPEED = 6,       ///< "speed": clock reads anchor + (real - anchor) * factor
+    CHAOS_NODE_SET = 7,         ///< "set": getenv answers `value`
+    CHAOS_NODE_UNSET = 8,       ///< "unset": getenv answers NULL
+    CHAOS_NODE_SEQUENTIAL = 9,  ///< "sequential": call i uses child i (weights repeat a child); the last repeats
+    CHAOS_NODE_COMPOSITE = 10,  ///< "composite": first case whose conditions hold; else `otherwise`
+    CHAOS_NODE_PROBABILITY = 11,///< "probability": child with probability p (drawn per entry call index), else pass
+    CHAOS_NODE_TIMES = 12,      ///< "times": child for the first n calls reaching it, then pass
+    CHAOS_NODE_DELAY = 13,      ///< "delay": wait `ns`, then child
+} chaos_node_kind;
+
+/// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
+typedef enum chaos_action {
+    CHAOS_ACT_ORIGINAL = 0, ///< call the real function (after the delay, if any)
+    CHAOS_ACT_FAIL = 2,     ///< return `ret` with errno `err` without calling the real function
+    CHAOS_ACT_SHORT = 3,    ///< call the real function with the byte count cut to `max_bytes` (0: half, >= 1)
+    CHAOS_ACT_OFFSET = 4,   ///< clock: report real + clock_ns
+    CHAOS_ACT_FROZEN = 5,   ///< clock: report clock_ns
+    CHAOS_ACT_SPEED = 6,    ///< clock: report anchor_ns + (real - anchor_ns) * factor
+    CHAOS_ACT_SET = 7,      ///< getenv: answer `value` (lives as long as the process)
+    CHAOS_ACT_UNSET = 8,    ///< getenv: answer NULL
+} chaos_action;
+
+/// Socket families for `family=` conditions (bits).
+enum { CHAOS_FAMILY_INET = 1, CHAOS_FAMILY_INET6 = 2, CHAOS_FAMILY_UNIX = 4, CHAOS_FAMILY_OTHER = 8, CHAOS_FAMILY_ANY = 15 };
+
+/// Socket roles for `role=` conditions (bits): a socket this process connected (client),
+/// one it got from accept (server), or any other (e.g. socketpair, inherited).
+enum { CHAOS_ROLE_CLIENT = 1, CHAOS_ROLE_SERVER = 2, CHAOS_ROLE_OTHER = 4, CHAOS_ROLE_ANY = 7 };
+
+/// Clock sources for `clock=` conditions (bits).
+enum {
+    CHAOS_CLOCKSRC_REALTIME = 1,        ///< CLOCK_REALTIME, gettimeofday, time, timespec_get, ftime
+    CHAOS_CLOCKSRC_REALTIME_COARSE = 2, ///< CLOCK_REALTIME_COARSE
+    CHAOS_CLOCKSRC_TAI = 4,             ///< CLOCK_TAI
+    CHAOS_CLOCKSRC_REALTIME_ALARM = 8,  ///< CLOCK_REALTIME_ALARM
+    CHAOS_CLOCKSRC_MONOTONIC = 16,      ///< CLOCK_MONOTONIC, _RAW, _COARSE, BOOTTIME, BOOTTIME_ALARM (opt-in)
+    CHAOS_CLOCKSRC_ANY = 31
+};
+
+/// Limits the parser enforces (a plan over them is refused with a located error).
+enum {
+    CHAOS_PLAN_MAX_ENTRIES = 256,
+    CHAOS_PLAN_MAX_NODES = 256,        ///< per entry
+    CHAOS_PLAN_MAX_CASE_CONDITIONS = 8,
+    CHAOS_PLAN_MAX_TEXT = 1 << 20,     ///< bytes of plan text
+    CHAOS_PLAN_MAX_STRING = 4096,      ///< bytes of one path pattern, host, name or value
+};
+
+/// A located parse error: 1-based line and column (column 0: the whole line or the end of
+/// the text) and a message naming what is wrong and how to fix it.
+typedef struct chaos_plan_error {
+    int32_t line;
+    int32_t column;
+    char message[320];
+} chaos_plan_error;
+
+/// A parsed plan (opaque). Immutable once parsed, except for its counters.
+typedef struct chaos_plan chaos_plan;
+
+/// The version the parser reads and `chaos_plan_format` writes (first line: "chaos-plan 1").
+#define CHAOS_PLAN_VERSION 1
+
+/// Parses plan text (`length` bytes; NUL bytes are refused). Returns NULL and fills
+/// `error` (when not NULL) if anything is wrong: nothing is half accepted. The result is
+/// owned by the caller until given to `chaos_plan_install`.
+chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *error);
+
+/// Frees a plan that was never installed.
+void chaos_plan_free(chaos_plan *plan);
+
+/// Writes the plan in canonical text form (what `chaos_plan_parse` reads back to an equal
+/// plan) into `buffer`; returns the length it needs without the NUL (call with capacity 0
+/// to measure), or -1 on error.
+long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity);
+
+/// Whether the plan has a `speed anchor=start` node (its delivery then decides the start
+/// anchor before installing it: see chaos_fault_set_start_anchor).
+int chaos_plan_needs_start_anchor(const chaos_plan *plan);
+
+/// Number of entries of a plan, and the point of one.
+int32_t chaos_plan_entry_count(const chaos_plan *plan);
+int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry);
+
+/// Makes `plan` the active plan of the process (taking ownership) and returns 0. The
+/// previous plan stops being used at once and is freed once no decision can still read
+/// it. NULL clears (as `chaos_plan_clear`). Counters start at zero for the new plan.
+/// `speed anchor=start` nodes take the start anchor (see chaos_fault_set_start_anchor).
+/// Returns -1 (and changes nothing) when `plan` is already the active plan. Not for use
+/// from a signal handler.
+int chaos_plan_install(chaos_plan *plan);
+
+/// Parses and installs in one step; 0 on success, -1 with `error` filled (the active plan
+/// is then left unchanged).
+int chaos_plan_load_text(const char *text, size_t length, chaos_plan_error *error);
+
+/// Removes the active plan (every point back to the original, counters dropped).
+void chaos_plan_clear(void);
+
+/// Whether the active plan has an entry for `point` (one atomic load; the hot-path test).
+int chaos_fault_point_active(int32_t point);
+
+/// Bit i set when the active plan has an entry for point i (one atomic load).
+uint32_t chaos_fault_active_points(void);
+
+/// Generation of the active plan: changes on every install/clear (0: none ever installed).
+uint64_t chaos_fault_plan_generation(void);
+
+/// What the clock entries of the active plan ask of a delivery beyond readings (bits).
+enum {
+    CHAOS_CLOCK_FLAG_MONOTONIC = 1, ///< some clock entry has monotonic=yes
+    CHAOS_CLOCK_FLAG_STAT = 2,      ///< some clock entry shifts file times (stat=yes, the default)
+    CHAOS_CLOCK_FLAG_SLEEP = 4,     ///< some clock entry scales sleeps under speed (sleep=yes, the default)
+};
+
+/// CHAOS_CLOCK_FLAG_* of the active plan (0 when it has no clock entry).
+uint32_t chaos_fault_clock_flags(void);
+
+/// The real CLOCK_REALTIME / CLOCK_MONOTONIC instant `speed anchor=start` uses for plans
+/// installed from now on. A preload library sets it once from the environment
+/// (CHAOS_CLOCK_ANCHOR) or from the current time, so a process tree shares one anchor.
+/// Without a call, each install takes the current time.
+void chaos_fault_set_start_anchor(int64_t realtime_ns);
+
+// MARK: - Decisions
+
+/// One intercepted call, as the delivery describes it. Zero-initialize, then fill what
+/// the point uses; everything else is ignored.
+typedef struct chaos_call {
+    int32_t point;          ///< chaos_point
+    int32_t fn;             ///< chaos_fn (selects the op and the errno table)
+    int32_t fd;             ///< files/sockets: the descriptor (-1 for path-only calls)
+    const char *path;       ///< files: absolute, folded path (see chaos_path_resolve); NULL: take fd's
+    const char *path2;      ///< files: rename's second path (an entry matches when either does)
+    int32_t special;        ///< files: 1 for a descriptor 0–2 the process inherited (only its exact path
+                            ///< matches); /dev, /proc and /sys are recognized from the path itself
+    int32_t family;         ///< sockets: CHAOS_FAMILY_* of the socket / address
+    int32_t role;           ///< send/recv: CHAOS_ROLE_* of the socket
+    const uint8_t *address; ///< connect/accept: peer address bytes (4 or 16), NULL when unknown
+    int32_t address_length; ///< 4 (IPv4) or 16 (IPv6)
+    int32_t port;           ///< connect: peer port; accept: local port (-1 when unknown)
+    const char *name;       ///< getenv: the variable; dns: the host name
+    int32_t clock_source;   ///< clock: CHAOS_CLOCKSRC_* bit of the reading
+} chaos_call;
+
+/// What to do with a call.
+typedef struct chaos_outcome {
+    int32_t action;      ///< chaos_action
+    int32_t entry;       ///< index of the deciding entry, -1 when none acted
+    int64_t delay_ns;    ///< wait this long first (sum of the delay nodes passed)
+    int64_t ret;         ///< FAIL: the return value (-1, or an EAI_* code for dns)
+    int32_t err;         ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
+    int64_t max_bytes;   ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
+    int64_t clock_ns;    ///< OFFSET: shift; FROZEN: the instant
+    double factor;       ///< SPEED: rate
+    int64_t anchor_ns;   ///< SPEED: the real instant time is scaled from
+    const char *value;   ///< SET: the answer (never freed)
+    int32_t monotonic;   ///< clock: 1 when the deciding entry also fakes monotonic clocks
+    int32_t stat_times;  ///< clock: 1 when the deciding entry shifts file times (default)
+} chaos_outcome;
+
+/// Decides `call` against the active plan: tries the point's entries in plan order; the
+/// first whose tree ends in something other than `pass` decides. Returns 1 when the
+/// outcome is anything but a plain original call (so the delivery has work to do), else 0
+/// (`out` then says ORIGINAL with no delay). Counts the call on the entries it reached.
+int chaos_fault_decide(const chaos_call *call, chaos_outcome *out);
+
+/// Decides a call on descriptor `fd`, routed by what the table knows of it: a file goes to
+/// the files point as `file_fn` (-1: not a files call), a socket to `socket_point` as
+/// `socket_fn` (-1: none); anything else (pipes, unknown) is left alone. A file no files
+/// entry can act on (by its path) is remembered per plan, so later calls on it cost a few
+/// plain loads. Returns as `chaos_fault_decide` (when it returns 0, only `action`,
+/// `entry` and `delay_ns` of `out` are set).
+int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out);
+
+/// Like `chaos_fault_decide` for a clock call, but counts nothing and draws as the next
+/// call would: what the clock reads *now* (used for file times and sleeps).
+int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out);
+
+/// The reported time for `real_ns` under a clock outcome (ORIGINAL: unchanged).
+int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns);
+
+/// The real time at which a clock outcome reports `fake_ns` (for absolute sleeps); for a
+/// frozen clock, the real now plus how far `fake_ns` is past the frozen instant.
+int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns);
+
+/// The real clock the engine reads for its own purposes (last_fire_ns, `anchor=start`).
+/// Default: the clock_gettime system call. A delivery that has the real function (from
+/// dlsym(RTLD_NEXT), or saved before hooking) can pass it here to save a system call per
+/// acted call. `clock` is a clockid_t.
+struct timespec;
+typedef int (*chaos_real_clock_fn)(int clock, struct timespec *now);
+void chaos_fault_set_real_clock(chaos_real_clock_fn function);
+
+/// The deterministic draw behind probability nodes: a splitmix64 mix of the plan seed, the
+/// entry index, the node's salt and the entry's call index of the call (its `seen` count
+/// before it), mapped to [0, 1). With `last_fire_call` and `seed` from the counters it
+/// reproduces a decision.
+double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index);
+
+// MARK: - Counters
+
+/// Per-entry counters of the active plan.
+typedef struct chaos_entry_counters {
+    int32_t point;           ///< chaos_point of the entry
+    uint64_t seen;           ///< calls that reached the entry: not decided by an earlier entry, and for
+                             ///< files on a path the entry can decide (its path conditions allow it)
+    uint64_t acted;          ///< calls it answered with anything but the original
+    uint64_t passed;         ///< calls it sent to the original or passed on
+    int64_t last_fire_ns;    ///< real CLOCK_REALTIME of the last acted call (0: never)
+    uint64_t last_fire_call; ///< the entry's call index (0-based) of that call
+    uint64_t seed;           ///< the plan seed: with last_fire_call, what replays the call
+    uint64_t generation;     ///< chaos_fault_plan_generation of the plan read
+} chaos_entry_counters;
+
+/// Copies entry `entry`'s counters of the active plan; 0 on success, -1 when there is no
+/// such entry.
+int chaos_fault_counters(int32_t entry, chaos_entry_counters *out);
+
+/// Number of entries of the active plan (0 when none).
+int32_t chaos_fault_entry_count(void);
+
+/// The seed of the active plan (0 when none).
+uint64_t chaos_fault_seed(void);
+
+// MARK: - Paths
+
+/// Folds `path` the way the kernel would see it, lexically: relative paths are taken from
+/// `dirfd` (AT_FDCWD: the cwd, read with getcwd(2); a descriptor: the path this table
+/// recorded for it, else /proc/self/fd), then `.`, `..` and repeated `/` are folded.
+/// Symbolic links are not followed (see Docs/FaultPlan.md). Writes a NUL-terminated
+/// absolute path into `out`; returns its length, or -1 when it does not fit or the base
+/// is unknown.
+int chaos_path_resolve(int dirfd, const char *path, char *out, size_t capacity);
+
+/// Whether a pattern (as in `path=`) matches an absolute folded path. Patterns without
+/// wildcards match the path and everything below it, by whole components (`/a/io` matches
+/// `/a/io` and `/a/io/x`, never `/a/io2`); `*` and `?` match within one component, `**`
+/// any number of components (also none). Paths under /dev, /proc and /sys (and, with
+/// `special`, a descriptor inherited as 0–2) match only patterns that name them.
+int chaos_path_match(const char *pattern, const char *path, int special);
+
+/// Checks a path pattern; 0 when it can match something, else -1 with a reason in `why`.
+int chaos_path_pattern_check(const char *pattern, char *why, size_t capacity);
+
+// MARK: - Descriptor table
+
+/// Kinds of descriptor the table records.
+enum {
+    CHAOS_FD_UNKNOWN = 0, ///< never seen: looked up in /proc/self/fd on first use
+    CHAOS_FD_FILE = 1,    ///< opened by path (file, directory, device)
+    CHAOS_FD_SOCKET = 2,  ///< socket, with family and role
+    CHAOS_FD_OTHER = 3,   ///< pipe, eventfd, anonymous inode…: outside file matches
+};
+
+/// Records that `fd` was just opened on the absolute folded `path` (NULL: not a path).
+void chaos_fd_opened(int fd, int kind, const char *path);
+
+/// Records a socket: its family (CHAOS_FAMILY_*) and role (CHAOS_ROLE_*).
+void chaos_fd_socket(int fd, int family, int role);
+
+/// Sets the role of a recorded socket (after a successful connect: CHAOS_ROLE_CLIENT).
+void chaos_fd_set_role(int fd, int role);
+
+/// Records that `fd` is closed (its number may be reused by anything).
+void chaos_fd_closed(int fd);
+
+/// Records dup/dup2/dup3/F_DUPFD: `newfd` now refers to what `oldfd` does.
+void chaos_fd_duplicated(int oldfd, int newfd);
+
+/// What the table knows of `fd`: kind, family, role; copies the path (if any) into
+/// `path` and sets `*special` when the path is outside default matches (under /dev,
+/// /proc, /sys, or a descriptor 0–2 the process inherited). Unknown descriptors are looked
+/// up in /proc/self/fd once. Returns the kind.
+int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *family, int *role);
+
+/// Whether the table follows descriptors at all (it does while the active plan has a
+/// files, send, recv, connect or accept entry; descriptors seen while it did not are
+/// looked up again).
+int chaos_fd_tracking(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,126 @@
+// Internal structures of the fault engine (not part of the contract).
+#ifndef CCHAOS_FAULTS_INTERNAL_H
+#define CCHAOS_FAULTS_INTERNAL_H
+
+#include "CChaosFaults.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/// One case of a composite node: every condition set must hold.
+typedef struct cf_case {
+    int32_t line, column;  ///< where the case was written
+    int32_t child;
+    uint32_t ops;        ///< 0: any
+    char *path;          ///< pattern, NULL: any (never a special target)
+    uint32_t families;   ///< 0: any
+    uint32_t roles;      ///< 0: any
+    uint32_t clocks;     ///< 0: any
+    int32_t has_address; ///< connect/accept: address + prefix
+    uint8_t address[16];
+    int32_t address_length;
+    int32_t prefix_bits;
+    char *host;          ///< dns: host glob
+    int32_t port;        ///< -1: any
+    char *name;          ///< getenv: variable name
+} cf_case;
+
+typedef struct cf_node {
+    int32_t kind;
+    int32_t line, column;  ///< where the node was written (for validation errors)
+    int32_t err_column;    ///< column of `errno=` / `ret=` / `max=`
+    int32_t child;       ///< probability, times, delay
+    int32_t count;       ///< sequential children / composite cases
+    int32_t *children;   ///< sequential
+    uint64_t *weights;   ///< sequential: calls each child covers
+    cf_case *cases;      ///< composite
+    int32_t otherwise;   ///< composite: -1 pass
+    double p;
+    uint64_t salt;
+    uint64_t n;
+    int64_t ns;          ///< delay, offset, frozen, speed anchor
+    double factor;
+    int32_t anchor_start;
+    int64_t ret;
+    int32_t err;
+    int32_t has_err;
+    int32_t has_ret;
+    int64_t max;
+    const char *value;   ///< interned at install (never freed); before, owned_value
+    char *owned_value;   ///< the parsed text of `value`, freed with the plan
+    _Atomic uint64_t counter;
+} cf_node;
+
+typedef struct cf_entry {
+    int32_t line;
+    int32_t point;
+    char *label;
+    uint32_t families;   ///< socket points: which families reach the entry
+    int32_t monotonic;
+    int32_t stat_times;
+    int32_t sleeps;
+    int32_t count;
+    cf_node *nodes;
+    _Atomic uint64_t seen, acted, passed, last_fire_call;
+    _Atomic int64_t last_fire_ns;
+} cf_entry;
+
+struct chaos_plan {
+    uint64_t seed;
+    int32_t count;
+    cf_entry *entries;
+    uint32_t points;
+    uint64_t generation;
+};
+
+// errnos.c
+const char *cf_errno_list(int32_t fn, char *buffer, size_t capacity, uint32_t mask_fns_of_point, uint32_t ops);
+bool cf_errno_known(int32_t err);
+
+// paths.c
+int cf_raw_readlink_fd(int fd, char *out, size_t capacity);
+int64_t cf_real_ns(int clock);
+bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
+void cf_fd_tracking_set(bool on);
+bool cf_special_path(const char *path);
+
+// The descriptor table: chunks of slots, allocated on first use.
+#define CF_FD_CHUNK 1024
+#define CF_FD_CHUNKS 1024
+
+typedef struct cf_fd_slot {
+    _Atomic uint64_t generation; ///< valid while equal to cf_fd_generation
+    _Atomic uint32_t info;       ///< kind | family << 8 | role << 16 | special << 24
+    _Atomic(char *) path;
+    _Atomic uint64_t verdict;    ///< plan generation << 1 | whether a files entry may act on the path
+} cf_fd_slot;
+
+extern _Atomic(cf_fd_slot *) cf_fd_chunks[CF_FD_CHUNKS];
+extern _Atomic uint64_t cf_fd_generation;
+
+/// 1/0 when the table remembers whether a files entry of plan `plan_generation` can act on
+/// `fd`'s path, -1 when it does not know. Inline: it is the whole hot path of a write on a
+/// file no entry aims at.
+static inline int cf_fd_verdict(int fd, uint64_t plan_generation) {
+    if ((unsigned)fd >= (unsigned)(CF_FD_CHUNK * CF_FD_CHUNKS)) return -1;
+    uint64_t generation = atomic_load_explicit(&cf_fd_generation, memory_order_acquire);
+    cf_fd_slot *chunk = atomic_load_explicit(&cf_fd_chunks[fd / CF_FD_CHUNK], memory_order_acquire);
+    if (!generation || !chunk) return -1;
+    cf_fd_slot *s = &chunk[fd % CF_FD_CHUNK];
+    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_acquire);
+    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
+    return (int)(verdict & 1);
+}
+void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
+void cf_synchronize(void);
+/// Read sections this thread is inside (a signal handler may interrupt one).
+extern _Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
+unsigned cf_read_enter(void);
+void cf_read_leave(unsigned parity);
+
+// engine.c
+const char *cf_intern(const char *text);
+
+#endif

@@ -1,0 +1,452 @@
+// Path folding and matching, and the descriptor table.
+//
+// Paths are folded lexically, the way the kernel walks them apart from symbolic links:
+// a relative path is joined to its base (the cwd, or the directory a dirfd was opened
+// on), then empty components and `.` are dropped and `..` removes the component before it
+// (never above `/`). Links are not resolved: patterns are not resolved either, so both
+// sides are compared in the same (lexical) space. The cwd and descriptors the table did
+// not see opened come from the kernel (getcwd(2), /proc/self/fd), which reports physical
+// paths; a compiler of plans should therefore resolve the existing part of a pattern with
+// realpath(3) before writing it (the C parser never touches the file system).
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+// MARK: - Raw system calls (never through an interposed symbol)
+
+int cf_raw_readlink_fd(int fd, char *out, size_t capacity) {
+    char link[48];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    long count = syscall(SYS_readlinkat, AT_FDCWD, link, out, capacity - 1);
+    if (count <= 0 || (size_t)count >= capacity - 1) return -1;
+    out[count] = 0;
+    return (int)count;
+}
+
+int64_t cf_real_ns(int clock) {
+    struct timespec now;
+    if (syscall(SYS_clock_gettime, clock, &now) != 0) return 0;
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+// MARK: - Folding
+
+/// Folds `input` (absolute) into `out`; -1 when it does not fit.
+static int fold(const char *input, char *out, size_t capacity) {
+    if (capacity < 2) return -1;
+    size_t used = 0;
+    const char *p = input;
+    while (*p) {
+        while (*p == '/') p++;
+        if (!*p) break;
+        const char *start = p;
+        while (*p && *p != '/') p++;
+        size_t length = (size_t)(p - start);
+        if (length == 1 && start[0] == '.') continue;
+        if (length == 2 && start[0] == '.' && start[1] == '.') {
+            while (used > 0 && out[used - 1] != '/') used--;
+            if (used > 0) used--; // the slash before it
+            continue;
+        }
+        if (used + 1 + length + 1 > capacity) return -1;
+        out[used++] = '/';
+        memcpy(out + used, start, length);
+        used += length;
+    }
+    if (used == 0) out[used++] = '/';
+    out[used] = 0;
+    return (int)used;
+}
+
+int chaos_path_resolve(int dirfd, const char *path, char *out, size_t capacity) {
+    if (!path || !out || capacity < 2) return -1;
+    if (path[0] == '/') return fold(path, out, capacity);
+    char base[4096];
+    if (dirfd == AT_FDCWD) {
+        if (syscall(SYS_getcwd, base, sizeof base) <= 0 || base[0] != '/') return -1;
+    } else {
+        int special = 0, family = 0, role = 0;
+        if (chaos_fd_lookup(dirfd, base, sizeof base, &special, &family, &role) != CHAOS_FD_FILE) return -1;
+    }
+    size_t base_length = strlen(base), path_length = strlen(path);
+    if (base_length + 1 + path_length + 1 > 8192) return -1;
+    char joined[8192];
+    memcpy(joined, base, base_length);
+    joined[base_length] = '/';
+    memcpy(joined + base_length + 1, path, path_length + 1);
+    return fold(joined, out, capacity);
+}
+
+// MARK: - Matching
+
+bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case) {
+    size_t p = 0, t = 0, star = (size_t)-1, mark = 0;
+    while (t < tlen) {
+        if (p < plen && pattern[p] == '*') {
+            star = p++;
+            mark = t;
+        } else if (p < plen && (pattern[p] == '?' ||
+                                (fold_case ? ((pattern[p] | 0x20) == (text[t] | 0x20) &&
+                                              ((pattern[p] | 0x20) >= 'a' && (pattern[p] | 0x20) <= 'z'))
+                                               || pattern[p] == text[t]
+                                           : pattern[p] == text[t]))) {
+            p++;
+            t++;
+        } else if (star != (size_t)-1) {
+            p = star + 1;
+            t = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (p < plen && pattern[p] == '*') p++;
+    return p == plen;
+}
+
+typedef struct component {
+    const char *start;
+    size_t length;
+} component;
+
+static int split(const char *path, component *out, int capacity) {
+    int count = 0;
+    const char *p = path;
+    while (*p) {
+        while (*p == '/') p++;
+        if (!*p) break;
+        if (count == capacity) return -1;
+        out[count].start = p;
+        while (*p && *p != '/') p++;
+        out[count].length = (size_t)(p - out[count].start);
+        count++;
+    }
+    return count;
+}
+
+static bool has_wildcard(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '*' || s[i] == '?') return true;
+    return false;
+}
+
+static bool is_special_root(const component *first) {
+    return (first->length == 3 && (memcmp(first->start, "dev", 3) == 0 || memcmp(first->start, "sys", 3) == 0)) ||
+           (first->length == 4 && memcmp(first->start, "proc", 4) == 0);
+}
+
+#define MAX_COMPONENTS 1024
+
+int chaos_path_match(const char *pattern, const char *path, int special) {
+    if (!pattern || !path || pattern[0] != '/' || path[0] != '/') return 0;
+    component pc[CHAOS_PLAN_MAX_STRING / 2 + 1];
+    component tc[MAX_COMPONENTS];
+    int np = split(pattern, pc, (int)(sizeof pc / sizeof pc[0]));
+    int nt = split(path, tc, MAX_COMPONENTS);
+    if (np < 0 || nt < 0) return 0;
+    bool wild = has_wildcard(pattern, strlen(pattern));
+    if (special) { // an inherited 0–2: only its exact path, named without wildcards
+        return !wild && strcmp(pattern, path) == 0;
+    }
+    // /dev, /proc, /sys: only patterns whose first component names that directory.
+    if (nt > 0 && is_special_root(&tc[0])) {
+        if (np == 0 || pc[0].length != tc[0].length || memcmp(pc[0].start, tc[0].start, tc[0].length) != 0) return 0;
+    }
+    if (!wild) { // a prefix by whole components
+        if (np > nt) return 0;
+        for (int i = 0; i < np; i++)
+            if (pc[i].length != tc[i].length || memcmp(pc[i].start, tc[i].start, pc[i].length) != 0) return 0;
+        return 1;
+    }
+    // Globs: dynamic programming over components; `**` matches zero or more components.
+    bool row[MAX_COMPONENTS + 1], next[MAX_COMPONENTS + 1];
+    memset(row, 0, sizeof(bool) * (size_t)(nt + 1));
+    row[0] = true;
+    for (int i = 0; i < np; i++) {
+        bool globstar = pc[i].length == 2 && pc[i].start[0] == '*' && pc[i].start[1] == '*';
+        memset(next, 0, sizeof(bool) * (size_t)(nt + 1));
+        for (int j = 0; j <= nt; j++) {
+            if (globstar) {
+                next[j] = row[j] || (j > 0 && next[j - 1]);
+            } else if (j > 0 && row[j - 1]) {
+                next[j] = cf_glob_component(pc[i].start, pc[i].length, tc[j - 1].start, tc[j - 1].length, false);
+            }
+        }
+        memcpy(row, next, sizeof(bool) * (size_t)(nt + 1));
+    }
+    return row[nt] ? 1 : 0;
+}
+
+int chaos_path_pattern_check(const char *pattern, char *why, size_t capacity) {
+    char scratch[2];
+    if (!why) { why = scratch; capacity = sizeof scratch; }
+    if (!pattern || pattern[0] != '/') {
+        snprintf(why, capacity, "a path pattern must be absolute (start with /)");
+        return -1;
+    }
+    size_t length = strlen(pattern);
+    if (length >= CHAOS_PLAN_MAX_STRING) {
+        snprintf(why, capacity, "the pattern is longer than %d bytes", CHAOS_PLAN_MAX_STRING - 1);
+        return -1;
+    }
+    if (length > 1 && pattern[length - 1] == '/') {
+        snprintf(why, capacity, "drop the trailing / (a pattern without wildcards already covers everything below it)");
+        return -1;
+    }
+    int globstars = 0;
+    const char *p = pattern;
+    while (*p) {
+        if (*p++ != '/') continue;
+        const char *start = p;
+        while (*p && *p != '/') p++;
+        size_t n = (size_t)(p - start);
+        if (n == 0 && *p) {
+            snprintf(why, capacity, "'//' in the pattern: write one /");
+            return -1;
+        }
+        if ((n == 1 && start[0] == '.') || (n == 2 && start[0] == '.' && start[1] == '.')) {
+            snprintf(why, capacity, "'%.*s' in the pattern: write the folded path (patterns are compared with folded paths)", (int)n, start);
+            return -1;
+        }
+        for (size_t i = 0; i + 1 < n; i++) {
+            if (start[i] == '*' && start[i + 1] == '*' && n != 2) {
+                snprintf(why, capacity, "'**' must be a whole component (/a/**/b), not part of '%.*s'", (int)n, start);
+                return -1;
+            }
+        }
+        if (n == 2 && start[0] == '*' && start[1] == '*') globstars++;
+    }
+    if (globstars > 8) {
+        snprintf(why, capacity, "more than 8 '**' components");
+        return -1;
+    }
+    return 0;
+}
+
+// MARK: - Descriptor table
+
+typedef cf_fd_slot fd_slot;
+
+_Atomic(cf_fd_slot *) cf_fd_chunks[CF_FD_CHUNKS];
+_Atomic uint64_t cf_fd_generation; // 0: not tracking
+#define chunks cf_fd_chunks
+#define table_generation cf_fd_generation
+#define FD_CHUNK CF_FD_CHUNK
+#define FD_CHUNKS CF_FD_CHUNKS
+static uint64_t next_generation;
+
+// Retired path strings, freed after a grace period.
+static _Atomic int retire_lock;
+static char *retired[64];
+static int retired_count;
+
+static void lock(_Atomic int *l) {
+    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) syscall(SYS_sched_yield);
+}
+static void unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+static _Thread_local int retiring __attribute__((tls_model("initial-exec")));
+
+static void retire(char *path) {
+    if (!path) return;
+    // A signal handler that closes a descriptor while its thread is inside a read section
+    // or this function must not wait for itself: the string is then left unfreed.
+    if (retiring || cf_section_depth > 0) return;
+    retiring = 1;
+    lock(&retire_lock);
+    if (retired_count == (int)(sizeof retired / sizeof retired[0])) {
+        cf_synchronize();
+        for (int i = 0; i < retired_count; i++) free(retired[i]);
+        retired_count = 0;
+    }
+    retired[retired_count++] = path;
+    unlock(&retire_lock);
+    retiring = 0;
+}
+
+static fd_slot *slot(int fd, bool create) {
+    if (fd < 0 || fd >= FD_CHUNK * FD_CHUNKS) return NULL;
+    _Atomic(fd_slot *) *holder = &chunks[fd / FD_CHUNK];
+    fd_slot *chunk = atomic_load_explicit(holder, memory_order_acquire);
+    if (!chunk) {
+        if (!create) return NULL;
+        void *made = mmap(NULL, sizeof(fd_slot) * FD_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (made == MAP_FAILED) return NULL;
+        fd_slot *expected = NULL;
+        if (atomic_compare_exchange_strong(holder, &expected, (fd_slot *)made)) {
+            chunk = made;
+        } else {
+            munmap(made, sizeof(fd_slot) * FD_CHUNK);
+            chunk = expected;
+        }
+    }
+    return &chunk[fd % FD_CHUNK];
+}
+
+void cf_fd_tracking_set(bool on) {
+    // A new plan starts from a fresh table: what was recorded under the last one (or while
+    // nothing was followed) is looked up again on first use.
+    if (on) {
+        atomic_store(&table_generation, ++next_generation);
+    } else {
+        atomic_store(&table_generation, 0);
+    }
+}
+
+int chaos_fd_tracking(void) { return atomic_load_explicit(&table_generation, memory_order_relaxed) != 0; }
+
+bool cf_special_path(const char *path) {
+    return strncmp(path, "/dev/", 5) == 0 || strcmp(path, "/dev") == 0 || strncmp(path, "/proc/", 6) == 0 ||
+           strcmp(path, "/proc") == 0 || strncmp(path, "/sys/", 5) == 0 || strcmp(path, "/sys") == 0;
+}
+
+static void store(int fd, int kind, int family, int role, int special, const char *path) {
+    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
+    if (generation == 0) return;
+    fd_slot *s = slot(fd, true);
+    if (!s) return;
+    char *copy = path ? strdup(path) : NULL;
+    atomic_store_explicit(&s->generation, 0, memory_order_release);
+    atomic_store_explicit(&s->verdict, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->info, (uint32_t)kind | (uint32_t)family << 8 | (uint32_t)role << 16 | (uint32_t)special << 24,
+                          memory_order_relaxed);
+    char *old = atomic_exchange_explicit(&s->path, copy, memory_order_acq_rel);
+    atomic_store_explicit(&s->generation, generation, memory_order_release);
+    retire(old);
+}
+
+void chaos_fd_opened(int fd, int kind, const char *path) {
+    if (fd < 0 || !chaos_fd_tracking()) return;
+    if (kind == CHAOS_FD_FILE && (!path || path[0] != '/')) kind = CHAOS_FD_UNKNOWN;
+    if (kind == CHAOS_FD_UNKNOWN) { // looked up again on first use
+        fd_slot *s = slot(fd, false);
+        if (s) {
+            atomic_store_explicit(&s->generation, 0, memory_order_release);
+            retire(atomic_exchange(&s->path, NULL));
+        }
+        return;
+    }
+    store(fd, kind, 0, 0, kind == CHAOS_FD_FILE && cf_special_path(path), kind == CHAOS_FD_FILE ? path : NULL);
+}
+
+void chaos_fd_socket(int fd, int family, int role) {
+    if (fd < 0 || !chaos_fd_tracking()) return;
+    store(fd, CHAOS_FD_SOCKET, family, role, 0, NULL);
+}
+
+void chaos_fd_set_role(int fd, int role) {
+    if (fd < 0 || !chaos_fd_tracking()) return;
+    fd_slot *s = slot(fd, false);
+    if (!s || atomic_load(&s->generation) != atomic_load(&table_generation)) return;
+    uint32_t info = atomic_load(&s->info);
+    if ((info & 0xff) != CHAOS_FD_SOCKET) return;
+    atomic_store(&s->info, (info & ~0xff0000u) | (uint32_t)role << 16);
+}
+
+void chaos_fd_closed(int fd) {
+    if (fd < 0 || !chaos_fd_tracking()) return;
+    fd_slot *s = slot(fd, false);
+    if (!s) return;
+    atomic_store_explicit(&s->generation, 0, memory_order_release);
+    retire(atomic_exchange(&s->path, NULL));
+}
+
+void chaos_fd_duplicated(int oldfd, int newfd) {
+    if (oldfd < 0 || newfd < 0 || oldfd == newfd || !chaos_fd_tracking()) return;
+    char path[4096];
+    int special = 0, family = 0, role = 0;
+    int kind = chaos_fd_lookup(oldfd, path, sizeof path, &special, &family, &role);
+    if (kind == CHAOS_FD_UNKNOWN) {
+        chaos_fd_closed(newfd); // looked up again on first use
+        return;
+    }
+    store(newfd, kind, family, role, special, kind == CHAOS_FD_FILE ? path : NULL);
+}
+
+/// Looks `fd` up in /proc/self/fd (not in the table).
+static int probe(int fd, char *path, size_t capacity, int *special, int *family, int *role) {
+    char link[4096];
+    *special = 0;
+    *family = 0;
+    *role = CHAOS_ROLE_OTHER;
+    if (path && capacity) path[0] = 0;
+    if (cf_raw_readlink_fd(fd, link, sizeof link) < 0) return CHAOS_FD_UNKNOWN;
+    if (link[0] == '/') {
+        size_t n = strlen(link);
+        if (n > 10 && strcmp(link + n - 10, " (deleted)") == 0) link[n - 10] = 0;
+        *special = cf_special_path(link) || fd <= 2;
+        if (path) {
+            if (strlen(link) + 1 > capacity) return CHAOS_FD_UNKNOWN;
+            strcpy(path, link);
+        }
+        return CHAOS_FD_FILE;
+    }
+    if (strncmp(link, "socket:", 7) == 0) {
+        int domain = 0;
+        socklen_t length = sizeof domain;
+        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0) {
+            *family = domain == AF_INET ? CHAOS_FAMILY_INET : domain == AF_INET6 ? CHAOS_FAMILY_INET6
+                      : domain == AF_UNIX ? CHAOS_FAMILY_UNIX : CHAOS_FAMILY_OTHER;
+        } else {
+            *family = CHAOS_FAMILY_OTHER;
+        }
+        return CHAOS_FD_SOCKET;
+    }
+    return CHAOS_FD_OTHER;
+}
+
+int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *family, int *role) {
+    int ignored_special, ignored_family, ignored_role;
+    if (!special) special = &ignored_special;
+    if (!family) family = &ignored_family;
+    if (!role) role = &ignored_role;
+    if (fd < 0) return CHAOS_FD_UNKNOWN;
+    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
+    fd_slot *s = generation ? slot(fd, false) : NULL;
+    if (s && atomic_load_explicit(&s->generation, memory_order_acquire) == generation) {
+        unsigned parity = cf_read_enter();
+        uint32_t info = atomic_load_explicit(&s->info, memory_order_relaxed);
+        char *stored = atomic_load_explicit(&s->path, memory_order_acquire);
+        int kind = (int)(info & 0xff);
+        bool fits = true;
+        if (path && capacity) {
+            path[0] = 0;
+            if (stored) {
+                size_t n = strlen(stored);
+                if (n + 1 <= capacity) memcpy(path, stored, n + 1); else fits = false;
+            }
+        }
+        bool still = atomic_load_explicit(&s->generation, memory_order_acquire) == generation;
+        cf_read_leave(parity);
+        if (still && fits && (kind != CHAOS_FD_FILE || stored)) {
+            *family = (int)(info >> 8 & 0xff);
+            *role = (int)(info >> 16 & 0xff);
+            *special = (int)(info >> 24 & 0xff);
+            return kind;
+        }
+    }
+    char local[4096];
+    int kind = probe(fd, local, sizeof local, special, family, role);
+    if (path && capacity) {
+        if (strlen(local) + 1 > capacity) return CHAOS_FD_UNKNOWN;
+        strcpy(path, local);
+    }
+    if (generation && kind != CHAOS_FD_UNKNOWN) store(fd, kind, *family, *role, *special, kind == CHAOS_FD_FILE ? local : NULL);
+    return kind;
+}
+
+void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant) {
+    uint64_t generation = atomic_load_explicit(&table_generation, memory_order_acquire);
+    fd_slot *s = generation ? slot(fd, false) : NULL;
+    if (!s || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return;
+    atomic_store_explicit(&s->verdict, plan_generation << 1 | (uint64_t)(relevant != 0), memory_order_relaxed);
+}
