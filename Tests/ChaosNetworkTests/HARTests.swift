@@ -70,7 +70,7 @@ import Testing
         stubs.add(recorder)
         let recording = session(with: stubs)
         let first = await load(recording, base + "/weather?lat=1&lon=2", headers: ["Authorization": "Bearer top-secret", "Cookie": "a=b"])
-        #expect(first.status == 200 && first.text.contains("/weather?lat=1&lon=2"))
+        #expect(first.status == 200 && first.text.contains("/weather?lat=1&lon=2"), "\(String(describing: first.error))")
         let posted = await load(recording, base + "/notes", method: "POST", body: Data("remember".utf8))
         #expect(posted.text.contains("\"body\":\"remember\""))
         #expect(await load(recording, base + "/missing").status == 404)
