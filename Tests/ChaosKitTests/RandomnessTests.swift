@@ -237,3 +237,22 @@ import TestHelpers
         #expect(floats.count == 200)
     }
 }
+
+/// The README's seeded random dates replay exactly: the range's centre is a fixed date,
+/// not the clock at the moment the provider is made.
+@Suite struct ReproducibleRandomDateTests {
+    @Test func aSeededRandomDateReplaysWhateverTheTimeIsWhenTheProviderIsMade() throws {
+        let point = InjectionPoint(uniqueName()) { Date() }
+        func draws() throws -> [Date] {
+            // A new provider each time, made at a different moment.
+            let entry = point.entry(.random(.date(withinDays: 10_000)))
+            return try Chaos.with(entry, seed: 42) { (0..<8).map { _ in point() } }
+        }
+        let first = try draws()
+        Thread.sleep(forTimeInterval: 0.01)
+        #expect(try draws() == first)
+        let centre = RandomGenerator<Date>.defaultCentre
+        #expect(centre == Date(timeIntervalSince1970: 1_735_689_600), "2025-01-01T00:00:00Z")
+        for date in first { #expect(abs(date.timeIntervalSince(centre)) <= 10_000 * 86_400) }
+    }
+}
