@@ -73,6 +73,7 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         // The scope keeps its entry alive while the task runs; a reference costs nothing
         // next to a suspension.
         if let scoped = core.scopedEntry() {
+            if let value = scoped._withUnsafeGuaranteedRef({ $0.scopedConstant(observed: core.observed) }) { return value }
             return try await run(scoped.takeUnretainedValue(), arguments)
         }
         switch core.readTop() {
@@ -84,10 +85,15 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
 
     /// What one call of `installed` does: resolve the provider, wait, then answer.
     @inlinable func run(_ installed: Installed, _ arguments: Arguments) async throws(Failure) -> Result {
-        if let value = installed.rootConstant { return value }
-        let callIndex = installed.nextCallIndex()
+        if installed.expiresAt != 0, installed.hasExpired { return try await original(arguments) }
+        let callIndex = installed.recordCall()
+        if let value = installed.rootConstant {
+            installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
+            return value
+        }
         var delay = Duration.zero
         let (leaf, salt) = installed.root.resolve(arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
+        if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if delay > .zero {
             // A cancelled sleep still answers: chaos must not turn into a CancellationError
             // the point's Failure type may not be able to express.

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 
 /// Applies and reverts chaos (Dixie's `Dixie` builder).
@@ -83,9 +84,28 @@ public final class Chaos: Sendable {
                 Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
             }
             for item in prepared { item.prepared.core.notifyChanged() }
+            for item in prepared {
+                if let lease = item.prepared.installation.lease { scheduleLeaseEnd(item.entry, item.prepared.installation, after: lease) }
+            }
             return nil
         }
         if let result { throw result }
+    }
+
+    /// Reverts `entry` when its lease ends, if this very installation of it is still applied
+    /// (it may have been reverted, or reverted and applied again, meanwhile).
+    private func scheduleLeaseEnd(_ entry: ProfileEntry, _ installation: InstalledEntry, after lease: Duration) {
+        let nanoseconds = Int(clamping: lease.wholeNanoseconds)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
+            let ended = state.withLock { state -> Bool in
+                guard let index = state.applied.firstIndex(where: { $0.prepared.installation === installation }) else { return false }
+                Self.uninstall(state.applied.remove(at: index).prepared)
+                return true
+            }
+            if ended {
+                Self.logger.info("chaos lease ended; entry reverted", metadata: ["entry": "\(entry)", "lease": "\(DurationText.format(lease))"])
+            }
+        }
     }
 
     /// Reverts one applied entry; an entry this `Chaos` did not apply is an error.
@@ -135,6 +155,28 @@ public final class Chaos: Sendable {
         prepared.core.releaseActivation()
     }
 
+    /// What each entry this `Chaos` has applied (and not reverted) did, oldest first: calls
+    /// seen, calls acted on, calls passed to the original, and the last act with the seed
+    /// and call index that replay it. Reading them costs the call path nothing.
+    public var counters: [EntryCounters] {
+        state.withLock { $0.applied.map { $0.prepared.installation.counters(chaosSeed: seed) } }
+    }
+
+    /// Turns on observation for the whole process: from now on every act also records its
+    /// real time (in ``EntryCounters/LastAct/date``). Until someone observes, the call path
+    /// records counts only.
+    public static func observe() {
+        ChaosObservation.start()
+    }
+
+    /// Every act of every applied entry from now on, as it happens: what fired, where, and
+    /// the seed and call index that replay it. Subscribing turns observation on; a slow
+    /// reader keeps the newest `limit` events. The stream ends when the task reading it is
+    /// cancelled.
+    public static func events(bufferingNewest limit: Int = 1_024) -> AsyncStream<ChaosEvent> {
+        ChaosObservation.subscribe(bufferingNewest: limit)
+    }
+
     /// The entries this `Chaos` has applied and not reverted, oldest first.
     public var appliedEntries: [ProfileEntry] {
         state.withLock { $0.applied.map(\.entry) }
@@ -153,12 +195,16 @@ public struct ChaosScopeInfo: Sendable {
     public let seed: UInt64
     /// Every entry in force in the scope, outermost first.
     public let entries: [ProfileEntry]
+    /// What each of those entries did so far, in the same order.
+    public let counters: [EntryCounters]
 }
 
 extension Chaos {
     /// The scoped chaos the current task sees, or nil outside `Chaos.with`.
     public static var currentScope: ChaosScopeInfo? {
-        ScopeFrame.current.map { ChaosScopeInfo(seed: $0.seed, entries: $0.profileEntries) }
+        ScopeFrame.current.map { frame in
+            ChaosScopeInfo(seed: frame.seed, entries: frame.profileEntries, counters: frame.installedEntries.map { $0.counters(chaosSeed: frame.seed) })
+        }
     }
 
     private static func enterScope(

@@ -78,6 +78,9 @@ extension ChaosProviderProtocol {
     /// point suspends).
     public func delayed(by delay: Duration) -> Self { modified(by: .delay(delay)) }
 
+    /// This provider for `lease` after the entry is applied; then the entry reverts itself.
+    public func lease(_ lease: Duration) -> Self { modified(by: .lease(lease)) }
+
     /// A short, readable rendering (`"sequential[constant(1), original]"`), for logs and tools.
     public var summary: String { node.summary }
 }

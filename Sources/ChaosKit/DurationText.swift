@@ -71,6 +71,16 @@ public enum DurationText {
     static let durationExample = "e.g. \"250ms\", \"2s\", \"1m\" or \"1h30m\""
 }
 
+extension Duration {
+    /// The duration in whole nanoseconds (saturating past ±292 years).
+    var wholeNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return scaled &+ attoseconds / 1_000_000_000
+    }
+}
+
 /// A parsed span of time: the grammar of ``DurationText``, shared by durations and offsets.
 struct TimeSpanSyntax {
     var negative = false

@@ -88,7 +88,6 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
         if let scoped = core.scopedEntry() {
-            if let value = scoped._withUnsafeGuaranteedRef({ $0.rootConstant }) { return value }
             return try runGuaranteed(scoped, arguments)
         }
         switch core.readTop() {
@@ -102,7 +101,10 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     /// taking a reference to it.
     @inlinable @inline(__always) func runGuaranteed(_ installed: Unmanaged<Installed>, _ arguments: Arguments) throws(Failure) -> Result {
         do {
-            return try installed._withUnsafeGuaranteedRef { installed in try run(installed, arguments) }
+            return try installed._withUnsafeGuaranteedRef { installed in
+                if let value = installed.scopedConstant(observed: core.observed) { return value }
+                return try run(installed, arguments)
+            }
         } catch {
             // `_withUnsafeGuaranteedRef` rethrows untyped; only `Failure` can come out.
             throw error as! Failure
@@ -111,10 +113,15 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     /// What one call of `installed` does: resolve the provider, wait, then answer.
     @inlinable func run(_ installed: Installed, _ arguments: Arguments) throws(Failure) -> Result {
-        if let value = installed.rootConstant { return value }
-        let callIndex = installed.nextCallIndex()
+        if installed.expiresAt != 0, installed.hasExpired { return try original(arguments) }
+        let callIndex = installed.recordCall()
+        if let value = installed.rootConstant {
+            installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
+            return value
+        }
         var delay = Duration.zero
         let (leaf, salt) = installed.root.resolve(arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
+        if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if delay > .zero { sleepBlocking(for: delay) }
         switch leaf {
         case .original:
@@ -150,10 +157,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         do {
             return try installed._withUnsafeGuaranteedRef { installed in
                 // Called through optional chaining: unlike `if let`, that does not retain the block.
-                if let result = try installed.rootBlock?(CallEnvironment(
-                    arguments: arguments, callIndex: installed.calls.next(), entrySeed: installed.seed, point: self
-                )) {
-                    return result
+                if installed.rootBlock != nil {
+                    let callIndex = installed.recordCall()
+                    installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
+                    if let result = try installed.rootBlock?(CallEnvironment(
+                        arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self
+                    )) {
+                        return result
+                    }
                 }
                 return try run(installed, arguments)
             }

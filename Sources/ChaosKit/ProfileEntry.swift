@@ -21,13 +21,13 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     public let pointName: String
     /// A readable rendering of the provider.
     public let providerSummary: String
-    let prepare: @Sendable (_ entrySeed: UInt64) throws(ChaosError) -> PreparedInstallation
+    let prepare: @Sendable (_ entrySeed: UInt64, _ id: ID) throws(ChaosError) -> PreparedInstallation
     /// The point name's stable hash, which every apply mixes into the entry's seed.
     private let pointNameHash: UInt64
 
     private init(
         pointName: String, providerSummary: String,
-        prepare: @escaping @Sendable (UInt64) throws(ChaosError) -> PreparedInstallation
+        prepare: @escaping @Sendable (UInt64, ID) throws(ChaosError) -> PreparedInstallation
     ) {
         self.id = ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.pointName = pointName
@@ -42,8 +42,9 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ provider: ChaosProvider<Arguments, Result, Failure>
     ) {
         let core = point.core
-        self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
-            try core.prepare(provider.node, seed: seed)
+        let summary = provider.summary
+        self.init(pointName: point.name, providerSummary: summary) { seed, id throws(ChaosError) in
+            try core.prepare(provider.node, seed: seed, entry: id, summary: summary)
         }
     }
 
@@ -53,16 +54,17 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         _ provider: AsyncChaosProvider<Arguments, Result, Failure>
     ) {
         let core = point.core
-        self.init(pointName: point.name, providerSummary: provider.summary) { seed throws(ChaosError) in
-            try core.prepare(provider.node, seed: seed)
+        let summary = provider.summary
+        self.init(pointName: point.name, providerSummary: summary) { seed, id throws(ChaosError) in
+            try core.prepare(provider.node, seed: seed, entry: id, summary: summary)
         }
     }
 
     /// An entry for the point named `pointName`, found when the entry is applied; a wrong
     /// name or a provider that does not fit the point's types is a ``ChaosError`` then.
     public init(point pointName: String, _ provider: ProviderDescription) {
-        self.init(pointName: pointName, providerSummary: provider.summary) { seed throws(ChaosError) in
-            try PointRegistry.shared.point(named: pointName).prepare(provider, seed: seed)
+        self.init(pointName: pointName, providerSummary: provider.summary) { seed, id throws(ChaosError) in
+            try PointRegistry.shared.point(named: pointName).prepare(provider, seed: seed, entry: id)
         }
     }
 
@@ -76,7 +78,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     func prepared(chaosSeed: UInt64) throws(ChaosError) -> PreparedInstallation {
         let entrySeed = SeededRandom.derive(chaosSeed, pointNameHash)
         do {
-            return try prepare(entrySeed)
+            return try prepare(entrySeed, id)
         } catch {
             throw attributed(error)
         }

@@ -25,13 +25,10 @@ public enum ProviderLeaf<Result: Sendable, Failure: Error, Body: Sendable>: Send
         }
     }
 
-    /// Whether answering with this leaf reads the call index (a draw, or a block's
-    /// environment), so that a provider without such leaves leaves the counter alone.
-    var usesCallIndex: Bool {
-        switch self {
-        case .random, .block: true
-        case .original, .constant, .throwing: false
-        }
+    /// Whether this leaf calls the real implementation (and so does not count as an act).
+    @inlinable var isOriginal: Bool {
+        if case .original = self { return true }
+        return false
     }
 }
 

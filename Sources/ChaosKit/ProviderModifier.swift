@@ -10,6 +10,7 @@
 /// | ``probability(_:)`` | `.probability(0.2)` | `"probability": 0.2` | `20%step` |
 /// | ``times(_:)`` | `.times(3)` | `"times": 3` | `3*step` |
 /// | ``delay(_:)`` | `.delayed(by: .milliseconds(250))` | `"delay": "250ms"` | `step@250ms` |
+/// | ``lease(_:)`` | `.lease(.seconds(30))` | `"lease": "30s"` | `step~30s` |
 public enum ProviderModifier: Sendable, Hashable {
     /// With probability `p` (0…1, drawn from the seeded source) the provider, otherwise the original.
     case probability(Double)
@@ -17,10 +18,13 @@ public enum ProviderModifier: Sendable, Hashable {
     case times(Int)
     /// Wait this long (zero or more), then use the provider.
     case delay(Duration)
+    /// The entry reverts itself this long (more than zero) after it was applied: chaos that
+    /// cannot be left on by mistake. Only outermost: it limits a whole entry.
+    case lease(Duration)
 
     /// Every modifier's profile key, innermost first: the order in which a provider object
     /// with several of them wraps its provider (`times`, then `probability`, then `delay`).
-    public static let profileKeys = ["times", "probability", "delay"]
+    public static let profileKeys = ["times", "probability", "delay", "lease"]
 
     /// The key that spells this modifier in a JSON profile.
     public var profileKey: String {
@@ -28,7 +32,14 @@ public enum ProviderModifier: Sendable, Hashable {
         case .times: "times"
         case .probability: "probability"
         case .delay: "delay"
+        case .lease: "lease"
         }
+    }
+
+    /// Whether this is a lease (which the entry keeps, rather than each call).
+    public var isLease: Bool {
+        if case .lease = self { return true }
+        return false
     }
 
     /// Why this modifier cannot be applied, or nil when it can.
@@ -40,6 +51,8 @@ public enum ProviderModifier: Sendable, Hashable {
             n >= 1 ? nil : "times(\(n)) would never apply; use times(1) or more, or .original"
         case .delay(let delay):
             delay >= .zero ? nil : "delayed(by: \(delay)) is negative; use a duration of zero or more"
+        case .lease(let lease):
+            lease > .zero ? nil : "lease(\(DurationText.format(lease))) ends before it starts; give a duration above zero, e.g. .seconds(30)"
         }
     }
 
@@ -49,6 +62,7 @@ public enum ProviderModifier: Sendable, Hashable {
         case .probability(let p): "\(inner) with probability \(p)"
         case .times(let n): "\(inner) \(n) times"
         case .delay(let delay): "\(inner) after \(DurationText.format(delay))"
+        case .lease(let lease): "\(inner) for \(DurationText.format(lease))"
         }
     }
 
@@ -81,6 +95,17 @@ public enum ProviderModifier: Sendable, Hashable {
             default:
                 return .failure(ModifierSyntaxError("delay must be milliseconds or a duration such as \"250ms\", \"2s\" or \"1m\""))
             }
+        case "lease":
+            guard case .string(let text) = value else {
+                return .failure(ModifierSyntaxError("lease must be a duration such as \"30s\" or \"5m\""))
+            }
+            do throws(ChaosError) {
+                let lease = try DurationText.duration(text)
+                guard lease > .zero else { return .failure(ModifierSyntaxError("lease must be longer than zero, e.g. \"30s\"")) }
+                return .success(.lease(lease))
+            } catch {
+                return .failure(ModifierSyntaxError("lease: \(error.message)"))
+            }
         default:
             return nil
         }
@@ -92,6 +117,7 @@ public enum ProviderModifier: Sendable, Hashable {
         case .probability(let p): .number(p)
         case .times(let n): .number(Double(n))
         case .delay(let delay): .string(DurationText.format(delay))
+        case .lease(let lease): .string(DurationText.format(lease))
         }
     }
 
@@ -113,6 +139,10 @@ public enum ProviderModifier: Sendable, Hashable {
                     .object(["type": .string("number"), "minimum": .number(0)]),
                     .object(["type": .string("string"), "pattern": .string(DurationText.schemaPattern)]),
                 ]),
+            ])),
+            ("lease", .object([
+                "description": .string("Revert the entry by itself this long after it is applied (outermost only), e.g. \"30s\"."),
+                "type": .string("string"), "pattern": .string(DurationText.schemaPattern),
             ])),
         ]
     }
@@ -147,6 +177,15 @@ public enum ProviderModifier: Sendable, Hashable {
                 return .failure(ModifierSyntaxError("'@\(text)' is not a delay: \(error.message)"))
             }
         }),
+        (.suffix(introducer: "~"), { text in
+            do throws(ChaosError) {
+                let lease = try DurationText.duration(text)
+                guard lease > .zero else { return .failure(ModifierSyntaxError("'~\(text)' is not a lease: give a duration above zero, e.g. ~30s")) }
+                return .success(.lease(lease))
+            } catch {
+                return .failure(ModifierSyntaxError("'~\(text)' is not a lease: \(error.message)"))
+            }
+        }),
     ]
 
     // MARK: Calls
@@ -155,15 +194,10 @@ public enum ProviderModifier: Sendable, Hashable {
     func compiled(salt: UInt64) -> ModifierRuntime {
         switch self {
         case .times: ModifierRuntime(modifier: self, counter: CallCounter(), salt: salt)
-        case .probability, .delay: ModifierRuntime(modifier: self, counter: nil, salt: salt)
+        case .probability, .delay, .lease: ModifierRuntime(modifier: self, counter: nil, salt: salt)
         }
     }
 
-    /// Whether deciding reads the call index (a seeded draw).
-    var usesCallIndex: Bool {
-        if case .probability = self { return true }
-        return false
-    }
 }
 
 /// Why a modifier's text or value is not one.
@@ -198,6 +232,9 @@ struct ModifierSyntaxError: Error {
             return (counter?.next() ?? 0) < limit ? .proceed : .original
         case .delay(let delay):
             return .wait(delay)
+        case .lease:
+            // The installation keeps a lease (applying reverts the entry when it ends).
+            return .proceed
         }
     }
 }

@@ -46,6 +46,17 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
     let mode: Mode
     let seed: UInt64?
     let entries: @Sendable () throws -> [ProfileEntry]
+    /// Whether a test case fails when one of the trait's entries never acted.
+    var requiresFiring = false
+
+    /// This trait, failing each test case in which one of its entries never acted: "armed
+    /// but never fired", naming the entry. Chaos that silently did nothing is the most
+    /// common way a fault-injection test passes without testing anything.
+    public func failingIfNeverFired() -> ChaosTrait {
+        var trait = self
+        trait.requiresFiring = true
+        return trait
+    }
 
     /// Recursive: on a suite, the trait scopes every test case of every test inside it.
     public var isRecursive: Bool { true }
@@ -59,6 +70,7 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
         case .scoped:
             try await Chaos.with(entries, seed: seed) {
                 try await Self.annotatingIssues(for: test, testCase: testCase, function)
+                if requiresFiring { Self.recordUnfired(entries, Chaos.currentScope?.counters ?? [], test: test) }
             }
         case .processWide where entries.isEmpty && seed == nil:
             // `.processWideChaos`: only the lock; the test applies what it needs itself.
@@ -66,7 +78,18 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
         case .processWide:
             try await ProcessWideChaos.with(entries, seed: seed) {
                 try await Self.annotatingIssues(for: test, testCase: testCase, function)
+                if requiresFiring { Self.recordUnfired(entries, ProcessWideChaos.applied?.counters ?? [], test: test) }
             }
+        }
+    }
+
+    /// Records an issue for each of `entries` whose counters show no act.
+    static func recordUnfired(_ entries: [ProfileEntry], _ counters: [EntryCounters], test: Test) {
+        for entry in entries {
+            let counted = counters.first { $0.entry == entry.id }
+            guard counted?.hasFired != true else { continue }
+            let seen = counted.map { " (\($0.seen) calls reached it)" } ?? ""
+            Issue.record("armed but never fired: entry \(entry.id) (\(entry))\(seen)", sourceLocation: test.sourceLocation)
         }
     }
 

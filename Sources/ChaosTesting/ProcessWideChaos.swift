@@ -49,6 +49,9 @@ public enum ProcessWideChaos {
     /// runs `body`, and reverts them afterwards — also when `body` throws.
     ///
     /// Without a seed one is drawn; ``ChaosReplay/current`` reports it inside `body`.
+    /// The `Chaos` that ``with(_:seed:isolation:_:)`` applied for the current task, if any.
+    @TaskLocal static var applied: Chaos?
+
     public static func with<T>(
         _ entries: [ProfileEntry], seed: UInt64? = nil,
         isolation: isolated (any Actor)? = #isolation,
@@ -59,7 +62,9 @@ public enum ProcessWideChaos {
             try chaos.profile(entries).apply()
             defer { chaos.revertAll() }
             let layer = ChaosReplay.Layer(seed: chaos.seed, entries: entries, isProcessWide: true)
-            return try await $activeLayers.withValue(activeLayers + [layer], operation: body)
+            return try await $applied.withValue(chaos) {
+                try await $activeLayers.withValue(activeLayers + [layer], operation: body)
+            }
         }
     }
 }

@@ -184,3 +184,41 @@ import Testing
         #expect(issues.isEmpty)
     }
 }
+
+/// `.failingIfNeverFired()`: chaos that never acted fails the test, naming the entry.
+@Suite struct NeverFiredTests {
+    static let point = InjectionPoint<Int, Int, Never>("chaostesting.never-fired") { $0 }
+
+    @Test func anEntryThatNeverActsFailsTheTestNamingIt() async throws {
+        let idle = Self.point.entry(ChaosProvider.constant(0).probability(0))
+        let trait = ChaosTrait.chaos(seed: 1, idle).failingIfNeverFired()
+        let test = try #require(Test.current)
+        try await withKnownIssue {
+            try await trait.provideScope(for: test, testCase: nil) {
+                _ = Self.point(1)  // reached, never acted
+            }
+        } matching: { issue in
+            "\(issue)".contains("armed but never fired: entry \(idle.id)") && "\(issue)".contains("1 calls reached it")
+        }
+    }
+
+    @Test func anEntryThatActsPasses() async throws {
+        let active = Self.point.entry(.constant(0))
+        let trait = ChaosTrait.chaos(seed: 1, active).failingIfNeverFired()
+        let test = try #require(Test.current)
+        try await trait.provideScope(for: test, testCase: nil) {
+            #expect(Self.point(1) == 0)
+        }
+    }
+
+    @Test func processWideEntriesAreCheckedToo() async throws {
+        let idle = Self.point.entry(ChaosProvider.constant(0).times(1).probability(0))
+        let trait = ChaosTrait.chaos(global: idle, seed: 2).failingIfNeverFired()
+        let test = try #require(Test.current)
+        try await withKnownIssue {
+            try await trait.provideScope(for: test, testCase: nil) {}
+        } matching: { issue in
+            "\(issue)".contains("armed but never fired: entry \(idle.id)")
+        }
+    }
+}

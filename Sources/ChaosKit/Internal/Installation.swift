@@ -1,3 +1,6 @@
+public import Synchronization
+import Foundation
+
 /// A typed provider tree made ready to run: every counting node (a sequence, `times`) has
 /// its own counter and every drawing node (a random leaf, `probability`) its own salt, so
 /// nested providers count and draw independently. The shape is the ``ProviderTree``'s;
@@ -33,15 +36,6 @@
         }
     }
 
-    var usesCallIndex: Bool {
-        switch self {
-        case .leaf(let leaf, _): leaf.usesCallIndex
-        case .sequential(let children, _): children.contains { $0.usesCallIndex }
-        case .composite(let branches, let otherwise): otherwise.usesCallIndex || branches.contains { $0.node.usesCallIndex }
-        case .modified(let runtime, let child): runtime.modifier.usesCallIndex || child.usesCallIndex
-        }
-    }
-
     /// What call `callIndex` does, without doing it: the leaf that answers, its salt, and
     /// the waits of the delays on the way there (added to `delay`). Counters advance;
     /// nothing else happens.
@@ -73,15 +67,97 @@
     }
 }
 
-/// One applied entry on one point: its compiled provider, its seed and its call counter.
-@usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: Sendable {
-    @usableFromInline let pointName: String
-    @usableFromInline let seed: UInt64
-    @usableFromInline let calls = CallCounter()
+/// What every applied entry records of its calls, whatever its point's types: the proof
+/// that chaos took effect. Counting is a few relaxed atomic operations on the entry's own
+/// words; the time of the last act is read only while someone observes
+/// (``Chaos/observe()``), so an unobserved call pays nothing for it.
+@usableFromInline class InstalledEntry: @unchecked Sendable {
+    // Unchecked: every stored property is immutable or atomic.
+
+    @usableFromInline final let pointName: String
+    @usableFromInline final let seed: UInt64
+    /// The entry this installs (nil for an installation made outside an entry).
+    final let entryID: ProfileEntry.ID?
+    /// The provider, rendered, for events and counters.
+    final let summary: String
+    /// Calls that reached the entry; a call's index is the count before it.
+    @usableFromInline final let seen = Atomic<Int>(0)
+    /// Calls it answered with anything but the original (not kept when every call acts).
+    @usableFromInline final let acted = Atomic<Int>(0)
+    /// Whether every call acts (a constant, an error, a block, a random value at the root):
+    /// then `acted` is `seen`, and the call path saves an atomic operation.
+    @usableFromInline final let actsOnEveryCall: Bool
+    /// The index of the last call it acted on (-1: none yet; not kept when every call acts).
+    @usableFromInline final let lastActedCall = Atomic<Int>(-1)
+    /// When that was, in ns since 1970 by the real clock (0: not observed).
+    final let lastActedTime = Atomic<Int64>(0)
+    /// How long the entry lives once applied (its lease), and when a scoped one ends
+    /// (real ns since 1970; 0: never).
+    final let lease: Duration?
+    @usableFromInline final let expiresAt: Int64
+
+    init(pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String, actsOnEveryCall: Bool, lease: Duration?) {
+        self.pointName = pointName
+        self.seed = seed
+        self.entryID = entryID
+        self.summary = summary
+        self.actsOnEveryCall = actsOnEveryCall
+        self.lease = lease
+        self.expiresAt = lease.map { ChaosObservation.realNanoseconds() &+ $0.wholeNanoseconds } ?? 0
+    }
+
+    /// Counts a call that reached the entry and returns its index.
+    @inlinable @inline(__always) final func recordCall() -> Int {
+        seen.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Records that call `callIndex` acted (`counted`: already counted in `acted`).
+    @inlinable @inline(__always) final func recordAct(_ callIndex: Int, observed: Bool) {
+        // An entry that acts on every call needs neither: its acts are its calls.
+        if !actsOnEveryCall {
+            acted.wrappingAdd(1, ordering: .relaxed)
+            lastActedCall.store(callIndex, ordering: .relaxed)
+        }
+        if observed { recordObservedAct(callIndex) }
+    }
+
+    /// The observed part of an act: its time, and an event for those who follow them.
+    @usableFromInline final func recordObservedAct(_ callIndex: Int) {
+        let now = ChaosObservation.realNanoseconds()
+        lastActedTime.store(now, ordering: .relaxed)
+        ChaosObservation.emit(ChaosEvent(
+            entry: entryID, pointName: pointName, provider: summary, callIndex: callIndex, entrySeed: seed,
+            date: Date(timeIntervalSince1970: Double(now) / 1e9)
+        ))
+    }
+
+    /// Whether a lease has ended (only scoped entries check: global ones are reverted).
+    @usableFromInline final var hasExpired: Bool {
+        expiresAt != 0 && ChaosObservation.realNanoseconds() >= expiresAt
+    }
+
+    /// A snapshot of the counters.
+    final func counters(chaosSeed: UInt64?) -> EntryCounters {
+        let seen = self.seen.load(ordering: .relaxed)
+        let acted = actsOnEveryCall ? seen : self.acted.load(ordering: .relaxed)
+        let lastCall = actsOnEveryCall ? seen - 1 : lastActedCall.load(ordering: .relaxed)
+        let lastTime = lastActedTime.load(ordering: .relaxed)
+        return EntryCounters(
+            entry: entryID, pointName: pointName, provider: summary, seen: seen, acted: acted,
+            lastAct: lastCall < 0 ? nil : EntryCounters.LastAct(
+                callIndex: lastCall, entrySeed: seed, chaosSeed: chaosSeed,
+                date: lastTime == 0 ? nil : Date(timeIntervalSince1970: Double(lastTime) / 1e9)
+            ),
+            leaseEnds: expiresAt == 0 ? nil : Date(timeIntervalSince1970: Double(expiresAt) / 1e9)
+        )
+    }
+}
+
+/// One applied entry on one point: its compiled provider, its seed and its counters.
+@usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: InstalledEntry, @unchecked Sendable {
+    // Unchecked: the compiled tree and fast-path fields are immutable and Sendable; the
+    // counters are the base class's atomics.
     @usableFromInline let root: CompiledNode<Arguments, Result, Failure, Body>
-    /// Whether any node reads the call index (blocks, random draws); when none does, the
-    /// shared call counter is not touched, which keeps `.constant` off a contended cache line.
-    @usableFromInline let usesCallIndex: Bool
     /// The value when the whole provider is one `.constant`: the call path returns it
     /// without resolving anything.
     @usableFromInline let rootConstant: Result?
@@ -89,18 +165,33 @@
     /// call path runs it without resolving the tree.
     @usableFromInline let rootBlock: Body?
 
-    init(pointName: String, seed: UInt64, tree: ChaosProviderNode<Arguments, Result, Failure, Body>) {
-        self.pointName = pointName
-        self.seed = seed
+    /// An installation of `tree`, whose outermost lease (if any) the caller has taken off
+    /// and passes as `lease`.
+    init(
+        pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String,
+        tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?
+    ) {
         self.root = CompiledNode(tree)
-        self.usesCallIndex = root.usesCallIndex
         if case .leaf(.constant(let value)) = tree { rootConstant = value } else { rootConstant = nil }
         if case .leaf(.block(let body)) = tree { rootBlock = body } else { rootBlock = nil }
+        let acts: Bool
+        if case .leaf(let leaf) = tree, !leaf.isOriginal { acts = true } else { acts = false }
+        super.init(pointName: pointName, seed: seed, entryID: entryID, summary: summary, actsOnEveryCall: acts, lease: lease)
     }
 
-    /// The index of a new call (0 when no node reads it).
-    @inlinable func nextCallIndex() -> Int {
-        usesCallIndex ? calls.next() : 0
+    /// The constant of a plain `.constant` entry, counted as one act; nil for any other
+    /// provider. Global entries with a lease are reverted when it ends, so they skip the check.
+    @inlinable @inline(__always) func globalConstant(observed: borrowing Atomic<Bool>) -> Result? {
+        guard let value = rootConstant else { return nil }
+        recordAct(recordCall(), observed: observed.load(ordering: .relaxed))
+        return value
+    }
+
+    /// ``globalConstant(observed:)`` for a scoped entry, which ends with its lease.
+    @inlinable @inline(__always) func scopedConstant(observed: borrowing Atomic<Bool>) -> Result? {
+        guard let value = rootConstant, expiresAt == 0 || !hasExpired else { return nil }
+        recordAct(recordCall(), observed: observed.load(ordering: .relaxed))
+        return value
     }
 
     /// The seed of call `callIndex`'s random draws at the node salted `salt`.

@@ -7,14 +7,14 @@ public import Synchronization
 protocol AnyPointCore: PointState, Sendable {
     var catalogueItems: [CatalogueItemInfo] { get }
     var matchConditions: [CatalogueParameter]? { get }
-    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation
+    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError) -> PreparedInstallation
 }
 
 /// An entry checked and ready to install on its point; installing it cannot fail.
 struct PreparedInstallation: Sendable {
     /// The point's state: what installing and removing the entry touch.
     let core: PointState
-    let installation: any AnyObject & Sendable
+    let installation: InstalledEntry
 }
 
 /// The part of a point's core that does not depend on its types: the global stack of
@@ -36,6 +36,9 @@ struct PreparedInstallation: Sendable {
     /// The key under which the runtime keeps the current task's scope: read once here, so
     /// that the call path does not go through the lazy global each time.
     @usableFromInline final let scopeKey: UnsafeMutableRawPointer
+    /// Whether someone observes acts (their times, the event stream): the call path then
+    /// records more than counts (see ``ChaosObservation``).
+    @usableFromInline final let observed = Atomic<Bool>(false)
 
     final let name: String
     final let signature: String
@@ -52,6 +55,7 @@ struct PreparedInstallation: Sendable {
         self.activation = activation
         self.readers = activation?.readsEntriesInHookSections == true ? .hookSections : .pointSections
         self.scopeKey = ScopeFrame.key
+        observed.store(ChaosObservation.isObserving, ordering: .relaxed)
     }
 
     final func pushGlobal(_ installation: any AnyObject & Sendable) {
@@ -161,12 +165,12 @@ struct PreparedInstallation: Sendable {
         if entered == UInt64.max {  // CHAOS_POINT_UNPROTECTED
             // A thread that cannot take part in sections (exiting, or out of memory).
             guard let installed = top() else { return .none }
-            return installed.rootConstant.map(Top.constant) ?? .entry(installed)
+            return .entry(installed)
         }
         defer { chaos_point_leave(entered) }
         guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return .none }
         let unmanaged = Unmanaged<Installed>.fromOpaque(address)
-        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.rootConstant }) { return .constant(value) }
+        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.globalConstant(observed: observed) }) { return .constant(value) }
         return .entry(unmanaged.takeUnretainedValue())
     }
 
@@ -194,18 +198,28 @@ struct PreparedInstallation: Sendable {
         catalogue.matcher?.conditions
     }
 
-    func prepare(_ description: ProviderDescription, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
-        try prepare(typed(description), seed: seed)
+    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError) -> PreparedInstallation {
+        try prepare(typed(description), seed: seed, entry: entry, summary: description.summary)
     }
 
     /// Checks a typed provider for this point (unique name, modifiers in range, constants
     /// the point accepts) and makes its installation.
-    func prepare(_ tree: Tree, seed: UInt64) throws(ChaosError) -> PreparedInstallation {
+    func prepare(_ tree: Tree, seed: UInt64, entry: ProfileEntry.ID?, summary: String) throws(ChaosError) -> PreparedInstallation {
         try PointRegistry.shared.checkUnique(self)
+        var tree = tree
+        var lease: Duration?
         if case .leaf = tree {
             // A single leaf has no structure or modifier to check.
-        } else if let problem = tree.problem {
-            throw ChaosError(.invalidProvider, subject: name, problem)
+        } else {
+            if let problem = tree.problem { throw ChaosError(.invalidProvider, subject: name, problem) }
+            // A lease limits the whole entry: it is kept by the installation, not run per call.
+            if case .modified(.lease(let duration), let inner) = tree {
+                lease = duration
+                tree = inner
+            }
+            if tree.modifiers.contains(where: \.isLease) {
+                throw ChaosError(.invalidProvider, subject: name, "a lease limits a whole entry; put it outermost (e.g. .probability(0.2).lease(.seconds(30)))")
+            }
         }
         if let check = catalogue.resultValidator {
             try tree.forEachLeaf { (leaf: ProviderLeaf) throws(ChaosError) in
@@ -219,7 +233,8 @@ struct PreparedInstallation: Sendable {
                 }
             }
         }
-        return PreparedInstallation(core: self, installation: Installed(pointName: name, seed: seed, tree: tree))
+        let installed = Installed(pointName: name, seed: seed, entryID: entry, summary: summary, tree: tree, lease: lease)
+        return PreparedInstallation(core: self, installation: installed)
     }
 
     /// The catalogue item called `name`, made from `parameters` once they are checked

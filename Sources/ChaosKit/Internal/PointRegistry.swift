@@ -62,6 +62,12 @@ final class PointRegistry: Sendable {
         )
     }
 
+    /// Calls `body` with every live point (outside the registry's lock).
+    func forEachPoint(_ body: (PointState) -> Void) {
+        let alive = points.withLock { table in table.values.flatMap { $0.compactMap(\.point) } }
+        for point in alive { body(point) }
+    }
+
     /// The names of all live points, sorted.
     var names: [String] {
         // Strong references are taken under the lock but dropped after it, so that a

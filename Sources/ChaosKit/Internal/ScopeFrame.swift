@@ -15,6 +15,8 @@
     private let retained: [any AnyObject & Sendable]
     let seed: UInt64
     let profileEntries: [ProfileEntry]
+    /// The installations of `profileEntries`, in the same order (for their counters).
+    let installedEntries: [InstalledEntry]
 
     init(parent: ScopeFrame?, prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)], seed: UInt64) {
         let mine = prepared.reversed().map(\.prepared)
@@ -39,6 +41,7 @@
         self.retained = retained
         self.seed = seed
         self.profileEntries = (parent?.profileEntries ?? []) + prepared.map(\.entry)
+        self.installedEntries = (parent?.installedEntries ?? []) + prepared.map(\.prepared.installation)
     }
 
     private static func address(of object: AnyObject) -> UInt {

@@ -85,6 +85,11 @@ public final class ChaosSession: Sendable {
         }
     }
 
+    /// What each applied (enabled) entry of the session did so far (see ``EntryCounters``).
+    public var counters: [EntryCounters] {
+        state.withLock { $0.chaos?.counters ?? [] }
+    }
+
     /// Enables or disables the entry at `index`; the session is re-applied all or nothing.
     public func setEnabled(_ enabled: Bool, at index: Int) throws(ChaosError) {
         try state.withLock { state throws(ChaosError) in

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+@testable import ChaosKit
+import TestHelpers
+
+/// Every applied entry counts what it did (the proof that chaos took effect), and an entry
+/// with a lease reverts itself.
+@Suite struct CountersTests {
+    @Test func countsAreExactUnderConcurrency() async throws {
+        let constant = InjectionPoint<Int, Int, Never>(uniqueName("constant")) { $0 }
+        let coin = InjectionPoint<Int, Int, Never>(uniqueName("coin")) { $0 }
+        let chaos = Chaos(seed: 9)
+        let always = constant.entry(.constant(-1))
+        let half = coin.entry(ChaosProvider.constant(-1).probability(0.5))
+        try chaos.profile(always, half).apply()
+        defer { chaos.revertAll() }
+        let tasks = 8, calls = 5_000
+        let coinActs = SharedCounter()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<tasks {
+                group.addTask {
+                    for index in 0..<calls {
+                        _ = constant(index)
+                        if coin(index) == -1 { coinActs.increment() }
+                    }
+                }
+            }
+        }
+        let counters = chaos.counters
+        #expect(counters.map(\.entry) == [always.id, half.id])
+        #expect(counters[0].seen == tasks * calls && counters[0].acted == tasks * calls && counters[0].passed == 0)
+        #expect(counters[1].seen == tasks * calls)
+        #expect(counters[1].acted == coinActs.current, "acted counts exactly the calls that got the constant")
+        #expect(counters[1].acted + counters[1].passed == tasks * calls)
+        #expect(counters[1].acted > tasks * calls / 3 && counters[1].acted < tasks * calls * 2 / 3)
+    }
+
+    @Test func theLastActNamesTheCallAndSeedThatReplayIt() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        func run(seed: UInt64) throws -> (acts: [Int], last: EntryCounters.LastAct?) {
+            let chaos = Chaos(seed: seed)
+            let entry = point.entry(ChaosProvider.constant(-1).probability(0.3))
+            try chaos.profile(entry).apply()
+            defer { chaos.revertAll() }
+            let acts = (0..<40).filter { point($0) == -1 }
+            return (acts, chaos.counters[0].lastAct)
+        }
+        let first = try run(seed: 77)
+        let last = try #require(first.last)
+        #expect(last.callIndex == first.acts.last, "the index of the last call that acted")
+        #expect(last.chaosSeed == 77)
+        #expect(try run(seed: 77).acts == first.acts, "the seed replays the same acts")
+        let never = InjectionPoint<Int, Int, Never>(uniqueName("never")) { $0 }
+        let chaos = Chaos(seed: 1)
+        try chaos.profile(never.entry(ChaosProvider.constant(0).times(1).probability(0))).apply()
+        defer { chaos.revertAll() }
+        _ = never(1)
+        #expect(chaos.counters[0].lastAct == nil && !chaos.counters[0].hasFired && chaos.counters[0].seen == 1)
+    }
+
+    @Test func scopedEntriesCountToo() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let entry = point.entry(.sequential([.original, .constant(0)]))
+        try Chaos.with(entry, seed: 3) {
+            _ = point(5)
+            _ = point(5)
+            _ = point(5)
+            let counters = try #require(Chaos.currentScope?.counters.first)
+            #expect(counters.entry == entry.id && counters.seen == 3 && counters.acted == 2 && counters.passed == 1)
+        }
+    }
+
+    @Test func observedActsHaveTheirTimeAndReachTheEventStream() async throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let events = Chaos.events()
+        let chaos = Chaos(seed: 5)
+        let entry = point.entry(.constant(-1))
+        try chaos.profile(entry).apply()
+        defer { chaos.revertAll() }
+        let before = Date()
+        _ = point(1)
+        var iterator = events.makeAsyncIterator()
+        var seen: ChaosEvent?
+        while let event = await iterator.next() {
+            if event.entry == entry.id { seen = event; break }
+        }
+        let event = try #require(seen)
+        #expect(event.pointName == point.name && event.callIndex == 0)
+        let date = try #require(chaos.counters[0].lastAct?.date)
+        #expect(abs(date.timeIntervalSince(before)) < 5)
+        #expect(abs(event.date.timeIntervalSince(before)) < 5)
+    }
+}
+
+@Suite struct LeaseTests {
+    @Test func aGlobalEntryRevertsItselfWhenItsLeaseEnds() async throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let chaos = Chaos(seed: 1)
+        let entry = point.entry(ChaosProvider.constant(-1).lease(.milliseconds(80)))
+        try chaos.profile(entry).apply()
+        #expect(point(1) == -1)
+        #expect(chaos.counters.first?.leaseEnds != nil)
+        let started = ContinuousClock.now
+        while point(1) == -1, ContinuousClock.now - started < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let took = ContinuousClock.now - started
+        #expect(point(1) == 1, "the lease reverted the entry")
+        #expect(took >= .milliseconds(60), "not before the lease ended: \(took)")
+        #expect(chaos.appliedEntries.isEmpty)
+        #expect(throws: ChaosError.self) { try chaos.revert(entry) }
+    }
+
+    @Test func aScopedEntryStopsActingWhenItsLeaseEnds() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        try Chaos.with(point.entry(ChaosProvider.block { _ in -1 }.lease(.milliseconds(50)))) {
+            #expect(point(1) == -1)
+            Thread.sleep(forTimeInterval: 0.08)
+            #expect(point(1) == 1)
+        }
+    }
+
+    @Test func leasesFromProfilesAndTheGrammar() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let profile = try ChaosProfile.decode(json: """
+        {"entries": [{"point": "\(point.name)", "provider": {"constant": 7, "probability": 1, "lease": "30s"}}]}
+        """)
+        #expect(profile.entries[0].provider.summary == "constant(7) with probability 1.0 for 30s")
+        let grammar = try ChaosGrammar.parse("\(point.name)=constant(7)~250ms")
+        #expect(grammar[0].provider.modifiers == [.lease(.milliseconds(250))])
+        let chaos = try profile.apply()
+        defer { chaos.revertAll() }
+        let ends = try #require(chaos.counters.first?.leaseEnds)
+        #expect(ends.timeIntervalSinceNow > 25 && ends.timeIntervalSinceNow <= 30)
+        #expect(try ChaosProfile.decode(json: try profile.jsonText()).entries[0].provider.modifiers.contains(.lease(.seconds(30))))
+    }
+
+    @Test func aLeaseMustBePositiveAndOutermost() {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        ValidationTests.expectRejected(point.entry(ChaosProvider.constant(1).lease(.zero)), .invalidProvider, mentioning: ["ends before it starts"])
+        ValidationTests.expectRejected(
+            point.entry(ChaosProvider.constant(1).lease(.seconds(1)).probability(0.5)), .invalidProvider, mentioning: ["put it outermost"]
+        )
+        let bad = try? ChaosProfile.decode(json: #"{"entries": [{"point": "x", "provider": {"constant": 1, "lease": 30}}]}"#)
+        #expect(bad == nil, "a lease is a duration text such as \"30s\"")
+    }
+}
