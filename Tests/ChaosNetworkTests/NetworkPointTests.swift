@@ -178,7 +178,7 @@ import Testing
             #expect(got6 == .ok)
         }
         #expect(Chaos.catalogue.first { $0.name == "network.send" }?.items.map(\.name) ==
-            ["bandwidth", "connection-reset", "corrupted", "dns-failure", "latency", "offline", "refused", "status", "timeout", "truncated"])
+            ["bandwidth", "connection-reset", "corrupted", "dns-failure", "latency", "mutated-json", "offline", "refused", "status", "timeout", "truncated"])
     }
 }
 
