@@ -183,14 +183,18 @@ import Testing
 }
 
 extension NetworkPointTests {
-    /// The conditions that match real failures are named in profiles too.
+    /// The conditions that match real failures are named in profiles too. Each entry is
+    /// applied on its own: two entries on one point stack, and the top one's `match`
+    /// falls back to the original, not to the entry below.
     @Test func refusedAndConnectionResetAreCatalogueItems() async throws {
         let profile = try ChaosProfile.decode(json: """
         { "entries": [ { "point": "network.send", "match": { "host": "refused.example" }, "provider": "refused" },
                        { "point": "network.send", "match": { "host": "reset.example" },
                          "provider": { "item": "connection-reset", "parameters": { "fraction": 0.25 } } } ] }
         """)
-        try await Chaos.with(profile.profileEntries, seed: 1) {
+        let entries = profile.profileEntries
+        try #require(entries.count == 2)
+        try await Chaos.with(entries[0], seed: 1) {
             do {
                 _ = try await send("https://refused.example/users/1")
                 Issue.record("a refused connection answered")
@@ -198,6 +202,11 @@ extension NetworkPointTests {
             } catch {
                 Issue.record("expected .refused, got \(error)")
             }
+            // Bound first: in this closure the macro's own `try` is not seen as throwing.
+            let status = try await send().0.status
+            #expect(status == .ok, "other hosts are untouched")
+        }
+        try await Chaos.with(entries[1], seed: 1) {
             do {
                 _ = try await send("https://reset.example/users/1")
                 Issue.record("a reset connection answered")
@@ -205,9 +214,6 @@ extension NetworkPointTests {
             } catch {
                 Issue.record("expected .connectionLost, got \(error)")
             }
-            // Bound first: in this closure the macro's own `try` is not seen as throwing.
-            let status = try await send().0.status
-            #expect(status == .ok, "other hosts are untouched")
         }
     }
 }
