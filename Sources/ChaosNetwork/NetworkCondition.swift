@@ -1,5 +1,5 @@
 public import ChaosKit
-import Foundation
+public import Foundation
 import HTTPTypes
 public import Logging
 
@@ -23,6 +23,7 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case reset(fraction: Double)
         case corrupted(bytes: Int)
         case mutatedJSON(JSONMutator, seed: UInt64?, log: JSONMutationLog?, logger: Logger)
+        case randomModel(name: String, seed: UInt64?, logger: Logger, make: @Sendable (UInt64) throws -> Data)
     }
 
     let kind: Kind
@@ -111,6 +112,24 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         NetworkCondition(kind: .mutatedJSON(mutator, seed: seed, log: log, logger: logger))
     }
 
+    /// Replaces the body of the response with a random instance of `type`
+    /// (``ChaosKit/RandomGenerator/decodable(_:options:)``) written by `encoder`, as JSON:
+    /// the status and headers stay. The seed is `seed` when given, else drawn from the
+    /// seeded source; it is logged on `logger`, and
+    /// `RandomGenerator<T>.decodable(options:)` drawing from `SeededRandom(seed:)` with it
+    /// makes the same instance again. A response whose instance does not encode (NaN with
+    /// `nonFiniteNumbers`) keeps its body, with an error logged.
+    public static func randomModel<T: Codable & SendableMetatype>(
+        _ type: T.Type, options: RandomModelOptions = RandomModelOptions(), seed: UInt64? = nil,
+        encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder, logger: Logger = JSONMutator.logger
+    ) -> NetworkCondition {
+        let generator = RandomGenerator<T>.decodable(type, options: options)
+        return NetworkCondition(kind: .randomModel(name: "\(T.self)", seed: seed, logger: logger) { seed in
+            var source = SeededRandom(seed: seed)
+            return try encoder().encode(generator.generate(using: &source))
+        })
+    }
+
     /// `latency(200ms)`, `offline`, `status(503, retryAfter: 5)` …
     public var description: String {
         switch kind {
@@ -126,6 +145,7 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case .corrupted(let count): "corrupted(\(count) bytes)"
         case .mutatedJSON(let mutator, let seed, _, _):
             "mutated-json(\(mutator.count)\(seed.map { ", seed: \($0)" } ?? ""))"
+        case .randomModel(let name, let seed, _, _): "random-model(\(name)\(seed.map { ", seed: \($0)" } ?? ""))"
         }
     }
 
@@ -228,6 +248,19 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
                 ])
             }
             log?.record(JSONMutationLog.Entry(request: request.description, seed: seed, mutations: mutations))
+            return response
+        case .randomModel(let name, let fixedSeed, let logger, let make):
+            var response = try await next()
+            let seed = fixedSeed ?? random.next()
+            do {
+                response.body = try make(seed)
+            } catch {
+                logger.error("random-model: a random \(name) does not encode (\(error)); the body is left alone", metadata: ["request": "\(request)", "seed": "\(seed)"])
+                return response
+            }
+            response.head.headerFields[.contentType] = StubResponse.defaultContentType
+            if response.head.headerFields[.contentLength] != nil { response.head.headerFields[.contentLength] = String(response.body.count) }
+            logger.notice("body replaced by a random \(name) (seed \(seed))", metadata: ["request": "\(request)", "seed": "\(seed)", "model": "\(name)"])
             return response
         }
     }

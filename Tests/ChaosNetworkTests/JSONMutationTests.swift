@@ -166,4 +166,37 @@ import Testing
             #expect(error?.description.contains(fragment) == true, "\(String(describing: error))")
         }
     }
+
+    struct Order: Codable, Equatable, Sendable {
+        enum State: String, Codable, CaseIterable, Sendable { case placed, shipped }
+        var id: Int
+        var items: [String]
+        var state: State
+        var note: String?
+    }
+
+    @Test func randomModelsAsAConditionReplayFromTheLoggedSeed() async throws {
+        let (logger, logged) = RecordingLogHandler.logger()
+        let stubs = StubSet(seed: 5)
+        stubs.stub(try .get("/order"), conditions: [.randomModel(Order.self, logger: logger)], .data(Data(#"{"id": 1, "items": [], "state": "placed"}"#.utf8)))
+        var orders: [Order] = []
+        for _ in 0..<10 {
+            let response = try await stubs.respond(to: request(.get, "https://shop.example/order"))
+            orders.append(try JSONDecoder().decode(Order.self, from: response.body))
+        }
+        #expect(Set(orders.map(\.id)).count > 5)
+        #expect(logged.all.count == 10)
+        // The logged seed makes the same order again.
+        let seed = try #require(logged.all.first?.metadata["seed"].flatMap { UInt64("\($0)") })
+        var source = SeededRandom(seed: seed)
+        #expect(RandomGenerator<Order>.decodable().generate(using: &source) == orders[0])
+        // On HAR replay too: the recorded JSON answer becomes a random model.
+        let cassette = try HARCassette(file: URL(fileURLWithPath: resourcePath("recorded/mitmproxy.har")), mode: .replayOnly)
+        let replay = StubSet()
+        replay.add(cassette)
+        replay.conditions = [.randomModel(Order.self, seed: 3, logger: logger)]
+        let response = try await replay.respond(to: request(.get, "http://127.0.0.1:43699/api/items?page=2&sort=name&api_key=fixture-key-123"))
+        var again = SeededRandom(seed: 3)
+        #expect(try JSONDecoder().decode(Order.self, from: response.body) == RandomGenerator<Order>.decodable().generate(using: &again))
+    }
 }
