@@ -68,7 +68,8 @@ extension RandomGenerator where Value: Decodable & SendableMetatype {
     /// invented (its `init(from:)` validates), that part is invented again, then with plain
     /// values (`"a"`, `0`, empty collections, nil optionals, the first enum case); a type
     /// that refuses even those stops the program with a message naming the coding path:
-    /// conform the part to ``RandomChaosValue`` instead.
+    /// conform the part to ``RandomChaosValue`` instead. Enums with associated values are
+    /// such a part: their synthesized decoding needs a key the decoder cannot know.
     public static func decodable(
         _ type: Value.Type = Value.self, options: RandomModelOptions = RandomModelOptions()
     ) -> RandomGenerator {
