@@ -179,6 +179,8 @@ public struct GPXDocument: Sendable, Hashable {
             }
             return Data(declaringUTF8(text).utf8)
         }
+        // The standard library's check first (fast); the package's only to locate a bad byte.
+        if String(validating: bytes, as: UTF8.self) != nil { return data }
         do throws(JSONSyntaxError) {
             try UTF8Check.validate(bytes)
         } catch {
@@ -319,7 +321,7 @@ private final class GPXReader: NSObject, XMLParserDelegate {
         // Names are kept as written; numbers and times may have spaces around them (XML
         // Schema collapses them for these types).
         let written = text
-        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var value: String { Self.trimmed(written) }
         let asWritten = written.isEmpty ? nil : written
         text = ""
         switch (name, parent) {
@@ -348,6 +350,15 @@ private final class GPXReader: NSObject, XMLParserDelegate {
         case ("trk", _): if let track { document?.tracks.append(track) }; track = nil
         default: break
         }
+    }
+
+    /// `text` without the white space around it (computed only for the fields that need it:
+    /// a Foundation trim on every element's text costs more than the rest of the parse).
+    private static func trimmed(_ text: String) -> String {
+        var slice = Substring(text)
+        while let first = slice.first, first.isWhitespace { slice.removeFirst() }
+        while let last = slice.last, last.isWhitespace { slice.removeLast() }
+        return String(slice)
     }
 
     /// The number `value`, or nil with a warning when it is empty, not a number, or not
