@@ -35,7 +35,9 @@ let package = Package(
         ),
         // The built-in points (clock, strings, location, GPX): their own module, so that
         // apps that only declare their own points never link FoundationXML.
-        .target(name: "ChaosPoints", dependencies: ["ChaosKit"], swiftSettings: strictSwift),
+        .target(
+            name: "ChaosPoints", dependencies: ["ChaosKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strictSwift
+        ),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
         .target(name: "CChaosFaults"),
         .target(
@@ -68,7 +70,10 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Helpers the test targets share (recorders, signals, error expectations).
-        .target(name: "TestHelpers", dependencies: ["ChaosKit"], path: "Tests/TestHelpers", swiftSettings: strictSwift),
+        .target(
+            name: "TestHelpers", dependencies: ["ChaosKit", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestHelpers", swiftSettings: strictSwift
+        ),
         .testTarget(name: "ChaosKitTests", dependencies: ["ChaosKit", "TestHelpers"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosPointsTests",

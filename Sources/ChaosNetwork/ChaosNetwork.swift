@@ -17,7 +17,8 @@ public import HTTPTypes
 /// Catalogue items: `offline`, `refused`, `connection-reset` (`fraction`), `timeout` (`after`), `dns-failure`, `status` (`code`,
 /// `retryAfter`), `latency` (`delay`, `jitter`: durations such as `"250ms"`, or
 /// milliseconds), `bandwidth` (`preset` gprs/edge/3g/lte/wifi, or `bytesPerSecond`),
-/// `truncated` (`fraction`, `declaredLength`), `corrupted` (`bytes`). `match` takes `method`, `host`
+/// `truncated` (`fraction`, `declaredLength`), `corrupted` (`bytes`), `mutated-json` (`count`, `kinds`,
+/// `paths`, `seed`, `stringLength`). `match` takes `method`, `host`
 /// (`*.example.com` matches subdomains) and `path` (a prefix). `chaos list` shows every
 /// parameter with its type, unit and default.
 ///
@@ -89,6 +90,15 @@ public enum ChaosNetwork {
             ]) { parameters in
                 NetworkCondition.corrupted(bytes: try parameters.int("bytes")).provider
             },
+            CatalogueItem("mutated-json", "fields of the JSON body changed: null, missing, wrong type, huge, long, unknown", parameters: [
+                .integer("count", "how many values of each body are changed", default: 1, range: 1...10_000),
+                .strings("kinds", "which changes: \(JSONMutation.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)"),
+                .strings("paths", "JSON paths whose values may change, e.g. [\"$.user\"] (default: any)"),
+                .integer("seed", "the same changes to every body (default: drawn from the chaos seed)", range: 0...9_000_000_000_000_000, optional: true),
+                .integer("stringLength", "how long a long-string is", unit: "characters", default: 10_000, range: 1...10_000_000),
+            ]) { parameters in
+                try mutatedJSON(parameters).provider
+            },
         ],
         matcher: ArgumentMatcher(conditions: [
             .string("method", "the HTTP method, e.g. GET", optional: true),
@@ -96,6 +106,32 @@ public enum ChaosNetwork {
             .string("path", "a path prefix, e.g. /v1/users", optional: true),
         ]) { conditions in try profileMatcher(conditions) }
     )
+
+    /// The `mutated-json` condition its (checked) parameters stand for; mutations go to
+    /// ``JSONMutationLog/shared`` and the `ChaosKit.JSONMutation` logger.
+    static func mutatedJSON(_ parameters: ProfileParameters) throws(ChaosError) -> NetworkCondition {
+        var kinds = Set(JSONMutation.Kind.allCases)
+        if let names = try parameters.strings("kinds") {
+            kinds = []
+            for name in names {
+                guard let kind = JSONMutation.Kind(rawValue: name) else {
+                    throw parameters.invalid(
+                        "parameter 'kinds' has '\(InputExcerpt.of(name))', which is not a kind of change; choose from: \(JSONMutation.Kind.allCases.map(\.rawValue).joined(separator: ", "))",
+                        parameter: "kinds"
+                    )
+                }
+                kinds.insert(kind)
+            }
+            guard !kinds.isEmpty else { throw parameters.invalid("parameter 'kinds' is empty; leave it out for every kind", parameter: "kinds") }
+        }
+        let paths = try parameters.strings("paths")
+        for path in paths ?? [] where !path.hasPrefix("$") {
+            throw parameters.invalid("parameter 'paths' has '\(InputExcerpt.of(path))'; a JSON path starts with '$', e.g. \"$.user.name\"", parameter: "paths")
+        }
+        let mutator = JSONMutator(kinds: kinds, count: try parameters.int("count"), paths: paths, longStringLength: try parameters.int("stringLength"))
+        let seed = parameters.has("seed") ? UInt64(try parameters.int("seed")) : nil
+        return .mutatedJSON(mutator, seed: seed, log: .shared)
+    }
 
     /// The test a profile's `match` object stands for (its conditions already checked).
     static func profileMatcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (NetworkRequest) -> Bool {

@@ -1,6 +1,7 @@
 public import ChaosKit
-import Foundation
+public import Foundation
 import HTTPTypes
+public import Logging
 
 /// A network condition: something a bad network does to a request. Use one as a stub
 /// modifier (``StubSet/stub(_:name:conditions:_:)``, ``StubSet/conditions``) or as a
@@ -21,6 +22,8 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case truncated(fraction: Double, declaredLength: Bool)
         case reset(fraction: Double)
         case corrupted(bytes: Int)
+        case mutatedJSON(JSONMutator, seed: UInt64?, log: JSONMutationLog?, logger: Logger)
+        case randomModel(name: String, seed: UInt64?, logger: Logger, make: @Sendable (UInt64) throws -> Data)
     }
 
     let kind: Kind
@@ -97,6 +100,36 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         NetworkCondition(kind: .corrupted(bytes: max(bytes, 1)))
     }
 
+    /// Changes the JSON body of the response with `mutator` (nulls, missing keys, wrong
+    /// types, huge or negative numbers, long strings, unknown enum values). Every change is
+    /// logged on `logger` and recorded in `log` with its JSON path and seed; the seed is
+    /// `seed` when given (the same changes to every response with the same body), else drawn
+    /// from the seeded source. A body that is not JSON is left alone.
+    public static func mutatedJSON(
+        _ mutator: JSONMutator = JSONMutator(), seed: UInt64? = nil, log: JSONMutationLog? = nil,
+        logger: Logger = JSONMutator.logger
+    ) -> NetworkCondition {
+        NetworkCondition(kind: .mutatedJSON(mutator, seed: seed, log: log, logger: logger))
+    }
+
+    /// Replaces the body of the response with a random instance of `type`
+    /// (``ChaosKit/RandomGenerator/decodable(_:options:)``) written by `encoder`, as JSON:
+    /// the status and headers stay. The seed is `seed` when given, else drawn from the
+    /// seeded source; it is logged on `logger`, and
+    /// `RandomGenerator<T>.decodable(options:)` drawing from `SeededRandom(seed:)` with it
+    /// makes the same instance again. A response whose instance does not encode (NaN with
+    /// `nonFiniteNumbers`) keeps its body, with an error logged.
+    public static func randomModel<T: Codable & SendableMetatype>(
+        _ type: T.Type, options: RandomModelOptions = RandomModelOptions(), seed: UInt64? = nil,
+        encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder, logger: Logger = JSONMutator.logger
+    ) -> NetworkCondition {
+        let generator = RandomGenerator<T>.decodable(type, options: options)
+        return NetworkCondition(kind: .randomModel(name: "\(T.self)", seed: seed, logger: logger) { seed in
+            var source = SeededRandom(seed: seed)
+            return try encoder().encode(generator.generate(using: &source))
+        })
+    }
+
     /// `latency(200ms)`, `offline`, `status(503, retryAfter: 5)` …
     public var description: String {
         switch kind {
@@ -110,6 +143,9 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case .status(let code, let retry): retry.map { "status(\(code), retryAfter: \($0))" } ?? "status(\(code))"
         case .truncated(let fraction, let declared): declared ? "truncated(\(fraction), declared length)" : "truncated(\(fraction))"
         case .corrupted(let count): "corrupted(\(count) bytes)"
+        case .mutatedJSON(let mutator, let seed, _, _):
+            "mutated-json(\(mutator.count)\(seed.map { ", seed: \($0)" } ?? ""))"
+        case .randomModel(let name, let seed, _, _): "random-model(\(name)\(seed.map { ", seed: \($0)" } ?? ""))"
         }
     }
 
@@ -195,6 +231,36 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
                 bytes[index] ^= UInt8.random(in: 1...255, using: &random)
             }
             response.body = Data(bytes)
+            return response
+        case .mutatedJSON(let mutator, let fixedSeed, let log, let logger):
+            var response = try await next()
+            guard !response.body.isEmpty else { return response }
+            let seed = fixedSeed ?? random.next()
+            guard let (body, mutations) = mutator.mutate(json: response.body, seed: seed) else {
+                logger.debug("mutated-json: the body is not JSON; left alone", metadata: ["request": "\(request)"])
+                return response
+            }
+            response.body = body
+            if response.head.headerFields[.contentLength] != nil { response.head.headerFields[.contentLength] = String(body.count) }
+            for mutation in mutations {
+                logger.notice("JSON body mutated: \(mutation)", metadata: [
+                    "request": "\(request)", "path": "\(mutation.path)", "kind": "\(mutation.kind.rawValue)", "seed": "\(seed)",
+                ])
+            }
+            log?.record(JSONMutationLog.Entry(request: request.description, seed: seed, mutations: mutations))
+            return response
+        case .randomModel(let name, let fixedSeed, let logger, let make):
+            var response = try await next()
+            let seed = fixedSeed ?? random.next()
+            do {
+                response.body = try make(seed)
+            } catch {
+                logger.error("random-model: a random \(name) does not encode (\(error)); the body is left alone", metadata: ["request": "\(request)", "seed": "\(seed)"])
+                return response
+            }
+            response.head.headerFields[.contentType] = StubResponse.defaultContentType
+            if response.head.headerFields[.contentLength] != nil { response.head.headerFields[.contentLength] = String(response.body.count) }
+            logger.notice("body replaced by a random \(name) (seed \(seed))", metadata: ["request": "\(request)", "seed": "\(seed)", "model": "\(name)"])
             return response
         }
     }

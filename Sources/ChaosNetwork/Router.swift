@@ -62,7 +62,8 @@ public final class Router: Sendable {
         routes.withLock { $0.append(Route(matcher: matcher, handler: handler)) }
     }
 
-    /// Adds a route whose handler returns a value sent as JSON with `status`.
+    /// Adds a route whose handler returns a value sent as JSON with `status` (a
+    /// ``JSONAPIDocument`` as `application/vnd.api+json`).
     public func route<Value: Encodable & Sendable>(
         _ method: HTTPRequest.Method, _ path: String, status: Int = 200, encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder,
         _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
@@ -76,7 +77,9 @@ public final class Router: Sendable {
             } catch {
                 throw RouteError(500, "the handler's \(typeName) does not encode as JSON: \(error)")
             }
-            return NetworkResponse(status: status, headers: ["Content-Type": StubResponse.defaultContentType], body: data)
+            // A JSON:API document goes out with its own media type.
+            let contentType = value is JSONAPIDocument ? JSONAPIDocument.contentType : StubResponse.defaultContentType
+            return NetworkResponse(status: status, headers: ["Content-Type": contentType], body: data)
         }
     }
 

@@ -109,10 +109,10 @@ public struct FixedLocationProvider: LocationProvider {
     /// A provider at `location` (nil: location unavailable).
     public init(_ location: Location?) { self.location = location }
 
-    /// The place, with a fresh timestamp; `.unavailable` when there is none.
+    /// The place, timestamped by the chaos clock (``ChaosClock/now``); `.unavailable` when there is none.
     public func currentLocation() async throws(LocationError) -> Location {
         guard var location else { throw .unavailable }
-        location.timestamp = Date()
+        location.timestamp = ChaosClock.now()
         return location
     }
 
@@ -121,7 +121,7 @@ public struct FixedLocationProvider: LocationProvider {
         let location = location
         return AsyncThrowingStream { continuation in
             if var location {
-                location.timestamp = Date()
+                location.timestamp = ChaosClock.now()
                 continuation.yield(location)
                 continuation.finish()
             } else {
@@ -173,7 +173,8 @@ public struct LocationScenario: Sendable {
         public let index: Int
         /// The seeded source for this fix.
         public var random: SeededRandom
-        /// The real time of the fix.
+        /// The time of the fix, as the chaos clock tells it (``ChaosClock/now``): fixes carry
+        /// the time the program sees, so a moved clock moves their timestamps too.
         public let now: Date
         /// Asks the real provider.
         public let original: @Sendable () async throws(LocationError) -> Location
@@ -195,7 +196,7 @@ public struct LocationScenario: Sendable {
         return .block { env throws(LocationError) in
             let base = env.arguments.base
             var context = Context(
-                index: env.callIndex, random: env.random, now: Date(),
+                index: env.callIndex, random: env.random, now: ChaosClock.now(),
                 original: { () async throws(LocationError) -> Location in try await base.currentLocation() }
             )
             return try await locate(&context)
@@ -214,7 +215,7 @@ public struct LocationScenario: Sendable {
                     var index = 0
                     while !Task.isCancelled {
                         var context = Context(
-                            index: index, random: SeededRandom(seed: seeds.next()), now: Date(),
+                            index: index, random: SeededRandom(seed: seeds.next()), now: ChaosClock.now(),
                             original: { () async throws(LocationError) -> Location in try await base.currentLocation() }
                         )
                         do {
@@ -319,9 +320,11 @@ public struct LocationScenario: Sendable {
 
     /// A route played back `speed` times as fast as recorded, from the moment this is made
     /// (for a profile: the apply instant) as `clock` tells it (`"gpx"`). Points without
-    /// times are spaced as if travelled at `metersPerSecond`. After the end, the last point.
+    /// times are spaced as if travelled at `metersPerSecond`. After the end, the last point;
+    /// with `loop`, the first point again, round and round. Fixes are timestamped by the
+    /// chaos clock (see ``Context/now``).
     public static func route(
-        _ points: [GPXPoint], speed: Double = 1, metersPerSecond: Double = 5,
+        _ points: [GPXPoint], speed: Double = 1, metersPerSecond: Double = 5, loop: Bool = false,
         clock: any WallClock = LiveWallClock()
     ) throws(ChaosError) -> LocationScenario {
         guard !points.isEmpty else {
@@ -333,7 +336,7 @@ public struct LocationScenario: Sendable {
         guard metersPerSecond.isFinite, metersPerSecond > 0 else {
             throw ChaosError(.invalidProvider, "metersPerSecond \(metersPerSecond) is not usable; give a speed above 0")
         }
-        let playback = RoutePlayback(points: points, metersPerSecond: metersPerSecond)
+        let playback = RoutePlayback(points: points, metersPerSecond: metersPerSecond, loop: loop)
         let start = clock.now
         return LocationScenario(name: "gpx") { context throws(LocationError) in
             let elapsed = clock.now.timeIntervalSince(start) * speed
@@ -341,13 +344,13 @@ public struct LocationScenario: Sendable {
         }
     }
 
-    /// The GPX file at `url` played back (see ``route(_:speed:metersPerSecond:clock:)``).
+    /// The GPX file at `url` played back (see ``route(_:speed:metersPerSecond:loop:clock:)``).
     public static func gpx(
-        contentsOf url: URL, speed: Double = 1, metersPerSecond: Double = 5,
+        contentsOf url: URL, speed: Double = 1, metersPerSecond: Double = 5, loop: Bool = false,
         clock: any WallClock = LiveWallClock()
     ) throws(ChaosError) -> LocationScenario {
         let document = try GPXDocument.load(contentsOf: url)
-        return try route(document.playbackPoints, speed: speed, metersPerSecond: metersPerSecond, clock: clock)
+        return try route(document.playbackPoints, speed: speed, metersPerSecond: metersPerSecond, loop: loop, clock: clock)
     }
 
     static func randomGlobePoint(_ random: inout SeededRandom, at timestamp: Date) -> Location {
@@ -362,9 +365,12 @@ struct RoutePlayback: Sendable {
     let points: [GPXPoint]
     /// Seconds from the first point, for each point.
     let offsets: [Double]
+    /// Whether the route starts again after its last point.
+    let loop: Bool
 
-    init(points: [GPXPoint], metersPerSecond: Double) {
+    init(points: [GPXPoint], metersPerSecond: Double, loop: Bool = false) {
         self.points = points
+        self.loop = loop
         let times = points.compactMap(\.time)
         if times.count == points.count, zip(times, times.dropFirst()).allSatisfy({ $0 <= $1 }) {
             offsets = times.map { $0.timeIntervalSince(times[0]) }
@@ -381,7 +387,12 @@ struct RoutePlayback: Sendable {
 
     var duration: Double { offsets.last ?? 0 }
 
-    func location(atRouteTime time: Double, speedFactor: Double, timestamp: Date) -> Location {
+    func location(atRouteTime routeTime: Double, speedFactor: Double, timestamp: Date) -> Location {
+        var time = routeTime
+        // Looping: the route's time wraps round; a route of one instant just stays put.
+        if loop, duration > 0, time >= duration {
+            time = time.truncatingRemainder(dividingBy: duration)
+        }
         var fix: Location
         if points.count == 1 || time <= 0 {
             fix = points[0].location
@@ -429,7 +440,7 @@ struct RoutePlayback: Sendable {
 /// | `city` | `name` (see ``City/all``) |
 /// | `random-region` | `latitude`, `longitude`, `radiusKm` |
 /// | `random-globe` | — |
-/// | `gpx` | `path`, `speed` = 1, `metersPerSecond` = 5 (for points without times) |
+/// | `gpx` | `path`, `speed` = 1, `metersPerSecond` = 5 (for points without times), `loop` = false |
 /// | `teleport` | `cities` (list of names; default: random places), `minimumKm` = 5000 |
 /// | `degraded-accuracy` | `meters` |
 /// | `denied`, `unavailable`, `timeout` | — |
@@ -495,6 +506,7 @@ public enum ChaosLocation {
             .string("path", "the GPX file: its track, route or waypoints"),
             .number("speed", "playback speed (1: real time, 0: stand at the start)", default: 1, range: 0...1_000_000),
             .number("metersPerSecond", "speed along points without times", unit: "m/s", default: 5, range: 0.001...1_000_000),
+            .boolean("loop", "start again from the first point after the last", default: false),
         ]
         case "teleport": [
             .strings("cities", "city names to jump between (default: random places far apart)"),
@@ -527,7 +539,7 @@ public enum ChaosLocation {
             do throws(ChaosError) {
                 return try .gpx(
                     contentsOf: URL(fileURLWithPath: path), speed: try parameters.double("speed"),
-                    metersPerSecond: try parameters.double("metersPerSecond")
+                    metersPerSecond: try parameters.double("metersPerSecond"), loop: try parameters.bool("loop")
                 )
             } catch {
                 // The file's path is the inner error's subject; keep it in the message.

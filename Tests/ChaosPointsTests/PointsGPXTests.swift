@@ -108,21 +108,10 @@ import TestHelpers
         #expect(badLatitude?.line == 4)
         #expect(badLatitude?.message.contains("lat=\"95.0\"") == true)
 
-        let badTime = parseError("""
-            <gpx version="1.0" xmlns="http://www.topografix.com/GPX/1/0">
-            <trk><trkseg>
-            <trkpt lat="1" lon="2"><time>17/10/2009 18:37</time></trkpt>
-            </trkseg></trk>
-            </gpx>
-            """)
-        #expect(badTime?.line == 3)
-        #expect(badTime?.message.contains("ISO-8601") == true)
 
         let missingLongitude = parseError("<gpx version=\"1.1\">\n<wpt lat=\"1\"/>\n</gpx>")
         #expect(missingLongitude?.line == 2)
 
-        let badElevation = parseError("<gpx version=\"1.1\">\n<wpt lat=\"1\" lon=\"2\">\n<ele>high</ele>\n</wpt>\n</gpx>")
-        #expect(badElevation?.line == 3)
 
         let notGPX = parseError("<?xml version=\"1.0\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"/>")
         #expect(notGPX?.message.contains("<kml>") == true)
@@ -144,5 +133,65 @@ import TestHelpers
         let base = iso("2024-05-04T07:12:03Z")
         #expect(gpx.waypoints.map(\.time) == [base, base.addingTimeInterval(0.125), base, base, nil])
         #expect(gpx.waypoints.last?.name == "Café & Bar")
+    }
+
+    // MARK: Leniency (as gpxpy reads GPX)
+
+    static let lenient = """
+        <gpx version="1.0" creator="test" xmlns="http://www.topografix.com/GPX/1/0">
+        <wpt lat="1" lon="2"><ele></ele><time></time><name>Kept  </name></wpt>
+        <wpt lat="1" lon="2"><ele>NaN</ele><speed>inf</speed><course>abc</course></wpt>
+        <wpt lat="1" lon="2"><ele> 12.5 </ele><time>yesterday</time><name>   </name></wpt>
+        <wpt lat="1" lon="2"><time>2024-05-04</time><name>
+         two lines
+        </name></wpt>
+        <trk><name> padded track </name><trkseg><trkpt lat="3" lon="4"><ele>-0.5</ele><time> 2024-05-04T07:12:03Z </time></trkpt></trkseg></trk>
+        </gpx>
+        """
+
+    @Test func emptyOrUnreadableOptionalFieldsAreLeftOutWithAWarning() throws {
+        let gpx = try GPXDocument.parse(Data(Self.lenient.utf8))
+        #expect(gpx.waypoints.count == 4)
+        #expect(gpx.waypoints.map(\.elevation) == [nil, nil, 12.5, nil])
+        #expect(gpx.waypoints.allSatisfy { $0.time == nil && $0.speed == nil && $0.course == nil })
+        // Names as written: trailing spaces, a name of spaces, line breaks.
+        #expect(gpx.waypoints.map(\.name) == ["Kept  ", nil, "   ", "\n two lines\n"])
+        #expect(gpx.tracks.first?.name == " padded track ")
+        // Numbers and times may have spaces around them (XML Schema collapses them).
+        #expect(gpx.tracks.first?.points.first?.elevation == -0.5)
+        #expect(gpx.tracks.first?.points.first?.time == iso("2024-05-04T07:12:03Z"))
+        // Every field left out is reported with its line.
+        #expect(gpx.warnings.map(\.line) == [2, 2, 3, 3, 3, 4, 5])
+        #expect(gpx.warnings[0].message.contains("<ele> is empty"))
+        #expect(gpx.warnings[2].message.contains("\"NaN\""))
+        #expect(gpx.warnings[5].message.contains("\"yesterday\"") && gpx.warnings[5].message.contains("ISO-8601"))
+        #expect(gpx.warnings.allSatisfy { $0.message.hasSuffix("the field is left out") })
+    }
+
+    @Test func skippedFieldsAreLoggedWithTheFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lenient-\(UUID().uuidString).gpx")
+        try Data(Self.lenient.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let (logger, log) = RecordingLogHandler.logger()
+        let gpx = try GPXDocument.load(contentsOf: file, logger: logger)
+        #expect(log.all.count == gpx.warnings.count)
+        #expect(log.all.allSatisfy { $0.level == .warning && $0.metadata["file"] == "\(file.path)" })
+        #expect(log.all.first?.message.contains("line 2") == true)
+    }
+
+    @Test func aPointStillNeedsAUsableLatitudeAndLongitude() {
+        for (attributes, fragment) in [
+            ("lat=\"NaN\" lon=\"2\"", "lat=\"NaN\""), ("lat=\"\" lon=\"2\"", "lat=\"\""), ("lat=\"1\" lon=\"181\"", "lon=\"181\""),
+            ("lon=\"2\"", "needs both"), ("lat=\"-90.5\" lon=\"0\"", "lat=\"-90.5\""),
+        ] {
+            let error = parseError("<gpx version=\"1.1\">\n<wpt lat=\"1\" lon=\"2\"/>\n\n<wpt \(attributes)/>\n</gpx>")
+            #expect(error?.line == 4, "\(attributes)")
+            #expect(error?.message.contains(fragment) == true, "\(error?.message ?? "")")
+        }
+        // Input quoted in a message is cut to 80 characters.
+        let long = String(repeating: "9", count: 5_000)
+        let error = parseError("<gpx version=\"1.1\"><wpt lat=\"\(long)\" lon=\"2\"/></gpx>")
+        #expect(error != nil && error!.message.count < 200)
+        #expect(error?.message.contains("5000 characters") == true)
     }
 }

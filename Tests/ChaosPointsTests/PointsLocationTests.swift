@@ -205,6 +205,66 @@ import TestHelpers
         #expect(throws: ChaosError.self) { try LocationScenario.route([]) }
     }
 
+    @Test func gpxPlaybackLoops() async throws {
+        let points = try GPXDocument.load(contentsOf: pointsResource("eastlake-drive-gpsbabel-1.0.gpx")).playbackPoints
+        let once = RoutePlayback(points: points, metersPerSecond: 5)
+        let clock = ManualWallClock(iso("2026-01-01T00:00:00Z"))
+        let looping = try LocationScenario.route(points, speed: 1, loop: true, clock: clock)
+        let stopping = try LocationScenario.route(points, speed: 1, clock: clock)
+        clock.advance(by: once.duration * 3 + 21)  // 21 s into the fourth lap
+        let expected = once.location(atRouteTime: 21, speedFactor: 1, timestamp: Date())
+        try await Chaos.with(typed(looping)) {
+            let fix = try await provider.currentLocation()
+            #expect(abs(fix.latitude - expected.latitude) < 1e-9 && abs(fix.longitude - expected.longitude) < 1e-9)
+            #expect(fix.speed > 0 && fix.course == expected.course)
+        }
+        try await Chaos.with(typed(stopping)) {
+            let fix = try await provider.currentLocation()
+            #expect(fix.latitude == points.last!.latitude && fix.speed == 0)
+        }
+        // Exactly at the end of a lap the route is back at its start.
+        let wrapped = RoutePlayback(points: points, metersPerSecond: 5, loop: true)
+            .location(atRouteTime: once.duration * 2, speedFactor: 1, timestamp: Date())
+        #expect(wrapped.latitude == points[0].latitude && wrapped.longitude == points[0].longitude)
+    }
+
+    @Test func gpxLoopIsADeclaredParameter() async throws {
+        let loop = try #require(ChaosLocation.parameters(of: "gpx").first { $0.name == "loop" })
+        #expect(loop.kind == .boolean && loop.defaultValue == .bool(false))
+        let path = pointsResource("royal-mile-route.gpx").path
+        let wrongType = scopeError(named("gpx", ["path": .string(path), "loop": .string("yes")]))
+        #expect(wrongType?.message.contains("'loop'") == true, "\(String(describing: wrongType))")
+        let points = try GPXDocument.load(contentsOf: pointsResource("royal-mile-route.gpx")).playbackPoints
+        // A looping route played fast never settles on its last point with speed 0.
+        try await Chaos.with(named("gpx", ["path": .string(path), "speed": .number(1e6), "loop": .bool(true)])) {
+            try await Task.sleep(for: .milliseconds(5))
+            let fix = try await provider.currentLocation()
+            #expect(!(fix.latitude == points.last!.latitude && fix.speed == 0))
+        }
+    }
+
+    @Test func fixesAreTimestampedByTheChaosClock() async throws {
+        let frozen = iso("2031-07-04T12:00:00Z")
+        let clock = ProfileEntry(ChaosClock.now, ChaosClock.frozen(at: frozen))
+        let gpx = pointsResource("thames-run-garmin-1.1.gpx").path
+        for location in [typed(.city(City.named("cairo")!)), typed(.randomGlobe), named("gpx", ["path": .string(gpx)])] {
+            let fix = try await Chaos.with([clock, location]) { try await provider.currentLocation() }
+            #expect(fix.timestamp == frozen)
+        }
+        // The base provider's fixes too, and a stream's.
+        #expect(try await Chaos.with(clock) { try await provider.currentLocation() }.timestamp == frozen)
+        let updates = ProfileEntry(ChaosLocation.updates, LocationScenario.city(City.named("cairo")!).updates(every: .milliseconds(1)))
+        let streamed = try await Chaos.with([clock, updates]) {
+            var stamps: [Date] = []
+            for try await fix in provider.updates() {
+                stamps.append(fix.timestamp)
+                if stamps.count == 3 { break }
+            }
+            return stamps
+        }
+        #expect(streamed == [frozen, frozen, frozen])
+    }
+
     // MARK: updates
 
     @Test func updatesStreamTheScenario() async throws {

@@ -1,12 +1,12 @@
 /// Input quoted in an error message: at most ``limit`` characters, so that a 5 MB value
-/// gives a readable error instead of echoing itself.
-enum InputExcerpt {
+/// gives a readable error instead of echoing itself. Every module quotes input through it.
+package enum InputExcerpt {
     /// How many characters of input an error message quotes at most.
-    static let limit = 80
+    package static let limit = 80
 
     /// `text`, cut to ``limit`` characters with an ellipsis and the full length when longer;
     /// control characters are shown escaped.
-    static func of(_ text: some StringProtocol, limit: Int = limit) -> String {
+    package static func of(_ text: some StringProtocol, limit: Int = limit) -> String {
         var excerpt = ""
         var count = 0
         for character in text {

@@ -335,11 +335,11 @@ package struct JSONDocumentParser {
     }
 }
 
-/// UTF-8 validation that says where the first bad byte is.
-enum UTF8Check {
+/// UTF-8 validation that says where the first bad byte is (JSON documents, GPX files).
+package enum UTF8Check {
     /// Throws at the first byte that is not valid UTF-8 (overlong forms, surrogates and
     /// code points past U+10FFFF included), with its line, column and byte offset.
-    static func validate(_ bytes: [UInt8]) throws(JSONSyntaxError) {
+    package static func validate(_ bytes: [UInt8]) throws(JSONSyntaxError) {
         var index = 0, line = 1, column = 1
         while index < bytes.count {
             let byte = bytes[index]

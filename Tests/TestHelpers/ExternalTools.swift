@@ -1,0 +1,95 @@
+import ChaosKit
+public import Foundation
+public import Logging
+
+// Reference answers from other programs (Python libraries CI installs with
+// .ci/install-test-deps), and a log handler that keeps what was logged.
+
+/// The package's root directory (where Package.swift is).
+public let packageRoot: URL = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// What a program printed and how it ended.
+public struct ToolOutput: Sendable {
+    public let status: Int32
+    public let stdout: Data
+    public let stderr: String
+}
+
+/// Runs `python3` with `arguments`, feeding it `input`; nil when python3 cannot be started.
+public func runPython(_ arguments: [String], input: Data = Data()) -> ToolOutput? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["python3"] + arguments
+    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    do {
+        try process.run()
+    } catch {
+        return nil
+    }
+    // Read both pipes while the program runs, so that a large answer cannot block it.
+    let output = Locked(Data()), errors = Locked(Data())
+    let group = DispatchGroup()
+    for (pipe, sink) in [(stdout, output), (stderr, errors)] {
+        group.enter()
+        Thread.detachNewThread {
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            sink.withLock { $0 = data }
+            group.leave()
+        }
+    }
+    stdin.fileHandleForWriting.write(input)
+    try? stdin.fileHandleForWriting.close()
+    process.waitUntilExit()
+    group.wait()
+    return ToolOutput(
+        status: process.terminationStatus, stdout: output.withLock { $0 },
+        stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)
+    )
+}
+
+/// Whether `python3` can import every one of `modules` (gates the tests that compare with them).
+public func pythonCanImport(_ modules: String...) -> Bool {
+    runPython(["-c", modules.map { "import \($0)" }.joined(separator: "; ")])?.status == 0
+}
+
+/// A log handler that keeps every message, for tests that check what was logged.
+public struct RecordingLogHandler: LogHandler {
+    /// One logged message.
+    public struct Entry: Sendable {
+        public let level: Logger.Level
+        public let message: String
+        public let metadata: Logger.Metadata
+    }
+
+    /// The messages, oldest first.
+    public final class Store: Sendable {
+        let entries = Locked<[Entry]>([])
+        public init() {}
+        public var all: [Entry] { entries.withLock { $0 } }
+    }
+
+    public let store: Store
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .trace
+
+    /// A logger whose messages go to a new store.
+    public static func logger(label: String = "test") -> (Logger, Store) {
+        let store = Store()
+        return (Logger(label: label) { _ in RecordingLogHandler(store: store) }, store)
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        store.entries.withLock {
+            $0.append(Entry(level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+        }
+    }
+}
