@@ -132,7 +132,7 @@ extension KeyedEncodingContainer {
     }
 }
 
-/// Encodes models as ``ChaosKit/ProfileValue`` (and JSON) with a ``KeyTransformer`` and a
+/// Encodes models as `ProfileValue` (and JSON) with a ``KeyTransformer`` and a
 /// ``NullPolicy``: Kakapo's `Serializable` with its transformers, on `Encodable` instead of
 /// reflection. `Date`, `Data`, `URL` and `Decimal` values are written by `JSONEncoder`, with
 /// its strategies (the router's: ISO 8601 dates, unless given another encoder).
@@ -162,7 +162,7 @@ public struct JSONValueEncoder: Sendable {
         self.encoder = encoder
     }
 
-    /// `value` as a JSON value; a value that does not encode is a ``ChaosKit/ChaosError``.
+    /// `value` as a JSON value; a value that does not encode is a `ChaosError`.
     public func encode<T: Encodable>(_ value: T) throws(ChaosError) -> ProfileValue {
         let context = CaptureContext(keys: keys, nilValues: nilValues, leafEncoder: encoder())
         do {

@@ -113,7 +113,7 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
     }
 
     /// Replaces the body of the response with a random instance of `type`
-    /// (``ChaosKit/RandomGenerator/decodable(_:options:)``) written by `encoder`, as JSON:
+    /// (`RandomGenerator/decodable(_:options:)`) written by `encoder`, as JSON:
     /// the status and headers stay. The seed is `seed` when given, else drawn from the
     /// seeded source; it is logged on `logger`, and
     /// `RandomGenerator<T>.decodable(options:)` drawing from `SeededRandom(seed:)` with it
