@@ -18,9 +18,17 @@ public final class Chaos: Sendable {
     /// Every random choice this `Chaos` makes derives from this seed, so a run replays exactly.
     public let seed: UInt64
 
+    /// An entry this `Chaos` applied: enabled ones are on their point's stack.
+    private struct Applied {
+        let entry: ProfileEntry
+        let prepared: PreparedInstallation
+        var enabled = true
+    }
+
     private struct State {
         var pending: [ProfileEntry] = []
-        var applied: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+        var applied: [Applied] = []
+        var registered = false
     }
 
     private let state = Locked(State())
@@ -78,9 +86,13 @@ public final class Chaos: Sendable {
             } catch {
                 return error
             }
+            if !prepared.isEmpty, !state.registered {
+                state.registered = true
+                Self.live.withLock { $0[ObjectIdentifier(self)] = WeakChaos(chaos: self) }
+            }
             for item in prepared {
                 item.prepared.core.pushGlobal(item.prepared.installation)
-                state.applied.append(item)
+                state.applied.append(Applied(entry: item.entry, prepared: item.prepared))
                 Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
             }
             for item in prepared { item.prepared.core.notifyChanged() }
@@ -99,7 +111,7 @@ public final class Chaos: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
             let ended = state.withLock { state -> Bool in
                 guard let index = state.applied.firstIndex(where: { $0.prepared.installation === installation }) else { return false }
-                Self.uninstall(state.applied.remove(at: index).prepared)
+                Self.uninstall(state.applied.remove(at: index))
                 return true
             }
             if ended {
@@ -112,8 +124,7 @@ public final class Chaos: Sendable {
     public func revert(_ entry: ProfileEntry) throws(ChaosError) {
         let found = state.withLock { state -> Bool in
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else { return false }
-            let item = state.applied.remove(at: index)
-            Self.uninstall(item.prepared)
+            Self.uninstall(state.applied.remove(at: index))
             return true
         }
         guard found else {
@@ -129,7 +140,7 @@ public final class Chaos: Sendable {
     public func revertAll() {
         state.withLock { state in
             for item in state.applied.reversed() {
-                Self.uninstall(item.prepared)
+                Self.uninstall(item)
             }
             state.applied = []
         }
@@ -149,10 +160,47 @@ public final class Chaos: Sendable {
     }
 
     /// Takes one applied installation off its point; the last user deactivates the point.
-    private static func uninstall(_ prepared: PreparedInstallation) {
+    private static func uninstall(_ item: Applied) {
+        let prepared = item.prepared
+        guard item.enabled else {
+            // Off the stack since it was disabled; calls may still have read it before that.
+            RetiredObjects.shared.retire(prepared.installation, readers: prepared.core.retiredReaders)
+            return
+        }
         guard prepared.core.removeGlobal(prepared.installation) else { return }
         prepared.core.notifyChanged()
         prepared.core.releaseActivation()
+    }
+
+    /// Switches an applied entry off (it stays applied, keeps its counters, and is listed)
+    /// or back on. Enabling may fail as applying can (a C hook that cannot be patched now).
+    public func setEnabled(_ enabled: Bool, _ entry: ProfileEntry) throws(ChaosError) {
+        try state.withLock { (state: inout State) throws(ChaosError) in
+            guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else {
+                throw ChaosError(
+                    .notApplied, subject: "entry \(entry.id) (\(entry))",
+                    "this Chaos has not applied this entry (or already reverted it); apply it first"
+                )
+            }
+            let item = state.applied[index]
+            guard item.enabled != enabled else { return }
+            let core = item.prepared.core
+            if enabled {
+                do throws(ChaosError) {
+                    try core.retainActivation()
+                } catch {
+                    throw entry.attributed(error)
+                }
+                core.pushGlobal(item.prepared.installation)
+            } else {
+                // Kept alive by this Chaos, so it is not retired until it is reverted.
+                _ = core.removeGlobal(item.prepared.installation, retiring: false)
+            }
+            core.notifyChanged()
+            if !enabled { core.releaseActivation() }
+            state.applied[index].enabled = enabled
+        }
+        Self.logger.info("chaos entry \(enabled ? "enabled" : "disabled")", metadata: ["entry": "\(entry)"])
     }
 
     /// What each entry this `Chaos` has applied (and not reverted) did, oldest first: calls
@@ -160,6 +208,57 @@ public final class Chaos: Sendable {
     /// and call index that replay it. Reading them costs the call path nothing.
     public var counters: [EntryCounters] {
         state.withLock { $0.applied.map { $0.prepared.installation.counters(chaosSeed: seed) } }
+    }
+
+    /// The entries this `Chaos` applied and that are switched on.
+    public var enabledEntries: [ProfileEntry] {
+        state.withLock { $0.applied.filter(\.enabled).map(\.entry) }
+    }
+
+    deinit {
+        Self.live.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(self)) }
+    }
+
+    // MARK: Every Chaos in the process
+
+    private struct WeakChaos {
+        weak var chaos: Chaos?
+    }
+
+    /// Every `Chaos` that applied entries and is still alive (sessions' included).
+    private static let live = Locked<[ObjectIdentifier: WeakChaos]>([:])
+
+    /// Every entry applied right now by any `Chaos` in the process (sessions and the
+    /// control endpoint included), enabled or not, with its counters: what a console or
+    /// `chaos ctl` lists. Oldest `Chaos` first is not guaranteed; entries are ordered by id.
+    public static var liveEntries: [LiveEntry] {
+        let builders = live.withLock { $0.values.compactMap(\.chaos) }
+        return builders.flatMap { chaos in
+            chaos.state.withLock { state in
+                state.applied.map {
+                    LiveEntry(entry: $0.entry, isEnabled: $0.enabled, counters: $0.prepared.installation.counters(chaosSeed: chaos.seed), chaosSeed: chaos.seed)
+                }
+            }
+        }.sorted { $0.entry.id.number < $1.entry.id.number }
+    }
+
+    /// Reverts the live entry with this id, whichever `Chaos` applied it.
+    public static func revert(entryID: ProfileEntry.ID) throws(ChaosError) {
+        try owner(of: entryID).chaos.revert(owner(of: entryID).entry)
+    }
+
+    /// Switches the live entry with this id off or on, whichever `Chaos` applied it.
+    public static func setEnabled(_ enabled: Bool, entryID: ProfileEntry.ID) throws(ChaosError) {
+        let (chaos, entry) = try owner(of: entryID)
+        try chaos.setEnabled(enabled, entry)
+    }
+
+    private static func owner(of id: ProfileEntry.ID) throws(ChaosError) -> (chaos: Chaos, entry: ProfileEntry) {
+        let builders = live.withLock { $0.values.compactMap(\.chaos) }
+        for chaos in builders {
+            if let entry = chaos.state.withLock({ $0.applied.first { $0.entry.id == id }?.entry }) { return (chaos, entry) }
+        }
+        throw ChaosError(.notApplied, subject: "entry \(id)", "no live entry has this id; list them (Chaos.liveEntries) and pick one")
     }
 
     /// Turns on observation for the whole process: from now on every act also records its

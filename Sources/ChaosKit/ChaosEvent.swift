@@ -64,3 +64,15 @@ public struct EntryCounters: Sendable, CustomStringConvertible {
         "\(entry.map { "\($0) " } ?? "")\(pointName) ← \(provider): \(seen) seen, \(acted) acted, \(passed) passed"
     }
 }
+
+/// An entry applied right now somewhere in the process (see ``Chaos/liveEntries``).
+public struct LiveEntry: Sendable {
+    /// The entry.
+    public let entry: ProfileEntry
+    /// Whether it is switched on (``Chaos/setEnabled(_:_:)``).
+    public let isEnabled: Bool
+    /// What it did so far.
+    public let counters: EntryCounters
+    /// The seed of the `Chaos` that applied it.
+    public let chaosSeed: UInt64
+}

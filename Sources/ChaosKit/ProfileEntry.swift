@@ -7,10 +7,18 @@ import Synchronization
 /// until a ``Chaos`` applies it or ``Chaos/with(_:seed:operation:)-([ProfileEntry],UInt64?,()->T)`` scopes it.
 public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConvertible {
     /// Identifies one entry; copies of an entry share it.
-    public struct ID: Hashable, Sendable, CustomStringConvertible {
+    public struct ID: Hashable, Sendable, Codable, CustomStringConvertible {
         let raw: Int
         /// `#` and a number.
         public var description: String { "#\(raw)" }
+        /// The number (unique in the process).
+        public var number: Int { raw }
+
+        /// The id numbered `number` (as ``description`` and tools show it): to name a live
+        /// entry from outside, e.g. in a control request.
+        public init(number: Int) { raw = number }
+
+        init(raw: Int) { self.raw = raw }
     }
 
     private static let nextID = Atomic<Int>(1)

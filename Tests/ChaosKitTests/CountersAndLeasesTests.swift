@@ -145,3 +145,43 @@ import TestHelpers
         #expect(bad == nil, "a lease is a duration text such as \"30s\"")
     }
 }
+
+/// Applied entries can be switched off and on, and found process-wide by id.
+@Suite struct LiveEntryTests {
+    @Test func aDisabledEntryStaysAppliedAndKeepsItsCounters() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let chaos = Chaos(seed: 1)
+        let entry = point.entry(.constant(-1))
+        try chaos.profile(entry).apply()
+        defer { chaos.revertAll() }
+        #expect(point(1) == -1)
+        try chaos.setEnabled(false, entry)
+        #expect(point(1) == 1)
+        #expect(chaos.appliedEntries == [entry] && chaos.enabledEntries.isEmpty)
+        #expect(chaos.counters.first?.acted == 1)
+        try chaos.setEnabled(true, entry)
+        #expect(point(1) == -1)
+        #expect(chaos.counters.first?.acted == 2, "the same installation, counters kept")
+        try chaos.setEnabled(false, entry)
+        try chaos.revert(entry)
+        #expect(point(1) == 1)
+        #expect(throws: ChaosError.self) { try chaos.setEnabled(true, entry) }
+    }
+
+    @Test func liveEntriesAreFoundByIdWhoeverAppliedThem() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let chaos = Chaos(seed: 2)
+        let entry = point.entry(.constant(7))
+        try chaos.profile(entry).apply()
+        defer { chaos.revertAll() }
+        _ = point(0)
+        let live = try #require(Chaos.liveEntries.first { $0.entry.id == entry.id })
+        #expect(live.isEnabled && live.counters.acted == 1 && live.chaosSeed == 2)
+        try Chaos.setEnabled(false, entryID: ProfileEntry.ID(number: entry.id.number))
+        #expect(point(0) == 0)
+        try Chaos.revert(entryID: entry.id)
+        #expect(!Chaos.liveEntries.contains { $0.entry.id == entry.id })
+        let missing = #expect(throws: ChaosError.self) { try Chaos.revert(entryID: entry.id) }
+        #expect(missing?.kind == .notApplied)
+    }
+}

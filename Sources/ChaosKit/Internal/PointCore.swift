@@ -48,6 +48,8 @@ struct PreparedInstallation: Sendable {
     /// call path, and only for points that have an activation.
     private final let users = Locked<Int>(0)
     private final let readers: RetiredObjects.Readers
+    /// Which sections may still read an entry taken off this point.
+    final var retiredReaders: RetiredObjects.Readers { readers }
 
     init(name: String, signature: String, activation: (any PointActivation)?) {
         self.name = name
@@ -68,7 +70,7 @@ struct PreparedInstallation: Sendable {
 
     /// Removes exactly this installation (by identity: one entry may be applied by
     /// several `Chaos` builders, each with its own installation).
-    final func removeGlobal(_ installation: AnyObject) -> Bool {
+    final func removeGlobal(_ installation: AnyObject, retiring: Bool = true) -> Bool {
         let removed = stack.withLock { stack -> Bool in
             guard let index = stack.lastIndex(where: { $0 === installation }) else { return false }
             stack.remove(at: index)
@@ -77,7 +79,7 @@ struct PreparedInstallation: Sendable {
         }
         if removed {
             activity.wrappingSubtract(1, ordering: .releasing)
-            RetiredObjects.shared.retire(installation, readers: readers)
+            if retiring { RetiredObjects.shared.retire(installation, readers: readers) }
         }
         return removed
     }
