@@ -65,6 +65,25 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         ProfileEntry(self, provider)
     }
 
+    /// The typed provider `description` stands for on this point (catalogue items made,
+    /// parameters checked, `match` read), as applying it would make it; for tools that
+    /// compile providers for another delivery (`chaos run`).
+    @_spi(Hooks) public func provider(for description: ProviderDescription) throws(ChaosError) -> Provider {
+        Provider(node: try core.typed(description))
+    }
+
+    /// The newest global entry's provider tree and seed, when one is applied: for points
+    /// whose activation mirrors them into another engine.
+    @_spi(Hooks) public var globalTop: (tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64, entry: InstalledEntryReference)? {
+        guard let top = core.top() else { return nil }
+        return (top.tree, top.seed, InstalledEntryReference(top))
+    }
+
+    /// Whether a task scope involves this point somewhere in the process right now.
+    @_spi(Hooks) public var hasLiveScopes: Bool {
+        core.scopes.load(ordering: .acquiring) != 0
+    }
+
     /// What the point does right now for calls outside any task scope, when that is known
     /// without calling it: for C fast paths that mirror a point instead of calling it.
     /// The answer can change at any time; an activation's ``PointActivation/changed()``

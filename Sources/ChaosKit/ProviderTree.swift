@@ -140,10 +140,14 @@ public struct ArgumentCondition<Arguments>: Sendable, ProviderSummarizable {
     public let test: @Sendable (Arguments) -> Bool
     /// What the condition checks, for summaries (e.g. `{"host":"api.example.com"}`).
     public let summary: String
+    /// What the condition is, as a value its point understands without calling `test`
+    /// (e.g. a path pattern a C engine can match): for points that compile providers.
+    public let tag: (any Hashable & Sendable)?
 
     /// A condition that holds when `test` returns true.
-    public init(_ summary: String = "a condition", _ test: @escaping @Sendable (Arguments) -> Bool) {
+    public init(_ summary: String = "a condition", tag: (any Hashable & Sendable)? = nil, _ test: @escaping @Sendable (Arguments) -> Bool) {
         self.test = test
         self.summary = summary
+        self.tag = tag
     }
 }

@@ -95,6 +95,9 @@ import Foundation
     /// (real ns since 1970; 0: never).
     final let lease: Duration?
     @usableFromInline final let expiresAt: Int64
+    /// Counts kept elsewhere for this entry (a C engine that answers some of its calls),
+    /// added to its own when counters are read.
+    final let externalCounts = Locked<(@Sendable () -> ExternalCounts?)?>(nil)
 
     init(pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String, actsOnEveryCall: Bool, lease: Duration?) {
         self.pointName = pointName
@@ -138,10 +141,18 @@ import Foundation
 
     /// A snapshot of the counters.
     final func counters(chaosSeed: UInt64?) -> EntryCounters {
-        let seen = self.seen.load(ordering: .relaxed)
-        let acted = actsOnEveryCall ? seen : self.acted.load(ordering: .relaxed)
-        let lastCall = actsOnEveryCall ? seen - 1 : lastActedCall.load(ordering: .relaxed)
-        let lastTime = lastActedTime.load(ordering: .relaxed)
+        var seen = self.seen.load(ordering: .relaxed)
+        var acted = actsOnEveryCall ? seen : self.acted.load(ordering: .relaxed)
+        var lastCall = actsOnEveryCall ? seen - 1 : lastActedCall.load(ordering: .relaxed)
+        var lastTime = lastActedTime.load(ordering: .relaxed)
+        if let external = externalCounts.withLock({ $0 })?() {
+            if external.lastActedTime >= lastTime || lastCall < 0, external.lastActedCall >= 0 {
+                lastCall = external.lastActedCall
+                lastTime = external.lastActedTime
+            }
+            seen += external.seen
+            acted += external.acted
+        }
         return EntryCounters(
             entry: entryID, pointName: pointName, provider: summary, seen: seen, acted: acted,
             lastAct: lastCall < 0 ? nil : EntryCounters.LastAct(
@@ -153,11 +164,49 @@ import Foundation
     }
 }
 
+/// Calls of an entry answered outside Swift (see ``InstalledEntryReference``).
+@_spi(Hooks) public struct ExternalCounts: Sendable {
+    /// Calls that reached the entry there.
+    public var seen: Int
+    /// Calls it acted on there.
+    public var acted: Int
+    /// The entry's index of the last call it acted on there (-1: none).
+    public var lastActedCall: Int
+    /// When, in real ns since 1970 (0: unknown).
+    public var lastActedTime: Int64
+
+    /// Counts kept by another engine.
+    public init(seen: Int, acted: Int, lastActedCall: Int, lastActedTime: Int64) {
+        self.seen = seen
+        self.acted = acted
+        self.lastActedCall = lastActedCall
+        self.lastActedTime = lastActedTime
+    }
+}
+
+/// An applied entry, as a point's activation may refer to it: to add the counts of calls
+/// that another engine answered for it.
+@_spi(Hooks) public struct InstalledEntryReference: Sendable, Hashable {
+    let installed: InstalledEntry
+
+    init(_ installed: InstalledEntry) { self.installed = installed }
+
+    /// Adds what `counts` reports to the entry's own counters whenever they are read.
+    public func countAlso(_ counts: @escaping @Sendable () -> ExternalCounts?) {
+        installed.externalCounts.withLock { $0 = counts }
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.installed === rhs.installed }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(installed)) }
+}
+
 /// One applied entry on one point: its compiled provider, its seed and its counters.
 @usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: InstalledEntry, @unchecked Sendable {
     // Unchecked: the compiled tree and fast-path fields are immutable and Sendable; the
     // counters are the base class's atomics.
     @usableFromInline let root: CompiledNode<Arguments, Result, Failure, Body>
+    /// The provider as applied (without its lease), for activations that compile it.
+    let tree: ChaosProviderNode<Arguments, Result, Failure, Body>
     /// The value when the whole provider is one `.constant`: the call path returns it
     /// without resolving anything.
     @usableFromInline let rootConstant: Result?
@@ -172,6 +221,7 @@ import Foundation
         tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?
     ) {
         self.root = CompiledNode(tree)
+        self.tree = tree
         if case .leaf(.constant(let value)) = tree { rootConstant = value } else { rootConstant = nil }
         if case .leaf(.block(let body)) = tree { rootBlock = body } else { rootBlock = nil }
         let acts: Bool
