@@ -120,6 +120,7 @@ static void wait_ns(int64_t nanoseconds) {
 /// Asks the engine; counts and waits. Returns 1 when the action is not a plain original.
 static int decide(chaos_call *call, chaos_outcome *out) {
     if (!chaos_fault_decide(call, out)) return 0;
+    if (out->action == CHAOS_ACT_ASK) out->action = CHAOS_ACT_ORIGINAL; // nobody to ask here
     atomic_fetch_add_explicit(&chaotic_calls, 1, memory_order_relaxed);
     wait_ns(out->delay_ns);
     return out->action != CHAOS_ACT_ORIGINAL;
@@ -129,6 +130,7 @@ static int decide(chaos_call *call, chaos_outcome *out) {
 /// `socket_fn`). Returns 1 when the outcome has an action.
 static int decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
     if (resolving || !chaos_fault_decide_fd(fd, file_fn, socket_point, socket_fn, out)) return 0;
+    if (out->action == CHAOS_ACT_ASK) out->action = CHAOS_ACT_ORIGINAL;
     atomic_fetch_add_explicit(&chaotic_calls, 1, memory_order_relaxed);
     wait_ns(out->delay_ns);
     return out->action != CHAOS_ACT_ORIGINAL;
