@@ -82,6 +82,8 @@ const char *cf_intern(const char *text) {
     return made->text;
 }
 
+const char *chaos_fault_intern(const char *text) { return text ? cf_intern(text) : NULL; }
+
 // MARK: - Clock of the engine itself
 
 void chaos_fault_set_real_clock(chaos_real_clock_fn function) { atomic_store(&real_clock, function); }

@@ -306,6 +306,11 @@ int chaos_fault_decide(const chaos_call *call, chaos_outcome *out);
 /// `entry` and `delay_ns` of `out` are set).
 int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out);
 
+/// A copy of `text` that lives as long as the process (equal strings share one copy), as
+/// the engine keeps `set` answers: for answers a delivery gets elsewhere (an `ask`). NULL
+/// for NULL or when out of memory.
+const char *chaos_fault_intern(const char *text);
+
 /// Like `chaos_fault_decide` for a clock call, but counts nothing and draws as the next
 /// call would: what the clock reads *now* (used for file times and sleeps).
 int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out);
