@@ -2,6 +2,12 @@ import CChaosELF
 public import ChaosKit
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Which loaded images a ``SymbolRebinding`` patches, chosen by image path.
 public struct ImageFilter: Sendable, CustomStringConvertible {
     let predicate: @Sendable (String) -> Bool
@@ -230,12 +236,10 @@ public final class SymbolRebinding: Sendable {
             var firstFailure: ChaosError?
             HookRegistry.state.withLock { (registry: inout HookRegistryState) in
                 // Only slots still mapped in a loaded image of the same path are touched.
-                let alive = ((try? ImageScan(symbol: symbol, images: .all))?.slots ?? []).reduce(into: [UInt: String]()) {
-                    $0[$1.address] = $1.imagePath
-                }
+                let alive = ImageScan.alive(symbol: symbol, slots)
                 var restore: [PatchedSlot] = []
                 for slot in slots {
-                    guard alive[slot.addressBits] == slot.imagePath else {
+                    guard alive.contains(slot.addressBits) else {
                         registry.ownedSlots[slot.addressBits] = nil
                         continue
                     }
@@ -310,9 +314,8 @@ public final class SymbolRebinding: Sendable {
             _ = SlotMemory.write(written.map { ($0.addressBits, $0.originalBytes) }, what: { _ in self.symbol })
             throw failure
         }
-        for slot in written {
-            registry.ownedSlots[slot.addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
-        }
+        let owner = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
+        for slot in written { registry.ownedSlots[slot.addressBits] = owner }
         return written
     }
 
@@ -348,6 +351,27 @@ struct ImageScan {
     private(set) var slots: [Slot] = []
     /// The images searched (only with `listingImages`, or a filter other than `.all`).
     private(set) var searched: [String] = []
+
+    /// The slots of `patched` that a scan of every image still reports for `symbol`, in an
+    /// image of the same path (compared in place: no string is made per slot).
+    static func alive(symbol: String, _ patched: [SymbolRebinding.PatchedSlot]) -> Set<UInt> {
+        final class Check {
+            var expected: [UInt: String]
+            var alive: Set<UInt> = []
+            init(_ expected: [UInt: String]) { self.expected = expected }
+        }
+        let check = Check(Dictionary(patched.map { ($0.addressBits, $0.imagePath) }) { first, _ in first })
+        _ = withExtendedLifetime(check) {
+            chaos_elf_find_slots(symbol, nil, { context, info in
+                let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
+                let info = info!.pointee
+                let address = UInt(bitPattern: info.slot)
+                // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
+                if let path = check.expected[address], strcmp(info.image_path, path) == 0 { check.alive.insert(address) }
+            }, Unmanaged.passUnretained(check).toOpaque())
+        }
+        return check.alive
+    }
 
     private final class Collector {
         let filter: ImageFilter
