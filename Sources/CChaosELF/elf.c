@@ -182,6 +182,13 @@ static int image_is(const cx_image *image, const struct dl_phdr_info *info) {
            strcmp(image->name, name) == 0;
 }
 
+static int same_tables(const cx_image *a, const cx_image *b) {
+    return a->dynamic == b->dynamic && a->symtab == b->symtab && a->strtab == b->strtab && a->strsz == b->strsz &&
+           a->jmprel == b->jmprel && a->pltrelsz == b->pltrelsz && a->pltrel == b->pltrel && a->rela == b->rela &&
+           a->relasz == b->relasz && a->relaent == b->relaent && a->rel == b->rel && a->relsz == b->relsz &&
+           a->relent == b->relent && a->relro_start == b->relro_start && a->relro_end == b->relro_end && a->pltgot == b->pltgot;
+}
+
 #if defined(CHAOS_R_JUMP_SLOT)
 /// The kind a relocation gives its slot, or 0 for relocations a hook does not rebind.
 static int reloc_kind(const cx_image *image, unsigned long type, size_t sym, uintptr_t offset, int has_addend, int64_t addend) {
@@ -213,8 +220,8 @@ typedef struct index_builder {
     cx_image *image;
     size_t count;          ///< relocations kept so far
     size_t max_sym;        ///< pass 1: the largest symbol index kept
-    uint32_t *hashes;      ///< pass 2: per symbol index, hash | (1ull << 32 would not fit: see `known`)
-    uint8_t *known;
+    uint32_t *hashes;      ///< pass 2: the name hash of each symbol index met so far…
+    uint8_t *known;        ///< …and whether it is computed
     cx_reloc *out;
 } index_builder;
 
@@ -412,19 +419,24 @@ static int visit_image(struct dl_phdr_info *info, size_t size, void *data) {
         }
         s->rebuilding = 1; // keep the lock for the rest of the walk
     }
-    // Rebuilding: this image, reusing its index when it was loaded before.
-    cx_image *image = NULL;
-    for (size_t i = 0; i < cache.count; i++) {
-        if (cache.images[i] && image_is(cache.images[i], info)) {
-            image = cache.images[i];
-            cache.images[i] = NULL;
-            break;
-        }
-    }
-    if (!image) image = image_make(info);
+    // Rebuilding: this image, reusing its index when it was loaded before (same place,
+    // headers, name and tables).
+    cx_image *image = image_make(info);
     if (!image) {
         s->result = ENOMEM;
         return 0;
+    }
+    for (size_t i = 0; i < cache.count; i++) {
+        cx_image *old = cache.images[i];
+        if (old && image_is(old, info) && same_tables(old, image)) {
+            image->indexed = old->indexed;
+            image->relocs = old->relocs;
+            image->count = old->count;
+            old->relocs = NULL;
+            image_free(old);
+            cache.images[i] = NULL;
+            break;
+        }
     }
     if (s->fresh_count == s->fresh_capacity) {
         size_t capacity = s->fresh_capacity ? s->fresh_capacity * 2 : 64;
@@ -525,6 +537,8 @@ enum { CHAOS_PROCMAP_READABLE = 1, CHAOS_PROCMAP_WRITABLE = 2, CHAOS_PROCMAP_EXE
 /// 1: PROCMAP_QUERY works here; 0: it does not (read the text); -1: not tried yet.
 static int procmap_works = -1;
 
+void chaos_elf_use_maps_text(int always) { __atomic_store_n(&procmap_works, always ? 0 : -1, __ATOMIC_RELAXED); }
+
 typedef struct map_range {
     uintptr_t start, end;
     int protection;
@@ -571,7 +585,7 @@ static void protections_parse(protections *p) {
             text = grown;
             capacity *= 2;
         }
-        long got = syscall(SYS_pread64, p->fd, text + used, capacity - used, (long)used);
+        long got = syscall(SYS_read, p->fd, text + used, capacity - used);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         used += (size_t)got;
@@ -766,6 +780,7 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
 }
 void *chaos_elf_read_slot(void *const *slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 int chaos_elf_protection(const void *address) { (void)address; return -1; }
+void chaos_elf_use_maps_text(int always) { (void)always; }
 void *chaos_elf_dlsym_default(const char *name) { (void)name; return 0; }
 const char *chaos_elf_describe_address(const void *address, const char **image_path) {
     (void)address;

@@ -140,8 +140,13 @@ private func mapsProtection(_ address: UInt) -> Int32? {
 
 extension ProcessWideHookTests {
 @Suite(.serialized) struct DataRelocationTests {
-    @Test(.enabled(if: DataFixture.compiler != nil, "no C compiler (cc, clang or gcc) to build the fixture library"))
-    func dataSlotsAreFoundRewrittenAndRestoredByteForByteWithTheirProtection() throws {
+    /// Both ways of learning a page's protection: PROCMAP_QUERY (Linux 6.11+) and the text
+    /// of /proc/self/maps (what older kernels use).
+    @Test(.enabled(if: DataFixture.compiler != nil, "no C compiler (cc, clang or gcc) to build the fixture library"),
+          arguments: [false, true])
+    func dataSlotsAreFoundRewrittenAndRestoredByteForByteWithTheirProtection(mapsText: Bool) throws {
+        chaos_elf_use_maps_text(mapsText ? 1 : 0)
+        defer { chaos_elf_use_maps_text(0) }
         let fixture = try DataFixture.Loaded(try DataFixture.build("chaosdata"))
         defer { fixture.close() }
         let viaTable = try fixture.function("fx_write_via_table", as: (@convention(c) (Int32, UnsafeRawPointer?, Int) -> Int).self)
@@ -189,6 +194,24 @@ extension ProcessWideHookTests {
         #expect(writes.map(\.result) == [0, EINVAL, ENOENT, 0])
         #expect(memory[0] == UnsafeMutableRawPointer(bitPattern: 0x1234) && memory[1] == UnsafeMutableRawPointer(bitPattern: 0x1234))
         #expect(chaos_elf_write_slots(nil, 0) == 0)
+    }
+
+    @Test(arguments: [false, true])
+    func protectionsAreTheKernelsForCodeDataStackAndUnmappedAddresses(mapsText: Bool) {
+        chaos_elf_use_maps_text(mapsText ? 1 : 0)
+        defer { chaos_elf_use_maps_text(0) }
+        var local = 0
+        let heap = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        defer { heap.deallocate() }
+        let addresses: [UInt] = [
+            UInt(bitPattern: chaos_elf_dlsym_default("getenv")), // code
+            withUnsafeMutablePointer(to: &local) { UInt(bitPattern: $0) }, UInt(bitPattern: heap),
+        ]
+        for address in addresses {
+            #expect(SlotMemory.protection(address) == mapsProtection(address), "\(SlotMemory.hex(address))")
+        }
+        #expect(SlotMemory.protection(UInt(bitPattern: chaos_elf_dlsym_default("getenv"))) == PROT_READ | PROT_EXEC)
+        #expect(SlotMemory.protection(0x1000) == -1 && mapsProtection(0x1000) == nil)
     }
 
     @Test(.enabled(if: DataFixture.compiler != nil, "no C compiler (cc, clang or gcc) to build the fixture library"))

@@ -94,6 +94,11 @@ void *chaos_elf_read_slot(void *const *slot);
 /// on kernels before 6.11), or -1 when it is not mapped.
 int chaos_elf_protection(const void *address);
 
+/// From now on, look page protections up in the text of /proc/self/maps (read once per
+/// batch) even where PROCMAP_QUERY works (nonzero), or go back to trying it (0): what
+/// kernels before 6.11 do, for tests.
+void chaos_elf_use_maps_text(int always);
+
 /// dlsym(RTLD_DEFAULT, name): the definition the dynamic linker binds first.
 void *chaos_elf_dlsym_default(const char *name);
 
