@@ -40,12 +40,22 @@ let package = Package(
         ),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
         .target(name: "CChaosFaults"),
+        // The interceptors of both deliveries are one source (CChaosIntercept/interceptors.inc),
+        // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
             name: "CChaosPreload", dependencies: ["CChaosFaults"],
+            cSettings: [.headerSearchPath("../CChaosIntercept")],
             linkerSettings: [
                 .linkedLibrary("dl", .when(platforms: [.linux])),
                 .unsafeFlags(["-nostartfiles", "-no-toolchain-stdlib-rpath"], .when(platforms: [.linux])),
             ]
+        ),
+        // The in-process delivery of the same engine: the preload's interceptors with prefixed
+        // names, for ChaosHooks to rebind GOT and data slots to, and the `ask` answers.
+        .target(
+            name: "CChaosIntercept", dependencies: ["CChaosFaults"],
+            exclude: ["interceptors.inc"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
         .target(
@@ -85,7 +95,7 @@ let package = Package(
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
-        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults"], swiftSettings: strictSwift),
+        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         // Small C targets, one job each: ELF rebinding, read-side sections and grace
         // periods, and the system clock's typed fast path.

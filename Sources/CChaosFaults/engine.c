@@ -82,6 +82,8 @@ const char *cf_intern(const char *text) {
     return made->text;
 }
 
+const char *chaos_fault_intern(const char *text) { return text ? cf_intern(text) : NULL; }
+
 // MARK: - Clock of the engine itself
 
 void chaos_fault_set_real_clock(chaos_real_clock_fn function) { atomic_store(&real_clock, function); }
@@ -282,6 +284,11 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
     case CHAOS_NODE_UNSET:
         out->action = CHAOS_ACT_UNSET;
         return R_ACT;
+    case CHAOS_NODE_ASK:
+        if (!may_act(w)) return R_PASS; // a special target is outside unnamed entries, as for fail
+        out->action = CHAOS_ACT_ASK;
+        out->ask_id = (uint32_t)node->n;
+        return R_ACT;
     case CHAOS_NODE_SEQUENTIAL: {
         uint64_t k = tick(w, node);
         for (int32_t i = 0; i < node->count; i++) {
@@ -350,7 +357,8 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     const cf_node *node = &entry->nodes[index];
     bool acts = !special || named;
     switch (node->kind) {
-    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: return acts; // original decides too
+    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_ASK:
+        return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_SEQUENTIAL:

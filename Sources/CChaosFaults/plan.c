@@ -405,7 +405,7 @@ static const char *const clock_names[] = {"realtime", "realtime_coarse", "tai", 
 static const uint32_t clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTIME_COARSE, CHAOS_CLOCKSRC_TAI,
                                       CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
 static const char *const kind_names[] = {"original", "pass", "fail", "short", "offset", "frozen", "speed", "set", "unset",
-                                         "sequential", "composite", "probability", "times", "delay", NULL};
+                                         "sequential", "composite", "probability", "times", "delay", "ask", NULL};
 
 // MARK: - Building
 
@@ -587,10 +587,12 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
     static const char *const probability_keys[] = {"p", "child", "salt", NULL};
     static const char *const times_keys[] = {"n", "child", NULL};
     static const char *const delay_keys[] = {"by", "child", NULL};
+    static const char *const ask_keys[] = {"id", NULL};
     const char *const *keys[] = {none, none, fail_keys, short_keys, by_keys, at_keys, speed_keys, set_keys, none,
-                                 sequential_keys, composite_keys, probability_keys, times_keys, delay_keys};
+                                 sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys};
     char what[40];
-    snprintf(what, sizeof what, "a %s node", kind_names[kind]);
+    const char *article = strchr("aeiou", kind_names[kind][0]) ? "an" : "a";
+    snprintf(what, sizeof what, "%s %s node", article, kind_names[kind]);
     if (!check_keys(p, t, 3, keys[kind], what)) return false;
 
     // Required keys.
@@ -598,7 +600,7 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0;
         if (!optional && !find(t, 3, *k)) {
-            fail(p, 0, "a %s node needs %s=...", kind_names[kind], *k);
+            fail(p, 0, "%s needs %s=...", what, *k);
             return false;
         }
     }
@@ -737,6 +739,13 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
             return false;
         }
         break;
+    case CHAOS_NODE_ASK:
+        k = find(t, 3, "id");
+        if (!parse_u64(k->value, &node->n) || node->n > UINT32_MAX) {
+            fail(p, k->value_column, "id is the number the delivery asks about, from 0 to 4294967295");
+            return false;
+        }
+        break;
     default:
         break;
     }
@@ -854,7 +863,7 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
 static bool kind_allowed(int32_t point, int32_t kind) {
     switch (kind) {
     case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_PASS: case CHAOS_NODE_SEQUENTIAL: case CHAOS_NODE_COMPOSITE:
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES:
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_ASK:
         return true;
     case CHAOS_NODE_FAIL:
         return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
@@ -923,7 +932,7 @@ static bool validate_entry(parser *p, cf_entry *entry, int32_t index) {
             return false;
         }
         if (!kind_allowed(entry->point, node->kind)) {
-            fail(p, node->column, "a %s node cannot run on a %s entry; %s entries take %s (and original, pass, sequential, composite, probability, times)",
+            fail(p, node->column, "a %s node cannot run on a %s entry; %s entries take %s (and original, pass, sequential, composite, probability, times, ask)",
                  kind_names[node->kind], point, point, kinds_for(entry->point));
             return false;
         }
@@ -1238,6 +1247,7 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 break;
             case CHAOS_NODE_TIMES: put(&w, " n=%llu child=%d", (unsigned long long)node->n, node->child); break;
             case CHAOS_NODE_DELAY: put(&w, " by=%lld child=%d", (long long)node->ns, node->child); break;
+            case CHAOS_NODE_ASK: put(&w, " id=%llu", (unsigned long long)node->n); break;
             default: break;
             }
             put(&w, "\n");

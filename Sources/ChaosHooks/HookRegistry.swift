@@ -48,6 +48,26 @@ enum SlotMemory {
         return UInt(bitPattern: previous)
     }
 
+    /// Writes many slots at once (each page's protection is looked up and lifted once) and
+    /// returns, per write, the previous bytes or the error; a failed write changed nothing.
+    /// `what(i)` names write i in its error.
+    static func write(_ writes: [(address: UInt, value: UInt)], what: (Int) -> String) -> [Result<UInt, ChaosError>] {
+        guard !writes.isEmpty else { return [] }
+        var batch = writes.map { write in
+            chaos_elf_write(
+                slot: UnsafeMutableRawPointer(bitPattern: write.address)!.assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
+                value: UnsafeMutableRawPointer(bitPattern: write.value), previous: nil, result: 0)
+        }
+        _ = batch.withUnsafeMutableBufferPointer { chaos_elf_write_slots($0.baseAddress, $0.count) }
+        return batch.enumerated().map { index, write in
+            guard write.result == 0 else {
+                let reason = String(cString: strerror(write.result))
+                return .failure(ChaosError(.systemFailure, subject: what(index), "could not write the slot at 0x\(String(writes[index].address, radix: 16)): \(reason); the page may be sealed or the image unloaded"))
+            }
+            return .success(UInt(bitPattern: write.previous))
+        }
+    }
+
     /// PROT_* bits of the mapping containing `address`, or -1 when unmapped.
     static func protection(_ address: UInt) -> Int32 {
         chaos_elf_protection(UnsafeRawPointer(bitPattern: address))

@@ -2,13 +2,21 @@ import CChaosELF
 public import ChaosKit
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Which loaded images a ``SymbolRebinding`` patches, chosen by image path.
 public struct ImageFilter: Sendable, CustomStringConvertible {
     let predicate: @Sendable (String) -> Bool
     public let description: String
+    /// Whether every image passes (scans then skip asking about each image's path).
+    let matchesAll: Bool
 
     /// Every loaded image: the main program and all shared libraries.
-    public static let all = ImageFilter(description: "all images") { _ in true }
+    public static let all = ImageFilter(description: "all images", matchesAll: true) { _ in true }
 
     /// Images whose path contains `fragment` (e.g. `"libFoundation"`).
     public static func pathContains(_ fragment: String) -> ImageFilter {
@@ -20,15 +28,19 @@ public struct ImageFilter: Sendable, CustomStringConvertible {
         ImageFilter(description: description, predicate: predicate)
     }
 
-    init(description: String, predicate: @escaping @Sendable (String) -> Bool) {
+    init(description: String, matchesAll: Bool = false, predicate: @escaping @Sendable (String) -> Bool) {
         self.description = description
+        self.matchesAll = matchesAll
         self.predicate = predicate
     }
 }
 
 /// Rebinds an imported C symbol (e.g. `clock_gettime`, `getenv`, `connect`) in the
 /// GOT of every loaded ELF image, so every call made through those slots — from the
-/// app, Foundation, or any other library — runs an ``FFIClosure`` instead.
+/// app, Foundation, or any other library — runs an ``FFIClosure`` instead. Pointers to
+/// the symbol that the dynamic linker stored in an image's data at load time
+/// (`R_X86_64_64`/`R_AARCH64_ABS64` relocations: tables of function pointers such as
+/// SQLite's system-call table) are rebound too.
 ///
 /// ```swift
 /// let hook = try SymbolRebinding(symbol: "getenv",
@@ -43,9 +55,11 @@ public struct ImageFilter: Sendable, CustomStringConvertible {
 ///   from a slot (a lazily bound slot holds the PLT resolver stub: slow, and calling it
 ///   would rebind the slot).
 /// - ``apply()`` refuses with `.alreadyHooked` when a slot is owned by another
-///   ChaosHooks hook, or holds something that is neither the real function, a
+///   ChaosHooks hook, or a GOT slot holds something that is neither the real function, a
 ///   lazy-binding stub of its own image, nor another version of the same symbol —
 ///   i.e. something else (another interposer) already hooks it. Nothing changes then.
+///   A data pointer that no longer holds the real function was changed by the program
+///   itself (SQLite's `xSetSystemCall`, say): it is the program's to decide, and left alone.
 /// - ``refresh()`` patches images loaded (`dlopen`) after ``apply()``.
 /// - Symbol hooks are process-wide by nature: serialize the code that applies them
 ///   (in Swift Testing, one `.serialized` suite).
@@ -53,8 +67,9 @@ public struct ImageFilter: Sendable, CustomStringConvertible {
 /// What a GOT rebinding cannot see:
 /// - calls inside the library that defines the symbol (libc calling its own
 ///   `clock_gettime` uses internal aliases, not the GOT);
-/// - function pointers obtained earlier with `dlsym` or stored in tables (hook those
-///   with ``FunctionPointerSlot``), and pointers taken in `R_*_64`/`RELATIVE` data;
+/// - function pointers obtained with `dlsym` or copied at run time (a table filled by
+///   code rather than by the dynamic linker; hook those with ``FunctionPointerSlot``),
+///   and pointers to functions of the same image (`RELATIVE` relocations name no symbol);
 /// - inlined or compiler-builtin calls, system calls made directly, and the vDSO's own
 ///   fast paths (only the libc wrapper's callers are redirected);
 /// - statically linked programs (no GOT), and calls racing with `apply()` that already
@@ -88,8 +103,11 @@ public final class SymbolRebinding: Sendable {
         public let addressBits: UInt
         /// Path of the image the slot belongs to.
         public let imagePath: String
-        /// `true` for a `JUMP_SLOT` (PLT call), `false` for a `GLOB_DAT` slot.
+        /// `true` for a `JUMP_SLOT` (PLT call), `false` for a `GLOB_DAT` or data slot.
         public let isJumpSlot: Bool
+        /// `true` for a pointer in the image's data (a table of function pointers filled
+        /// at load time), `false` for a GOT slot.
+        public let isData: Bool
         /// The exact bytes the slot held before it was patched.
         public let originalBytes: UInt
 
@@ -166,7 +184,8 @@ public final class SymbolRebinding: Sendable {
             patched = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
                 let scan = try ImageScan(symbol: symbol, images: images)
                 guard !scan.slots.isEmpty else {
-                    throw ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(scan.searched.count) image(s) searched (\(images)): \(scan.searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
+                    let searched = try ImageScan(symbol: symbol, images: images, listingImages: true).searched
+                    throw ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(searched.count) image(s) searched (\(images)): \(searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
                 }
                 return try patch(scan.slots, registry: &registry)
             }
@@ -217,25 +236,30 @@ public final class SymbolRebinding: Sendable {
             var firstFailure: ChaosError?
             HookRegistry.state.withLock { (registry: inout HookRegistryState) in
                 // Only slots still mapped in a loaded image of the same path are touched.
-                let alive = Set(((try? ImageScan(symbol: symbol, images: .all))?.slots ?? []).map { "\($0.address)|\($0.imagePath)" })
+                let alive = ImageScan.alive(symbol: symbol, slots)
+                var restore: [PatchedSlot] = []
                 for slot in slots {
-                    guard alive.contains("\(slot.addressBits)|\(slot.imagePath)") else {
+                    guard alive.contains(slot.addressBits) else {
                         registry.ownedSlots[slot.addressBits] = nil
                         continue
                     }
                     let current = SlotMemory.read(slot.addressBits)
                     if current == target {
-                        do throws(ChaosError) {
-                            _ = try SlotMemory.write(slot.addressBits, slot.originalBytes, what: "\(symbol) in \(slot.imagePath)")
-                        } catch {
-                            failures.append(slot)
-                            firstFailure = firstFailure ?? error
-                            continue
-                        }
+                        restore.append(slot)
                     } else {
                         foreign.append("\(slot.imagePath) (now \(SlotMemory.hex(current)))")
+                        registry.ownedSlots[slot.addressBits] = nil
                     }
-                    registry.ownedSlots[slot.addressBits] = nil
+                }
+                // One batch: each page's protection is looked up and lifted once.
+                let results = SlotMemory.write(restore.map { ($0.addressBits, $0.originalBytes) }, what: { "\(symbol) in \(restore[$0].imagePath)" })
+                for (slot, result) in zip(restore, results) {
+                    switch result {
+                    case .success: registry.ownedSlots[slot.addressBits] = nil
+                    case .failure(let error):
+                        failures.append(slot)
+                        firstFailure = firstFailure ?? error
+                    }
                 }
             }
             if let firstFailure {
@@ -252,34 +276,46 @@ public final class SymbolRebinding: Sendable {
 
     /// Validates every candidate, then writes them all (undoing on failure) and registers them.
     private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] {
+        var chosen: [ImageScan.Slot] = []
         for slot in slots {
             if let owner = registry.ownedSlots[slot.address] {
                 throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) is already hooked by \(owner.description); revert that hook first")
             }
             let current = SlotMemory.read(slot.address)
-            if current == originalBits || slot.valueIsPLTStub { continue }
+            if current == originalBits || slot.valueIsPLTStub {
+                chosen.append(slot)
+                continue
+            }
             if registry.liveClosures.contains(current) {
                 throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) points at a ChaosHooks closure not registered for it; restore the real function first")
             }
             let (name, image) = Self.describe(current)
-            if name == symbol { continue } // another version of the same symbol
+            if name == symbol { // another version of the same symbol
+                chosen.append(slot)
+                continue
+            }
+            if slot.isData { continue } // the program changed its own pointer: its choice
             throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) holds \(SlotMemory.hex(current)) (\(name ?? "unknown") in \(image ?? "no image")), not the real \(symbol) at \(SlotMemory.hex(originalBits)): something else already hooks it; remove that hook or exclude the image with images:")
         }
+        // One batch: each page's protection is looked up and lifted once.
+        let results = SlotMemory.write(chosen.map { ($0.address, target) }, what: { "\(symbol) in \(chosen[$0].imagePath)" })
         var written: [PatchedSlot] = []
-        for slot in slots {
-            do throws(ChaosError) {
-                let previous = try SlotMemory.write(slot.address, target, what: "\(symbol) in \(slot.imagePath)")
-                written.append(PatchedSlot(addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot, originalBytes: previous))
-            } catch {
-                for done in written.reversed() {
-                    _ = try? SlotMemory.write(done.addressBits, done.originalBytes, what: symbol)
-                }
-                throw error
+        var failure: ChaosError?
+        for (slot, result) in zip(chosen, results) {
+            switch result {
+            case .success(let previous):
+                written.append(PatchedSlot(addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot,
+                                           isData: slot.isData, originalBytes: previous))
+            case .failure(let error):
+                failure = failure ?? error
             }
         }
-        for slot in written {
-            registry.ownedSlots[slot.addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
+        if let failure {
+            _ = SlotMemory.write(written.map { ($0.addressBits, $0.originalBytes) }, what: { _ in self.symbol })
+            throw failure
         }
+        let owner = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
+        for slot in written { registry.ownedSlots[slot.addressBits] = owner }
         return written
     }
 
@@ -301,17 +337,41 @@ public final class SymbolRebinding: Sendable {
     }
 }
 
-/// The GOT slots for one symbol in the selected images (CChaosELF does the walking).
+/// The GOT and data slots for one symbol in the selected images (CChaosELF does the
+/// walking, from its per-image index).
 struct ImageScan {
     struct Slot {
         let address: UInt
         let imagePath: String
         let isJumpSlot: Bool
+        let isData: Bool
         let valueIsPLTStub: Bool
     }
 
     private(set) var slots: [Slot] = []
+    /// The images searched (only with `listingImages`, or a filter other than `.all`).
     private(set) var searched: [String] = []
+
+    /// The slots of `patched` that a scan of every image still reports for `symbol`, in an
+    /// image of the same path (compared in place: no string is made per slot).
+    static func alive(symbol: String, _ patched: [SymbolRebinding.PatchedSlot]) -> Set<UInt> {
+        final class Check {
+            var expected: [UInt: String]
+            var alive: Set<UInt> = []
+            init(_ expected: [UInt: String]) { self.expected = expected }
+        }
+        let check = Check(Dictionary(patched.map { ($0.addressBits, $0.imagePath) }) { first, _ in first })
+        _ = withExtendedLifetime(check) {
+            chaos_elf_find_slots(symbol, nil, { context, info in
+                let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
+                let info = info!.pointee
+                let address = UInt(bitPattern: info.slot)
+                // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
+                if let path = check.expected[address], strcmp(info.image_path, path) == 0 { check.alive.insert(address) }
+            }, Unmanaged.passUnretained(check).toOpaque())
+        }
+        return check.alive
+    }
 
     private final class Collector {
         let filter: ImageFilter
@@ -321,24 +381,28 @@ struct ImageScan {
         init(filter: ImageFilter) { self.filter = filter }
     }
 
-    init(symbol: String, images: ImageFilter) throws(ChaosError) {
+    /// - Parameter listingImages: collect the path of every image searched, also for
+    ///   `.all` (which otherwise makes no string per image).
+    init(symbol: String, images: ImageFilter, listingImages: Bool = false) throws(ChaosError) {
         let collector = Collector(filter: images)
         let context = Unmanaged.passUnretained(collector).toOpaque()
+        let onImage: chaos_elf_image_fn? = images.matchesAll && !listingImages ? nil : { context, path, _ in
+            let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+            let path = String(cString: path!)
+            guard collector.filter.predicate(path) else { return 0 }
+            collector.searched.append(path)
+            return 1
+        }
         let status = withExtendedLifetime(collector) {
-            chaos_elf_find_slots(symbol, { context, path, _ in
-                let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                let path = String(cString: path!)
-                guard collector.filter.predicate(path) else { return 0 }
-                collector.searched.append(path)
-                return 1
-            }, { context, info in
+            chaos_elf_find_slots(symbol, onImage, { context, info in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
                 let info = info!.pointee
                 let address = UInt(bitPattern: info.slot)
                 guard collector.seen.insert(address).inserted else { return }
                 collector.slots.append(Slot(
                     address: address, imagePath: String(cString: info.image_path),
-                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), valueIsPLTStub: info.value_is_plt_stub != 0))
+                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA),
+                    valueIsPLTStub: info.value_is_plt_stub != 0))
             }, context)
         }
         guard status == 0 else {

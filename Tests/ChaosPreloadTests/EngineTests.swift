@@ -74,7 +74,9 @@ import Glibc
     entry getenv
     node 0 composite
     case 1 name=HOME
+    case 2 name=USER
     node 1 set value="/tmp/\\x01home"
+    node 2 ask id=4294967295
     entry dns
     node 0 times n=2 child=1
     node 1 fail ret=EAI_AGAIN
@@ -89,6 +91,7 @@ import Glibc
         #expect(text.contains("node 1 delay by=1500000000 child=2"))
         #expect(text.contains("case 1 host=10.0.0.0/8 port=443"))
         #expect(text.contains("node 2 speed factor=2.5 anchor=1700000000000000000"))
+        #expect(text.contains("node 2 ask id=4294967295"))
         let again = try Self.parse(text).get()
         defer { chaos_plan_free(again) }
         #expect(Self.format(again) == text)
@@ -127,6 +130,13 @@ import Glibc
         ("chaos-plan 1\nnode 0 original\n", 2, 1, "before any entry"),
         ("chaos-plan 1\nentry files\nnode 0 composite\n", 3, 8, "has no case"),
         ("chaos-plan 1\nentry files\nnode 0 fail errno=EIO errno=EIO\n", 3, 23, "given twice"),
+        ("chaos-plan 1\nentry files\nnode 0 ask\n", 3, 0, "needs id="),
+        ("chaos-plan 1\nentry files\nnode 0 ask id=4294967296\n", 3, 15, "id is the number"),
+        ("chaos-plan 1\nentry files\nnode 0 ask id=-1\n", 3, 15, "id is the number"),
+        ("chaos-plan 1\nentry files\nnode 0 ask id=1 child=2\n", 3, 17, "unknown key"),
+        ("chaos-plan 1\nentry clock\nnode 0 ask id=1\n", 0, 0, ""),
+        ("chaos-plan 1\nentry getenv\nnode 0 ask id=1\n", 0, 0, ""),
+        ("chaos-plan 1\nentry dns\nnode 0 delay by=1ms child=1\nnode 1 ask id=2\n", 0, 0, ""),
     ] as [(String, Int, Int, String)])
     func parseErrorsAreLocatedAndSayWhatToFix(text: String, line: Int, column: Int, fragment: String) {
         let error = Self.error(text)
@@ -400,6 +410,50 @@ import Glibc
         #expect(pipe(&pipes) == 0)
         #expect(decide(pipes[1]) == 0, "a pipe is no file")
         close(pipes[0]); close(pipes[1])
+    }
+
+    @Test func anAskNodeDecidesAskWithItsIdOnEveryPoint() throws {
+        defer { chaos_plan_clear() }
+        try Self.install("""
+        chaos-plan 1
+        entry files
+        node 0 composite
+        case 1 path=/srv/app ops=write
+        node 1 delay by=5ms child=2
+        node 2 ask id=7
+        entry getenv
+        node 0 ask id=8
+        entry clock
+        node 0 sequential children=1,2
+        node 1 ask id=9
+        node 2 offset by=1s
+        """)
+        let write = Self.decide(Self.fileCall("/srv/app/db"))
+        #expect(write.action == Int32(CHAOS_ACT_ASK.rawValue) && write.ask_id == 7 && write.delay_ns == 5_000_000 && write.entry == 0)
+        // Out of the entry's path scope, and special targets, the ask node is not reached.
+        #expect(Self.decide(Self.fileCall("/srv/other")).action == 0)
+        #expect(Self.decide(Self.fileCall("/srv/app/db", CHAOS_FN_OPENAT)).action == 0)
+        var getenvCall = chaos_call()
+        getenvCall.point = Int32(CHAOS_POINT_GETENV.rawValue)
+        getenvCall.fn = Int32(CHAOS_FN_GETENV.rawValue)
+        getenvCall.name = UnsafePointer(strdup("HOME"))
+        let asked = Self.decide(getenvCall)
+        #expect(asked.action == Int32(CHAOS_ACT_ASK.rawValue) && asked.ask_id == 8 && asked.entry == 1)
+        var clockCall = chaos_call()
+        clockCall.point = Int32(CHAOS_POINT_CLOCK.rawValue)
+        clockCall.fn = Int32(CHAOS_FN_TIME.rawValue)
+        clockCall.clock_source = Int32(CHAOS_CLOCKSRC_REALTIME)
+        #expect(Self.decide(clockCall).ask_id == 9)
+        #expect(Self.decide(clockCall).action == Int32(CHAOS_ACT_OFFSET.rawValue), "the sequence moved on")
+        // A descriptor whose path an ask node can decide is not remembered as out of reach.
+        let folder = try Preload.directory("ask")
+        defer { Preload.remove(folder) }
+        try Self.install(Preload.filesPlan(folder, ops: "write").replacingOccurrences(of: "fail errno=ENOSPC", with: "ask id=3"))
+        let fd = open(folder + "/x", O_WRONLY | O_CREAT, 0o644)
+        defer { close(fd) }
+        var outcome = chaos_outcome()
+        #expect(chaos_fault_decide_fd(fd, Int32(CHAOS_FN_WRITE.rawValue), -1, 0, &outcome) == 1)
+        #expect(outcome.action == Int32(CHAOS_ACT_ASK.rawValue) && outcome.ask_id == 3)
     }
 
     @Test func clockOutcomesApplyInvertAndPeekWithoutCounting() throws {

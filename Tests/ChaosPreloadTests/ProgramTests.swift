@@ -582,6 +582,21 @@ import Glibc
         #expect(plain.lines == ["0 0 found 0 home unset"], "\(plain)")
     }
 
+    @Test(.enabled(if: Needs.program("cc") && Needs.coreutils, "no C compiler (cc) to build the probe program, or coreutils are missing"))
+    func askNodesCallTheOriginalUnderThePreload() throws {
+        // Only the in-process delivery has someone to ask; here every ask is the real call
+        // (a getenv answered NULL or a failed write would show).
+        let probe = try Preload.compile("lookup_probe", Self.lookupProbe)
+        let asked = try Preload.under("chaos-plan 1\nentry dns\nnode 0 ask id=1\nentry getenv\nnode 0 ask id=2\n", [probe])
+        #expect(asked.status == 0 && asked.lines == ["0 0 found 0 home unset"], "\(asked)")
+        let folder = try Preload.directory("ask")
+        defer { Preload.remove(folder) }
+        let plan = Preload.filesPlan(folder, ops: "write").replacingOccurrences(of: "fail errno=ENOSPC", with: "delay by=1ms child=2\nnode 2 ask id=3")
+        let tee = try Preload.under(plan, ["tee", folder + "/out"], input: "kept\n")
+        #expect(tee.status == 0, "\(tee)")
+        #expect((try? String(contentsOfFile: folder + "/out", encoding: .utf8)) == "kept\n")
+    }
+
     @Test(.enabled(if: Needs.program("curl"), "curl is not installed (.ci/install-system-test-deps installs it)"))
     func curlSeesAConnectTimeoutAfterItsDurationAndAFailedLookup() throws {
         let timeout = """

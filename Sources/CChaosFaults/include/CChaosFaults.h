@@ -135,6 +135,7 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_PROBABILITY = 11,///< "probability": child with probability p (drawn per entry call index), else pass
     CHAOS_NODE_TIMES = 12,      ///< "times": child for the first n calls reaching it, then pass
     CHAOS_NODE_DELAY = 13,      ///< "delay": wait `ns`, then child
+    CHAOS_NODE_ASK = 14,        ///< "ask": `id=N`; the in-process delivery asks its chaos_ask_fn (CChaosIntercept.h)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -147,6 +148,9 @@ typedef enum chaos_action {
     CHAOS_ACT_SPEED = 6,    ///< clock: report anchor_ns + (real - anchor_ns) * factor
     CHAOS_ACT_SET = 7,      ///< getenv: answer `value` (lives as long as the process)
     CHAOS_ACT_UNSET = 8,    ///< getenv: answer NULL
+    CHAOS_ACT_ASK = 9,      ///< an `ask` node decided: the delivery asks whoever answers `ask_id` (in-process: the
+                            ///< registered chaos_ask_fn) and executes that answer; the preload library, which has
+                            ///< no one to ask, calls the original
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -285,6 +289,7 @@ typedef struct chaos_outcome {
     const char *value;   ///< SET: the answer (never freed)
     int32_t monotonic;   ///< clock: 1 when the deciding entry also fakes monotonic clocks
     int32_t stat_times;  ///< clock: 1 when the deciding entry shifts file times (default)
+    uint32_t ask_id;     ///< ASK: the `id=` of the ask node that decided
 } chaos_outcome;
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the
@@ -300,6 +305,11 @@ int chaos_fault_decide(const chaos_call *call, chaos_outcome *out);
 /// plain loads. Returns as `chaos_fault_decide` (when it returns 0, only `action`,
 /// `entry` and `delay_ns` of `out` are set).
 int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out);
+
+/// A copy of `text` that lives as long as the process (equal strings share one copy), as
+/// the engine keeps `set` answers: for answers a delivery gets elsewhere (an `ask`). NULL
+/// for NULL or when out of memory.
+const char *chaos_fault_intern(const char *text);
 
 /// Like `chaos_fault_decide` for a clock call, but counts nothing and draws as the next
 /// call would: what the clock reads *now* (used for file times and sleeps).
