@@ -177,19 +177,82 @@ public final class SymbolRebinding: Sendable {
     /// - Throws: `.alreadyApplied`, `.symbolNotFound` (lists the images searched),
     ///   `.alreadyHooked`, `.systemFailure`.
     public func apply() throws(ChaosError) {
-        try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) in
-            guard patched == nil else {
-                throw ChaosError(.alreadyApplied, subject: symbol, "this rebinding is already applied; call revert() first or use refresh() for newly loaded images")
+        _ = try Self.apply(together: [self])
+    }
+
+    /// Applies several rebindings as one: a single walk over the loaded images finds the
+    /// slots of all their symbols, and a single batch writes them, so a read-only page
+    /// (RELRO) shared by several symbols is made writable and restored once, not once per
+    /// symbol. Cheaper than applying them one by one (a system point rebinding dozens of
+    /// functions), with the same checks and errors as ``apply()``.
+    ///
+    /// All-or-nothing: if any rebinding is refused or any write fails, none is applied.
+    /// - Parameter isOptional: rebindings whose symbol may have no slot at all (nothing
+    ///   imports it); they are left unapplied instead of failing the group.
+    /// - Returns: the rebindings applied (the group less the optional ones without slots).
+    /// - Throws: `.alreadyApplied`, `.symbolNotFound`, `.alreadyHooked` (also for one slot
+    ///   claimed by two rebindings of the group), `.systemFailure`.
+    @discardableResult
+    public static func apply(together rebindings: [SymbolRebinding],
+                             isOptional: (SymbolRebinding) -> Bool = { _ in false }) throws(ChaosError) -> [SymbolRebinding] {
+        let group = unique(rebindings)
+        return try withStates(group) { (states: [UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) -> [SymbolRebinding] in
+            for (rebinding, state) in zip(group, states) where state.pointee != nil {
+                throw ChaosError(.alreadyApplied, subject: rebinding.symbol, "this rebinding is already applied; call revert() first or use refresh() for newly loaded images")
             }
-            patched = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
-                let scan = try ImageScan(symbol: symbol, images: images)
-                guard !scan.slots.isEmpty else {
-                    let searched = try ImageScan(symbol: symbol, images: images, listingImages: true).searched
-                    throw ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(searched.count) image(s) searched (\(images)): \(searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
+            let applied = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [(Int, [PatchedSlot])] in
+                let scans = try ImageScan.slots(of: group)
+                var chosen: [(member: Int, slot: ImageScan.Slot)] = []
+                var claimed: [UInt: Int] = [:]
+                var members: [Int] = []
+                for (index, rebinding) in group.enumerated() {
+                    if scans[index].isEmpty {
+                        if isOptional(rebinding) { continue }
+                        throw try rebinding.notFound()
+                    }
+                    for slot in try rebinding.choose(scans[index], registry: registry) {
+                        if let other = claimed[slot.address] {
+                            throw ChaosError(.alreadyHooked, subject: rebinding.symbol, "the slot in \(slot.imagePath) is also rebound by the rebinding of \(group[other].symbol) in the same group; apply them separately")
+                        }
+                        claimed[slot.address] = index
+                        chosen.append((index, slot))
+                    }
+                    members.append(index)
                 }
-                return try patch(scan.slots, registry: &registry)
+                // One batch: each page's protection is looked up and lifted once.
+                let results = SlotMemory.write(chosen.map { ($0.slot.address, group[$0.member].target) }, what: {
+                    "\(group[chosen[$0].member].symbol) in \(chosen[$0].slot.imagePath)"
+                })
+                var written: [Int: [PatchedSlot]] = [:]
+                var failure: ChaosError?
+                for ((member, slot), result) in zip(chosen, results) {
+                    switch result {
+                    case .success(let previous):
+                        written[member, default: []].append(PatchedSlot(
+                            addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot, isData: slot.isData,
+                            originalBytes: previous))
+                    case .failure(let error):
+                        failure = failure ?? error
+                    }
+                }
+                if let failure {
+                    let undo = written.values.flatMap { $0 }
+                    _ = SlotMemory.write(undo.map { ($0.addressBits, $0.originalBytes) }, what: { _ in "undo" })
+                    throw failure
+                }
+                return members.map { member in
+                    let slots = written[member] ?? []
+                    let rebinding = group[member]
+                    let owner = SlotOwner(owner: ObjectIdentifier(rebinding), description: "the rebinding of \(rebinding.symbol)", closure: rebinding.ownedClosure)
+                    for slot in slots { registry.ownedSlots[slot.addressBits] = owner }
+                    return (member, slots)
+                }
             }
-            ownedClosure?.bindings.add(1, ordering: .relaxed)
+            for (member, slots) in applied {
+                states[member].pointee = slots
+                group[member].ownedClosure?.bindings.add(1, ordering: .relaxed)
+            }
+            return applied.map { group[$0.0] }
         }
     }
 
@@ -227,55 +290,101 @@ public final class SymbolRebinding: Sendable {
     /// - Throws: `.notApplied`, `.alreadyHooked`, `.systemFailure` (that slot stays patched
     ///   and the rebinding stays applied, so revert can be retried).
     public func revert() throws(ChaosError) {
-        try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) in
-            guard let slots = patched else {
-                throw ChaosError(.notApplied, subject: symbol, "this rebinding is not applied; nothing to revert")
+        try Self.revert(together: [self])
+    }
+
+    /// Reverts several rebindings as one: a single walk checks which of their slots are
+    /// still loaded and a single batch writes the original bytes back (each read-only
+    /// page lifted once). Each rebinding ends as ``revert()`` would leave it; the first
+    /// error is thrown once every rebinding was handled.
+    /// - Throws: `.notApplied` (before anything is reverted) when one of them is not
+    ///   applied; `.alreadyHooked`, `.systemFailure` as ``revert()``.
+    public static func revert(together rebindings: [SymbolRebinding]) throws(ChaosError) {
+        let group = unique(rebindings)
+        try withStates(group) { (states: [UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) in
+            for (rebinding, state) in zip(group, states) where state.pointee == nil {
+                throw ChaosError(.notApplied, subject: rebinding.symbol, "this rebinding is not applied; nothing to revert")
             }
-            var failures: [PatchedSlot] = []
-            var foreign: [String] = []
+            var failures: [[PatchedSlot]] = Array(repeating: [], count: group.count)
+            var foreign: [[String]] = Array(repeating: [], count: group.count)
             var firstFailure: ChaosError?
             HookRegistry.state.withLock { (registry: inout HookRegistryState) in
                 // Only slots still mapped in a loaded image of the same path are touched.
-                let alive = ImageScan.alive(symbol: symbol, slots)
-                var restore: [PatchedSlot] = []
-                for slot in slots {
-                    guard alive.contains(slot.addressBits) else {
-                        registry.ownedSlots[slot.addressBits] = nil
-                        continue
-                    }
-                    let current = SlotMemory.read(slot.addressBits)
-                    if current == target {
-                        restore.append(slot)
-                    } else {
-                        foreign.append("\(slot.imagePath) (now \(SlotMemory.hex(current)))")
-                        registry.ownedSlots[slot.addressBits] = nil
+                let patched = states.flatMap { $0.pointee ?? [] }
+                let alive = ImageScan.alive(symbols: group.map(\.symbol), patched)
+                var restore: [(member: Int, slot: PatchedSlot)] = []
+                for (member, rebinding) in group.enumerated() {
+                    for slot in states[member].pointee ?? [] {
+                        guard alive.contains(slot.addressBits) else {
+                            registry.ownedSlots[slot.addressBits] = nil
+                            continue
+                        }
+                        let current = SlotMemory.read(slot.addressBits)
+                        if current == rebinding.target {
+                            restore.append((member, slot))
+                        } else {
+                            foreign[member].append("\(slot.imagePath) (now \(SlotMemory.hex(current)))")
+                            registry.ownedSlots[slot.addressBits] = nil
+                        }
                     }
                 }
                 // One batch: each page's protection is looked up and lifted once.
-                let results = SlotMemory.write(restore.map { ($0.addressBits, $0.originalBytes) }, what: { "\(symbol) in \(restore[$0].imagePath)" })
-                for (slot, result) in zip(restore, results) {
+                let results = SlotMemory.write(restore.map { ($0.slot.addressBits, $0.slot.originalBytes) }, what: {
+                    "\(group[restore[$0].member].symbol) in \(restore[$0].slot.imagePath)"
+                })
+                for ((member, slot), result) in zip(restore, results) {
                     switch result {
                     case .success: registry.ownedSlots[slot.addressBits] = nil
                     case .failure(let error):
-                        failures.append(slot)
+                        failures[member].append(slot)
                         firstFailure = firstFailure ?? error
                     }
                 }
             }
-            if let firstFailure {
-                patched = failures
-                throw firstFailure
+            var firstForeign: ChaosError?
+            for (member, rebinding) in group.enumerated() {
+                if !failures[member].isEmpty {
+                    states[member].pointee = failures[member]
+                    continue
+                }
+                states[member].pointee = nil
+                rebinding.ownedClosure?.bindings.subtract(1, ordering: .relaxed)
+                if !foreign[member].isEmpty, firstForeign == nil {
+                    firstForeign = ChaosError(.alreadyHooked, subject: rebinding.symbol, "slots changed by something else after apply were left alone: \(foreign[member].joined(separator: ", ")); restore them yourself if needed")
+                }
             }
-            patched = nil
-            ownedClosure?.bindings.subtract(1, ordering: .relaxed)
-            if !foreign.isEmpty {
-                throw ChaosError(.alreadyHooked, subject: symbol, "slots changed by something else after apply were left alone: \(foreign.joined(separator: ", ")); restore them yourself if needed")
+            if let error = firstFailure ?? firstForeign { throw error }
+        }
+    }
+
+    /// The group without repeats, in one fixed order (their locks are taken in it).
+    private static func unique(_ rebindings: [SymbolRebinding]) -> [SymbolRebinding] {
+        var seen = Set<ObjectIdentifier>()
+        return rebindings.filter { seen.insert(ObjectIdentifier($0)).inserted }.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
+    }
+
+    /// Runs `body` holding the state lock of every rebinding of `group` (taken in order),
+    /// with a pointer to each state.
+    private static func withStates<R>(
+        _ group: [SymbolRebinding], from index: Int = 0, _ held: [UnsafeMutablePointer<[PatchedSlot]?>] = [],
+        _ body: ([UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) -> R
+    ) throws(ChaosError) -> R {
+        guard index < group.count else { return try body(held) }
+        return try group[index].state.withLock { (state: inout [PatchedSlot]?) throws(ChaosError) -> R in
+            try withUnsafeMutablePointer(to: &state) { (pointer) throws(ChaosError) -> R in
+                try withStates(group, from: index + 1, held + [pointer], body)
             }
         }
     }
 
-    /// Validates every candidate, then writes them all (undoing on failure) and registers them.
-    private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] {
+    private func notFound() throws(ChaosError) -> ChaosError {
+        let searched = try ImageScan(symbol: symbol, images: images, listingImages: true).searched
+        return ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(searched.count) image(s) searched (\(images)): \(searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
+    }
+
+    /// The slots to patch among `slots`; throws when one is already hooked. A data pointer
+    /// the program changed itself is left out.
+    private func choose(_ slots: [ImageScan.Slot], registry: HookRegistryState) throws(ChaosError) -> [ImageScan.Slot] {
         var chosen: [ImageScan.Slot] = []
         for slot in slots {
             if let owner = registry.ownedSlots[slot.address] {
@@ -297,6 +406,12 @@ public final class SymbolRebinding: Sendable {
             if slot.isData { continue } // the program changed its own pointer: its choice
             throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) holds \(SlotMemory.hex(current)) (\(name ?? "unknown") in \(image ?? "no image")), not the real \(symbol) at \(SlotMemory.hex(originalBits)): something else already hooks it; remove that hook or exclude the image with images:")
         }
+        return chosen
+    }
+
+    /// Validates every candidate, then writes them all (undoing on failure) and registers them.
+    private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] {
+        let chosen = try choose(slots, registry: registry)
         // One batch: each page's protection is looked up and lifted once.
         let results = SlotMemory.write(chosen.map { ($0.address, target) }, what: { "\(symbol) in \(chosen[$0].imagePath)" })
         var written: [PatchedSlot] = []
@@ -352,25 +467,87 @@ struct ImageScan {
     /// The images searched (only with `listingImages`, or a filter other than `.all`).
     private(set) var searched: [String] = []
 
-    /// The slots of `patched` that a scan of every image still reports for `symbol`, in an
-    /// image of the same path (compared in place: no string is made per slot).
-    static func alive(symbol: String, _ patched: [SymbolRebinding.PatchedSlot]) -> Set<UInt> {
+    /// The slots of `patched` that a scan of every image still reports for one of `symbols`,
+    /// in an image of the same path (compared in place: no string is made per slot).
+    static func alive(symbols: [String], _ patched: [SymbolRebinding.PatchedSlot]) -> Set<UInt> {
         final class Check {
-            var expected: [UInt: String]
+            let expected: [UInt: String]
             var alive: Set<UInt> = []
             init(_ expected: [UInt: String]) { self.expected = expected }
         }
         let check = Check(Dictionary(patched.map { ($0.addressBits, $0.imagePath) }) { first, _ in first })
+        let names = Array(Set(symbols))
+        guard !names.isEmpty else { return [] }
         _ = withExtendedLifetime(check) {
-            chaos_elf_find_slots(symbol, nil, { context, info in
-                let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
-                let info = info!.pointee
-                let address = UInt(bitPattern: info.slot)
-                // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
-                if let path = check.expected[address], strcmp(info.image_path, path) == 0 { check.alive.insert(address) }
-            }, Unmanaged.passUnretained(check).toOpaque())
+            names.withCStrings { pointers in
+                chaos_elf_find_slots_many(pointers, names.count, nil, { context, _, info in
+                    let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
+                    let info = info!.pointee
+                    let address = UInt(bitPattern: info.slot)
+                    // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
+                    if let path = check.expected[address], strcmp(info.image_path, path) == 0 { check.alive.insert(address) }
+                }, Unmanaged.passUnretained(check).toOpaque())
+            }
         }
         return check.alive
+    }
+
+    /// The slots of each rebinding of `group` (same order), from one walk over the images
+    /// for all their symbols.
+    static func slots(of group: [SymbolRebinding]) throws(ChaosError) -> [[Slot]] {
+        final class Collector {
+            let group: [SymbolRebinding]
+            let names: [String]
+            let members: [[Int]] // per name, the rebindings of that symbol
+            var slots: [[Slot]]
+            var seen: [Set<UInt>]
+            init(_ group: [SymbolRebinding]) {
+                self.group = group
+                var names: [String] = [], index: [String: Int] = [:], members: [[Int]] = []
+                for (member, rebinding) in group.enumerated() {
+                    if let at = index[rebinding.symbol] {
+                        members[at].append(member)
+                    } else {
+                        index[rebinding.symbol] = names.count
+                        names.append(rebinding.symbol)
+                        members.append([member])
+                    }
+                }
+                self.names = names
+                self.members = members
+                slots = Array(repeating: [], count: group.count)
+                seen = Array(repeating: [], count: group.count)
+            }
+        }
+        guard !group.isEmpty else { return [] }
+        let collector = Collector(group)
+        let everything = group.allSatisfy { $0.images.matchesAll }
+        let onImage: chaos_elf_image_fn? = everything ? nil : { context, path, _ in
+            let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+            let path = String(cString: path!)
+            return collector.group.contains { $0.images.matchesAll || $0.images.predicate(path) } ? 1 : 0
+        }
+        let status = withExtendedLifetime(collector) {
+            collector.names.withCStrings { pointers in
+                chaos_elf_find_slots_many(pointers, collector.names.count, onImage, { context, which, info in
+                    let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                    let info = info!.pointee
+                    let address = UInt(bitPattern: info.slot)
+                    let path = String(cString: info.image_path)
+                    for member in collector.members[which] {
+                        let filter = collector.group[member].images
+                        guard filter.matchesAll || filter.predicate(path), collector.seen[member].insert(address).inserted else { continue }
+                        collector.slots[member].append(Slot(
+                            address: address, imagePath: path, isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP),
+                            isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA), valueIsPLTStub: info.value_is_plt_stub != 0))
+                    }
+                }, Unmanaged.passUnretained(collector).toOpaque())
+            }
+        }
+        guard status == 0 else {
+            throw ChaosError(.unsupportedPlatform, subject: group.first?.symbol ?? "symbols", "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
+        }
+        return collector.slots
     }
 
     private final class Collector {
@@ -410,5 +587,15 @@ struct ImageScan {
         }
         slots = collector.slots
         searched = collector.searched
+    }
+}
+
+extension Array where Element == String {
+    /// Calls `body` with the strings as a C array of C strings (valid during the call).
+    func withCStrings<R>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
     }
 }

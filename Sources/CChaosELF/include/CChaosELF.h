@@ -1,8 +1,11 @@
 #ifndef CHAOSKIT_CCHAOSELF_H
 #define CHAOSKIT_CCHAOSELF_H
 
-// Thin ELF helpers for ChaosHooks: find and write GOT slots. Policy lives in Swift.
-// On non-Linux platforms every function exists but reports failure (ENOSYS / 0 results).
+// Thin ELF helpers for ChaosHooks: find and write the slots that hold an imported
+// symbol's address — GOT slots, and pointers in an image's data that the dynamic linker
+// set at load time — and page protections. Policy (which slots, ownership, messages)
+// lives in Swift. On non-Linux platforms every function exists but reports failure
+// (ENOSYS / 0 results), except writes to slots that are already writable.
 
 #include <stddef.h>
 #include <errno.h>
@@ -27,11 +30,12 @@ enum {
 };
 
 /// One slot found by `chaos_elf_find_slots`. `image_path` is only valid during the callback.
+/// A slot is reported once per kind (tables that overlap do not repeat it).
 typedef struct chaos_elf_slot_info {
-    void **slot;
-    const char *image_path;
-    uintptr_t image_base;
-    int kind;
+    void **slot;            ///< the pointer-sized slot (in the image's GOT or data)
+    const char *image_path; ///< the image's path (the main program's from /proc/self/exe)
+    uintptr_t image_base;   ///< dlpi_addr of the image
+    int kind;               ///< CHAOS_ELF_SLOT_*
     /// Nonzero when the slot is a JUMP_SLOT whose current value is the image's own
     /// lazy-binding PLT entry (executable code of the same image shaped like a PLT stub).
     int value_is_plt_stub;
