@@ -16,7 +16,10 @@ let package = Package(
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
+        // `chaos`: a small C launcher (so `chaos run` starts programs without a Swift
+        // runtime in the way) that hands every other subcommand to `chaos-tool`.
         .executable(name: "chaos", targets: ["chaos"]),
+        .executable(name: "chaos-tool", targets: ["chaos-tool"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
         // The example apps are executable targets, not products: `swift run weather` works
@@ -68,8 +71,9 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        .executableTarget(name: "chaos"),
         .executableTarget(
-            name: "chaos",
+            name: "chaos-tool",
             dependencies: [
                 "ChaosKit",
                 "ChaosPoints",
@@ -92,20 +96,19 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
-        .testTarget(name: "ChaosToolTests", dependencies: ["chaos"], swiftSettings: strictSwift),
+        .testTarget(name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool"], swiftSettings: strictSwift),
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
         .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF"], swiftSettings: strictSwift),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
-        // Small C targets, one job each: ELF rebinding, read-side sections and grace
-        // periods, and the system clock's typed fast path.
+        // Small C targets, one job each: ELF rebinding, and read-side sections and grace
+        // periods.
         .target(name: "CChaosELF", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "CChaosGrace"),
-        .target(name: "CChaosClock", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(
             name: "ChaosHooks",
             dependencies: [
-                "ChaosKit", "CFFI", "CChaosELF", "CChaosGrace", "CChaosClock",
+                "ChaosKit", "CFFI", "CChaosELF", "CChaosGrace", "CChaosFaults", "CChaosIntercept",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
@@ -115,7 +118,7 @@ let package = Package(
         .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
-            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "TestHelpers"],
+            dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "CChaosFaults", "TestHelpers"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -36,8 +36,11 @@ def check(item, folder):
     command = [
         "swiftc", "-typecheck", "-swift-version", "6",
         "-I", str(BUILD / "Modules"),
-        "-Xcc", f"-I{ROOT / 'Sources' / 'CFFI'}", "-Xcc", f"-I{ROOT / 'Sources' / 'CChaosELF' / 'include'}",
+        "-Xcc", f"-I{ROOT / 'Sources' / 'CFFI'}",
     ]
+    # Every C target's public headers (they include each other by name).
+    for include in sorted((ROOT / "Sources").glob("C*/include")):
+        command += ["-Xcc", f"-I{include}"]
     # The C targets' module maps, as SwiftPM hands them to its own clients.
     for modulemap in BUILD.glob("*.build/module.modulemap"):
         command += ["-Xcc", f"-fmodule-map-file={modulemap}"]

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -226,6 +227,54 @@ static bool case_matches(walk *w, const cf_case *c) {
         w->named = true;
     }
     return true;
+}
+
+// MARK: - Conditions outside a plan
+
+struct chaos_case_test {
+    chaos_plan *plan; ///< a one-entry plan whose root composite holds the case
+};
+
+chaos_case_test *chaos_case_test_make(int32_t point, const char *conditions, chaos_plan_error *error) {
+    const char *name = chaos_fault_point_name(point);
+    if (!name || !conditions) {
+        if (error) {
+            error->line = 0;
+            error->column = 0;
+            snprintf(error->message, sizeof error->message, "no such point or no conditions");
+        }
+        return NULL;
+    }
+    size_t capacity = strlen(conditions) + 96;
+    char *text = malloc(capacity);
+    if (!text) return NULL;
+    bool socket = point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
+    snprintf(text, capacity, "chaos-plan 1\nentry %s%s\nnode 0 composite\ncase 1 %s\nnode 1 original\n", name,
+             socket ? " family=any" : "", conditions);
+    chaos_plan *plan = chaos_plan_parse(text, strlen(text), error);
+    free(text);
+    if (!plan) return NULL;
+    chaos_case_test *test = malloc(sizeof *test);
+    if (!test) {
+        chaos_plan_free(plan);
+        return NULL;
+    }
+    test->plan = plan;
+    return test;
+}
+
+int chaos_case_test_holds(const chaos_case_test *test, const chaos_call *call) {
+    if (!test || !call) return 0;
+    const cf_entry *entry = &test->plan->entries[0];
+    if (call->point != entry->point) return 0;
+    walk w = {test->plan, entry, 0, call, call->path, call->special || (call->path && cf_special_path(call->path)), false, true, 0, 0};
+    return case_matches(&w, &entry->nodes[0].cases[0]) ? 1 : 0;
+}
+
+void chaos_case_test_free(chaos_case_test *test) {
+    if (!test) return;
+    chaos_plan_free(test->plan);
+    free(test);
 }
 
 /// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)

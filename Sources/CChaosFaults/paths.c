@@ -33,6 +33,8 @@ int cf_raw_readlink_fd(int fd, char *out, size_t capacity) {
     return (int)count;
 }
 
+int64_t chaos_fault_real_ns(int clock) { return cf_real_ns(clock); }
+
 int64_t cf_real_ns(int clock) {
     struct timespec now;
     if (syscall(SYS_clock_gettime, clock, &now) != 0) return 0;

@@ -14,8 +14,6 @@
 //   CHAOS_CLOCK_ANCHOR  real ns since 1970 that `speed anchor=start` scales from; set by
 //                     the first process of a tree that needs it and inherited by children,
 //                     so a process tree shares one clock.
-//   CHAOS_PRELOAD_*   the older variables of `chaos run`, translated into a plan (see
-//                     legacy_plan below) while the tool still writes them.
 // A plan that does not parse stops the program before main with exit status 125 and the
 // located error on stderr: running it without the chaos it asked for would mislead.
 //
@@ -102,113 +100,6 @@ static char *read_plan_file(const char *path, size_t *length) {
 }
 
 /// A probability as decimal text that does not depend on the locale.
-static const char *chance(double probability, char *buffer) {
-    if (!(probability > 0)) return "0";
-    if (probability >= 1) return "1";
-    snprintf(buffer, 24, "0.%09lld", (long long)(probability * 1e9 + 0.5));
-    return buffer;
-}
-
-/// Builds plan text from the older CHAOS_PRELOAD_* variables (see the Swift `chaos run`
-/// of before plans); NULL when none is set.
-static char *legacy_plan(char *(*get)(const char *)) {
-    const char *seed = get("CHAOS_PRELOAD_SEED"), *clock = get("CHAOS_PRELOAD_CLOCK"), *env = get("CHAOS_PRELOAD_GETENV");
-    const char *connect_ = get("CHAOS_PRELOAD_CONNECT"), *latency = get("CHAOS_PRELOAD_CONNECT_LATENCY");
-    const char *sockets = get("CHAOS_PRELOAD_SOCKETS"), *dns = get("CHAOS_PRELOAD_DNS"), *files = get("CHAOS_PRELOAD_FILES");
-    if (!clock && !env && !connect_ && !latency && !sockets && !dns && !files) return NULL;
-    size_t capacity = 65536, used = 0;
-    char *text = malloc(capacity);
-    if (!text) return NULL;
-#define ADD(...) do { int n_ = snprintf(text + used, capacity - used, __VA_ARGS__); if (n_ > 0 && (size_t)n_ < capacity - used) used += (size_t)n_; } while (0)
-    ADD("chaos-plan 1\nseed %llu\n", seed ? strtoull(seed, NULL, 10) : 0ull);
-    // Numbers are written as integers so that the locale never matters.
-    double value = 0;
-    long after = 0;
-    if (clock) {
-        if (sscanf(clock, "offset:%lf", &value) == 1) ADD("entry clock\nnode 0 offset by=%lld\n", (long long)(value * 1e9));
-        else if (sscanf(clock, "freeze:%lf", &value) == 1) ADD("entry clock\nnode 0 frozen at=%lld\n", (long long)(value * 1e9));
-        else if (sscanf(clock, "speed:%lf", &value) == 1) ADD("entry clock\nnode 0 speed factor=%lld.%06lld\n", (long long)value, (long long)((value - (double)(long long)value) * 1e6));
-        else if (sscanf(clock, "jump:%lf:%ld", &value, &after) == 2) {
-            if (after > 0) ADD("entry clock\nnode 0 sequential children=1*%ld,2\nnode 1 original\nnode 2 offset by=%lld\n", after, (long long)(value * 1e9));
-            else ADD("entry clock\nnode 0 offset by=%lld\n", (long long)(value * 1e9));
-        }
-    }
-    if (env && *env) {
-        ADD("entry getenv\nnode 0 composite\n");
-        int count = 0;
-        for (const char *c = env; *c && count < 64; count++) {
-            const char *end = strchr(c, '\x1f');
-            size_t n = end ? (size_t)(end - c) : strlen(c);
-            const char *equals = memchr(c, '=', n);
-            if (c[0] == '-') ADD("case %d name=\"%.*s\"\n", count + 1, (int)n - 1, c + 1);
-            else if (equals) ADD("case %d name=\"%.*s\"\n", count + 1, (int)(equals - c), c);
-            c += n + (end ? 1 : 0);
-        }
-        count = 0;
-        for (const char *c = env; *c && count < 64; count++) {
-            const char *end = strchr(c, '\x1f');
-            size_t n = end ? (size_t)(end - c) : strlen(c);
-            const char *equals = memchr(c, '=', n);
-            if (c[0] == '-') ADD("node %d unset\n", count + 1);
-            else if (equals) {
-                ADD("node %d set value=\"", count + 1);
-                for (const char *v = equals + 1; v < c + n; v++) {
-                    if (*v == '"' || *v == '\\') ADD("\\%c", *v);
-                    else if ((unsigned char)*v < 0x20) ADD("\\x%02x", (unsigned char)*v);
-                    else ADD("%c", *v);
-                }
-                ADD("\"\n");
-            }
-            c += n + (end ? 1 : 0);
-        }
-    }
-    int code = 0;
-    double probability = 0;
-    char p[24];
-    long long ns = 0;
-    if (latency || connect_) {
-        ADD("entry connect\n");
-        int next = 0;
-        if (latency && (ns = strtoll(latency, NULL, 10)) > 0) { ADD("node 0 delay by=%lld child=1\n", ns); next = 1; }
-        if (connect_ && sscanf(connect_, "%d:%lf", &code, &probability) == 2 && code > 0) {
-            ADD("node %d probability p=%s child=%d\nnode %d fail errno=%d\n", next, chance(probability, p), next + 1, next + 1, code);
-        } else if (next) {
-            ADD("node 1 original\n");
-        } else {
-            ADD("node 0 original\n");
-        }
-    }
-    if (sockets && sscanf(sockets, "%d:%lf:%lld", &code, &probability, &ns) == 3) {
-        for (int side = 0; side < 2; side++) {
-            ADD("entry %s family=any\n", side ? "recv" : "send");
-            if (ns > 0) ADD("node 0 delay by=%lld child=1\n", ns);
-            int at = ns > 0 ? 1 : 0;
-            if (code > 0) ADD("node %d probability p=%s child=%d\nnode %d fail errno=%d\n", at, chance(probability, p), at + 1, at + 1, code);
-            else ADD("node %d original\n", at);
-        }
-    }
-    if (dns && sscanf(dns, "%d:%lf", &code, &probability) == 2 && code < 0)
-        ADD("entry dns\nnode 0 probability p=%s child=1\nnode 1 fail ret=%d\n", chance(probability, p), code);
-    if (files) {
-        char ops[8] = {0};
-        int consumed = 0;
-        if (sscanf(files, "%d:%lf:%7[owrf]:%n", &code, &probability, ops, &consumed) >= 3 && consumed > 0) {
-            char prefix[4096];
-            if (chaos_path_resolve(AT_FDCWD, files + consumed, prefix, sizeof prefix) > 0) {
-                ADD("entry files\nnode 0 composite\ncase 1 path=\"%s\" ops=", prefix);
-                const char *names[] = {"open", "write", "read", "sync"};
-                const char *letters = "owrf";
-                int first = 1;
-                for (int i = 0; i < 4; i++) if (strchr(ops, letters[i])) { ADD("%s%s", first ? "" : ",", names[i]); first = 0; }
-                ADD("\nnode 1 probability p=%s child=2\n", chance(probability, p));
-                if (code > 0) ADD("node 2 fail errno=%d\n", code); else ADD("node 2 short\n");
-            }
-        }
-    }
-#undef ADD
-    return text;
-}
-
 SLOT(setenv);
 
 __attribute__((constructor)) static void chaos_preload_init(void) {
@@ -228,10 +119,6 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         if (!owned) _exit(125);
         text = owned;
         origin = path;
-    } else if ((owned = legacy_plan(get))) {
-        text = owned;
-        length = strlen(owned);
-        origin = "CHAOS_PRELOAD_* variables";
     }
     if (!text) return;
     chaos_plan_error error;

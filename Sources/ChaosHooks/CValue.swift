@@ -1,5 +1,11 @@
 public import ChaosKit
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A C value of a known type: an argument or return value of a hooked function.
 ///
 /// `.pointer` carries only an address; a `CValue` never reads or writes the pointee.
@@ -317,6 +323,22 @@ extension CValue: Decodable {
             throw DecodingError.dataCorruptedError(
                 in: container, debugDescription: "a C value is null, true, false, a number or a string"
             )
+        }
+    }
+}
+
+/// C strings handed out by hooks (e.g. `getenv`'s answer): callers may keep the pointer
+/// after chaos is reverted, as they may keep `getenv`'s, so they are never freed; each
+/// distinct text is made once.
+enum CStrings {
+    private static let table = Locked<[String: UInt]>([:])
+
+    static func intern(_ text: String) -> UInt {
+        table.withLock { table in
+            if let existing = table[text] { return existing }
+            let made = UInt(bitPattern: strdup(text))
+            table[text] = made
+            return made
         }
     }
 }

@@ -1,4 +1,7 @@
-public import ChaosKit
+import CChaosFaults
+import CChaosIntercept
+@_spi(Hooks) public import ChaosKit
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -6,215 +9,304 @@ import Glibc
 import Darwin
 #endif
 
-/// The built-in system points: the wall clock, the environment, sockets, name resolution
-/// and files, hooked process-wide through the C library (Linux/glibc; elsewhere applying
-/// them throws `.unsupportedPlatform`). `chaos run`'s preload library offers the same
-/// names and catalogue items for programs that are not linked with ChaosKit.
+/// The built-in system points: files, sockets, name resolution, the environment and the
+/// wall clock, for the whole process, through the C library (Linux/glibc; elsewhere
+/// applying them throws `.unsupportedPlatform`).
 ///
-/// | point | hooks | catalogue items |
+/// They are delivered by the same C fault engine as `chaos run`: applying an entry
+/// compiles the point's entries into the engine's plan (Docs/FaultPlan.md) and rebinds
+/// the C functions the point needs — GOT slots and the function-pointer tables the
+/// dynamic linker filled at load time (SQLite's system-call table) in every loaded image —
+/// to the engine's interceptors. The engine decides each call without Swift; blocks,
+/// random outcomes and task scopes (`Chaos.with`) are answered by Swift when it asks.
+///
+/// | point | functions | catalogue items |
 /// |---|---|---|
-/// | `system.clock` | `clock_gettime` (realtime clocks), `gettimeofday`, `time` | `offset` {by: "-30y", or years … seconds}, `frozen` {date}, `speed` {factor}, `jump` {by, after} |
-/// | `system.getenv` | `getenv` | `set` {name, value}, `unset` {name} |
-/// | `system.connect` | `connect` (IPv4/IPv6 only) | `refused`, `timeout`, `reset`, `latency` {delay} |
-/// | `system.getaddrinfo` | `getaddrinfo` | `dns-failure` (EAI_NONAME) |
-/// | `system.send`, `system.recv` | `send`, `recv` | `reset`, `latency` {delay} |
-/// | `system.files` | `open`, `open64`, `openat`, `read`, `write`, `fsync` | `eio`, `enospc`, `eacces`, `short-read`, `short-write` {path, operations} |
+/// | `system.files` | open…creat, fopen, read/pread/readv/preadv, write/pwrite/writev/pwritev, stdio writes and flushes, fsync/fdatasync/sync_file_range, ftruncate/fallocate, rename, unlink/rmdir, mkdir, close, copy_file_range, sendfile | `eio`, `enospc`, `eacces`, `fail` {errno}, `short-read`, `short-write`, `latency`; each with `path` and `operations` |
+/// | `system.connect` | connect | `refused`, `timeout` {after}, `reset`, `unreachable`, `fail`, `latency`; with `host`, `port`, `families` |
+/// | `system.accept` | accept, accept4 | `aborted`, `fail`, `latency` |
+/// | `system.send`, `system.recv` | send/sendto/sendmsg, recv/recvfrom/recvmsg, and reads and writes on sockets | `reset`, `broken-pipe` (send), `fail`, `short`, `latency`; with `families`, `roles` |
+/// | `system.getaddrinfo` | getaddrinfo, gethostbyname* | `dns-failure`, `temporary-failure`, `fail` {code}, `latency`; with `host` |
+/// | `system.getenv` | getenv, secure_getenv | `set` {name, value}, `unset` {name} |
+/// | `system.clock` | every realtime clock id, gettimeofday, time, timespec_get, ftime; file times; sleeps under speed | `offset`, `frozen`, `speed`, `jump`; with `clocks`, `monotonic`, `fileTimes`, `sleeps` |
 ///
-/// Monotonic clocks are never touched, so sleeps and timeouts keep working. The points
-/// patch nothing until an entry or scope uses them, and restore every slot after the last.
-/// Call ``register()`` once so that profiles can name them before first use.
+/// Entries on one point stack: the newest decides, and where it does not act (a call it
+/// does not aim at, a probability that misses, `times` used up) the next older one does.
+/// Monotonic clocks stay real unless an entry opts in, so sleeps and timeouts keep
+/// working. The points patch nothing until an entry or scope uses them, and restore
+/// every slot after the last.
 ///
-/// What they cannot see: calls the C library makes to itself (e.g. `fopen` opening a
-/// file does not go through `open`'s GOT slot, `printf` does not call `write` through it),
-/// function pointers fetched with `dlsym` before the hook, inlined calls, direct system
-/// calls (`syscall(2)`, Go-style runtimes), the vDSO called directly, and statically
-/// linked programs.
+/// What they cannot see: calls inside the C library itself (glibc's `fopen` does not call
+/// `open` through a slot, which is why stdio is intercepted at the stdio level), function
+/// pointers copied at run time or fetched with `dlsym`, direct system calls, and
+/// statically linked programs.
 public enum SystemPoints {
-    /// The wall clock (`Date()`, `clock_gettime`, `gettimeofday`, `time`): see ``ClockRule``.
-    public static let clock: InjectionPoint<ClockReading, ClockRule, Never> = makeClock()
+    /// File calls: see ``FileOperationKind`` and ``SystemTarget/files(path:operations:)``.
+    public static let files = makePoint(.files)
+    /// `connect(2)`.
+    public static let connect = makePoint(.connect)
+    /// `accept`, `accept4`.
+    public static let accept = makePoint(.accept)
+    /// Sending on sockets.
+    public static let send = makePoint(.send)
+    /// Receiving on sockets.
+    public static let recv = makePoint(.recv)
+    /// Name resolution: `getaddrinfo`, `gethostbyname*`.
+    public static let getaddrinfo = makePoint(.dns)
+    /// `getenv`, `secure_getenv`.
+    public static let getenv = makePoint(.getenv)
+    /// The wall clock (`Date()`, `clock_gettime`, `gettimeofday`, `time` …), file times, sleeps.
+    public static let clock = makePoint(.clock)
 
-    /// `char *getenv(const char *name)`.
-    public static let getenv: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.getenv", [("getenv", false)],
-                                           signature(.cString, [.cString])) { SystemPoints.getenv }
-    /// `int connect(int, const struct sockaddr *, socklen_t)`.
-    public static let connect: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.connect", [("connect", false)],
-                                            signature(.int32, [.int32, .pointer, .uint32])) { SystemPoints.connect }
-    /// `int getaddrinfo(const char *, const char *, const struct addrinfo *, struct addrinfo **)`.
-    public static let getaddrinfo: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.getaddrinfo", [("getaddrinfo", false)],
-                                                signature(.int32, [.cString, .cString, .pointer, .pointer])) { SystemPoints.getaddrinfo }
-    /// `ssize_t send(int, const void *, size_t, int)`.
-    public static let send: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.send", [("send", false)],
-                                         signature(.ssize, [.int32, .pointer, .size, .int32])) { SystemPoints.send }
-    /// `ssize_t recv(int, void *, size_t, int)`.
-    public static let recv: InjectionPoint<CArguments, CValue, Never> = symbolPoint("system.recv", [("recv", false)],
-                                         signature(.ssize, [.int32, .pointer, .size, .int32])) { SystemPoints.recv }
-    /// `open`/`open64`/`openat`, `read`, `write`, `fsync`: see ``FileOperation``.
-    public static let files: InjectionPoint<FileOperation, FileOutcome, Never> = makeFiles()
+    /// The point of `kind`.
+    public static func point(for kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
+        switch kind {
+        case .files: files
+        case .connect: connect
+        case .accept: accept
+        case .send: send
+        case .recv: recv
+        case .dns: getaddrinfo
+        case .getenv: getenv
+        case .clock: clock
+        }
+    }
 
     /// Creates every system point, so that profiles and `Chaos.catalogue` can name them.
     public static func register() {
-        _ = (clock, getenv, connect, getaddrinfo, send, recv, files)
+        for kind in SystemPointKind.allCases { _ = point(for: kind) }
     }
 
-    static func signature(_ returns: CType, _ arguments: [CType], fixed: Int? = nil) -> CSignature {
-        do {
-            return try CSignature(returns: returns, arguments: arguments, fixedArgumentCount: fixed)
-        } catch {
-            preconditionFailure("built-in signature is invalid: \(error)")
-        }
+    private static func makePoint(_ kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
+        InjectionPoint(kind.pointName, catalogue: SystemCatalogues.catalogue(kind), activation: SystemPointActivation(kind: kind)) { _ in .real }
+    }
+}
+
+extension SystemPointKind {
+    /// The kind of the system point called `name` (`"system.files"` …).
+    public init?(pointName name: String) {
+        guard let kind = Self.allCases.first(where: { $0.pointName == name }) else { return nil }
+        self = kind
+    }
+}
+
+/// The activation of one system point: the shared in-process delivery does the work.
+struct SystemPointActivation: PointActivation {
+    let kind: SystemPointKind
+
+    func activate() throws(ChaosError) { try InProcessDelivery.shared.activate(kind) }
+    func deactivate() { InProcessDelivery.shared.deactivate(kind) }
+    func changed() { InProcessDelivery.shared.recompile() }
+}
+
+/// The fault engine in this process: which interceptors are bound, the installed plan,
+/// and the counters of entries whose calls the engine decided.
+final class InProcessDelivery: Sendable {
+    static let shared = InProcessDelivery()
+
+    private struct State {
+        var active: Set<SystemPointKind> = []
+        /// Rebindings of intercepted symbols, by symbol.
+        var bound: [String: SymbolRebinding] = [:]
+        /// The entry each plan entry compiles, by plan index.
+        var planEntries: [Int32: InstalledEntryReference] = [:]
+        /// Counts of plans already replaced, per entry.
+        var carried: [InstalledEntryReference: ExternalCounts] = [:]
     }
 
-    /// A point over imported symbols whose closures and rebindings are made on first use.
-    static func symbolPoint(
-        _ name: String, _ symbols: [(String, Bool)], _ signature: CSignature,
-        _ point: @escaping @Sendable () -> InjectionPoint<CArguments, CValue, Never>
-    ) -> InjectionPoint<CArguments, CValue, Never> {
-        let activation = LazyHookActivation(name: name) { () throws(ChaosError) -> any HookBinder in
-            var members: [(binder: any HookBinder, optional: Bool)] = []
-            for (symbol, optional) in symbols {
-                let closure = try FFIClosure(signature: signature, hookPoint: point())
-                members.append((try SymbolRebinding(symbol: symbol, closure: closure), optional))
+    private let state = Locked(State())
+    private static let logger = Logger(label: "ChaosHooks.system")
+
+    /// Binds the interceptors `kind` needs (all or nothing).
+    func activate(_ kind: SystemPointKind) throws(ChaosError) {
+        #if os(Linux)
+        try state.withLock { (state: inout State) throws(ChaosError) in
+            chaos_fault_set_ask(systemAsk)
+            var fresh: [SymbolRebinding] = []
+            for (symbol, target) in Self.interceptors(for: kind) where state.bound[symbol] == nil {
+                fresh.append(try SymbolRebinding(symbol: symbol, rawTarget: target))
             }
-            return BinderGroup(subject: name, members)
+            do throws(ChaosError) {
+                // One walk and one batch of writes; a symbol nothing loaded imports is skipped.
+                for rebinding in try SymbolRebinding.apply(together: fresh, isOptional: { _ in true }) {
+                    state.bound[rebinding.symbol] = rebinding
+                }
+            } catch {
+                throw ChaosError(error.kind, subject: kind.pointName, "could not hook \(error.subject ?? "a function"): \(error.message)")
+            }
+            state.active.insert(kind)
         }
-        return InjectionPoint<CArguments, CValue, Never>(
-            name, catalogue: CHookProvider.catalogue(name: name, returning: signature.returns, items(name)), activation: activation
-        ) { $0.callOriginal() }
+        #else
+        throw ChaosError(.unsupportedPlatform, subject: kind.pointName, "system points need Linux and glibc; use a protocol injection point instead")
+        #endif
     }
 
-    /// The waiting every latency item declares.
-    private static let latencyDelay = CatalogueParameter.duration("delay", "how long to wait before the real call")
-
-    private static func items(_ name: String) -> [CatalogueItem<CHookProvider>] {
-        switch name {
-        case "system.getenv":
-            return [
-                CatalogueItem("set", "the variable has another value", parameters: [
-                    .string("name", "the variable"), .string("value", "what getenv returns for it"),
-                ]) { parameters in
-                    .environmentVariable(try parameters.string("name"), is: try parameters.string("value"))
-                },
-                CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) { parameters in
-                    .environmentVariable(try parameters.string("name"), is: nil)
-                },
-            ]
-        case "system.connect":
-            let failures = [("refused", ECONNREFUSED, "the connection is refused"), ("timeout", ETIMEDOUT, "the connection times out"),
-                            ("reset", ECONNRESET, "the connection is reset")]
-            return failures.map { item, code, summary in
-                CatalogueItem(item, summary) { _ in .failingInternetConnects(errno: code) }
-            } + [
-                CatalogueItem("latency", "connections are slow to open", parameters: [latencyDelay]) { parameters in
-                    .delayingInternetConnects(by: try parameters.duration("delay"))
-                },
-            ]
-        case "system.getaddrinfo":
-            return [
-                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)") { _ in .failingNameLookups },
-            ]
-        case "system.send", "system.recv":
-            return [
-                CatalogueItem("reset", "the connection is reset (ECONNRESET)") { _ in .failing(returning: -1, errno: ECONNRESET) },
-                CatalogueItem("latency", "each call waits first", parameters: [latencyDelay]) { parameters in
-                    CHookProvider.original.delayed(by: try parameters.duration("delay"))
-                },
-            ]
-        default:
-            return []
+    /// Takes `kind` out of the plan and unbinds what no other active point needs.
+    func deactivate(_ kind: SystemPointKind) {
+        state.withLock { state in
+            state.active.remove(kind)
+            install(&state)
+            let needed = Set(state.active.flatMap { Self.interceptors(for: $0).map(\.symbol) })
+            let unneeded = state.bound.filter { !needed.contains($0.key) }
+            do throws(ChaosError) {
+                try SymbolRebinding.revert(together: Array(unneeded.values))
+            } catch {
+                Self.logger.warning("reverting \(kind.pointName)'s functions reported a problem", metadata: ["error": "\(error)"])
+            }
+            for symbol in unneeded.keys { state.bound[symbol] = nil }
         }
     }
 
-    /// Whether `getenv`'s argument is `variable` (compared in C, no allocation).
-    static func namesVariable(_ variable: String) -> @Sendable (CArguments) -> Bool {
-        let wanted = CStrings.intern(variable)
-        return { arguments in
-            guard let name = try? arguments.argument(0, as: UnsafePointer<CChar>?.self) else { return false }
-            return strcmp(name, UnsafePointer(bitPattern: wanted)!) == 0
+    /// Compiles every active point's entries again and installs the plan.
+    func recompile() {
+        state.withLock { install(&$0) }
+    }
+
+    /// The plan of the active points' entries; the previous plan's counters are carried over.
+    private func install(_ state: inout State) {
+        var lines = ["chaos-plan 1", "seed 0"]
+        var planEntries: [Int32: InstalledEntryReference] = [:]
+        var index: Int32 = 0
+        var alive = Set<InstalledEntryReference>()
+        for kind in SystemPointKind.allCases where state.active.contains(kind) {
+            let point = SystemPoints.point(for: kind)
+            let entries = point.globalEntries
+            alive.formUnion(entries.map(\.entry))
+            let compiled: [[String]]? = point.hasLiveScopes ? nil : try? entries.reversed().map { entry throws(SystemPlanCompiler.Unsupported) in
+                try SystemPlanCompiler.entry(entry.tree, point: kind, label: "\(kind.pointName) ← \(entry.tree.summary.prefix(200))",
+                                             delivery: .inProcess, salt: entry.seed)
+            }
+            if let compiled {
+                for (offset, entry) in entries.reversed().enumerated() {
+                    lines += compiled[offset]
+                    planEntries[index] = entry.entry
+                    index += 1
+                }
+            } else if !entries.isEmpty || point.hasLiveScopes {
+                // Swift answers every call: blocks, random outcomes, Swift conditions, scopes.
+                lines += SystemPlanCompiler.askingEntry(point: kind, label: "\(kind.pointName) (Swift)",
+                                                        scopes: entries.flatMap { SystemPlanCompiler.clockScopes(in: $0.tree) })
+                index += 1
+            }
+        }
+        for (planIndex, entry) in state.planEntries {
+            var counters = chaos_entry_counters()
+            guard chaos_fault_counters(planIndex, &counters) == 0 else { continue }
+            state.carried[entry, default: ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)].add(counters)
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        var error = chaos_plan_error()
+        if index == 0 {
+            chaos_plan_clear()
+        } else if chaos_plan_load_text(text, text.utf8.count, &error) != 0 {
+            // The compiler writes only what the engine reads: this is a defect, not input.
+            Self.logger.error("the fault engine refused a compiled plan", metadata: [
+                "line": "\(error.line)", "column": "\(error.column)", "message": "\(withUnsafeBytes(of: error.message) { CText.string(Array($0.bindMemory(to: CChar.self))) })",
+            ])
+            chaos_plan_clear()
+            planEntries = [:]
+        }
+        state.carried = state.carried.filter { alive.contains($0.key) }
+        state.planEntries = planEntries
+        for (planIndex, entry) in planEntries {
+            let id = entry.id  // not the entry: its closure must not keep it alive
+            entry.countAlso { [weak self] in self?.counts(of: id, planIndex: planIndex) }
         }
     }
 
-    /// Whether a `connect` goes to an IPv4 or IPv6 address (Unix sockets are left alone).
-    static let isInternetConnect: @Sendable (CArguments) -> Bool = { arguments in
-        guard let address = try? arguments.argument(1, as: UnsafeRawPointer?.self) else { return false }
-        let family = Int32(address.loadUnaligned(as: sa_family_t.self))
-        return family == AF_INET || family == AF_INET6
+    /// What the engine counted for an entry: earlier plans' counts plus the current one's.
+    private func counts(of id: ObjectIdentifier, planIndex: Int32) -> ExternalCounts? {
+        state.withLock { state in
+            guard let entry = state.carried.keys.first(where: { $0.id == id }) ?? state.planEntries[planIndex].flatMap({ $0.id == id ? $0 : nil })
+            else { return nil }
+            var total = state.carried[entry] ?? ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)
+            if state.planEntries[planIndex]?.id == id {
+                var counters = chaos_entry_counters()
+                if chaos_fault_counters(planIndex, &counters) == 0 { total.add(counters) }
+            }
+            return total
+        }
+    }
+
+    /// The interceptors (symbol, replacement) that entries on `kind` need, for symbols the
+    /// running C library defines.
+    static func interceptors(for kind: SystemPointKind) -> [(symbol: String, target: UnsafeRawPointer)] {
+        var found: [(String, UnsafeRawPointer)] = []
+        var element = chaos_intercepts()
+        while let current = element, let symbol = current.pointee.symbol {
+            if current.pointee.points & (1 << UInt32(kind.rawValue)) != 0, let target = current.pointee.replacement,
+               dlsym(nil, symbol) != nil {  // RTLD_DEFAULT: libc defines it
+                found.append((String(cString: symbol), UnsafeRawPointer(target)))
+            }
+            element = current + 1
+        }
+        return found
     }
 }
 
-/// Typed providers for the system points over C functions, the same as their catalogue
-/// items: `SystemPoints.getenv.entry(.environmentVariable("HOME", is: "/nowhere"))`.
-extension ChaosProvider where Arguments == CArguments, Result == CValue, Failure == Never {
-    /// `system.getenv`: `getenv(name)` returns `value`, or NULL (unset) when it is nil;
-    /// items `set` and `unset`. Other variables are left alone.
-    public static func environmentVariable(_ name: String, is value: String?) -> Self {
-        let answer: CValue = value.map { .pointer(UnsafeMutableRawPointer(bitPattern: CStrings.intern($0))) } ?? nil
-        return .composite([.when(SystemPoints.namesVariable(name), .constant(answer))])
-    }
-
-    /// `system.connect`: connections to IPv4 and IPv6 addresses fail with -1 and `errno`
-    /// (`ECONNREFUSED`, `ETIMEDOUT`, `ECONNRESET`: items `refused`, `timeout`, `reset`);
-    /// Unix sockets are left alone.
-    public static func failingInternetConnects(errno: Int32) -> Self {
-        .composite([.when(SystemPoints.isInternetConnect, .failing(returning: -1, errno: errno))])
-    }
-
-    /// `system.connect`: connections to IPv4 and IPv6 addresses wait `delay` first (item `latency`).
-    public static func delayingInternetConnects(by delay: Duration) -> Self {
-        .composite([.when(SystemPoints.isInternetConnect, Self.original.delayed(by: delay))])
-    }
-
-    /// `system.getaddrinfo`: every named host fails to resolve with `EAI_NONAME` (item `dns-failure`).
-    public static var failingNameLookups: Self {
-        .composite([.when({ (try? $0.argument(0, as: UnsafePointer<CChar>?.self)) != nil }, .constant(.int32(EAI_NONAME)))])
+extension ExternalCounts {
+    mutating func add(_ counters: chaos_entry_counters) {
+        if counters.acted > 0 {
+            lastActedCall = seen + Int(counters.last_fire_call)
+            lastActedTime = counters.last_fire_ns
+        }
+        seen += Int(counters.seen)
+        acted += Int(counters.acted)
     }
 }
 
-/// C strings handed out by hooks (e.g. `getenv`'s answer): callers may keep the pointer
-/// after chaos is reverted, as they may keep `getenv`'s, so they are never freed; each
-/// distinct text is made once.
-enum CStrings {
-    private static let table = Locked<[String: UInt]>([:])
+/// Answers the engine's `ask` nodes: the point decides in Swift, with its scopes.
+private let systemAsk: chaos_ask_fn = { call, _, _, out in
+    guard let call, let out, let kind = SystemPointKind(rawValue: call.pointee.point) else { return 0 }
+    let systemCall = SystemCall(call.pointee)
+    // A target a fault must name (the program's own stdout, /dev, /proc) is left alone
+    // when Swift decides: only a compiled path condition can name it.
+    if kind == .files, systemCall.isProtected || (systemCall.path.map(SystemTarget.isUnderSpecialDirectory) ?? false) { return 0 }
+    return SystemOutcomeAnswer.fill(out, with: SystemPoints.point(for: kind)(systemCall), for: systemCall) ? 1 : 0
+}
 
-    static func intern(_ text: String) -> UInt {
-        table.withLock { table in
-            if let existing = table[text] { return existing }
-            let made = UInt(bitPattern: strdup(text))
-            table[text] = made
-            return made
+/// An outcome as the engine's interceptors execute it.
+enum SystemOutcomeAnswer {
+    /// Fills `out`; false for the original (or an errno the function cannot return).
+    static func fill(_ out: UnsafeMutablePointer<chaos_outcome>, with outcome: SystemOutcome, for call: SystemCall) -> Bool {
+        switch outcome {
+        case .real, .pass:
+            return false
+        case .fail(let code):
+            guard chaos_fault_errno_allowed(call.functionCode, code) != 0 else { return false }
+            out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
+            out.pointee.ret = -1
+            out.pointee.err = code
+        case .resolverFailure(let code):
+            guard chaos_fault_errno_allowed(call.functionCode, code) != 0 else { return false }
+            out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
+            out.pointee.ret = Int64(code)
+        case .short(let max):
+            out.pointee.action = Int32(CHAOS_ACT_SHORT.rawValue)
+            out.pointee.max_bytes = Int64(max ?? 0)
+        case .offset(let ns, _):
+            out.pointee.action = Int32(CHAOS_ACT_OFFSET.rawValue)
+            out.pointee.clock_ns = ns
+        case .frozen(let ns, _):
+            out.pointee.action = Int32(CHAOS_ACT_FROZEN.rawValue)
+            out.pointee.clock_ns = ns
+        case .speed(let factor, let since, _):
+            out.pointee.action = Int32(CHAOS_ACT_SPEED.rawValue)
+            out.pointee.factor = factor
+            out.pointee.anchor_ns = since
+        case .set(let value):
+            out.pointee.action = Int32(CHAOS_ACT_SET.rawValue)
+            out.pointee.value = chaos_fault_intern(value)
+        case .unset:
+            out.pointee.action = Int32(CHAOS_ACT_UNSET.rawValue)
         }
+        return true
     }
 }
 
-/// The activation of the system points: makes the binder on first use (so that merely
-/// creating the points costs nothing and cannot fail), then binds and unbinds it.
-final class LazyHookActivation: PointActivation {
-    private let name: String
-    private let make: @Sendable () throws(ChaosError) -> any HookBinder
-    private let binder = Locked<(any HookBinder)?>(nil)
-
-    init(name: String, make: @escaping @Sendable () throws(ChaosError) -> any HookBinder) {
-        self.name = name
-        self.make = make
-    }
-
-    /// Hooked calls read the point's newest entry inside hook sections, without a reference.
-    var readsEntriesInHookSections: Bool { true }
-
-    func activate() throws(ChaosError) {
-        try binder.withLock { (binder: inout (any HookBinder)?) throws(ChaosError) in
-            let target: any HookBinder
-            if let existing = binder { target = existing } else { target = try make() }
-            binder = target
-            try target.bind()
-        }
-    }
-
-    func deactivate() {
-        let target = binder.withLock { $0 }
-        do throws(ChaosError) {
-            try target?.unbind()
-        } catch {
-            HookActivation.logger.warning("\(name) revert reported a problem", metadata: ["error": "\(error)"])
-        }
+extension SystemTarget {
+    /// Whether `path` is under `/dev`, `/proc` or `/sys`.
+    static func isUnderSpecialDirectory(_ path: String) -> Bool {
+        ["/dev", "/proc", "/sys"].contains { path == $0 || path.hasPrefix($0 + "/") }
     }
 }

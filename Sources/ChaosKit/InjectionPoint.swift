@@ -79,6 +79,12 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         return (top.tree, top.seed, InstalledEntryReference(top))
     }
 
+    /// Every global entry, oldest first (the newest decides): for points whose activation
+    /// compiles the whole stack into another engine.
+    @_spi(Hooks) public var globalEntries: [(tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64, entry: InstalledEntryReference)] {
+        core.globalInstallations().map { ($0.tree, $0.seed, InstalledEntryReference($0)) }
+    }
+
     /// Whether a task scope involves this point somewhere in the process right now.
     @_spi(Hooks) public var hasLiveScopes: Bool {
         core.scopes.load(ordering: .acquiring) != 0

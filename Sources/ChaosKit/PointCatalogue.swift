@@ -83,7 +83,7 @@ public struct CatalogueItem<Provider: ChaosProviderProtocol>: Sendable {
 public struct ArgumentMatcher<Arguments>: Sendable {
     /// The conditions a `match` object may hold (all optional unless declared otherwise).
     public let conditions: [CatalogueParameter]
-    let makeTest: @Sendable (ProfileParameters) throws -> @Sendable (Arguments) -> Bool
+    let makeCondition: @Sendable (ProfileParameters) throws -> ArgumentCondition<Arguments>
 
     /// A matcher taking `conditions`; `make` turns checked conditions into a test.
     public init(
@@ -91,13 +91,23 @@ public struct ArgumentMatcher<Arguments>: Sendable {
         make: @escaping @Sendable (ProfileParameters) throws -> @Sendable (Arguments) -> Bool
     ) {
         self.conditions = conditions
-        self.makeTest = make
+        self.makeCondition = { parameters in ArgumentCondition("a condition", try make(parameters)) }
     }
 
-    /// The test checked `conditions` stand for; any error becomes a ``ChaosError``.
-    func make(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (Arguments) -> Bool {
+    /// A matcher taking `conditions`; `make` turns checked conditions into a whole
+    /// condition, with a tag for points that compile their providers.
+    public init(
+        conditions: [CatalogueParameter],
+        makeCondition: @escaping @Sendable (ProfileParameters) throws -> ArgumentCondition<Arguments>
+    ) {
+        self.conditions = conditions
+        self.makeCondition = makeCondition
+    }
+
+    /// The condition checked `conditions` stand for; any error becomes a ``ChaosError``.
+    func make(_ conditions: ProfileParameters) throws(ChaosError) -> ArgumentCondition<Arguments> {
         do {
-            return try makeTest(conditions)
+            return try makeCondition(conditions)
         } catch let error as ChaosError {
             throw error
         } catch {

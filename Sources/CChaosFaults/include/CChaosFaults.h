@@ -330,11 +330,32 @@ struct timespec;
 typedef int (*chaos_real_clock_fn)(int clock, struct timespec *now);
 void chaos_fault_set_real_clock(chaos_real_clock_fn function);
 
+/// The real time of clock id `clock` in ns, read with the system call itself (no
+/// interposer, no hook can change it).
+int64_t chaos_fault_real_ns(int clock);
+
 /// The deterministic draw behind probability nodes: a splitmix64 mix of the plan seed, the
 /// entry index, the node's salt and the entry's call index of the call (its `seen` count
 /// before it), mapped to [0, 1). With `last_fire_call` and `seed` from the counters it
 /// reproduces a decision.
 double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index);
+
+// MARK: - Conditions outside a plan
+
+/// The conditions of one `case` line, for testing calls outside any plan: the Swift side
+/// evaluates providers it cannot compile (blocks, task scopes) with the same matching
+/// rules as a composite node, paths and protected targets included.
+typedef struct chaos_case_test chaos_case_test;
+
+/// Parses `conditions` (the words after a case's child, e.g. `path=/srv/db ops=write,sync`)
+/// for `point`; NULL with `error` filled when they do not parse.
+chaos_case_test *chaos_case_test_make(int32_t point, const char *conditions, chaos_plan_error *error);
+
+/// Whether every condition holds for `call` (its `path` already resolved).
+int chaos_case_test_holds(const chaos_case_test *test, const chaos_call *call);
+
+/// Frees a test made by chaos_case_test_make.
+void chaos_case_test_free(chaos_case_test *test);
 
 // MARK: - Counters
 

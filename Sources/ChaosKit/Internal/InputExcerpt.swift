@@ -30,7 +30,7 @@ package enum InputExcerpt {
 }
 
 /// "Did you mean" suggestions: the valid names nearest to a mistyped one.
-enum Suggestions {
+@_spi(Hooks) public enum Suggestions {
     /// Up to three names from `candidates` within a small edit distance of `name`, nearest
     /// first (ties in the order given).
     static func nearest(to name: String, in candidates: [String], limit: Int = 3) -> [String] {
@@ -52,7 +52,7 @@ enum Suggestions {
     }
 
     /// `"; did you mean a, b or c?"`, or an empty string when nothing is near.
-    static func hint(for name: String, in candidates: [String]) -> String {
+    public static func hint(for name: String, in candidates: [String]) -> String {
         let near = nearest(to: name, in: candidates, limit: 3)
         guard !near.isEmpty else { return "" }
         let quoted = near.map { "'\($0)'" }

@@ -191,6 +191,9 @@ import Foundation
 
     init(_ installed: InstalledEntry) { self.installed = installed }
 
+    /// The entry's identity, for tables that must not keep it alive.
+    public var id: ObjectIdentifier { ObjectIdentifier(installed) }
+
     /// Adds what `counts` reports to the entry's own counters whenever they are read.
     public func countAlso(_ counts: @escaping @Sendable () -> ExternalCounts?) {
         installed.externalCounts.withLock { $0 = counts }

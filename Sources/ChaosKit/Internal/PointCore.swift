@@ -185,6 +185,11 @@ struct PreparedInstallation: Sendable {
         return Unmanaged<Installed>.fromOpaque(address)
     }
 
+    /// Every global entry, oldest first.
+    func globalInstallations() -> [Installed] {
+        stack.withLock { $0 }.map { unsafeDowncast($0 as AnyObject, to: Installed.self) }
+    }
+
     /// The entry that wins globally: the last one applied.
     @usableFromInline func top() -> Installed? {
         stack.withLock { $0.last }.map { unsafeDowncast($0 as AnyObject, to: Installed.self) }
@@ -270,6 +275,7 @@ struct PreparedInstallation: Sendable {
             throw conditions.invalid("\(name) takes no match conditions; remove \"match\" from the entry")
         }
         let checked = try conditions.checked(against: matcher.conditions, owner: "\(name) match")
-        return ArgumentCondition(ProfileValue.object(checked.values).description, try matcher.make(checked))
+        let made = try matcher.make(checked)
+        return ArgumentCondition(ProfileValue.object(checked.values).description, tag: made.tag, made.test)
     }
 }

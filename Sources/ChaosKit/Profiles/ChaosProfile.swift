@@ -127,6 +127,15 @@ public struct ChaosProfile: Sendable {
     }
 }
 
+extension ChaosProfile.Entry {
+    /// `error`, said about where this entry — or the parameter at fault, when the error
+    /// knows it — was written (`file:line:column at $.json.path`).
+    public func located(_ error: ChaosError) -> ChaosError {
+        let place = error.sourceLocation ?? location
+        return ChaosError(error.kind, subject: place.isEmpty ? error.subject : place, error.message)
+    }
+}
+
 extension ChaosProfile.Entry: CustomStringConvertible {
     /// `point ← provider`.
     public var description: String { "\(pointName) ← \(provider.summary)" }

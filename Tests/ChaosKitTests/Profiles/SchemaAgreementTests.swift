@@ -85,8 +85,9 @@ struct SchemaAgreementTests {
     /// catalogues refuse: unknown items and parameters, wrong types, missing values.
     @Test func theSchemaKnowsTheBuiltInCatalogues() throws {
         let rejected = [
-            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 8080}}}]}"#,
-            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"operation": "w"}}}]}"#,
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 70000}}}]}"#,
+            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"operation": ["write"]}}}]}"#,
+            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"operations": "w"}}}]}"#,
             #"{"entries": [{"point": "system.clock", "provider": "ofset"}]}"#,
             #"{"entries": [{"point": "clock.now", "provider": {"item": "frozen"}}]}"#,
             #"{"entries": [{"point": "network.send", "provider": {"item": "status", "parameters": {"code": 700}}}]}"#,

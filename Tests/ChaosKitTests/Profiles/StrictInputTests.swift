@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ChaosKit
+@_spi(Hooks) @testable import ChaosKit
 import TestHelpers
 
 /// A point whose items declare their parameters, as every built-in point does.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ChaosHooks
 import ChaosKit
 
 /// `chaos validate FILE…`: checks profiles; exit status 1 when any has an error.
@@ -25,6 +26,15 @@ struct Validate: ParsableCommand {
                 print("\(file): ok (\(profile.entries.count) entries)")
                 for name in Set(unknown).sorted() {
                     print("\(file): note: '\(name)' is not a built-in point; its entries were checked for structure only")
+                }
+                // System entries also run under `chaos run`: say when one could not.
+                let system = profile.entries.filter { SystemPointKind(pointName: $0.pointName) != nil }
+                if !system.isEmpty {
+                    do throws(ChaosError) {
+                        _ = try SystemRunPlan.compile(ChaosProfile(seed: profile.seed, entries: system))
+                    } catch {
+                        print("\(file): note: chaos run would refuse it (in-process it applies): \(error)")
+                    }
                 }
             } catch {
                 failed = true

@@ -79,7 +79,7 @@ extension Tour {
         show("getenv(\"HOME\")", ProcessInfo.processInfo.environment["HOME"].map { _ in String(cString: getenv("HOME")) } ?? "-")
         let chaos = Chaos(seed: seed)
         try chaos.profile(
-            SystemPoints.clock.entry(.offset(by: try ClockOffset.parse("-30y"))),
+            SystemPoints.clock.entry(.constant(.offset(seconds: try ClockOffset.parse("-30y").seconds(from: Date())))),
             ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("HOME"), "value": .string("/nowhere")])))
         ).apply()
         show("Date() under system.clock offset -30y", Date().formatted(day))

@@ -1,0 +1,310 @@
+@_spi(Hooks) public import ChaosKit
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Typed providers for the system points: ``SystemPoints/files`` and its siblings.
+public typealias SystemProvider = ChaosProvider<SystemCall, SystemOutcome, Never>
+
+/// The catalogue of every system point: its items, its `match` conditions and the
+/// outcomes it accepts. Declared once; in-process entries, `chaos run`, `chaos list`,
+/// `chaos validate` and the schema all read it from here.
+enum SystemCatalogues {
+    static func catalogue(_ point: SystemPointKind) -> PointCatalogue<SystemProvider> {
+        PointCatalogue(
+            items(point),
+            matcher: ArgumentMatcher(conditions: targetParameters(point, defaultOperations: nil)) { parameters in
+                guard let target = try target(point, parameters) else {
+                    throw parameters.invalid("give at least one condition: \(targetParameters(point, defaultOperations: nil).map(\.name).joined(separator: ", "))")
+                }
+                return target.condition
+            },
+            resultValidator: { outcome in
+                if let problem = outcome.problem(on: point) { throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem) }
+            }
+        )
+    }
+
+    // MARK: Items
+
+    private static func items(_ point: SystemPointKind) -> [CatalogueItem<SystemProvider>] {
+        switch point {
+        case .files:
+            return [
+                failure("eio", "an input/output error (EIO)", EIO, point, operations: [.write, .sync]),
+                failure("enospc", "the disk is full (ENOSPC)", ENOSPC, point, operations: [.write, .sync, .truncate]),
+                failure("eacces", "permission denied (EACCES)", EACCES, point, operations: [.open]),
+                anyFailure(point),
+                short("short-read", "reads return fewer bytes than asked", point, operations: [.read]),
+                short("short-write", "writes take fewer bytes than given", point, operations: [.write]),
+                latency(point),
+            ]
+        case .connect:
+            return [
+                failure("refused", "the connection is refused (ECONNREFUSED)", ECONNREFUSED, point),
+                CatalogueItem("timeout", "the connection times out (ETIMEDOUT) after waiting", parameters: [
+                    .duration("after", "how long connect waits before it fails", default: .seconds(3)),
+                ] + targetParameters(point)) { parameters in
+                    let wait = try delay(parameters, "after")
+                    return try targeted(point, parameters, SystemProvider.constant(.fail(errno: ETIMEDOUT)).delayed(by: wait))
+                },
+                failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
+                failure("unreachable", "the network is unreachable (ENETUNREACH)", ENETUNREACH, point),
+                anyFailure(point),
+                latency(point),
+            ]
+        case .accept:
+            return [
+                failure("aborted", "the incoming connection was aborted (ECONNABORTED)", ECONNABORTED, point),
+                anyFailure(point),
+                latency(point),
+            ]
+        case .send:
+            return [
+                failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
+                failure("broken-pipe", "the peer has gone (EPIPE)", EPIPE, point),
+                anyFailure(point),
+                short("short", "sends take fewer bytes than given", point),
+                latency(point),
+            ]
+        case .recv:
+            return [
+                failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
+                anyFailure(point),
+                short("short", "receives return fewer bytes than asked", point),
+                latency(point),
+            ]
+        case .dns:
+            return [
+                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)", parameters: targetParameters(point)) { parameters in
+                    try targeted(point, parameters, .constant(.resolverFailure(code: EAI_NONAME)))
+                },
+                CatalogueItem("temporary-failure", "the resolver fails for now (EAI_AGAIN)", parameters: targetParameters(point)) { parameters in
+                    try targeted(point, parameters, .constant(.resolverFailure(code: EAI_AGAIN)))
+                },
+                CatalogueItem("fail", "lookups fail with a chosen EAI code", parameters: [
+                    .string("code", "the EAI code, e.g. \"EAI_FAIL\""),
+                ] + targetParameters(point)) { parameters in
+                    let name = try parameters.string("code")
+                    guard let code = SystemErrno.value(name), SystemFunctions.allows(code, on: .dns) else {
+                        throw parameters.invalid("'\(name.prefix(40))' is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))", parameter: "code")
+                    }
+                    return try targeted(point, parameters, .constant(.resolverFailure(code: code)))
+                },
+                latency(point),
+            ]
+        case .getenv:
+            return [
+                CatalogueItem("set", "the variable has another value", parameters: [
+                    .string("name", "the variable"), .string("value", "what getenv returns for it"),
+                ]) { parameters in
+                    let value = try parameters.string("value")
+                    guard !value.utf8.contains(0) else { throw parameters.invalid("the value contains a NUL byte, which getenv cannot return", parameter: "value") }
+                    return try targeted(point, parameters, .constant(.set(value)))
+                },
+                CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) { parameters in
+                    try targeted(point, parameters, .constant(.unset))
+                },
+            ]
+        case .clock:
+            return [
+                CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters + clockParameters) { parameters in
+                    let seconds = try ClockOffset(parameters: parameters).seconds(from: Date())
+                    return try targeted(point, parameters, .constant(.offset(seconds: seconds, scope: try clockScope(parameters))))
+                },
+                CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")] + clockParameters) { parameters in
+                    let instant = Int64((try parameters.date("date").timeIntervalSince1970 * 1e9).rounded())
+                    return try targeted(point, parameters, .constant(.frozen(nanosecondsSince1970: instant, scope: try clockScope(parameters))))
+                },
+                CatalogueItem("speed", "time runs faster or slower from the apply instant (chaos run: from the program's start)", parameters: [
+                    .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)", range: -1e6...1e6),
+                ] + clockParameters) { parameters in
+                    try targeted(point, parameters, .constant(.speed(try parameters.double("factor"), scope: try clockScope(parameters))))
+                },
+                CatalogueItem("jump", "the real time, then a jump after some readings", parameters: [
+                    .offset("by", "how far the clock jumps, e.g. \"+2h\""),
+                    .integer("after", "how many readings stay real first", default: 1, range: 0...100_000),
+                ] + clockParameters) { parameters in
+                    let seconds = try parameters.offset("by").seconds(from: Date())
+                    let jumped = SystemProvider.constant(.offset(seconds: seconds, scope: try clockScope(parameters)))
+                    let real = Array(repeating: SystemProvider.original, count: try parameters.int("after"))
+                    return try targeted(point, parameters, real.isEmpty ? jumped : .sequential(real + [jumped]))
+                },
+            ]
+        }
+    }
+
+    /// An item failing the calls it aims at with `code`.
+    private static func failure(
+        _ name: String, _ summary: String, _ code: Int32, _ point: SystemPointKind, operations: [FileOperationKind]? = nil
+    ) -> CatalogueItem<SystemProvider> {
+        CatalogueItem(name, summary, parameters: targetParameters(point, defaultOperations: operations)) { parameters in
+            try targeted(point, parameters, .constant(.fail(errno: code)))
+        }
+    }
+
+    /// `fail`: the calls aimed at fail with the errno given, which some of them must be
+    /// able to return.
+    private static func anyFailure(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
+        CatalogueItem("fail", "calls fail with a chosen errno (one the call can return)", parameters: [
+            .string("errno", "the errno, e.g. \"EROFS\""),
+        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+            let name = try parameters.string("errno")
+            let narrowed = try point == .files ? FileOperationKind.bits(fileOperations(parameters) ?? Set(FileOperationKind.allCases)) : nil
+            guard let code = SystemErrno.value(name), code > 0 else {
+                throw parameters.invalid("'\(name.prefix(40))' is no errno name; write one such as \"EIO\" or \"ENOSPC\"", parameter: "errno")
+            }
+            guard SystemFunctions.allows(code, on: point, operations: narrowed) else {
+                throw parameters.invalid(
+                    "no \(point == .files ? "operation given" : "call of \(point.pointName)") can return \(SystemErrno.name(code)); choose one of: \(SystemFunctions.errnoNames(of: point, operations: narrowed).joined(separator: ", "))",
+                    parameter: "errno"
+                )
+            }
+            return try targeted(point, parameters, .constant(.fail(errno: code)))
+        }
+    }
+
+    private static func short(_ name: String, _ summary: String, _ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
+        CatalogueItem(name, summary, parameters: [
+            .integer("maxBytes", "the most bytes a call moves (half of what was asked when not given)", range: 1...Int(Int32.max), optional: true),
+        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+            let maxBytes = parameters.has("maxBytes") ? try parameters.int("maxBytes") : nil
+            return try targeted(point, parameters, .constant(.short(maxBytes: maxBytes)))
+        }
+    }
+
+    private static func latency(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
+        CatalogueItem("latency", "each call waits first, then runs", parameters: [
+            .duration("delay", "how long to wait before the real call"),
+        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+            try targeted(point, parameters, SystemProvider.original.delayed(by: try delay(parameters, "delay")))
+        }
+    }
+
+    /// A duration the engine can wait (up to a day).
+    private static func delay(_ parameters: ProfileParameters, _ name: String) throws(ChaosError) -> Duration {
+        let duration = try parameters.duration(name)
+        guard duration <= .seconds(86_400) else {
+            throw parameters.invalid("'\(name)' is \(DurationText.format(duration)); a system call waits at most a day (\"24h\")", parameter: name)
+        }
+        return duration
+    }
+
+    // MARK: Targets
+
+    /// `leaf` for the calls the target parameters aim at; other calls pass on.
+    private static func targeted(_ point: SystemPointKind, _ parameters: ProfileParameters, _ provider: SystemProvider) throws(ChaosError) -> SystemProvider {
+        guard let target = try target(point, parameters) else { return provider }
+        return .on(target, provider)
+    }
+
+    private static let clockParameters: [CatalogueParameter] = [
+        .strings("clocks", "which clocks: realtime, realtime_coarse, tai, realtime_alarm, monotonic (every realtime clock when not given)"),
+        .boolean("monotonic", "also move the monotonic and boot-time clocks", default: false),
+        .boolean("fileTimes", "shift file times seen through stat by the same amount", default: true),
+        .boolean("sleeps", "under speed, scale relative sleeps too", default: true),
+    ]
+
+    private static func clockScope(_ parameters: ProfileParameters) throws(ChaosError) -> ClockScope {
+        ClockScope(monotonic: try parameters.bool("monotonic"), fileTimes: try parameters.bool("fileTimes"), sleeps: try parameters.bool("sleeps"))
+    }
+
+    /// The parameters that aim an item (or a `match` object) at some calls of `point`.
+    static func targetParameters(_ point: SystemPointKind, defaultOperations: [FileOperationKind]? = nil) -> [CatalogueParameter] {
+        switch point {
+        case .files:
+            let operations = "operations: \(FileOperationKind.allCases.map(\.rawValue).joined(separator: ", ")), or any"
+            return [
+                .string("path", "a file or directory (and what is below it, by whole components) or a glob (*, ?, **); every file when not given", optional: true),
+                defaultOperations.map { defaults in
+                    CatalogueParameter("operations", .strings, "which \(operations)", requirement: .defaulted(.array(defaults.map { .string($0.rawValue) })))
+                } ?? .strings("operations", "which \(operations) (all when not given)"),
+            ]
+        case .connect, .accept:
+            return [
+                .string("host", point == .connect ? "the peer address or CIDR block, e.g. \"127.0.0.1\" or \"10.0.0.0/8\"" : "the listening address or CIDR block", optional: true),
+                .integer("port", point == .connect ? "the peer port" : "the listening port", range: 0...65535, optional: true),
+                .strings("families", "socket families: inet, inet6, unix, other (inet and inet6 when not given)"),
+            ]
+        case .send, .recv:
+            return [
+                .strings("families", "socket families: inet, inet6, unix, other (inet and inet6 when not given)"),
+                .strings("roles", "which sockets: client (connected here), server (accepted here), other"),
+            ]
+        case .dns:
+            return [.string("host", "host names matching this pattern (* and ?, any case); every name when not given", optional: true)]
+        case .getenv:
+            return [.string("name", "the variable", optional: true)]
+        case .clock:
+            return []
+        }
+    }
+
+    /// The target the parameters name, or nil when they name none (every call).
+    static func target(_ point: SystemPointKind, _ parameters: ProfileParameters) throws(ChaosError) -> SystemTarget? {
+        func located<T>(_ parameter: String, _ make: () throws(ChaosError) -> T) throws(ChaosError) -> T {
+            do throws(ChaosError) {
+                return try make()
+            } catch {
+                throw parameters.invalid(error.message, parameter: parameter)
+            }
+        }
+        switch point {
+        case .files:
+            let operations = try fileOperations(parameters)
+            guard parameters.has("path") || operations != nil else { return nil }
+            let path = parameters.has("path") ? try parameters.string("path") : nil
+            return try located(path != nil ? "path" : "operations") { () throws(ChaosError) in try .files(path: path, operations: operations) }
+        case .connect, .accept:
+            let families = try choices(parameters, "families", SocketFamily.self)
+            let host = parameters.has("host") ? try parameters.string("host") : nil
+            let port = parameters.has("port") ? try parameters.int("port") : nil
+            return try located(host != nil ? "host" : "families") { () throws(ChaosError) in
+                point == .connect ? try .connections(to: host, port: port, families: families) : try .accepted(on: host, port: port, families: families)
+            }
+        case .send, .recv:
+            let families = try choices(parameters, "families", SocketFamily.self)
+            let roles = try choices(parameters, "roles", SocketRole.self)
+            return try located("families") { () throws(ChaosError) in try .sockets(point, families: families, roles: roles) }
+        case .dns:
+            guard parameters.has("host") else { return nil }
+            let host = try parameters.string("host")
+            return try located("host") { () throws(ChaosError) in try .hosts(host) }
+        case .getenv:
+            guard parameters.has("name") else { return nil }
+            let name = try parameters.string("name")
+            return try located("name") { () throws(ChaosError) in try .variable(name) }
+        case .clock:
+            guard let clocks = try choices(parameters, "clocks", ClockSource.self) else { return nil }
+            return try located("clocks") { () throws(ChaosError) in try .clocks(clocks) }
+        }
+    }
+
+    /// The `operations` list (nil when absent; `any` stands for all of them).
+    private static func fileOperations(_ parameters: ProfileParameters) throws(ChaosError) -> Set<FileOperationKind>? {
+        guard let names = try parameters.strings("operations") else { return nil }
+        if names == ["any"] { return Set(FileOperationKind.allCases) }
+        return try choices(parameters, "operations", FileOperationKind.self)
+    }
+
+    /// A list parameter of names from `T`, checked (nil when absent).
+    private static func choices<T: RawRepresentable & CaseIterable & Hashable>(
+        _ parameters: ProfileParameters, _ name: String, _: T.Type
+    ) throws(ChaosError) -> Set<T>? where T.RawValue == String {
+        guard let names = try parameters.strings(name) else { return nil }
+        let known = T.allCases.map(\.rawValue)
+        var chosen = Set<T>()
+        for text in names {
+            guard let value = T(rawValue: text) else {
+                throw parameters.invalid("'\(text.prefix(40))' is not one of \(known.joined(separator: ", "))\(Suggestions.hint(for: text, in: known))", parameter: name)
+            }
+            chosen.insert(value)
+        }
+        guard !chosen.isEmpty else { throw parameters.invalid("'\(name)' is empty; name at least one of \(known.joined(separator: ", "))", parameter: name) }
+        return chosen
+    }
+}

@@ -1,0 +1,163 @@
+import CChaosFaults
+import ChaosKit
+public import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a system point answers for a call: the result type of every system point.
+///
+/// Providers made of these (constants, `sequential`, `composite` over the points' own
+/// conditions, `probability`, `times`, `delayed(by:)`) are compiled into the C fault
+/// engine's plan and decided there, without Swift on the call path; blocks and task
+/// scopes are answered by Swift when the engine asks.
+public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// Make the real call.
+    case real
+    /// This entry does not act on the call: the point's next older entry decides, and
+    /// after the last one the real call is made. Catalogue items answer `pass` for calls
+    /// they do not aim at, so entries on different files, hosts or variables stack.
+    case pass
+    /// Fail with -1 (NULL for `fopen`, an error flag for stdio) and this `errno`, without
+    /// making the call. A function that cannot return this errno is left alone.
+    case fail(errno: Int32)
+    /// Name resolution fails with this `EAI_*` code (`system.getaddrinfo`).
+    case resolverFailure(code: Int32)
+    /// Reads and writes move at most this many bytes (nil: half of what was asked, at
+    /// least one): a short transfer callers must handle.
+    case short(maxBytes: Int?)
+    /// The clock reads the real time plus this many nanoseconds (negative: the past).
+    case offset(nanoseconds: Int64, scope: ClockScope = .default)
+    /// The clock reads this instant (nanoseconds since 1970).
+    case frozen(nanosecondsSince1970: Int64, scope: ClockScope = .default)
+    /// Time runs `factor` times as fast from the real instant `since` (ns since 1970).
+    /// Under `chaos run` it runs from the start of the process tree.
+    case speed(factor: Double, since: Int64, scope: ClockScope = .default)
+    /// `getenv` answers this value.
+    case set(String)
+    /// `getenv` answers NULL: the variable is not set.
+    case unset
+
+    /// Time runs `factor` times as fast from now on.
+    public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
+        .speed(factor: factor, since: SystemClockReading.realNanoseconds(), scope: scope)
+    }
+
+    /// The clock reads `date`.
+    public static func frozen(at date: Date, scope: ClockScope = .default) -> SystemOutcome {
+        .frozen(nanosecondsSince1970: Int64((date.timeIntervalSince1970 * 1e9).rounded()), scope: scope)
+    }
+
+    /// The clock reads the real time moved by `seconds`.
+    public static func offset(seconds: Double, scope: ClockScope = .default) -> SystemOutcome {
+        .offset(nanoseconds: Int64((seconds * 1e9).rounded()), scope: scope)
+    }
+
+    /// E.g. `fail(ENOSPC)`, `offset(-946080000.0s)`.
+    public var description: String {
+        switch self {
+        case .real: "real"
+        case .pass: "pass"
+        case .fail(let code): "fail(\(SystemErrno.name(code)))"
+        case .resolverFailure(let code): "fail(\(SystemErrno.name(code)))"
+        case .short(let max): max.map { "short(\($0) bytes)" } ?? "short"
+        case .offset(let ns, _): "offset(\(DurationText.format(.nanoseconds(ns))))"
+        case .frozen(let ns, _): "frozen(\(ISO8601Date.format(Date(timeIntervalSince1970: Double(ns) / 1e9))))"
+        case .speed(let factor, _, _): "speed(×\(factor))"
+        case .set(let value): "set(\(value.debugDescription))"
+        case .unset: "unset"
+        }
+    }
+
+    /// The clock options of a clock outcome.
+    var clockScope: ClockScope? {
+        switch self {
+        case .offset(_, let scope), .frozen(_, let scope), .speed(_, _, let scope): scope
+        default: nil
+        }
+    }
+
+    /// Why `point` cannot answer this, or nil when it can.
+    func problem(on point: SystemPointKind) -> String? {
+        switch self {
+        case .real, .pass:
+            return nil
+        case .fail(let code):
+            guard point != .dns, point != .getenv, point != .clock else {
+                return point == .dns ? "\(point.pointName) fails with an EAI code: use .resolverFailure(code: EAI_AGAIN)"
+                    : "\(point.pointName) cannot fail a call; use its own outcomes"
+            }
+            guard chaos_fault_errno_name(code) != nil, SystemFunctions.allows(code, on: point) else {
+                return "no function of \(point.pointName) returns errno \(SystemErrno.name(code)); choose one of: \(SystemFunctions.errnoNames(of: point).joined(separator: ", "))"
+            }
+            return nil
+        case .resolverFailure(let code):
+            guard point == .dns else { return "only system.getaddrinfo answers an EAI code" }
+            guard SystemFunctions.allows(code, on: .dns) else {
+                return "\(SystemErrno.name(code)) is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))"
+            }
+            return nil
+        case .short(let max):
+            guard point == .files || point == .send || point == .recv else { return "only reads and writes can be short" }
+            if let max, max < 1 { return "short(maxBytes: \(max)) moves nothing; give 1 or more, or nil for half" }
+            return nil
+        case .offset, .frozen:
+            return point == .clock ? nil : "only system.clock answers a time"
+        case .speed(let factor, _, _):
+            guard point == .clock else { return "only system.clock answers a time" }
+            return factor.isFinite ? nil : "speed(\(factor)) is not a finite factor"
+        case .set(let value):
+            guard point == .getenv else { return "only system.getenv answers a value" }
+            return value.utf8.contains(0) ? "a getenv answer cannot contain a NUL byte" : nil
+        case .unset:
+            return point == .getenv ? nil : "only system.getenv answers unset"
+        }
+    }
+}
+
+/// Which readings a clock outcome also changes, besides the realtime clocks.
+public struct ClockScope: Sendable, Hashable {
+    /// Also move the monotonic and boot-time clocks by the same shift (off by default:
+    /// timeouts and Swift's own clocks keep working). Opt in knowingly: an offset of -30
+    /// years makes them negative.
+    public var monotonic: Bool
+    /// Shift file times seen through `stat` and friends by the clock's shift, so
+    /// `now - mtime` stays what it really is (on by default).
+    public var fileTimes: Bool
+    /// Under `speed`, relative sleeps last `1/factor` as long (on by default).
+    public var sleeps: Bool
+
+    /// Monotonic clocks real; file times and sleeps follow the clock.
+    public static let `default` = ClockScope(monotonic: false, fileTimes: true, sleeps: true)
+
+    /// A scope with these options.
+    public init(monotonic: Bool = false, fileTimes: Bool = true, sleeps: Bool = true) {
+        self.monotonic = monotonic
+        self.fileTimes = fileTimes
+        self.sleeps = sleeps
+    }
+}
+
+/// Names and values of errnos and EAI codes, from the engine's table.
+enum SystemErrno {
+    /// `"ENOSPC"` for ENOSPC; the number for one the table does not know.
+    static func name(_ code: Int32) -> String {
+        chaos_fault_errno_name(code).map { String(cString: $0) } ?? String(code)
+    }
+
+    /// The value of `"ENOSPC"`, `"enospc"`, `"EAI_AGAIN"`, or nil when unknown.
+    static func value(_ name: String) -> Int32? {
+        let value = chaos_fault_errno_value(name)
+        return value == 0 ? nil : value
+    }
+}
+
+/// The real time, read without any hook.
+enum SystemClockReading {
+    static func realNanoseconds() -> Int64 {
+        chaos_fault_real_ns(CLOCK_REALTIME)
+    }
+}

@@ -1,0 +1,202 @@
+import CChaosFaults
+@_spi(Hooks) import ChaosKit
+
+/// Compiles system point providers into entries of the fault engine's plan (the text of
+/// Docs/FaultPlan.md). The provider semantics are Swift's; the engine only runs the tree:
+///
+/// | provider | plan node |
+/// |---|---|
+/// | `.original`, `.constant(.real)` | `original` |
+/// | `.constant(.pass)` | `pass` |
+/// | `.constant(.fail(errno:))`, `.resolverFailure` | `fail errno=…` / `fail ret=EAI_…` |
+/// | `.constant(.short)`, clock outcomes, `.set`, `.unset` | `short`, `offset`, `frozen`, `speed`, `set`, `unset` |
+/// | `.sequential` | `sequential` (runs of one child written `I*N`) |
+/// | `.composite` over ``SystemTarget`` conditions | `composite` with `case` lines |
+/// | `.probability`, `.times`, `.delayed(by:)` | `probability`, `times`, `delay` |
+///
+/// Blocks, random values and conditions written as closures have no plan form: in-process
+/// they are answered by Swift (an `ask` node), and `chaos run` refuses them.
+struct SystemPlanCompiler {
+    /// Who runs the plan.
+    enum Delivery {
+        /// This process (`speed` anchors at the instant the entry was made).
+        case inProcess
+        /// A program under `chaos run` (`speed` anchors at the start of its process tree).
+        case program
+    }
+
+    /// Why a provider cannot be compiled.
+    struct Unsupported: Error {
+        let reason: String
+    }
+
+    typealias Tree = ChaosProviderNode<SystemCall, SystemOutcome, Never, SystemProvider.Body>
+
+    let point: SystemPointKind
+    let delivery: Delivery
+    /// Mixed into every probability node's salt (in-process: the entry's seed), so each
+    /// entry draws its own sequence; nil keeps the node numbers (the plan seed then varies).
+    let salt: UInt64?
+
+    private var nodes: [String?] = []
+    private var families: Set<SocketFamily> = []
+    private var scopes: [ClockScope] = []
+
+    init(point: SystemPointKind, delivery: Delivery, salt: UInt64?) {
+        self.point = point
+        self.delivery = delivery
+        self.salt = salt
+    }
+
+    /// The `entry` line and `node`/`case` lines of one entry.
+    static func entry(_ tree: Tree, point: SystemPointKind, label: String, delivery: Delivery, salt: UInt64?) throws(Unsupported) -> [String] {
+        var compiler = SystemPlanCompiler(point: point, delivery: delivery, salt: salt)
+        _ = try compiler.emit(tree)
+        let body = compiler.nodes.compactMap { $0 }
+        guard body.count == compiler.nodes.count, body.count <= Int(CHAOS_PLAN_MAX_NODES) else {
+            throw Unsupported(reason: "the provider needs \(compiler.nodes.count) plan nodes; a plan entry holds at most \(Int(CHAOS_PLAN_MAX_NODES))")
+        }
+        return [compiler.entryLine(label: label)] + body
+    }
+
+    /// An entry whose every call Swift answers (an `ask` node): for providers with no plan
+    /// form, and for points that task scopes involve. `scopes` are the clock options of the
+    /// outcomes it may answer.
+    static func askingEntry(point: SystemPointKind, label: String, scopes: [ClockScope]) -> [String] {
+        var compiler = SystemPlanCompiler(point: point, delivery: .inProcess, salt: nil)
+        compiler.scopes = scopes
+        compiler.families = Set(SocketFamily.allCases)
+        return [compiler.entryLine(label: label), "node 0 ask id=0"]
+    }
+
+    /// The clock options of the outcomes anywhere in `tree`.
+    static func clockScopes(in tree: Tree) -> [ClockScope] {
+        var scopes: [ClockScope] = []
+        tree.forEachLeaf { leaf in
+            if case .constant(let outcome) = leaf, let scope = outcome.clockScope { scopes.append(scope) }
+        }
+        return scopes
+    }
+
+    private func entryLine(label: String) -> String {
+        var words = ["entry", point.planName, PlanText.word("label", label)]
+        if point.isSocketPoint {
+            let chosen = families.union([.inet, .inet6])
+            words.append("family=" + SocketFamily.allCases.filter(chosen.contains).map(\.rawValue).joined(separator: ","))
+        }
+        if point == .clock, !scopes.isEmpty {
+            // Options are per entry: any outcome that asks for one turns it on.
+            words.append("monotonic=" + (scopes.contains { $0.monotonic } ? "yes" : "no"))
+            words.append("stat=" + (scopes.contains { $0.fileTimes } ? "yes" : "no"))
+            words.append("sleep=" + (scopes.contains { $0.sleeps } ? "yes" : "no"))
+        }
+        return words.joined(separator: " ")
+    }
+
+    /// Writes `tree`'s nodes (a parent before its children) and returns the index of its root.
+    private mutating func emit(_ tree: Tree) throws(Unsupported) -> Int {
+        switch tree {
+        case .leaf(let leaf):
+            let index = reserve()
+            nodes[index] = "node \(index) \(try leafText(leaf))"
+            return index
+        case .sequential(let children):
+            let index = reserve()
+            // A run of equal leaves is one node covering that many calls (`I*N`): a jump
+            // after 10,000 readings stays two nodes.
+            var runs: [(child: Int, count: Int, leaf: String?)] = []
+            for child in children {
+                if case .leaf(let leaf) = child, let last = runs.last, let text = last.leaf, text == (try leafText(leaf)) {
+                    runs[runs.count - 1].count += 1
+                    continue
+                }
+                var text: String?
+                if case .leaf(let leaf) = child { text = try leafText(leaf) }
+                runs.append((try emit(child), 1, text))
+            }
+            nodes[index] = "node \(index) sequential children=" + runs.map { $0.count == 1 ? "\($0.child)" : "\($0.child)*\($0.count)" }.joined(separator: ",")
+            return index
+        case .composite(let branches, let otherwise):
+            let index = reserve()
+            var cases: [String] = []
+            for branch in branches {
+                guard let target = branch.condition.tag as? SystemTarget, target.point == point else {
+                    throw Unsupported(reason: "the condition '\(branch.condition.summary)' is Swift code; only \(point.pointName)'s own conditions (a match object, an item's target parameters, or .on(SystemTarget, …)) have a plan form")
+                }
+                families.formUnion(target.families)
+                let child = try emit(branch.provider)
+                cases.append("case \(child) \(target.planText)")
+            }
+            let fallback = try emit(otherwise)
+            nodes[index] = (["node \(index) composite otherwise=\(fallback)"] + cases).joined(separator: "\n")
+            return index
+        case .modified(let modifier, let child):
+            let index = reserve()
+            let childIndex = try emit(child)
+            switch modifier {
+            case .probability(let p):
+                var text = "node \(index) probability p=\(p) child=\(childIndex)"
+                if let salt { text += " salt=\(salt &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)" }
+                nodes[index] = text
+            case .times(let n):
+                nodes[index] = "node \(index) times n=\(n) child=\(childIndex)"
+            case .delay(let duration):
+                guard point != .clock, point != .getenv else {
+                    throw Unsupported(reason: "\(point.pointName) answers at once; it takes no delay")
+                }
+                guard duration <= .seconds(86_400) else { throw Unsupported(reason: "a system call waits at most a day, not \(DurationText.format(duration))") }
+                nodes[index] = "node \(index) delay by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
+            case .lease:
+                throw Unsupported(reason: "a lease reverts an entry in a running ChaosKit; chaos run cannot revert one inside another program (use times, or drop the lease)")
+            }
+            return index
+        }
+    }
+
+    private mutating func reserve() -> Int {
+        nodes.append(nil)
+        return nodes.count - 1
+    }
+
+    private mutating func leafText(_ leaf: ProviderLeaf<SystemOutcome, Never, SystemProvider.Body>) throws(Unsupported) -> String {
+        switch leaf {
+        case .original:
+            return "original"
+        case .block:
+            throw Unsupported(reason: "a block is Swift code; it runs in-process only")
+        case .random:
+            throw Unsupported(reason: "a random outcome is drawn by Swift; it runs in-process only")
+        case .throwing:
+            throw Unsupported(reason: "system points do not throw")
+        case .constant(let outcome):
+            if let problem = outcome.problem(on: point) { throw Unsupported(reason: problem) }
+            switch outcome {
+            case .real: return "original"
+            case .pass: return "pass"
+            case .fail(let code): return "fail errno=\(SystemErrno.name(code))"
+            case .resolverFailure(let code): return "fail ret=\(SystemErrno.name(code))"
+            case .short(let max): return max.map { "short max=\($0)" } ?? "short"
+            case .offset(let ns, let scope):
+                scopes.append(scope)
+                return "offset by=\(ns)"
+            case .frozen(let ns, let scope):
+                scopes.append(scope)
+                return "frozen at=\(ns)"
+            case .speed(let factor, let since, let scope):
+                scopes.append(scope)
+                return "speed factor=\(factor) anchor=" + (delivery == .program ? "start" : "\(since)")
+            case .set(let value): return "set " + PlanText.word("value", value)
+            case .unset: return "unset"
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (a plan's unit), saturating.
+    var wholeNanosecondsForPlan: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? (seconds < 0 ? .min : .max) : scaled &+ attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,104 @@
+import CChaosFaults
+@_spi(Hooks) public import ChaosKit
+
+/// A profile's system entries compiled for a program that `chaos run` starts: the fault
+/// plan its preload library executes, and the environment it starts with.
+///
+/// The entries mean what they mean in-process: each is typed by its point (catalogue
+/// items made, parameters and `match` objects checked), then compiled by the same compiler
+/// as in-process entries. Entries on one point stack as they do when the profile is
+/// applied: the last one decides first.
+public struct SystemRunPlan: Sendable, Equatable {
+    /// The plan text after its `chaos-plan 1` and `seed` lines (the seed is chosen per run).
+    public let body: String
+    /// Variables the program starts with set (a value) or removed (nil), for programs that
+    /// read `environ` directly: from `system.getenv` entries that set or unset a variable
+    /// on every call (no modifier, no condition beyond the name).
+    public let environment: [EnvironmentChange]
+    /// The profile's seed, when it has one.
+    public let seed: UInt64?
+
+    /// A variable set or removed when the program starts.
+    public struct EnvironmentChange: Sendable, Equatable {
+        /// The variable.
+        public let name: String
+        /// Its value, or nil to remove it.
+        public let value: String?
+    }
+
+    /// Whether the plan draws from its seed (it has probabilities): only then does a run
+    /// need its seed to be replayed.
+    public var draws: Bool { body.contains(" probability p=") }
+
+    /// The whole plan text with `seed`.
+    public func text(seed: UInt64) -> String {
+        "chaos-plan 1\nseed \(seed)\n" + body
+    }
+
+    /// Compiles the enabled entries of `profile`. Every entry must be on a system point and
+    /// have a plan form; an error names the entry (or parameter) where it was written.
+    public static func compile(_ profile: ChaosProfile) throws(ChaosError) -> SystemRunPlan {
+        SystemPoints.register()
+        var byPoint: [SystemPointKind: [(number: Int, entry: ChaosProfile.Entry, tree: SystemPlanCompiler.Tree)]] = [:]
+        var environment: [EnvironmentChange] = []
+        for (number, entry) in profile.entries.enumerated() where entry.enabled {
+            guard let kind = SystemPointKind(pointName: entry.pointName) else {
+                throw entry.located(ChaosError(
+                    .invalidProfile, subject: entry.pointName,
+                    "chaos run reaches another program through its system calls only; \(entry.pointName) lives in a Swift program (apply it there), while chaos run takes \(SystemPointKind.allCases.map(\.pointName).joined(separator: ", "))"
+                ))
+            }
+            let tree: SystemPlanCompiler.Tree
+            do throws(ChaosError) {
+                tree = try SystemPoints.point(for: kind).provider(for: entry.provider).node
+                if let problem = tree.problem { throw ChaosError(.invalidProvider, subject: kind.pointName, problem) }
+            } catch {
+                throw entry.located(error)
+            }
+            byPoint[kind, default: []].append((number, entry, tree))
+            if let change = environmentChange(tree) { environment.append(change) }
+        }
+        var lines: [String] = []
+        var owners: [(firstLine: Int, entry: ChaosProfile.Entry)] = []
+        for kind in SystemPointKind.allCases {
+            for item in (byPoint[kind] ?? []).reversed() {
+                do throws(SystemPlanCompiler.Unsupported) {
+                    owners.append((lines.count + 3, item.entry))  // after `chaos-plan 1` and `seed`
+                    lines += try SystemPlanCompiler.entry(
+                        item.tree, point: kind, label: "#\(item.number + 1) \(kind.pointName) ← \(item.entry.provider.summary.prefix(200))",
+                        delivery: .program, salt: nil
+                    )
+                } catch {
+                    throw item.entry.located(ChaosError(.invalidProvider, subject: kind.pointName, "chaos run cannot apply \(item.entry.provider.summary.prefix(120)): \(error.reason)"))
+                }
+            }
+        }
+        let plan = SystemRunPlan(body: lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n", environment: environment, seed: profile.seed)
+        // The preload library must be able to run it: check with its own parser.
+        let text = plan.text(seed: 0)
+        var error = chaos_plan_error()
+        if let parsed = chaos_plan_parse(text, text.utf8.count, &error) {
+            chaos_plan_free(parsed)
+        } else {
+            let message = withUnsafeBytes(of: error.message) { CText.string(Array($0.bindMemory(to: CChar.self))) }
+            let owner = owners.last { $0.firstLine <= Int(error.line) }
+            let refused = ChaosError(.invalidProvider, subject: "chaos run", "the fault engine cannot execute this entry: \(message)")
+            throw owner.map { $0.entry.located(refused) } ?? refused
+        }
+        return plan
+    }
+
+    /// The variable a `system.getenv` entry sets or unsets on every call, if that is all it does.
+    private static func environmentChange(_ tree: SystemPlanCompiler.Tree) -> EnvironmentChange? {
+        guard case .composite(let branches, otherwise: .leaf(.constant(.pass))) = tree, branches.count == 1,
+              let target = branches[0].condition.tag as? SystemTarget, target.point == .getenv,
+              case .leaf(.constant(let outcome)) = branches[0].provider,
+              let name = target.variableName
+        else { return nil }
+        switch outcome {
+        case .set(let value): return EnvironmentChange(name: name, value: value)
+        case .unset: return EnvironmentChange(name: name, value: nil)
+        default: return nil
+        }
+    }
+}

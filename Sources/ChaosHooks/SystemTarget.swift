@@ -1,0 +1,274 @@
+import CChaosFaults
+public import ChaosKit
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The operations of `system.files`; every intercepted file function belongs to one.
+public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
+    /// `open`, `openat`, `creat`, `fopen`, `fdopen`, `freopen`.
+    case open
+    /// `read`, `pread`, `readv`, `preadv`, `fread`/`fgets`, and the source of a copy.
+    case read
+    /// `write`, `pwrite`, `writev`, `pwritev`, `fwrite`…`fflush`, and the target of a copy.
+    case write
+    /// `fsync`, `fdatasync`, `sync_file_range`.
+    case sync
+    /// `ftruncate`, `fallocate`, `posix_fallocate`.
+    case truncate
+    /// `rename`, `renameat`, `renameat2`.
+    case rename
+    /// `unlink`, `unlinkat`, `rmdir`.
+    case unlink
+    /// `mkdir`, `mkdirat`.
+    case mkdir
+    /// `close`, and `fclose` with nothing left to write.
+    case close
+
+    var bit: UInt32 { UInt32(1) << UInt32(Self.allCases.firstIndex(of: self)!) }
+
+    static func bits(_ operations: Set<FileOperationKind>) -> UInt32 {
+        operations.reduce(0) { $0 | $1.bit }
+    }
+}
+
+/// The calls a system entry aims at, in terms the fault engine matches itself: a path
+/// pattern and operations, a peer address and port, a socket family or role, a host name,
+/// a variable, a clock.
+///
+/// Used in code through ``ChaosProvider/on(_:_:)`` and in profiles as an item's target
+/// parameters or a `match` object; both compile to the same plan `case`.
+///
+/// ```swift
+/// let full = SystemPoints.files.entry(.on(try .files(path: "/srv/db", operations: [.write, .sync]),
+///                                         .constant(.fail(errno: ENOSPC))))
+/// ```
+public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
+    /// The point whose calls it names.
+    public let point: SystemPointKind
+    /// The conditions as a plan's `case` line writes them (`path="/srv/db" ops=write,sync`).
+    let planText: String
+    /// The socket families it names (an entry then lets those sockets reach it).
+    let families: Set<SocketFamily>
+    /// The variable it names (`system.getenv`).
+    let variableName: String?
+
+    /// The conditions, as the plan writes them.
+    public var description: String { planText }
+
+    private init(_ point: SystemPointKind, _ words: [String], families: Set<SocketFamily> = [], variableName: String? = nil) {
+        self.point = point
+        self.planText = words.joined(separator: " ")
+        self.families = families
+        self.variableName = variableName
+    }
+
+    /// File calls on `path` — a file or directory and everything below it (by whole
+    /// components: `/a/io` never matches `/a/io2`), or a glob (`*` and `?` within a
+    /// component, `**` across components) — doing one of `operations` (all when nil).
+    /// A relative path is taken from the current directory; `.`, `..` and `//` are folded
+    /// and the existing part resolved, as the kernel will see the files.
+    public static func files(path: String? = nil, operations: Set<FileOperationKind>? = nil) throws(ChaosError) -> SystemTarget {
+        var words: [String] = []
+        if let path { words.append(PlanText.word("path", try PathPattern.resolve(path))) }
+        if let operations {
+            guard !operations.isEmpty else {
+                throw ChaosError(.invalidProvider, subject: "system.files", "no operations given; name at least one of \(FileOperationKind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            words.append("ops=" + FileOperationKind.allCases.filter(operations.contains).map(\.rawValue).joined(separator: ","))
+        }
+        return SystemTarget(.files, words)
+    }
+
+    /// Connections (`connect`) to `host` — an IPv4 or IPv6 address, or a CIDR block such as
+    /// `10.0.0.0/8` — and `port`, on sockets of `families` (IPv4 and IPv6 when nil).
+    public static func connections(to host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil) throws(ChaosError) -> SystemTarget {
+        try addressed(.connect, host: host, port: port, families: families)
+    }
+
+    /// Connections accepted (`accept`) on the listening `host` and `port`.
+    public static func accepted(on host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil) throws(ChaosError) -> SystemTarget {
+        try addressed(.accept, host: host, port: port, families: families)
+    }
+
+    /// Sends or receives (`point`: `.send` or `.recv`) on sockets of `families` (IPv4 and
+    /// IPv6 when nil) and `roles` (any when nil).
+    public static func sockets(_ point: SystemPointKind, families: Set<SocketFamily>? = nil, roles: Set<SocketRole>? = nil) throws(ChaosError) -> SystemTarget {
+        guard point == .send || point == .recv else {
+            throw ChaosError(.invalidProvider, subject: point.pointName, "socket roles are for system.send and system.recv; use connections(to:) or accepted(on:)")
+        }
+        var words = [try familyWord(families, point)]
+        if let roles {
+            guard !roles.isEmpty else { throw ChaosError(.invalidProvider, subject: point.pointName, "no roles given; name client, server or other") }
+            words.append("role=" + SocketRole.allCases.filter(roles.contains).map(\.rawValue).joined(separator: ","))
+        }
+        return SystemTarget(point, words, families: families ?? [.inet, .inet6])
+    }
+
+    /// Name lookups of host names matching `pattern` (`*` and `?` wildcards, any case).
+    public static func hosts(_ pattern: String) throws(ChaosError) -> SystemTarget {
+        guard !pattern.isEmpty, !pattern.utf8.contains(0) else {
+            throw ChaosError(.invalidProvider, subject: "system.getaddrinfo", "the host pattern is empty; give a name such as \"api.example.com\" or \"*.example.com\"")
+        }
+        return SystemTarget(.dns, [PlanText.word("host", pattern)])
+    }
+
+    /// `getenv` of exactly this variable.
+    public static func variable(_ name: String) throws(ChaosError) -> SystemTarget {
+        guard !name.isEmpty, !name.contains("="), !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+            throw ChaosError(.invalidProvider, subject: "system.getenv", "'\(name.prefix(80))' is no variable name; give a name without '=' or control characters, such as \"HOME\"")
+        }
+        return SystemTarget(.getenv, [PlanText.word("name", name)], variableName: name)
+    }
+
+    /// Readings of these clocks.
+    public static func clocks(_ sources: Set<ClockSource>) throws(ChaosError) -> SystemTarget {
+        guard !sources.isEmpty else {
+            throw ChaosError(.invalidProvider, subject: "system.clock", "no clocks given; name at least one of \(ClockSource.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return SystemTarget(.clock, ["clock=" + ClockSource.allCases.filter(sources.contains).map(\.rawValue).joined(separator: ",")])
+    }
+
+    private static func addressed(_ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?) throws(ChaosError) -> SystemTarget {
+        var words = [try familyWord(families, point)]
+        if let host {
+            guard AddressPattern.isValid(host) else {
+                throw ChaosError(.invalidProvider, subject: point.pointName, "'\(host.prefix(80))' is no address; give an IPv4 or IPv6 address or a CIDR block such as \"127.0.0.1\" or \"10.0.0.0/8\" (host names are matched on system.getaddrinfo)")
+            }
+            words.append(PlanText.word("host", host))
+        }
+        if let port {
+            guard (0...65535).contains(port) else {
+                throw ChaosError(.invalidProvider, subject: point.pointName, "port \(port) is outside 0…65535")
+            }
+            words.append("port=\(port)")
+        }
+        return SystemTarget(point, words, families: families ?? [.inet, .inet6])
+    }
+
+    private static func familyWord(_ families: Set<SocketFamily>?, _ point: SystemPointKind) throws(ChaosError) -> String {
+        let chosen = families ?? [.inet, .inet6]
+        guard !chosen.isEmpty else {
+            throw ChaosError(.invalidProvider, subject: point.pointName, "no socket families given; name inet, inet6, unix or other")
+        }
+        return "family=" + SocketFamily.allCases.filter(chosen.contains).map(\.rawValue).joined(separator: ",")
+    }
+
+    /// The condition of a composite branch: tagged with this target so the plan compiler
+    /// writes it as a `case`, and tested in Swift by the engine's own matcher.
+    var condition: ArgumentCondition<SystemCall> {
+        let test = CaseTest(point: point, conditions: planText)
+        return ArgumentCondition(planText, tag: self) { call in test.holds(call) }
+    }
+}
+
+extension ChaosProvider where Arguments == SystemCall, Result == SystemOutcome, Failure == Never {
+    /// `provider` for the calls `target` names; every other call passes to the point's
+    /// next older entry (and, after the last, to the real function).
+    public static func on(_ target: SystemTarget, _ provider: Self) -> Self {
+        Self(node: .composite([ProviderBranch(condition: target.condition, provider: provider.node)], otherwise: .leaf(.constant(.pass))))
+    }
+}
+
+/// The engine's matcher for one `case`, for calls Swift decides (blocks, task scopes).
+final class CaseTest: @unchecked Sendable {
+    // Unchecked: the C test is immutable once made and only read, from any thread.
+    private let test: OpaquePointer?
+
+    init(point: SystemPointKind, conditions: String) {
+        var error = chaos_plan_error()
+        test = chaos_case_test_make(point.rawValue, conditions, &error)
+    }
+
+    deinit { chaos_case_test_free(test) }
+
+    func holds(_ call: SystemCall) -> Bool {
+        guard let test else { return false }
+        return call.withEngineCall { chaos_case_test_holds(test, &$0) != 0 }
+    }
+}
+
+/// Path patterns as the engine wants them: absolute, folded, with the existing part
+/// resolved (descriptors report physical paths), and able to match something.
+enum PathPattern {
+    static func resolve(_ given: String) throws(ChaosError) -> String {
+        guard !given.isEmpty, !given.utf8.contains(0) else {
+            throw ChaosError(.invalidProvider, subject: "system.files", "the path is empty; give a file or directory such as \"/srv/app/db\", or a glob such as \"/tmp/**/*.log\"")
+        }
+        var folded = [CChar](repeating: 0, count: Int(PATH_MAX) * 2)
+        guard chaos_path_resolve(AT_FDCWD, given, &folded, folded.count) >= 0 else {
+            throw ChaosError(.invalidProvider, subject: "system.files", "the path '\(given.prefix(120))' is too long or its directory is unknown")
+        }
+        let pattern = physical(CText.string(folded))
+        var why = [CChar](repeating: 0, count: 320)
+        guard chaos_path_pattern_check(pattern, &why, why.count) == 0 else {
+            throw ChaosError(.invalidProvider, subject: "system.files", "the path pattern '\(given.prefix(120))' cannot match: \(CText.string(why))")
+        }
+        return pattern
+    }
+
+    /// `pattern` with its longest existing literal prefix replaced by its real path.
+    private static func physical(_ pattern: String) -> String {
+        let components = pattern.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let literal = components.prefix { !$0.contains(where: { "*?[".contains($0) }) }
+        var count = literal.count
+        while count > 0 {
+            let prefix = "/" + literal.prefix(count).joined(separator: "/")
+            if let resolved = realpath(prefix, nil) {
+                defer { free(resolved) }
+                let rest = components.dropFirst(count)
+                let base = String(cString: resolved)
+                return rest.isEmpty ? base : (base == "/" ? "" : base) + "/" + rest.joined(separator: "/")
+            }
+            count -= 1
+        }
+        return pattern
+    }
+}
+
+/// Addresses and CIDR blocks as the engine reads them.
+enum AddressPattern {
+    static func isValid(_ text: String) -> Bool {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let address = parts.first else { return false }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let bits: Int
+        if inet_pton(AF_INET, String(address), &bytes) == 1 {
+            bits = 32
+        } else if inet_pton(AF_INET6, String(address), &bytes) == 1 {
+            bits = 128
+        } else {
+            return false
+        }
+        guard parts.count == 2 else { return true }
+        guard let prefix = Int(parts[1]), (0...bits).contains(prefix) else { return false }
+        return true
+    }
+}
+
+/// Words of plan text.
+enum PlanText {
+    /// `key="value"`, with the plan's escapes.
+    static func word(_ key: String, _ value: String) -> String {
+        "\(key)=\(quoted(value))"
+    }
+
+    static func quoted(_ value: String) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "\"")]
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"), UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), byte]
+            case UInt8(ascii: "\n"): bytes += Array("\\n".utf8)
+            case UInt8(ascii: "\t"): bytes += Array("\\t".utf8)
+            case 0..<0x20, 0x7F: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

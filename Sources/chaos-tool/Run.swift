@@ -1,0 +1,147 @@
+import ArgumentParser
+import ChaosHooks
+import ChaosKit
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `chaos run --profile FILE -- COMMAND [ARGS…]`: compiles the profile's system entries
+/// into a fault plan and has the `chaos` launcher start the program under it.
+///
+/// The launcher (C) starts programs itself from a plan compiled earlier; it runs this
+/// command only when the profile is new to it, and tells it where to keep the compiled
+/// plan (`CHAOS_RUN_CACHE`). This command then starts the launcher again with the plan
+/// (`CHAOS_RUN_COMPILED`), so choosing the seed, setting the environment and starting the
+/// program are written once, in C.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a program with a profile's system entries (files, sockets, DNS, environment, clock) applied.",
+        discussion: """
+        Entries on system.files, system.connect, system.accept, system.send, system.recv,
+        system.getaddrinfo, system.getenv and system.clock reach the program through its C
+        library calls (LD_PRELOAD), with probability, times, delay, sequential and match
+        meaning what they mean in-process. Without a seed one is drawn and printed, so a run
+        can be replayed with --seed or CHAOS_SEED.
+        Exit status: the program's own; 125 when chaos run itself fails (a profile error,
+        no preload library), 126 when the program cannot be run, 127 when it is not found.
+        Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
+        """
+    )
+
+    @Option(help: "The JSON profile whose system entries to apply.")
+    var profile: String
+
+    @Option(help: "Replay a run: the seed it printed (default: the profile's seed, else $CHAOS_SEED, else a fresh one).")
+    var seed: UInt64?
+
+    @Option(help: "The preload library (default: $CHAOS_PRELOAD_LIBRARY, or libChaosPreload.so beside chaos).")
+    var preload: String?
+
+    @Flag(help: "Compile the profile again instead of using a plan compiled earlier.")
+    var noCache = false
+
+    @Argument(parsing: .captureForPassthrough, help: "The program and its arguments (after --).")
+    var command: [String]
+
+    func run() throws {
+        let arguments = command.first == "--" ? Array(command.dropFirst()) : command
+        guard !arguments.isEmpty else {
+            throw ValidationError("name the program to run after --, e.g. chaos run --profile p.json -- date")
+        }
+        let plan: SystemRunPlan
+        do {
+            plan = try SystemRunPlan.compile(try ChaosProfile.load(contentsOfFile: profile))
+        } catch {
+            printError("chaos run: \(error)")
+            throw ExitCode(125)
+        }
+        let launcher = try locateLauncher()
+        let environment = ProcessInfo.processInfo.environment
+        let compiled: String
+        var temporary = false
+        if !noCache, let cache = environment["CHAOS_RUN_CACHE"], !cache.isEmpty {
+            compiled = cache
+        } else {
+            compiled = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-run-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).plan").path
+            temporary = true
+        }
+        do {
+            try write(RunPlanFile.text(of: plan), atomicallyTo: compiled)
+        } catch {
+            printError("chaos run: cannot write the compiled plan to \(compiled): \(error)")
+            throw ExitCode(125)
+        }
+        // The launcher reads the plan, deletes it when it was only for this run, and
+        // becomes the program.
+        setenv("CHAOS_RUN_COMPILED", compiled, 1)
+        if temporary { setenv("CHAOS_RUN_COMPILED_ONCE", "1", 1) } else { unsetenv("CHAOS_RUN_COMPILED_ONCE") }
+        unsetenv("CHAOS_RUN_CACHE")
+        var argv = [launcher, "run", "--profile", profile]
+        if let seed { argv += ["--seed", String(seed)] }
+        if let preload { argv += ["--preload", preload] }
+        argv += ["--"] + arguments
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
+        cArguments.append(nil)
+        execv(launcher, &cArguments)
+        printError("chaos run: cannot start the launcher \(launcher): \(String(cString: strerror(errno)))")
+        throw ExitCode(125)
+    }
+
+    /// The `chaos` launcher: the one that started this tool, else the one beside it.
+    private func locateLauncher() throws -> String {
+        if let given = ProcessInfo.processInfo.environment["CHAOS_LAUNCHER"], access(given, X_OK) == 0 { return given }
+        let beside = executableDirectory().appendingPathComponent("chaos").path
+        guard access(beside, X_OK) == 0 else {
+            printError("chaos run: the chaos launcher was not found beside \(executableDirectory().path); build it with `swift build --product chaos`")
+            throw ExitCode(125)
+        }
+        return beside
+    }
+
+    private func executableDirectory() -> URL {
+        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: path).deletingLastPathComponent()
+    }
+
+    /// Writes `text` so that a reader never sees half of it (a temporary file, renamed).
+    private func write(_ text: String, atomicallyTo path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
+
+/// The file the launcher reads: `chaoskit-run 1`, directives, a line `plan`, then the plan
+/// without its seed (the launcher chooses the seed per run). See `Sources/chaos/main.c`.
+enum RunPlanFile {
+    static func text(of plan: SystemRunPlan) -> String {
+        var lines = ["chaoskit-run 1"]
+        for change in plan.environment {
+            if let value = change.value {
+                lines.append("env \(change.name)=\(escaped(value))")
+            } else {
+                lines.append("unenv \(change.name)")
+            }
+        }
+        if let seed = plan.seed { lines.append("seed \(seed)") }
+        if plan.draws { lines.append("draws") }
+        lines.append("plan")
+        return lines.joined(separator: "\n") + "\n" + plan.body
+    }
+
+    /// `\\`, `\n` and `\xHH` for control bytes, so a value stays on one line.
+    static func escaped(_ value: String) -> String {
+        var bytes: [UInt8] = []
+        let hex = Array("0123456789abcdef".utf8)
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0..<0x20, 0x7F: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            default: bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

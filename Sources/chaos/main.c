@@ -1,0 +1,274 @@
+// `chaos`: the command-line front end. Every subcommand is the Swift tool's (`chaos-tool`,
+// installed beside this file), except the hot path of `chaos run`: a program started under
+// a profile must not wait for a Swift runtime to start, so a profile once compiled into a
+// fault plan (by `chaos-tool run`, which writes it to a cache) is run from here, in C:
+// read the cached plan, choose the seed, set LD_PRELOAD and the plan, exec the program.
+//
+// The cache key covers the profile's bytes, the current UTC day (clock offsets in calendar
+// years are converted on the day they run), the tool and the preload library: a change to
+// any of them compiles the profile again.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PROFILE (1 << 20)
+#define MAX_CACHED (4 << 20)
+
+static const char *self_directory(char *buffer, size_t capacity) {
+    ssize_t length = readlink("/proc/self/exe", buffer, capacity - 1);
+    if (length <= 0) return NULL;
+    buffer[length] = 0;
+    char *slash = strrchr(buffer, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    return buffer;
+}
+
+static int joined(char *out, size_t capacity, const char *directory, const char *name) {
+    int written = snprintf(out, capacity, "%s/%s", directory, name);
+    return written > 0 && (size_t)written < capacity;
+}
+
+// The Swift tool: $CHAOS_TOOL, else chaos-tool beside this program.
+static int tool_path(char *out, size_t capacity) {
+    const char *given = getenv("CHAOS_TOOL");
+    if (given && *given) return snprintf(out, capacity, "%s", given) < (int)capacity;
+    char directory[PATH_MAX];
+    if (!self_directory(directory, sizeof directory)) return 0;
+    return joined(out, capacity, directory, "chaos-tool");
+}
+
+// The preload library: --preload, $CHAOS_PRELOAD_LIBRARY, beside this program, or
+// ../lib beside it (an installed layout).
+static int preload_path(const char *option, char *out, size_t capacity) {
+    const char *given = option ? option : getenv("CHAOS_PRELOAD_LIBRARY");
+    if (given && *given) return access(given, R_OK) == 0 && snprintf(out, capacity, "%s", given) < (int)capacity;
+    char directory[PATH_MAX];
+    if (!self_directory(directory, sizeof directory)) return 0;
+    if (joined(out, capacity, directory, "libChaosPreload.so") && access(out, R_OK) == 0) return 1;
+    return joined(out, capacity, directory, "../lib/libChaosPreload.so") && access(out, R_OK) == 0;
+}
+
+static uint64_t fnv(uint64_t hash, const void *data, size_t length) {
+    const unsigned char *bytes = data;
+    for (size_t i = 0; i < length; i++) hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+    return hash;
+}
+
+static uint64_t file_identity(uint64_t hash, const char *path) {
+    struct stat info;
+    if (stat(path, &info) != 0) return fnv(hash, "missing", 7);
+    hash = fnv(hash, &info.st_size, sizeof info.st_size);
+    hash = fnv(hash, &info.st_mtim.tv_sec, sizeof info.st_mtim.tv_sec);
+    return fnv(hash, &info.st_mtim.tv_nsec, sizeof info.st_mtim.tv_nsec);
+}
+
+static char *read_file(const char *path, size_t limit, size_t *length) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    char *buffer = malloc(limit + 1);
+    size_t used = 0;
+    while (buffer && used < limit) {
+        ssize_t got = read(fd, buffer + used, limit - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        used += (size_t)got;
+    }
+    close(fd);
+    if (!buffer || used == limit) { free(buffer); return NULL; }
+    buffer[used] = 0;
+    *length = used;
+    return buffer;
+}
+
+// Where `chaos-tool run` keeps the compiled plan of a profile (it computes the same key).
+static int cache_path(char *out, size_t capacity, const char *profile_path, const char *tool, const char *preload) {
+    size_t length = 0;
+    char *profile = read_file(profile_path, MAX_PROFILE, &length);
+    if (!profile) return 0;
+    uint64_t key = fnv(0xcbf29ce484222325ull, "chaoskit-run 1", 14);
+    key = fnv(key, profile, length);
+    free(profile);
+    int64_t day = (int64_t)(time(NULL) / 86400);
+    key = fnv(key, &day, sizeof day);
+    key = file_identity(key, tool);
+    key = file_identity(key, preload);
+    const char *base = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (base && *base) return snprintf(out, capacity, "%s/chaoskit/plans/%016llx.plan", base, (unsigned long long)key) < (int)capacity;
+    if (home && *home) return snprintf(out, capacity, "%s/.cache/chaoskit/plans/%016llx.plan", home, (unsigned long long)key) < (int)capacity;
+    return 0;
+}
+
+// Decodes `text` in place: \\, \n and \xHH escapes (as chaos-tool writes environment values).
+static void unescape(char *text) {
+    char *out = text;
+    for (char *in = text; *in; in++) {
+        if (*in != '\\' || !in[1]) { *out++ = *in; continue; }
+        in++;
+        if (*in == 'n') *out++ = '\n';
+        else if (*in == 'x' && in[1] && in[2]) {
+            char hex[3] = { in[1], in[2], 0 };
+            *out++ = (char)strtol(hex, NULL, 16);
+            in += 2;
+        } else *out++ = *in;
+    }
+    *out = 0;
+}
+
+// Runs `argv` (the program and its arguments) under the compiled plan `cached`, which
+// starts with directive lines (`env NAME=VALUE`, `unenv NAME`, `seed N` when the profile
+// fixes one, `draws` when the plan has probabilities) and a line `plan`, followed by the
+// plan text without its seed.
+static int run(char *cached, const char *seed_option, const char *preload, char **argv) {
+    if (strncmp(cached, "chaoskit-run 1\n", 15) != 0) {
+        fprintf(stderr, "chaos run: the compiled plan is damaged; run again with --no-cache\n");
+        return 125;
+    }
+    char *directives = cached + 15, *plan;
+    if (strncmp(directives, "plan\n", 5) == 0) {
+        *directives = 0;
+        plan = directives + 5;
+    } else if ((plan = strstr(directives - 1, "\nplan\n"))) {
+        *plan = 0;
+        plan += 6;
+    } else {
+        fprintf(stderr, "chaos run: the compiled plan is damaged; run again with --no-cache\n");
+        return 125;
+    }
+    const char *profile_seed = NULL;
+    int draws = 0;
+    for (char *line = strtok(directives, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "env ", 4) == 0) {
+            char *equals = strchr(line + 4, '=');
+            if (!equals) continue;
+            *equals = 0;
+            unescape(equals + 1);
+            setenv(line + 4, equals + 1, 1);
+        } else if (strncmp(line, "unenv ", 6) == 0) {
+            unsetenv(line + 6);
+        } else if (strncmp(line, "seed ", 5) == 0) {
+            profile_seed = line + 5;
+        } else if (strcmp(line, "draws") == 0) {
+            draws = 1;
+        }
+    }
+    char seed_text[32];
+    const char *seed = seed_option ? seed_option : getenv("CHAOS_SEED");
+    if (seed && *seed) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long value = strtoull(seed, &end, 10);
+        if (errno || !end || *end || seed[0] == '-') {
+            fprintf(stderr, "chaos run: seed '%.80s' is not a whole number from 0 to 2^64-1; give a seed such as 42\n", seed);
+            return 64;
+        }
+        snprintf(seed_text, sizeof seed_text, "%llu", value);
+    } else if (profile_seed) {
+        snprintf(seed_text, sizeof seed_text, "%s", profile_seed);
+    } else {
+        uint64_t drawn = 0;
+        if (getrandom(&drawn, sizeof drawn, 0) != sizeof drawn) drawn = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
+        drawn &= (1ull << 53) - 1;  // a seed profiles can write too
+        snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)drawn);
+        // Only a plan that draws (probability) needs its seed to be replayed.
+        if (draws) fprintf(stderr, "chaos run: seed %s (replay with --seed %s or CHAOS_SEED=%s)\n", seed_text, seed_text, seed_text);
+    }
+    size_t plan_length = strlen(plan);
+    char *text = malloc(plan_length + 64);
+    if (!text) return 125;
+    snprintf(text, plan_length + 64, "chaos-plan 1\nseed %s\n%s", seed_text, plan);
+    setenv("CHAOS_PLAN_TEXT", text, 1);
+    unsetenv("CHAOS_PLAN");
+    const char *existing = getenv("LD_PRELOAD");
+    char *libraries = malloc(strlen(preload) + (existing ? strlen(existing) : 0) + 2);
+    if (!libraries) return 125;
+    sprintf(libraries, existing && *existing ? "%s %s" : "%s", preload, existing ? existing : "");
+    setenv("LD_PRELOAD", libraries, 1);
+    execvp(argv[0], argv);
+    int error = errno;
+    fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
+    return error == ENOENT ? 127 : 126;  // as a shell does
+}
+
+// `chaos run [--profile F] [--seed N] [--preload P] [--no-cache] -- PROGRAM ARGS…` from a
+// compiled plan; returns -1 (and changes nothing) when the Swift tool must do it, having
+// written into `cache` where the tool should keep the plan it compiles ("" when unknown).
+static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t cache_capacity) {
+    const char *profile = NULL, *seed = NULL, *preload_option = NULL;
+    int command = -1;
+    cache[0] = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) { command = i + 1; break; }
+        if (strcmp(a, "--profile") == 0 && i + 1 < argc) profile = argv[++i];
+        else if (strncmp(a, "--profile=", 10) == 0) profile = a + 10;
+        else if (strcmp(a, "--seed") == 0 && i + 1 < argc) seed = argv[++i];
+        else if (strncmp(a, "--seed=", 7) == 0) seed = a + 7;
+        else if (strcmp(a, "--preload") == 0 && i + 1 < argc) preload_option = argv[++i];
+        else if (strncmp(a, "--preload=", 10) == 0) preload_option = a + 10;
+        else return -1;  // --no-cache, --help, a mistake: the tool answers
+    }
+    if (!profile || command < 0 || command >= argc) return -1;
+    char preload[PATH_MAX];
+    if (!preload_path(preload_option, preload, sizeof preload)) return -1;
+    // A plan the tool just compiled (it starts us again with it), or one compiled earlier.
+    const char *compiled = getenv("CHAOS_RUN_COMPILED");
+    char path[PATH_MAX];
+    int just_compiled = compiled && *compiled;
+    if (just_compiled) {
+        snprintf(path, sizeof path, "%s", compiled);
+        unsetenv("CHAOS_RUN_COMPILED");
+    } else if (!cache_path(path, sizeof path, profile, tool, preload)) {
+        return -1;
+    }
+    size_t length = 0;
+    char *cached = read_file(path, MAX_CACHED, &length);
+    if (just_compiled) {
+        const char *once = getenv("CHAOS_RUN_COMPILED_ONCE");
+        if (once && *once) unlink(path);
+        unsetenv("CHAOS_RUN_COMPILED_ONCE");
+        if (!cached) {
+            fprintf(stderr, "chaos run: the compiled plan %s cannot be read\n", path);
+            return 125;
+        }
+    } else if (!cached) {
+        snprintf(cache, cache_capacity, "%s", path);
+        return -1;
+    }
+    return run(cached, seed, preload, argv + command);
+}
+
+int main(int argc, char **argv) {
+    char tool[PATH_MAX];
+    if (!tool_path(tool, sizeof tool)) {
+        fprintf(stderr, "chaos: cannot find chaos-tool beside this program; set CHAOS_TOOL\n");
+        return 127;
+    }
+    if (argc > 1 && strcmp(argv[1], "run") == 0) {
+        char cache[PATH_MAX];
+        int status = fast_run(argc, argv, tool, cache, sizeof cache);
+        if (status >= 0) return status;
+        // The tool compiles the profile, keeps the plan where we will look for it next
+        // time, and starts us again with it.
+        if (cache[0]) setenv("CHAOS_RUN_CACHE", cache, 1);
+        char self[PATH_MAX];
+        ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (length > 0) {
+            self[length] = 0;
+            setenv("CHAOS_LAUNCHER", self, 1);
+        }
+    }
+    execv(tool, argv);
+    fprintf(stderr, "chaos: cannot run %s: %s\n", tool, strerror(errno));
+    return 127;
+}
