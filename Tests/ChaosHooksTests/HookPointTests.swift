@@ -291,7 +291,9 @@ extension ProcessWideHookTests {
                 }
                 return (status, errno)
             }
-            try withApplied(ProfileEntry(point: "system.connect", .catalogue("refused", ProfileParameters()))) {
+            // Only this listener's port: other suites run in parallel and connect too.
+            let port = Double(UInt16(bigEndian: address.sin_port))
+            try withApplied(ProfileEntry(point: "system.connect", .catalogue("refused", ProfileParameters(["host": .string("127.0.0.1"), "port": .number(port)])))) {
                 let (status, code) = connectOnce()
                 #expect(status == -1)
                 #expect(code == ECONNREFUSED)

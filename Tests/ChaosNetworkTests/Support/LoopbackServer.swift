@@ -58,7 +58,7 @@ public final class LoopbackServer: Sendable {
     /// Starts listening; `handler` answers every request. The server stops by itself after
     /// `maxRequests` requests or `idleTimeout` seconds without a new connection.
     public init(
-        maxRequests: Int = 1_000, idleTimeout: Double = 20,
+        maxRequests: Int = 1_000, idleTimeout: Double = 300,
         handler: @escaping @Sendable (LoopbackRequest) -> LoopbackResponse
     ) throws {
         let (socketFD, port) = try Self.listeningSocket(backlog: 64)
