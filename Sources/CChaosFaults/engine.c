@@ -6,6 +6,7 @@
 // the descriptor table's retire list) are serialized by one lock; readers never wait.
 #define _GNU_SOURCE
 #include "internal.h"
+#include "fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 static _Atomic(chaos_plan *) active;
-static _Atomic uint32_t active_points;
+_Atomic uint32_t cf_active_points;
 static _Atomic uint32_t clock_flags;
 static _Atomic uint64_t generations;
 static _Atomic uint64_t epoch;
@@ -100,6 +101,52 @@ static int64_t now_realtime(void) {
 
 void chaos_fault_set_start_anchor(int64_t realtime_ns) { atomic_store(&start_anchor, realtime_ns); }
 
+// MARK: - The clock's constant fast path (fast_clock.h)
+
+cf_fast_clock cf_fast;
+
+/// Publishes the fast path of `plan` (none when its clock entries are anything else).
+/// Called under the install lock, before the plan becomes active.
+static void publish_fast_clock(const chaos_plan *plan) {
+    const cf_entry *only = NULL;
+    int32_t index = -1, clock_entries = 0;
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        if (plan->entries[e].point != CHAOS_POINT_CLOCK) continue;
+        clock_entries++;
+        only = &plan->entries[e];
+        index = e;
+    }
+    int32_t kind = 0;
+    if (clock_entries == 1 && !only->monotonic) {
+        switch (only->nodes[0].kind) {
+        case CHAOS_NODE_OFFSET: kind = CHAOS_ACT_OFFSET; break;
+        case CHAOS_NODE_FROZEN: kind = CHAOS_ACT_FROZEN; break;
+        case CHAOS_NODE_SPEED: kind = CHAOS_ACT_SPEED; break;
+        default: break;
+        }
+    }
+    uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed);
+    atomic_store_explicit(&cf_fast.sequence, sequence + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&cf_fast.kind, kind, memory_order_relaxed);
+    if (kind) {
+        const cf_node *node = &only->nodes[0];
+        uint64_t bits;
+        memcpy(&bits, &node->factor, sizeof bits);
+        atomic_store_explicit(&cf_fast.entry, index, memory_order_relaxed);
+        atomic_store_explicit(&cf_fast.ns, node->ns, memory_order_relaxed);
+        int64_t seconds = node->ns / 1000000000 - (node->ns % 1000000000 < 0);
+        atomic_store_explicit(&cf_fast.seconds, seconds, memory_order_relaxed);
+        atomic_store_explicit(&cf_fast.nanoseconds, node->ns - seconds * 1000000000, memory_order_relaxed);
+        atomic_store_explicit(&cf_fast.factor_bits, bits, memory_order_relaxed);
+    }
+    atomic_store_explicit(&cf_fast.calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&cf_fast.last_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&cf_fast.sequence, sequence + 2, memory_order_release);
+}
+
+int chaos_fault_clock_constant(int64_t real_ns, int64_t *fake_ns) { return cf_fast_clock_reading(real_ns, fake_ns); }
+
 // MARK: - Install
 
 int chaos_plan_install(chaos_plan *plan) {
@@ -130,11 +177,12 @@ int chaos_plan_install(chaos_plan *plan) {
         if (entry->sleeps) flags |= CHAOS_CLOCK_FLAG_SLEEP;
     }
     atomic_store(&clock_flags, flags);
+    publish_fast_clock(plan);
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
                          1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT;
     cf_fd_tracking_set((points & fd_points) != 0);
     chaos_plan *old = atomic_exchange(&active, plan);
-    atomic_store(&active_points, points);
+    atomic_store(&cf_active_points, points);
     cf_synchronize();
     spin_unlock(&install_lock);
     chaos_plan_free(old);
@@ -151,10 +199,10 @@ void chaos_plan_clear(void) { chaos_plan_install(NULL); }
 
 int chaos_fault_point_active(int32_t point) {
     if (point < 0 || point >= CHAOS_POINT_COUNT) return 0;
-    return (atomic_load_explicit(&active_points, memory_order_acquire) >> point) & 1;
+    return (atomic_load_explicit(&cf_active_points, memory_order_acquire) >> point) & 1;
 }
 
-uint32_t chaos_fault_active_points(void) { return atomic_load_explicit(&active_points, memory_order_acquire); }
+uint32_t chaos_fault_active_points(void) { return atomic_load_explicit(&cf_active_points, memory_order_acquire); }
 
 uint32_t chaos_fault_clock_flags(void) { return atomic_load_explicit(&clock_flags, memory_order_relaxed); }
 
@@ -376,10 +424,22 @@ static int64_t round_ns(double value) {
     return (int64_t)(value + (value >= 0 ? 0.5 : -0.5));
 }
 
+// Field by field: compilers turn a memset (or a copy of a mostly-zero constant) of this
+// size into `rep stos`, whose start-up costs more than the rest of a decision.
 static void reset(chaos_outcome *out) {
-    memset(out, 0, sizeof *out);
     out->action = CHAOS_ACT_ORIGINAL;
     out->entry = -1;
+    out->delay_ns = 0;
+    out->ret = 0;
+    out->err = 0;
+    out->max_bytes = 0;
+    out->clock_ns = 0;
+    out->factor = 0;
+    out->anchor_ns = 0;
+    out->value = NULL;
+    out->monotonic = 0;
+    out->stat_times = 0;
+    out->ask_id = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -429,7 +489,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
 static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     reset(out);
     if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
-    if (!((atomic_load_explicit(&active_points, memory_order_acquire) >> call->point) & 1)) return 0;
+    if (!((atomic_load_explicit(&cf_active_points, memory_order_acquire) >> call->point) & 1)) return 0;
     char buffer[4096];
     const char *path = call->path;
     int special = call->special;
@@ -455,17 +515,18 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             }
             if (!in_scope) continue;
         }
-        uint64_t index = peek ? atomic_load(&entry->seen) : atomic_fetch_add(&entry->seen, 1);
+        uint64_t index = peek ? atomic_load_explicit(&entry->seen, memory_order_relaxed)
+                              : atomic_fetch_add_explicit(&entry->seen, 1, memory_order_relaxed);
         walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
         chaos_outcome candidate;
         reset(&candidate);
         int r = eval(&w, 0, &candidate);
         if (r == R_PASS) {
-            if (!peek) atomic_fetch_add(&entry->passed, 1);
+            if (!peek) atomic_fetch_add_explicit(&entry->passed, 1, memory_order_relaxed);
             continue;
         }
         if (r == R_ORIGINAL && w.delay == 0) {
-            if (!peek) atomic_fetch_add(&entry->passed, 1);
+            if (!peek) atomic_fetch_add_explicit(&entry->passed, 1, memory_order_relaxed);
             break;
         }
         *out = candidate;
@@ -474,9 +535,10 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         out->monotonic = entry->monotonic;
         out->stat_times = entry->stat_times;
         if (!peek) {
-            atomic_fetch_add(&entry->acted, 1);
-            atomic_store(&entry->last_fire_call, index);
-            atomic_store(&entry->last_fire_ns, now_realtime());
+            // Counters are statistics: relaxed, so an acted call pays no fence for them.
+            atomic_fetch_add_explicit(&entry->acted, 1, memory_order_relaxed);
+            atomic_store_explicit(&entry->last_fire_call, index, memory_order_relaxed);
+            atomic_store_explicit(&entry->last_fire_ns, call->real_ns ? call->real_ns : now_realtime(), memory_order_relaxed);
         }
         result = 1;
         break;
@@ -494,7 +556,7 @@ int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t
     out->action = CHAOS_ACT_ORIGINAL;
     out->entry = -1;
     out->delay_ns = 0;
-    uint32_t points = atomic_load_explicit(&active_points, memory_order_acquire);
+    uint32_t points = atomic_load_explicit(&cf_active_points, memory_order_acquire);
     bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
     bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
     if (!files && !sockets) return 0;
@@ -597,6 +659,17 @@ int chaos_fault_counters(int32_t entry, chaos_entry_counters *out) {
         out->last_fire_call = atomic_load(&e->last_fire_call);
         out->seed = plan->seed;
         out->generation = plan->generation;
+        // Readings the fast path answered for this entry count as seen and acted.
+        if (atomic_load(&cf_fast.kind) && atomic_load(&cf_fast.entry) == entry) {
+            uint64_t fast = atomic_load_explicit(&cf_fast.calls, memory_order_relaxed);
+            int64_t last_ns = atomic_load_explicit(&cf_fast.last_ns, memory_order_relaxed);
+            if (fast) {
+                out->seen += fast;
+                out->acted += fast;
+                out->last_fire_call = out->seen - 1;
+                if (last_ns > out->last_fire_ns) out->last_fire_ns = last_ns;
+            }
+        }
         result = 0;
     }
     cf_read_leave(parity);

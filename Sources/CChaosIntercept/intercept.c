@@ -53,7 +53,12 @@ static const chaos_intercept table[] = {IX_INTERCEPTORS(IX_ELEMENT){NULL, -1, NU
 
 #define IX_RESOLVE(name, point_, points_) (void)resolve(&real_slot_##name, #name);
 static pthread_once_t resolved_once = PTHREAD_ONCE_INIT;
-static void resolve_all(void) { IX_INTERCEPTORS(IX_RESOLVE) }
+static void resolve_all(void) {
+    IX_INTERCEPTORS(IX_RESOLVE)
+    // The engine stamps acted calls with the real time: through the vDSO, not a system call.
+    void *real_clock = atomic_load(&real_slot_clock_gettime);
+    if (real_clock) chaos_fault_set_real_clock((chaos_real_clock_fn)real_clock);
+}
 
 const chaos_intercept *chaos_intercepts(void) {
     pthread_once(&resolved_once, resolve_all);

@@ -273,6 +273,8 @@ typedef struct chaos_call {
     int32_t port;           ///< connect: peer port; accept: local port (-1 when unknown)
     const char *name;       ///< getenv: the variable; dns: the host name
     int32_t clock_source;   ///< clock: CHAOS_CLOCKSRC_* bit of the reading
+    int64_t real_ns;        ///< clock: the reading's real CLOCK_REALTIME (0: unknown), which then
+                            ///< stamps the counters instead of a second reading of the clock
 } chaos_call;
 
 /// What to do with a call.
@@ -314,6 +316,13 @@ const char *chaos_fault_intern(const char *text);
 /// Like `chaos_fault_decide` for a clock call, but counts nothing and draws as the next
 /// call would: what the clock reads *now* (used for file times and sleeps).
 int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out);
+
+/// The clock's constant fast path: when the active plan's only clock entry is a single
+/// offset, frozen or speed node (without monotonic=yes), sets `fake_ns` to the reading of a
+/// realtime clock whose real value is `real_ns`, counts it on that entry (seen and acted;
+/// see chaos_fault_counters) and returns 1. Returns 0 otherwise: decide the call as usual.
+/// No read section, no tree walk: a sequence lock and one counter.
+int chaos_fault_clock_constant(int64_t real_ns, int64_t *fake_ns);
 
 /// The reported time for `real_ns` under a clock outcome (ORIGINAL: unchanged).
 int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns);
