@@ -108,6 +108,21 @@ import Glibc
         #expect(abs(seen - (Date().timeIntervalSince1970 - 86_400)) < 10, "python3 printed \(seen)")
     }
 
+    @Test(.enabled(if: Needs.program("sh"), "sh is missing"))
+    func aRelativePathIsTakenFromTheFolderEachRunStartsIn() throws {
+        let first = try workspace("relative-first", folders: ["io"]), second = try workspace("relative-second", folders: ["io"])
+        defer { remove(first); remove(second) }
+        // The same profile text, so the second run may find the plan the first one compiled.
+        let profile = #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "io"}}}]}"#
+        for folder in [first, second, first] {
+            remove(folder + "/io/f")
+            let outcome = try chaosRun(profile, ["sh", "-c", "echo x > io/f"], folder: folder)
+            // The shell's own failure (not chaos run's 125): it made the file and could not write.
+            #expect(outcome.status != 0 && outcome.status != 125, "\(folder)/io is the profile's io there: \(outcome)")
+            #expect((try? FileManager.default.attributesOfItem(atPath: folder + "/io/f")[.size] as? Int) == 0, "\(outcome)")
+        }
+    }
+
     @Test func aMissingProgramExits127() throws {
         let folder = try workspace("missing", folders: [])
         defer { remove(folder) }
