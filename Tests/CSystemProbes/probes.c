@@ -411,6 +411,8 @@ static int64_t raw_ns(clockid_t clock) {
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
 
+int64_t chaos_probe_real_ns(void) { return raw_ns(CLOCK_REALTIME); }
+
 /// connect HOST LABEL:PORT…: a TCP connect to each port.
 static int probe_connect(report *r, int argc, const char *const *argv) {
     if (argc < 2) return usage(r, "connect HOST LABEL:PORT…");

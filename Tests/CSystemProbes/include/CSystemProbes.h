@@ -8,6 +8,7 @@
 #define CSYSTEMPROBES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,6 +23,10 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
 /// there. The in-process delivery rebinds only images loaded when an entry is applied, so
 /// the test calls this before applying.
 int chaos_probe_sqlite_load(void);
+
+/// The real time in nanoseconds since 1970, read with a direct system call: what neither
+/// delivery fakes, for tests that run while the in-process clock scenario may be applied.
+int64_t chaos_probe_real_ns(void);
 
 #ifdef __cplusplus
 }
