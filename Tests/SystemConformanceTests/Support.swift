@@ -240,7 +240,8 @@ enum Probe {
     }
 }
 
-/// Two TCP listeners on 127.0.0.1 (ephemeral ports), closed when the value is dropped.
+/// TCP listeners on 127.0.0.1 (ephemeral ports) that never accept: the kernel completes
+/// the handshake from the backlog. Closed when the value is dropped.
 final class Listeners: Sendable {
     let ports: [Int]
     private let descriptors: [Int32]
