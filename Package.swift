@@ -100,6 +100,20 @@ let package = Package(
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
         .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF"], swiftSettings: strictSwift),
+        // The system-fault conformance suite (issue #13): one set of scenarios, each run in-process
+        // (system points applied from a profile) and under `chaos run` (the built `chaos` and
+        // libChaosPreload.so), expecting the same result from both. CSystemProbes holds the C
+        // that makes each scenario's calls: linked into the tests, and compiled by `cc` with
+        // its program/main.c into the program `chaos run` starts.
+        .target(
+            name: "CSystemProbes", path: "Tests/CSystemProbes", exclude: ["program"],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
+        .testTarget(
+            name: "SystemConformanceTests",
+            dependencies: ["CSystemProbes", "ChaosHooks", "ChaosKit", "TestHelpers", "chaos", "chaos-tool"],
+            swiftSettings: strictSwift
+        ),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         // Small C targets, one job each: ELF rebinding, and read-side sections and grace
         // periods.

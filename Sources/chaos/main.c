@@ -5,8 +5,9 @@
 // read the cached plan, choose the seed, set LD_PRELOAD and the plan, exec the program.
 //
 // The cache key covers the profile's bytes, the current UTC day (clock offsets in calendar
-// years are converted on the day they run), the tool and the preload library: a change to
-// any of them compiles the profile again.
+// years are converted on the day they run), the working directory (relative paths in a
+// profile are resolved from it when it is compiled), the tool and the preload library: a
+// change to any of them compiles the profile again.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static char *read_file(const char *path, size_t limit, size_t *length) {
     return buffer;
 }
 
-// Where `chaos-tool run` keeps the compiled plan of a profile (it computes the same key).
+// Where `chaos-tool run` keeps the compiled plan of a profile (this key names it).
 static int cache_path(char *out, size_t capacity, const char *profile_path, const char *tool, const char *preload) {
     size_t length = 0;
     char *profile = read_file(profile_path, MAX_PROFILE, &length);
@@ -100,6 +101,9 @@ static int cache_path(char *out, size_t capacity, const char *profile_path, cons
     free(profile);
     int64_t day = (int64_t)(time(NULL) / 86400);
     key = fnv(key, &day, sizeof day);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return 0; // no key without it: the tool compiles afresh
+    key = fnv(key, cwd, strlen(cwd));
     key = file_identity(key, tool);
     key = file_identity(key, preload);
     const char *base = getenv("XDG_CACHE_HOME");
