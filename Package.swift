@@ -99,7 +99,7 @@ let package = Package(
         .testTarget(name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool"], swiftSettings: strictSwift),
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
-        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF"], swiftSettings: strictSwift),
+        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF", "TestHelpers"], swiftSettings: strictSwift),
         // The system-fault conformance suite (issue #13): one set of scenarios, each run in-process
         // (system points applied from a profile) and under `chaos run` (the built `chaos` and
         // libChaosPreload.so), expecting the same result from both. CSystemProbes holds the C

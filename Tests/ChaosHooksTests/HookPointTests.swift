@@ -15,7 +15,7 @@ import Glibc
 
 /// Every suite that patches process-wide slots (the fixture table, GOT entries, the
 /// system points) is nested here, so they run one at a time.
-@Suite(.serialized) struct ProcessWideHookTests {}
+@Suite(.serialized, .processWideSystemChaos) struct ProcessWideHookTests {}
 
 #if os(Linux)
 private let addSignature = try! CSignature(returns: .int32, arguments: [.int32, .int32])

@@ -1,5 +1,6 @@
 import CChaosFaults
 import Foundation
+import TestHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// The C engine driven through its API: the plan parser, paths, the errno table and
 /// decisions. Serialized: the active plan is process-wide.
-@Suite(.serialized) struct EngineTests {
+@Suite(.serialized, .processWideSystemChaos) struct EngineTests {
     struct ParseError: Error, CustomStringConvertible {
         let line: Int32, column: Int32, message: String
         var description: String { "\(line):\(column): \(message)" }

@@ -15,7 +15,7 @@ import Glibc
 /// Serialized, and the only suite of this target that applies system points: the
 /// in-process delivery changes process-wide state (GOT slots, the clock) while a scenario
 /// runs, and reverts it before the next.
-@Suite(.serialized, .disabled(if: Sanitizers.thread, Sanitizers.threadReason), .enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"))
+@Suite(.serialized, .processWideSystemChaos, .disabled(if: Sanitizers.thread, Sanitizers.threadReason), .enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"))
 struct SystemConformanceTests {
     /// Runs `scenario` by `chaos run`, then in-process, and expects `expected` from both.
     private func expectBoth(_ scenario: Scenario, values: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws {

@@ -166,3 +166,64 @@ public enum Sanitizers {
     /// races and take minutes there; the plain run executes them in full.
     public static let fuzzReason: Comment = "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
 }
+
+/// Serializes the suites that drive the process's one C fault engine, across test targets.
+///
+/// The engine's plan and the GOT slots its interceptors occupy are process-wide. Suites in
+/// different targets run in the same test process and in parallel: one installing a plan
+/// (or reverting the system points) would replace another's in mid-test. Waiting is
+/// asynchronous, so a suite queued here never holds one of the cooperative pool's threads,
+/// which on a two-core machine are all there is.
+public struct ProcessWideSystemChaos: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { false }
+
+    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        await Self.turn.acquire()
+        defer { Self.turn.release() }
+        try await function()
+    }
+
+    private static let turn = AsyncTurn()
+}
+
+extension Trait where Self == ProcessWideSystemChaos {
+    /// Runs the suite while no other suite marked this way runs: it installs fault-engine
+    /// plans or applies system points, which are process-wide.
+    public static var processWideSystemChaos: Self { Self() }
+}
+
+/// A first-come, first-served lock for tasks: a waiter suspends instead of blocking a thread.
+final class AsyncTurn: Sendable {
+    private struct State {
+        var held = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Locked(State())
+
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let granted = state.withLock { state -> Bool in
+                if state.held {
+                    state.waiters.append(continuation)
+                    return false
+                }
+                state.held = true
+                return true
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    func release() {
+        // The turn passes straight to the next waiter, so nobody can barge in between.
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiters.isEmpty {
+                state.held = false
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        next?.resume()
+    }
+}
