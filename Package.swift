@@ -16,6 +16,12 @@ let package = Package(
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
+        // The control endpoint and web console (HTTP + SSE, on Hummingbird): its own product,
+        // so that apps which do not use it never build the server.
+        .library(name: "ChaosConsole", targets: ["ChaosConsole"]),
+        // The control protocol's wire types, the endpoint files and a small client: what
+        // `chaos ctl` and a UI-test runner in another process use (no server inside).
+        .library(name: "ChaosControl", targets: ["ChaosControl"]),
         .executable(name: "chaos", targets: ["chaos"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
@@ -26,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Only ChaosConsole uses it; swift-configuration support is not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
     ],
     targets: [
         .target(
@@ -58,6 +66,21 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // The control protocol (wire types, endpoint files, client); no server, no NIO.
+        .target(name: "ChaosControl", swiftSettings: strictSwift),
+        .target(
+            name: "ChaosConsole",
+            dependencies: [
+                "ChaosKit",
+                "ChaosNetwork",
+                "ChaosControl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            resources: [.copy("Console")],
+            swiftSettings: strictSwift
+        ),
         .executableTarget(
             name: "chaos",
             dependencies: [
@@ -65,6 +88,7 @@ let package = Package(
                 "ChaosPoints",
                 "ChaosHooks",
                 "ChaosNetwork",
+                "ChaosControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift
@@ -132,6 +156,21 @@ let package = Package(
         ),
         .testTarget(
             name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosPoints", "ChaosTesting", "ChaosNetwork"],
+            swiftSettings: strictSwift
+        ),
+        // The control endpoint's example: starts the endpoint and calls a point in a loop,
+        // printing what it sees (the console tests and the browser script run it).
+        .executableTarget(
+            name: "ConsoleDemo",
+            dependencies: [
+                "ChaosKit", "ChaosNetwork", "ChaosConsole",
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ConsoleDemo", swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "ChaosConsoleTests",
+            dependencies: ["ChaosConsole", "ChaosControl", "ChaosKit", "ChaosNetwork", "TestHelpers", "ConsoleDemo", "chaos"],
             swiftSettings: strictSwift
         ),
         .testTarget(
