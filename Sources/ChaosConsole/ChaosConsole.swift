@@ -4,6 +4,7 @@ public import ChaosNetwork
 public import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -163,7 +164,7 @@ public final class ChaosConsole: Sendable {
     /// `Host` values that name this endpoint (lower-cased); empty for a Unix socket.
     let allowedHosts: Set<String>
     private let state: Locked<State>
-    private let running: Locked<Task<Void, Never>?>
+    private let running: Locked<Running?>
     private let endpointFileDirectory: URL?
     static let logger = Logger(label: "ChaosConsole")
 
@@ -226,9 +227,10 @@ public final class ChaosConsole: Sendable {
             onServerRunning: { channel in started.resolve(.success(channel.localAddress?.port)) },
             logger: quiet
         )
+        let group = ServiceGroup(configuration: .init(services: [application], logger: quiet))
         let task = Task.detached {
             do {
-                try await application.run()
+                try await group.run()
                 started.resolve(.failure(ChaosError(.systemFailure, subject: "\(configuration.address)", "the control endpoint stopped before it listened")))
             } catch {
                 started.resolve(.failure(ChaosError(
@@ -266,7 +268,7 @@ public final class ChaosConsole: Sendable {
             configuration: configuration, url: url, port: port, token: token, allowedHosts: hosts,
             endpoint: endpoint, endpointFileDirectory: directory
         )
-        console.running.withLock { $0 = task }
+        console.running.withLock { $0 = Running(task: task, group: group) }
         holder.console = console
         if let directory {
             do throws(ControlError) {
@@ -292,12 +294,19 @@ public final class ChaosConsole: Sendable {
         }
         for stream in streams { stream.finish() }
         if let directory = endpointFileDirectory { endpoint.withdraw(from: directory) }
-        let task = running.withLock { task -> Task<Void, Never>? in
-            defer { task = nil }
-            return task
+        guard let running = running.withLock({ running -> Running? in
+            defer { running = nil }
+            return running
+        }) else { return }
+        // Graceful: requests in flight are answered, then the server closes. A connection
+        // that does not close within a second is cut.
+        await running.group.triggerGracefulShutdown()
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(1))
+            running.task.cancel()
         }
-        task?.cancel()
-        await task?.value
+        await running.task.value
+        watchdog.cancel()
         if case .unixSocket(let path) = configuration.address { unlink(path) }
     }
 
@@ -377,6 +386,12 @@ public final class ChaosConsole: Sendable {
         var info = stat()
         if lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
     }
+}
+
+/// The server's task and the service group it runs, for stopping.
+private struct Running: Sendable {
+    let task: Task<Void, Never>
+    let group: ServiceGroup
 }
 
 /// The console a responder serves, set once the server listens. Written once before any

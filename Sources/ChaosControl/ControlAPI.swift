@@ -323,7 +323,7 @@ public enum ControlAPI {
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
-            if let date = try? fractional.parse(text) ?? whole.parse(text) { return date }
+            if let date = (try? fractional.parse(text)) ?? (try? whole.parse(text)) { return date }
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text.prefix(80))' is not an ISO-8601 date")
         }
         return decoder
