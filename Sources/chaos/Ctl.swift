@@ -7,13 +7,13 @@ import Foundation
 /// endpoint files in the per-user directory.
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Steer the chaos of running processes: list, status, apply, revert, enable, disable, events, go.",
+        abstract: "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
         discussion: """
         Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
         else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
         CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment).
         """,
-        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlEvents.self, CtlGo.self]
+        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self]
     )
 }
 
@@ -225,6 +225,22 @@ struct CtlEvents: ParsableCommand {
                 seen += 1
                 return count.map { seen < $0 } ?? true
             }
+        }
+    }
+}
+
+struct CtlSelect: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "select", abstract: "Select a response in one of a process's response sets.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The response set's name.") var set: String
+    @Argument(help: "The response's name.") var response: String
+
+    func run() throws {
+        try ctl {
+            let selected = try options.client(pid: pid).select(response, in: set)
+            print("\(selected.name): \(selected.responses.map { $0 == selected.selected ? "[\($0)]" : $0 }.joined(separator: ", "))")
         }
     }
 }
