@@ -169,7 +169,7 @@ let package = Package(
                 "ChaosKit", "ChaosNetwork", "ChaosConsole",
                 .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
             ],
-            path: "Examples/ConsoleDemo", swiftSettings: strictSwift
+            path: "Examples/ConsoleDemo", exclude: ["Profiles"], swiftSettings: strictSwift
         ),
         .testTarget(
             name: "ChaosConsoleTests",

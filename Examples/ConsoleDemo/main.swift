@@ -12,7 +12,7 @@ import Logging
 //   CHAOS_CONTROL=127.0.0.1:4567 swift run ConsoleDemo (a fixed port)
 //   CHAOS_CONTROL_WAIT=1 swift run ConsoleDemo         (waits for `chaos ctl go PID`)
 //
-// Then `chaos ctl list`, `chaos ctl apply PID Examples/Profiles/console-shout.json`, or open
+// Then `chaos ctl list`, `chaos ctl apply PID Examples/ConsoleDemo/Profiles/shout.json`, or open
 // the console URL it prints. Standard output: `ready URL CONSOLE-URL`, then
 // `<unix ms> greeting: …` and `<unix ms> weather: …` lines; logs go to standard error.
 LoggingSystem.bootstrap { label in

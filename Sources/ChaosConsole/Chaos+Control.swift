@@ -2,7 +2,7 @@ public import ChaosKit
 public import Foundation
 
 extension ChaosConsole {
-    /// When ``ChaosKit/Chaos/bootstrap(control:environment:allowInReleaseBuilds:buildConfiguration:watchProfile:)-5cg4s`` starts the endpoint.
+    /// When `Chaos.bootstrap(control:…)` starts the endpoint.
     public enum Activation: Sendable {
         /// Only when `CHAOS_CONTROL` is set (`127.0.0.1:0`, `PORT`, `HOST:PORT`, `unix:/path`).
         case environment
@@ -14,7 +14,7 @@ extension ChaosConsole {
     }
 }
 
-/// What ``ChaosKit/Chaos/bootstrap(control:environment:allowInReleaseBuilds:buildConfiguration:watchProfile:)-5cg4s`` started.
+/// What `Chaos.bootstrap(control:…)` started.
 public struct ChaosBootstrap: Sendable {
     /// The session of `CHAOS_PROFILE` / `CHAOS`, when one was asked for.
     public let session: ChaosSession?

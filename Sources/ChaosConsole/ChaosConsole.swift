@@ -23,7 +23,7 @@ import Darwin
 /// protocol's routes (`/v1/status`, `/v1/points`, `/v1/entries`, `/v1/response-sets`,
 /// `/v1/events`, `/v1/go`; Docs/Console.md writes them down) and the web console at
 /// `/console`, and writes its address and token into a file only the user can read, where
-/// `chaos ctl` finds it (see ``ChaosControl/ControlEndpoint``).
+/// `chaos ctl` finds it (see `ControlEndpoint` in ChaosControl).
 ///
 /// Every request must carry the per-session ``token`` (`Authorization: Bearer …`, or
 /// `?token=` on a `GET`), a `Host` naming this endpoint, and no foreign `Origin`: a web page
@@ -111,7 +111,7 @@ public final class ChaosConsole: Sendable {
         public var responseSets: [ResponseSetStore]
         /// The token; nil draws 32 random bytes (what you want outside tests).
         public var token: String?
-        /// Where the endpoint file goes: nil for ``ChaosControl/ControlEndpoint/directory(environment:)``.
+        /// Where the endpoint file goes: nil for `ControlEndpoint.directory(environment:)` (ChaosControl).
         public var endpointDirectory: URL?
         /// Whether to write the endpoint file `chaos ctl` finds processes by.
         public var publishesEndpointFile: Bool
@@ -191,7 +191,7 @@ public final class ChaosConsole: Sendable {
 
     /// Starts an endpoint; nil in a release build that did not opt in (a warning is logged).
     /// A port in use, an address that cannot be bound or an endpoint file that cannot be
-    /// written is a ``ChaosKit/ChaosError`` of kind `systemFailure` that says what to change.
+    /// written is a `ChaosError` of kind `systemFailure` that says what to change.
     public static func start(_ configuration: Configuration = Configuration()) async throws(ChaosError) -> ChaosConsole? {
         guard configuration.buildConfiguration == .debug || configuration.allowInReleaseBuilds else {
             logger.warning("chaos control endpoint not started: this is a release build; set allowInReleaseBuilds to opt in")

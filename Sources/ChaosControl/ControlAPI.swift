@@ -2,7 +2,7 @@ public import Foundation
 
 /// The control protocol's JSON bodies, version 1: what an endpoint answers and accepts.
 ///
-/// Every endpoint — the in-process one of ``ControlAPI`` servers in Swift programs, and the
+/// Every endpoint — the in-process one that ChaosConsole serves in Swift programs, and the
 /// control socket of `chaos run` children — speaks HTTP/1.1 with these bodies; Docs/Console.md
 /// writes the routes down. Dates are ISO-8601 text; seeds are decimal text (a JSON number
 /// cannot hold every 64-bit seed exactly).
