@@ -25,7 +25,7 @@ public struct ChaosBootstrap: Sendable {
 extension Chaos {
     /// Switches chaos on from the environment, as `Chaos.bootstrap(environment:…)` does
     /// (`CHAOS_PROFILE`, `CHAOS`, `CHAOS_SEED`), and starts the control endpoint as
-    /// `control` says (`CHAOS_CONTROL=127.0.0.1:0` with ``ChaosConsole/Activation/environment``).
+    /// `control` says (`CHAOS_CONTROL=127.0.0.1:0` with ``ChaosConsole/ChaosConsole/Activation/environment``).
     ///
     /// With `CHAOS_CONTROL_WAIT=1` it then waits until a controller sends `POST /v1/go`
     /// (`chaos ctl go PID`), at most `CHAOS_CONTROL_WAIT_TIMEOUT` (a duration such as `30s`,

@@ -265,6 +265,22 @@ import Testing
         try? FileManager.default.removeItem(at: directory)
     }
 
+    @Test func theBlockingBootstrapStartsTheEndpointForASynchronousStart() async throws {
+        let directory = temporaryDirectory()
+        let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
+        // On a thread of its own, as an app's synchronous start runs.
+        let started = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: environment) }
+        let console = try #require(started.console)
+        let status = try await offload { try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory)).status() }
+        #expect(status.pid == getpid())
+        await console.stop()
+        let refused = await #expect(throws: ChaosError.self) {
+            _ = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: ["CHAOS_CONTROL": "nowhere"]) }
+        }
+        #expect(refused?.subject == "CHAOS_CONTROL")
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     @Test func addressesFromTheEnvironment() throws {
         typealias Address = ChaosConsole.Configuration.Address
         #expect(try Address.parse("127.0.0.1:0") == .loopback(port: 0))
