@@ -43,7 +43,8 @@ def check(item, folder):
         command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
     # Dependencies' C modules with module maps of their own (swift-atomics' _AtomicsShims,
     # which ChaosConsole's Hummingbird needs), as they sit in the checkouts.
-    for modulemap in (BUILD.parent / "checkouts").glob("*/Sources/*/include/module.modulemap"):
+    checkouts = next((folder / "checkouts" for folder in BUILD.absolute().parents if (folder / "checkouts").is_dir()), None)
+    for modulemap in checkouts.glob("*/Sources/*/include/module.modulemap") if checkouts else []:
         command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
     command.append(str(path))
     result = subprocess.run(command, capture_output=True, text=True)
