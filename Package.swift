@@ -16,6 +16,12 @@ let package = Package(
         .library(name: "ChaosHooks", targets: ["ChaosHooks"]),
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
+        // The control endpoint and web console (HTTP + SSE, on Hummingbird): its own product,
+        // so that apps which do not use it never build the server.
+        .library(name: "ChaosConsole", targets: ["ChaosConsole"]),
+        // The control protocol's wire types, the endpoint files and a small client: what
+        // `chaos ctl` and a UI-test runner in another process use (no server inside).
+        .library(name: "ChaosControl", targets: ["ChaosControl"]),
         // `chaos`: a small C launcher (so `chaos run` starts programs without a Swift
         // runtime in the way) that hands every other subcommand to `chaos-tool`.
         .executable(name: "chaos", targets: ["chaos"]),
@@ -29,6 +35,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        // Only ChaosConsole uses it; swift-configuration support is not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
+        // Hummingbird's own lifecycle dependency: the console stops its server gracefully.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(
@@ -71,6 +81,22 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // The control protocol (wire types, endpoint files, client); no server, no NIO.
+        .target(name: "ChaosControl", swiftSettings: strictSwift),
+        .target(
+            name: "ChaosConsole",
+            dependencies: [
+                "ChaosKit",
+                "ChaosNetwork",
+                "ChaosControl",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Console")],
+            swiftSettings: strictSwift
+        ),
         .executableTarget(name: "chaos"),
         .executableTarget(
             name: "chaos-tool",
@@ -79,6 +105,7 @@ let package = Package(
                 "ChaosPoints",
                 "ChaosHooks",
                 "ChaosNetwork",
+                "ChaosControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift
@@ -159,6 +186,21 @@ let package = Package(
         ),
         .testTarget(
             name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosPoints", "ChaosTesting", "ChaosNetwork"],
+            swiftSettings: strictSwift
+        ),
+        // The control endpoint's example: starts the endpoint and calls a point in a loop,
+        // printing what it sees (the console tests and the browser script run it).
+        .executableTarget(
+            name: "ConsoleDemo",
+            dependencies: [
+                "ChaosKit", "ChaosNetwork", "ChaosConsole",
+                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ConsoleDemo", exclude: ["Profiles"], swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "ChaosConsoleTests",
+            dependencies: ["ChaosConsole", "ChaosControl", "ChaosKit", "ChaosNetwork", "TestHelpers", "ConsoleDemo", "chaos", "chaos-tool"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -22,6 +22,8 @@ let package = Package(
                 .product(name: "ChaosKit", package: "ChaosKit"),
                 .product(name: "ChaosNetwork", package: "ChaosKit"),
                 .product(name: "ChaosHooks", package: "ChaosKit"),
+                .product(name: "ChaosConsole", package: "ChaosKit"),
+                .product(name: "ChaosControl", package: "ChaosKit"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]

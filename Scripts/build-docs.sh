@@ -9,7 +9,7 @@ out="${1:-.build-docs}"
 # them; what matters is the library modules' graphs, which `cp` below insists on.
 swift package --scratch-path "$out/build" dump-symbol-graph --minimum-access-level public >/dev/null 2>&1 || true
 graphs="$(find "$out/build" -type d -name symbolgraph | head -1)"
-for module in ChaosKit ChaosPoints ChaosHooks ChaosNetwork ChaosTesting; do
+for module in ChaosKit ChaosPoints ChaosHooks ChaosNetwork ChaosTesting ChaosControl ChaosConsole; do
     # The catalogue documents its own module: its graph and its extensions of others.
     only="$out/graphs-$module"
     rm -rf "$only" "$out/$module.doccarchive"

@@ -44,6 +44,11 @@ def check(item, folder):
     # The C targets' module maps, as SwiftPM hands them to its own clients.
     for modulemap in BUILD.glob("*.build/module.modulemap"):
         command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
+    # Dependencies' C modules with module maps of their own (swift-atomics' _AtomicsShims,
+    # which ChaosConsole's Hummingbird needs), as they sit in the checkouts.
+    checkouts = next((folder / "checkouts" for folder in BUILD.absolute().parents if (folder / "checkouts").is_dir()), None)
+    for modulemap in checkouts.glob("*/Sources/*/include/module.modulemap") if checkouts else []:
+        command += ["-Xcc", f"-fmodule-map-file={modulemap}"]
     command.append(str(path))
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode == 0:

@@ -187,8 +187,10 @@ public final class SymbolRebinding: Sendable {
     /// functions), with the same checks and errors as ``apply()``.
     ///
     /// All-or-nothing: if any rebinding is refused or any write fails, none is applied.
-    /// - Parameter isOptional: rebindings whose symbol may have no slot at all (nothing
-    ///   imports it); they are left unapplied instead of failing the group.
+    /// - Parameters:
+    ///   - rebindings: the group; one listed twice is applied once.
+    ///   - isOptional: rebindings whose symbol may have no slot at all (nothing imports
+    ///     it); they are left unapplied instead of failing the group.
     /// - Returns: the rebindings applied (the group less the optional ones without slots).
     /// - Throws: `.alreadyApplied`, `.symbolNotFound`, `.alreadyHooked` (also for one slot
     ///   claimed by two rebindings of the group), `.systemFailure`.

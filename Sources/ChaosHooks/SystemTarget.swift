@@ -39,7 +39,7 @@ public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
 /// pattern and operations, a peer address and port, a socket family or role, a host name,
 /// a variable, a clock.
 ///
-/// Used in code through ``ChaosProvider/on(_:_:)`` and in profiles as an item's target
+/// Used in code through `ChaosProvider.on(_:_:)` and in profiles as an item's target
 /// parameters or a `match` object; both compile to the same plan `case`.
 ///
 /// ```swift

@@ -8,7 +8,7 @@ import Foundation
 /// One measured figure: `run(iterations)` does the work `iterations` times and returns the
 /// elapsed nanoseconds; the figure is nanoseconds per iteration (or a rate, see `unit`).
 struct Metric {
-    enum Unit { case nanoseconds, microseconds, perSecond }
+    enum Unit { case nanoseconds, microseconds, milliseconds, perSecond }
 
     let name: String
     let unit: Unit
@@ -52,6 +52,7 @@ func measure(_ group: Group, repetitions: Int) -> [(String, Double)] {
             let value: Double = switch metric.unit {
             case .nanoseconds: perIteration
             case .microseconds: perIteration / 1_000
+            case .milliseconds: perIteration / 1_000_000
             case .perSecond: 1e9 / perIteration
             }
             samples[metric.name, default: []].append(value)

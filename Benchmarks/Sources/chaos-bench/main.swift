@@ -32,6 +32,7 @@ let builders: [(String, @MainActor () throws -> Group?)] = [
     ("hooks", { try hooksGroup() }),
     ("network", { try networkGroup() }),
     ("profiles", { profilesGroup() }),
+    ("console", { try consoleGroup() }),
 ]
 
 var results: [(String, Double)] = []
@@ -63,6 +64,7 @@ if !json {
         ("point_constant_ns (<= 25)", results.first(where: { $0.0 == "point_constant_ns" })?.1),
         ("apply_revert_ns (<= 2000)", results.first(where: { $0.0 == "apply_revert_ns" })?.1),
         ("profile_load_apply_us (<= 5000)", results.first(where: { $0.0 == "profile_load_apply_us" })?.1),
+        ("console_apply_ms (<= 5)", results.first(where: { $0.0 == "console_apply_ms" })?.1),
         ("urlsession_chaos_stub_rps / urlsession_bare_protocol_rps (>= 0.9)", ratio("urlsession_chaos_stub_rps", "urlsession_bare_protocol_rps")),
         ("ffi_hook_block_ns / ffi_raw_c_ns (<= 1.3)", ratio("ffi_hook_block_ns", "ffi_raw_c_ns")),
         ("date_system_clock_ns / date_plain_ns (<= 1.1)", ratio("date_system_clock_ns", "date_plain_ns")),

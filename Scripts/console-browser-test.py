@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""The web console in a real browser: Debian's chromium driven by Playwright (PyPI).
+
+Starts the ConsoleDemo example with a control endpoint, opens its console page with the
+token URL, and with the keyboard alone: applies the `stutter` catalogue item (times = 2)
+to the point demo.greeting, sees the program's output change and the act appear in the
+event log, selects another answer of the `weather` response set, saves a screenshot, and
+reverts. It also checks that a page of another origin cannot change chaos, even knowing
+the token. Exit status 0 when every check passed.
+
+    python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
+
+Needs: chromium at /usr/bin/chromium (apt), playwright (pip); no browser download.
+"""
+import argparse
+import http.server
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+checks = {"passed": 0, "failed": 0}
+
+
+def check(condition, label):
+    checks["passed" if condition else "failed"] += 1
+    print(("ok   " if condition else "FAIL ") + label, flush=True)
+    return condition
+
+
+class Demo:
+    """ConsoleDemo as a child process, its standard output read line by line."""
+
+    def __init__(self, build_dir, directory):
+        environment = dict(os.environ, CHAOS_CONTROL="127.0.0.1:0", CHAOS_CONTROL_DIR=directory, CHAOS_DEMO_QUIET="1")
+        self.process = subprocess.Popen(
+            [os.path.join(build_dir, "ConsoleDemo")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=environment, text=True, bufsize=1,
+        )
+        self.lines = queue.Queue()
+        self.seen = []
+        threading.Thread(target=self._read, daemon=True).start()
+        ready = self.wait_for("ready ", timeout=30)
+        if ready is None:
+            raise SystemExit("ConsoleDemo did not start")
+        _, self.url, self.console_url = ready.split(" ")[:3]
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, text, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.seen.append(line)
+            if text in line:
+                return line
+        return None
+
+    def api(self, path):
+        token = self.console_url.split("token=")[1]
+        request = urllib.request.Request(self.url + path, headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.load(response)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def tab_to(page, predicate, label, limit=80):
+    """Presses Tab until the focused element satisfies the JS `predicate` (given `e`)."""
+    for _ in range(limit):
+        if page.evaluate("() => { const e = document.activeElement; return !!e && (" + predicate + "); }"):
+            return True
+        page.keyboard.press("Tab")
+    return check(False, "Tab reaches " + label)
+
+
+def foreign_origin_is_refused(browser, demo):
+    """A page served from another origin (another port) tries to apply chaos with the token."""
+    empty = tempfile.mkdtemp()
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=empty, **k)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    page = browser.new_page()
+    try:
+        page.goto("http://127.0.0.1:%d/" % server.server_address[1])
+        token = demo.console_url.split("token=")[1]
+        body = json.dumps({"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}}]})
+        outcome = page.evaluate(
+            """async ([url, token, body]) => {
+                 const results = [];
+                 try { // a simple request: no preflight, the browser sends it with Origin
+                   await fetch(url + "/v1/entries?token=" + token, {method: "POST", mode: "no-cors", body});
+                   results.push("sent");
+                 } catch (e) { results.push("blocked"); }
+                 try { // with the token header: a CORS preflight, refused
+                   const r = await fetch(url + "/v1/entries", {method: "POST", headers: {Authorization: "Bearer " + token, "Content-Type": "application/json"}, body});
+                   results.push("status " + r.status);
+                 } catch (e) { results.push("blocked"); }
+                 return results;
+               }""",
+            [demo.url, token, body],
+        )
+        time.sleep(0.2)
+        entries = demo.api("/v1/entries")
+        check(not entries, "a page of another origin cannot apply chaos, even with the token (%s)" % ", ".join(outcome))
+    finally:
+        page.close()
+        server.shutdown()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build-dir", default=os.path.join(ROOT, ".build", "debug"))
+    parser.add_argument("--screenshot", default=os.path.join(ROOT, ".build-artifacts", "console.png"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    arguments = parser.parse_args()
+    os.makedirs(os.path.dirname(os.path.abspath(arguments.screenshot)), exist_ok=True)
+
+    directory = tempfile.mkdtemp(prefix="chaos-console-browser-")
+    demo = Demo(arguments.build_dir, directory)
+    try:
+        check(demo.wait_for("greeting: hello, world") is not None, "the example greets plainly before chaos")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=arguments.chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(demo.console_url)
+            banner = page.locator("#banner")
+            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=10_000)
+            check(True, "the console loads with the token URL and shows no chaos")
+            page.wait_for_selector('details[data-point="demo.greeting"] > summary')
+            page.wait_for_function("() => document.querySelector('#events-state').textContent.startsWith('Following')", timeout=10_000)
+
+            # Keyboard only: Tab from the top of the page to the point, open it, fill in the
+            # stutter item's parameter and press its Apply button.
+            page.locator("body").focus()
+            tab_to(page, "e.tagName === 'SUMMARY' && e.parentElement.dataset.point === 'demo.greeting'", "the demo.greeting point")
+            page.keyboard.press("Enter")
+            tab_to(page, "e.name === 'times' && e.closest('form').dataset.item === 'stutter' && !e.closest('.modifiers')", "stutter's times field")
+            page.keyboard.press("Control+A")
+            page.keyboard.type("2")
+            tab_to(page, "e.tagName === 'BUTTON' && e.textContent === 'Apply stutter'", "the Apply stutter button")
+            page.keyboard.press("Enter")
+            message = page.locator('form[data-item="stutter"] .message')
+            message.filter(has_text="Applied").wait_for(timeout=10_000)
+            check("Applied #" in message.text_content(), "the form reports the new entry: " + message.text_content())
+            changed = demo.wait_for("greeting: hello, world-world", timeout=5)
+            check(changed is not None, "the running example's behaviour changed: " + str(changed))
+            page.wait_for_function("() => document.querySelector('#banner').textContent.startsWith('Chaos is ON')", timeout=5_000)
+            check(banner.text_content().startswith("Chaos is ON"), "the banner says chaos is ON")
+            page.locator("#events li", has_text="demo.greeting ← stutter(times: 2)").first.wait_for(timeout=5_000)
+            check(True, "the act appears in the event log: " + page.locator("#events li").first.text_content())
+            page.locator("#entries tbody tr", has_text="stutter(times: 2)").wait_for(timeout=5_000)
+            check(True, "the live entry is listed with its counters")
+
+            # The response set: choose another answer with the keyboard.
+            select = page.locator('.set[data-set="weather"] select')
+            select.focus()
+            select.select_option("storm")
+            page.keyboard.press("Tab")
+            page.keyboard.press("Enter")
+            check(demo.wait_for("weather: storm warning", timeout=5) is not None, "selecting 'storm' changes the example's weather")
+
+            time.sleep(1.2)  # one refresh of the counters, for the picture
+            page.evaluate("() => document.querySelector('details[data-point=\"demo.greeting\"]').scrollIntoView()")
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.screenshot(path=arguments.screenshot, full_page=True)
+            check(os.path.getsize(arguments.screenshot) > 10_000, "screenshot saved to " + arguments.screenshot)
+
+            # Revert with the keyboard: Tab to the entry's Revert button.
+            page.locator("body").focus()
+            tab_to(page, "e.tagName === 'BUTTON' && (e.getAttribute('aria-label') || '').startsWith('Revert entry')", "the Revert button")
+            page.keyboard.press("Enter")
+            check(demo.wait_for("greeting: hello, world", timeout=5) is not None, "reverting restores the example's greeting")
+            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=5_000)
+            check(True, "the banner says no chaos again")
+
+            foreign_origin_is_refused(browser, demo)
+            browser.close()
+    finally:
+        demo.stop()
+    print("%d passed, %d failed" % (checks["passed"], checks["failed"]))
+    return 0 if checks["failed"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

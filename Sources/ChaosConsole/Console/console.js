@@ -1,0 +1,288 @@
+// The chaos console: plain JavaScript, no build step. Everything it shows comes from the
+// control API (/v1/…) of the process that served it, with the token from the page's URL.
+// Text from the program is always set as text (textContent), never parsed as HTML.
+"use strict";
+(function () {
+  const token = new URLSearchParams(location.search).get("token") || "";
+  const $ = (id) => document.getElementById(id);
+  let serial = 0;
+
+  function element(tag, properties, children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(properties || {})) {
+      if (key === "text") node.textContent = value;
+      else if (key === "className") node.className = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value === true ? "" : value);
+    }
+    for (const child of children || []) if (child) node.append(child);
+    return node;
+  }
+
+  async function api(method, path, body) {
+    const options = { method, headers: { Authorization: "Bearer " + token } };
+    if (body !== undefined) {
+      options.headers["Content-Type"] = "application/json";
+      options.body = typeof body === "string" ? body : JSON.stringify(body);
+    }
+    const response = await fetch(path, options);
+    const text = await response.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+    if (!response.ok) {
+      const error = (data && data.error) || { kind: "http", message: "HTTP " + response.status };
+      const failure = new Error((error.subject ? error.subject + ": " : "") + error.message);
+      failure.kind = error.kind;
+      throw failure;
+    }
+    return data;
+  }
+
+  function say(node, text, ok) {
+    node.textContent = text;
+    node.className = "message " + (ok ? "ok" : "error");
+  }
+
+  // MARK: Status and entries
+
+  async function refreshEntries() {
+    let status, entries;
+    try {
+      [status, entries] = await Promise.all([api("GET", "/v1/status"), api("GET", "/v1/entries")]);
+    } catch (error) {
+      $("banner").textContent = "Not connected: " + error.message;
+      $("banner").className = "banner on";
+      return;
+    }
+    const banner = $("banner");
+    if (status.enabledEntries > 0) {
+      banner.textContent = "Chaos is ON — " + status.enabledEntries + " of " + status.entries + " entries active";
+      banner.className = "banner on";
+    } else {
+      banner.textContent = status.entries > 0 ? "Chaos is applied but switched off (" + status.entries + " entries disabled)" : "No chaos applied";
+      banner.className = "banner off";
+    }
+    $("process").textContent = status.program + " · pid " + status.pid + " · " + location.host + (status.waiting ? " · waiting for go" : "");
+    renderEntries(entries);
+  }
+
+  function renderEntries(entries) {
+    const table = $("entries");
+    const body = table.tBodies[0];
+    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : null;
+    body.replaceChildren();
+    table.hidden = entries.length === 0;
+    $("entries-empty").hidden = entries.length !== 0;
+    $("revert-all").disabled = entries.length === 0;
+    for (const entry of entries) {
+      const last = entry.lastAct ? "call " + entry.lastAct.callIndex + ", entry seed " + entry.lastAct.entrySeed : "never fired";
+      const toggle = element("button", {
+        type: "button", "data-key": "toggle-" + entry.id, "aria-label": (entry.enabled ? "Disable" : "Enable") + " entry #" + entry.id,
+        text: entry.enabled ? "Disable" : "Enable",
+        onclick: () => act("POST", "/v1/entries/" + entry.id + "/" + (entry.enabled ? "disable" : "enable"), (entry.enabled ? "Disabled" : "Enabled") + " #" + entry.id),
+      });
+      const revert = element("button", {
+        type: "button", "data-key": "revert-" + entry.id, "aria-label": "Revert entry #" + entry.id, text: "Revert",
+        onclick: () => act("DELETE", "/v1/entries/" + entry.id, "Reverted #" + entry.id),
+      });
+      const row = element("tr", { className: entry.enabled ? "" : "disabled" }, [
+        element("th", { scope: "row", text: "#" + entry.id }),
+        element("td", { text: entry.point }),
+        element("td", { text: entry.provider }),
+        element("td", { text: entry.enabled ? "on" : "off" }),
+        element("td", { className: "number", text: String(entry.seen) }),
+        element("td", { className: "number", text: String(entry.acted) }),
+        element("td", { className: "number", text: String(entry.passed) }),
+        element("td", { text: last }),
+        element("td", { text: entry.leaseEnds ? new Date(entry.leaseEnds).toLocaleTimeString() : "—" }),
+        element("td", { className: "actions" }, [toggle, revert]),
+      ]);
+      body.append(row);
+    }
+    if (focused) {
+      const again = body.querySelector('[data-key="' + focused + '"]');
+      if (again) again.focus();
+    }
+  }
+
+  async function act(method, path, done) {
+    try {
+      await api(method, path);
+      say($("entries-message"), done, true);
+    } catch (error) {
+      say($("entries-message"), error.message, false);
+    }
+    await refreshEntries();
+  }
+
+  // MARK: Points and catalogue forms
+
+  async function loadPoints() {
+    const points = await api("GET", "/v1/points");
+    const container = $("points");
+    container.replaceChildren();
+    if (points.length === 0) container.append(element("p", { className: "empty", text: "This program has no injection points." }));
+    for (const point of points) {
+      const items = element("div", { className: "items" });
+      for (const item of point.items) items.append(itemForm(point, item));
+      if (point.items.length === 0) items.append(element("p", { className: "empty", text: "No catalogue items: apply profiles with constants through chaos ctl." }));
+      container.append(element("details", { className: "point", "data-point": point.name }, [
+        element("summary", {}, [document.createTextNode(point.name), element("code", { text: point.signature })]),
+        items,
+      ]));
+    }
+  }
+
+  function field(id, labelText, input, hint) {
+    return element("div", { className: "field" }, [
+      element("label", { for: id, text: labelText }),
+      input,
+      hint ? element("small", { id: id + "-hint", text: hint }) : null,
+    ]);
+  }
+
+  function parameterInput(id, parameter) {
+    const hintId = id + "-hint";
+    const fallback = parameter.default;
+    if (parameter.kind === "boolean") {
+      return element("input", { id, type: "checkbox", name: parameter.name, checked: fallback === true, "aria-describedby": hintId });
+    }
+    if (parameter.kind === "choice") {
+      const select = element("select", { id, name: parameter.name, "aria-describedby": hintId });
+      if (parameter.requirement === "optional") select.append(element("option", { value: "", text: "(none)" }));
+      for (const choice of parameter.choices || []) select.append(element("option", { value: choice, text: choice, selected: choice === fallback }));
+      return select;
+    }
+    const numeric = parameter.kind === "number" || parameter.kind === "integer";
+    return element("input", {
+      id, name: parameter.name, type: numeric ? "number" : "text",
+      step: parameter.kind === "integer" ? "1" : numeric ? "any" : null,
+      min: parameter.minimum, max: parameter.maximum,
+      value: fallback === undefined || fallback === null ? "" : Array.isArray(fallback) ? fallback.join(", ") : String(fallback),
+      required: parameter.requirement === "required",
+      placeholder: { duration: "e.g. 250ms", offset: "e.g. -1d", date: "e.g. 2061-07-28T00:00:00Z", strings: "a, b, c" }[parameter.kind] || null,
+      "aria-describedby": hintId,
+    });
+  }
+
+  function itemForm(point, item) {
+    const id = "f" + (++serial);
+    const message = element("p", { className: "message", role: "status", "aria-live": "polite" });
+    const inputs = [];
+    const fields = item.parameters.map((parameter) => {
+      const input = parameterInput(id + "-" + parameter.name, parameter);
+      inputs.push([parameter, input]);
+      const hint = [parameter.summary, parameter.unit ? "unit: " + parameter.unit : "", parameter.requirement === "optional" ? "optional" : ""].filter(Boolean).join(" · ");
+      return field(input.id, parameter.name, input, hint);
+    });
+    const probability = element("input", { id: id + "-probability", type: "number", min: 0, max: 1, step: "any", name: "probability" });
+    const times = element("input", { id: id + "-times", type: "number", min: 1, step: 1, name: "times" });
+    const lease = element("input", { id: id + "-lease", type: "text", name: "lease", placeholder: "e.g. 30s" });
+    const form = element("form", {
+      className: "item", "data-item": item.name, "aria-label": item.name + " on " + point.name,
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const parameters = {};
+        for (const [parameter, input] of inputs) {
+          let value;
+          if (parameter.kind === "boolean") value = input.checked;
+          else if (input.value.trim() === "") continue;
+          else if (parameter.kind === "number" || parameter.kind === "integer") value = Number(input.value);
+          else if (parameter.kind === "strings") value = input.value.split(",").map((part) => part.trim()).filter(Boolean);
+          else value = input.value;
+          parameters[parameter.name] = value;
+        }
+        const provider = { item: item.name, parameters };
+        if (probability.value.trim() !== "") provider.probability = Number(probability.value);
+        if (times.value.trim() !== "") provider.times = Number(times.value);
+        if (lease.value.trim() !== "") provider.lease = lease.value.trim();
+        try {
+          const applied = await api("POST", "/v1/entries?source=console", { entries: [{ point: point.name, provider }] });
+          say(message, "Applied " + applied.entries.map((entry) => "#" + entry).join(", ") + " to " + point.name, true);
+        } catch (error) {
+          say(message, error.message, false);
+        }
+        await refreshEntries();
+      },
+    }, [
+      element("fieldset", {}, [
+        element("legend", { text: item.name }),
+        item.summary ? element("p", { className: "summary", text: item.summary }) : null,
+        ...fields,
+        element("div", { className: "modifiers" }, [
+          field(probability.id, "probability", probability, "0…1, optional"),
+          field(times.id, "times", times, "acts this many times, optional"),
+          field(lease.id, "lease", lease, "reverts itself after, optional"),
+        ]),
+        element("button", { type: "submit", className: "primary", text: "Apply " + item.name }),
+        message,
+      ]),
+    ]);
+    return form;
+  }
+
+  // MARK: Response sets
+
+  async function loadSets() {
+    let sets;
+    try { sets = await api("GET", "/v1/response-sets"); } catch (_) { sets = []; }
+    const container = $("sets");
+    container.replaceChildren();
+    $("sets-empty").hidden = sets.length !== 0;
+    for (const set of sets) {
+      const id = "s" + (++serial);
+      const select = element("select", { id });
+      for (const name of set.responses) select.append(element("option", { value: name, text: name, selected: name === set.selected }));
+      const message = element("p", { className: "message", role: "status", "aria-live": "polite" });
+      const current = element("span", { text: "selected: " + set.selected });
+      container.append(element("div", { className: "set", "data-set": set.name }, [
+        element("h3", { text: set.name }),
+        element("p", { className: "hint", text: set.matcher }),
+        element("label", { for: id, text: "Response" }),
+        select,
+        element("button", {
+          type: "button", text: "Select", "aria-label": "Select the response for " + set.name,
+          onclick: async () => {
+            try {
+              const updated = await api("PUT", "/v1/response-sets/" + encodeURIComponent(set.name), { response: select.value });
+              current.textContent = "selected: " + updated.selected;
+              say(message, set.name + " answers " + updated.selected, true);
+            } catch (error) {
+              say(message, error.message, false);
+            }
+          },
+        }),
+        document.createTextNode(" "),
+        current,
+        message,
+      ]));
+    }
+  }
+
+  // MARK: Events
+
+  function followEvents() {
+    const source = new EventSource("/v1/events?token=" + encodeURIComponent(token));
+    source.addEventListener("open", () => { $("events-state").textContent = "Following the event stream."; });
+    source.addEventListener("error", () => { $("events-state").textContent = "The event stream is interrupted; reconnecting…"; });
+    source.addEventListener("act", (message) => {
+      let event;
+      try { event = JSON.parse(message.data); } catch (_) { return; }
+      const list = $("events");
+      const time = new Date(event.date).toLocaleTimeString([], { hour12: false }) + "." + String(new Date(event.date).getMilliseconds()).padStart(3, "0");
+      const text = time + "  " + (event.entry ? "#" + event.entry + " " : "") + event.point + " ← " + event.provider +
+        "  call " + event.callIndex + "  entry seed " + event.entrySeed;
+      list.prepend(element("li", { text }));
+      while (list.children.length > 200) list.lastElementChild.remove();
+    });
+  }
+
+  $("revert-all").addEventListener("click", () => act("DELETE", "/v1/entries", "Reverted every entry"));
+  $("clear-events").addEventListener("click", () => $("events").replaceChildren());
+
+  refreshEntries();
+  loadPoints().catch((error) => $("points").append(element("p", { className: "message error", text: error.message })));
+  loadSets();
+  followEvents();
+  setInterval(refreshEntries, 1000);
+})();

@@ -1,0 +1,76 @@
+import ChaosControl
+import ChaosKit
+import Foundation
+
+/// ChaosKit's values as the control protocol's JSON bodies.
+extension ChaosConsole {
+    static func wire(_ point: PointInfo) -> ControlAPI.Point {
+        ControlAPI.Point(
+            name: point.name, signature: point.signature,
+            items: point.items.map { ControlAPI.CatalogueItem(name: $0.name, summary: $0.summary, parameters: $0.declaredParameters.map(wire)) },
+            match: point.matchConditions.map { $0.map(wire) }
+        )
+    }
+
+    static func wire(_ parameter: CatalogueParameter) -> ControlAPI.Parameter {
+        let kind: String
+        var choices: [String]?
+        switch parameter.kind {
+        case .number: kind = "number"
+        case .integer: kind = "integer"
+        case .boolean: kind = "boolean"
+        case .string: kind = "string"
+        case .choice(let names):
+            kind = "choice"
+            choices = names
+        case .duration: kind = "duration"
+        case .offset: kind = "offset"
+        case .date: kind = "date"
+        case .strings: kind = "strings"
+        }
+        let requirement: String
+        var defaultValue: JSONValue?
+        switch parameter.requirement {
+        case .required: requirement = "required"
+        case .optional: requirement = "optional"
+        case .defaulted(let value):
+            requirement = "defaulted"
+            defaultValue = wire(value)
+        }
+        return ControlAPI.Parameter(
+            name: parameter.name, kind: kind, choices: choices, unit: parameter.unit, requirement: requirement,
+            defaultValue: defaultValue, minimum: parameter.range?.lowerBound, maximum: parameter.range?.upperBound,
+            summary: parameter.summary, description: parameter.description
+        )
+    }
+
+    static func wire(_ value: ProfileValue) -> JSONValue {
+        switch value {
+        case .null: .null
+        case .bool(let value): .bool(value)
+        case .number(let value): .number(value)
+        case .string(let value): .string(value)
+        case .array(let values): .array(values.map(wire))
+        case .object(let members): .object(members.mapValues(wire))
+        }
+    }
+
+    static func wire(_ live: LiveEntry) -> ControlAPI.Entry {
+        let counters = live.counters
+        return ControlAPI.Entry(
+            id: live.entry.id.number, point: live.entry.pointName, provider: live.entry.providerSummary,
+            enabled: live.isEnabled, seen: counters.seen, acted: counters.acted, passed: counters.passed,
+            lastAct: counters.lastAct.map {
+                ControlAPI.LastAct(callIndex: $0.callIndex, entrySeed: String($0.entrySeed), chaosSeed: $0.chaosSeed.map { String($0) }, date: $0.date)
+            },
+            leaseEnds: counters.leaseEnds, chaosSeed: String(live.chaosSeed)
+        )
+    }
+
+    static func wire(_ event: ChaosEvent) -> ControlAPI.Event {
+        ControlAPI.Event(
+            entry: event.entry?.number, point: event.pointName, provider: event.provider,
+            callIndex: event.callIndex, entrySeed: String(event.entrySeed), date: event.date
+        )
+    }
+}

@@ -1,0 +1,384 @@
+public import Foundation
+
+/// The control protocol's JSON bodies, version 1: what an endpoint answers and accepts.
+///
+/// Every endpoint — the in-process one that ChaosConsole serves in Swift programs, and the
+/// control socket of `chaos run` children — speaks HTTP/1.1 with these bodies; Docs/Console.md
+/// writes the routes down. Dates are ISO-8601 text; seeds are decimal text (a JSON number
+/// cannot hold every 64-bit seed exactly).
+public enum ControlAPI {
+    /// The protocol version this module speaks (the `/v1/` of every route).
+    public static let version = 1
+
+    /// `GET /v1/status`: who the process is and what is applied.
+    public struct Status: Codable, Sendable, Hashable {
+        /// The protocol version.
+        public var version: Int
+        /// The process id.
+        public var pid: Int32
+        /// The program's name.
+        public var program: String
+        /// `"swift"` for an in-process endpoint, `"preload"` for a `chaos run` child.
+        public var kind: String
+        /// Live entries, enabled or not.
+        public var entries: Int
+        /// Live entries that are switched on: chaos is on when this is above zero.
+        public var enabledEntries: Int
+        /// Whether the program is waiting for `POST /v1/go` (`CHAOS_CONTROL_WAIT=1`).
+        public var waiting: Bool
+        /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
+        /// `"events"`, `"console"`); the entry routes and `go` are always there.
+        public var features: [String]
+
+        /// A status.
+        public init(
+            version: Int = ControlAPI.version, pid: Int32, program: String, kind: String, entries: Int,
+            enabledEntries: Int, waiting: Bool, features: [String]
+        ) {
+            self.version = version
+            self.pid = pid
+            self.program = program
+            self.kind = kind
+            self.entries = entries
+            self.enabledEntries = enabledEntries
+            self.waiting = waiting
+            self.features = features
+        }
+    }
+
+    /// One declared parameter of a catalogue item (or a match condition).
+    public struct Parameter: Codable, Sendable, Hashable {
+        /// Its name in profiles.
+        public var name: String
+        /// `number`, `integer`, `boolean`, `string`, `choice`, `duration`, `offset`,
+        /// `date` or `strings`.
+        public var kind: String
+        /// The choices of a `choice`.
+        public var choices: [String]?
+        /// The unit of a number (or of a duration given as a number).
+        public var unit: String?
+        /// `required`, `optional` or `defaulted`.
+        public var requirement: String
+        /// The default of a `defaulted` parameter, as JSON.
+        public var defaultValue: JSONValue?
+        /// The smallest allowed number.
+        public var minimum: Double?
+        /// The largest allowed number.
+        public var maximum: Double?
+        /// What it means.
+        public var summary: String
+        /// One line, as `chaos list` shows it.
+        public var description: String
+
+        /// A parameter.
+        public init(
+            name: String, kind: String, choices: [String]? = nil, unit: String? = nil, requirement: String,
+            defaultValue: JSONValue? = nil, minimum: Double? = nil, maximum: Double? = nil, summary: String, description: String
+        ) {
+            self.name = name
+            self.kind = kind
+            self.choices = choices
+            self.unit = unit
+            self.requirement = requirement
+            self.defaultValue = defaultValue
+            self.minimum = minimum
+            self.maximum = maximum
+            self.summary = summary
+            self.description = description
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case name, kind, choices, unit, requirement, defaultValue = "default", minimum, maximum, summary, description
+        }
+    }
+
+    /// A catalogue item a point offers.
+    public struct CatalogueItem: Codable, Sendable, Hashable {
+        /// The name profiles use (`"item": name`).
+        public var name: String
+        /// What it does.
+        public var summary: String
+        /// The parameters it takes.
+        public var parameters: [Parameter]
+
+        /// An item.
+        public init(name: String, summary: String, parameters: [Parameter]) {
+            self.name = name
+            self.summary = summary
+            self.parameters = parameters
+        }
+    }
+
+    /// `GET /v1/points`: one live injection point.
+    public struct Point: Codable, Sendable, Hashable {
+        /// Its name.
+        public var name: String
+        /// Its shape, e.g. `(()) -> Date`.
+        public var signature: String
+        /// Its catalogue items.
+        public var items: [CatalogueItem]
+        /// The conditions a `match` object may hold; nil when it takes none.
+        public var match: [Parameter]?
+
+        /// A point.
+        public init(name: String, signature: String, items: [CatalogueItem], match: [Parameter]?) {
+            self.name = name
+            self.signature = signature
+            self.items = items
+            self.match = match
+        }
+    }
+
+    /// The last act of an entry: what replays it.
+    public struct LastAct: Codable, Sendable, Hashable {
+        /// The entry's call index (0-based).
+        public var callIndex: Int
+        /// The entry's seed, decimal.
+        public var entrySeed: String
+        /// The seed of the `Chaos` that applied it, decimal.
+        public var chaosSeed: String?
+        /// When it acted, if observed.
+        public var date: Date?
+
+        /// A last act.
+        public init(callIndex: Int, entrySeed: String, chaosSeed: String?, date: Date?) {
+            self.callIndex = callIndex
+            self.entrySeed = entrySeed
+            self.chaosSeed = chaosSeed
+            self.date = date
+        }
+    }
+
+    /// `GET /v1/entries`: one live entry with its counters.
+    public struct Entry: Codable, Sendable, Hashable {
+        /// Its id (the number after `#`).
+        public var id: Int
+        /// The point it is applied to.
+        public var point: String
+        /// Its provider, rendered.
+        public var provider: String
+        /// Whether it is switched on.
+        public var enabled: Bool
+        /// Calls that reached it.
+        public var seen: Int
+        /// Calls it acted on.
+        public var acted: Int
+        /// Calls it passed to the original.
+        public var passed: Int
+        /// Its last act; nil when it never fired.
+        public var lastAct: LastAct?
+        /// When its lease ends; nil without a lease.
+        public var leaseEnds: Date?
+        /// The seed of the `Chaos` that applied it, decimal.
+        public var chaosSeed: String
+
+        /// An entry.
+        public init(
+            id: Int, point: String, provider: String, enabled: Bool, seen: Int, acted: Int, passed: Int,
+            lastAct: LastAct?, leaseEnds: Date?, chaosSeed: String
+        ) {
+            self.id = id
+            self.point = point
+            self.provider = provider
+            self.enabled = enabled
+            self.seen = seen
+            self.acted = acted
+            self.passed = passed
+            self.lastAct = lastAct
+            self.leaseEnds = leaseEnds
+            self.chaosSeed = chaosSeed
+        }
+    }
+
+    /// `POST /v1/entries`: what a profile applied.
+    public struct Applied: Codable, Sendable, Hashable {
+        /// The new entries' ids, in the profile's order (disabled entries are not applied).
+        public var entries: [Int]
+        /// The seed they were applied with, decimal.
+        public var seed: String
+
+        /// A result.
+        public init(entries: [Int], seed: String) {
+            self.entries = entries
+            self.seed = seed
+        }
+    }
+
+    /// `DELETE /v1/entries[/ID]`: what was reverted.
+    public struct Reverted: Codable, Sendable, Hashable {
+        /// The reverted entries' ids.
+        public var entries: [Int]
+
+        /// A result.
+        public init(entries: [Int]) {
+            self.entries = entries
+        }
+    }
+
+    /// `GET /v1/response-sets`: one response set and its selected answer.
+    public struct ResponseSet: Codable, Sendable, Hashable {
+        /// The set's name.
+        public var name: String
+        /// The requests it answers, rendered.
+        public var matcher: String
+        /// The answers' names, the default first.
+        public var responses: [String]
+        /// The selected answer's name.
+        public var selected: String
+
+        /// A response set.
+        public init(name: String, matcher: String, responses: [String], selected: String) {
+            self.name = name
+            self.matcher = matcher
+            self.responses = responses
+            self.selected = selected
+        }
+    }
+
+    /// `PUT /v1/response-sets/NAME`: the answer to select.
+    public struct Selection: Codable, Sendable, Hashable {
+        /// The answer's name.
+        public var response: String
+
+        /// A selection.
+        public init(response: String) {
+            self.response = response
+        }
+    }
+
+    /// `GET /v1/events`: one act, as the `data:` of a Server-Sent Event named `act`.
+    public struct Event: Codable, Sendable, Hashable {
+        /// The entry that acted, if any.
+        public var entry: Int?
+        /// The point it acted on.
+        public var point: String
+        /// The provider, rendered.
+        public var provider: String
+        /// The entry's call index (0-based).
+        public var callIndex: Int
+        /// The entry's seed, decimal: with the call index, what replays the act.
+        public var entrySeed: String
+        /// When it acted.
+        public var date: Date
+
+        /// An event.
+        public init(entry: Int?, point: String, provider: String, callIndex: Int, entrySeed: String, date: Date) {
+            self.entry = entry
+            self.point = point
+            self.provider = provider
+            self.callIndex = callIndex
+            self.entrySeed = entrySeed
+            self.date = date
+        }
+    }
+
+    /// Every refusal and failure: `{"error": {"kind": …, "subject": …, "message": …}}`.
+    public struct ErrorBody: Codable, Sendable, Hashable, Error {
+        /// The error.
+        public struct Detail: Codable, Sendable, Hashable {
+            /// What went wrong: a `ChaosError` kind (`invalidProfile`, `notApplied` …) or one
+            /// of the endpoint's own (`unauthorized`, `forbiddenOrigin`, `forbiddenHost`,
+            /// `notFound`, `methodNotAllowed`, `badRequest`, `payloadTooLarge`).
+            public var kind: String
+            /// What it is about (for a profile: `file:line:column at $.json.path`).
+            public var subject: String?
+            /// What happened and what to do.
+            public var message: String
+
+            /// A detail.
+            public init(kind: String, subject: String?, message: String) {
+                self.kind = kind
+                self.subject = subject
+                self.message = message
+            }
+        }
+
+        /// The error.
+        public var error: Detail
+
+        /// An error body.
+        public init(kind: String, subject: String? = nil, message: String) {
+            error = Detail(kind: kind, subject: subject, message: message)
+        }
+    }
+
+    /// The encoder every endpoint and client in Swift uses: ISO-8601 dates with
+    /// milliseconds (`2026-11-23T11:33:33.125Z`), sorted keys.
+    public static func encoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(date.formatted(style))
+        }
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    /// The matching decoder: ISO-8601 dates with or without fractional seconds.
+    public static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        let fractional = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let whole = Date.ISO8601FormatStyle()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            if let date = (try? fractional.parse(text)) ?? (try? whole.parse(text)) { return date }
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text.prefix(80))' is not an ISO-8601 date")
+        }
+        return decoder
+    }
+}
+
+/// Any JSON value (a parameter's default).
+public enum JSONValue: Codable, Sendable, Hashable, CustomStringConvertible {
+    /// `null`.
+    case null
+    /// `true` or `false`.
+    case bool(Bool)
+    /// A number.
+    case number(Double)
+    /// A string.
+    case string(String)
+    /// An array.
+    case array([JSONValue])
+    /// An object.
+    case object([String: JSONValue])
+
+    /// Decodes any JSON value.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// Encodes the value as JSON.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// The value as compact JSON text.
+    public var description: String {
+        guard let data = try? ControlAPI.encoder().encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

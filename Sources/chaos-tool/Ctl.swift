@@ -1,0 +1,260 @@
+import ArgumentParser
+import ChaosControl
+import Foundation
+
+/// `chaos ctl`: steers the chaos of running processes through their control endpoints —
+/// Swift programs with ChaosConsole, and (later) `chaos run` children — found by the
+/// endpoint files in the per-user directory.
+struct Ctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
+        discussion: """
+        Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
+        else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
+        CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment).
+        """,
+        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self]
+    )
+}
+
+/// Options every `chaos ctl` verb shares.
+struct CtlOptions: ParsableArguments {
+    @Option(help: "The directory of endpoint files (default: CHAOS_CONTROL_DIR, $XDG_RUNTIME_DIR/chaoskit or ~/.chaoskit/control).")
+    var directory: String?
+
+    @Option(help: "Seconds to wait for an answer.")
+    var timeout: Double = 5
+
+    var endpointDirectory: URL {
+        directory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ControlEndpoint.directory()
+    }
+
+    func client(pid: Int32) throws -> ControlClient {
+        ControlClient(try ControlEndpoint.find(pid: pid, in: endpointDirectory), timeout: .milliseconds(Int(timeout * 1_000)))
+    }
+}
+
+/// A control error as the tool reports it (ArgumentParser prints the description).
+struct CtlFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `body`, turning a ControlError into a one-line report.
+func ctl<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as ControlError {
+        throw CtlFailure(description: error.description)
+    }
+}
+
+/// `#3` or `3` → 3.
+func entryNumber(_ text: String) throws -> Int {
+    let digits = text.hasPrefix("#") ? String(text.dropFirst()) : text
+    guard let number = Int(digits), number > 0 else {
+        throw ValidationError("'\(text.prefix(80))' is not an entry id; give the number `chaos ctl status PID` shows, e.g. 3 or #3")
+    }
+    return number
+}
+
+extension ControlAPI.Entry {
+    /// `#3 clock.now ← offset(…)  seen 12, acted 12, passed 0 (off)`.
+    var line: String {
+        var text = "#\(id) \(point) ← \(provider)  seen \(seen), acted \(acted), passed \(passed)"
+        if !enabled { text += " (disabled)" }
+        if let lastAct { text += "; last act: call \(lastAct.callIndex), entry seed \(lastAct.entrySeed)" }
+        if let leaseEnds { text += "; lease ends \(leaseEnds.formatted(.iso8601))" }
+        return text
+    }
+}
+
+struct CtlList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The controllable processes on this machine, with what is applied.")
+
+    @OptionGroup var options: CtlOptions
+    @Flag(help: "Print JSON: one status object per process, with its entries.")
+    var json = false
+
+    func run() throws {
+        var rows: [(endpoint: ControlEndpoint, status: ControlAPI.Status, entries: [ControlAPI.Entry])] = []
+        for endpoint in ControlEndpoint.all(in: options.endpointDirectory) {
+            let client = ControlClient(endpoint, timeout: .seconds(1))
+            // Skip processes that do not answer, or a recycled pid's endpoint.
+            guard let status = try? client.status(), status.pid == endpoint.pid,
+                  let entries = try? client.entries() else { continue }
+            rows.append((endpoint, status, entries))
+        }
+        if json {
+            struct Row: Encodable {
+                let pid: Int32, program: String, url: String, kind: String, waiting: Bool, entries: [ControlAPI.Entry]
+            }
+            let data = try ControlAPI.encoder().encode(rows.map { Row(pid: $0.endpoint.pid, program: $0.status.program, url: $0.endpoint.url, kind: $0.status.kind, waiting: $0.status.waiting, entries: $0.entries) })
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        guard !rows.isEmpty else {
+            print("no controllable processes (endpoint files in \(options.endpointDirectory.path))")
+            return
+        }
+        for row in rows {
+            let on = row.status.enabledEntries > 0 ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
+            print("\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")")
+            for entry in row.entries { print("    \(entry.line)") }
+        }
+    }
+}
+
+struct CtlStatus: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "One process: its entries with counters, and its response sets.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        try ctl {
+            let client = try options.client(pid: pid)
+            let status = try client.status()
+            let entries = try client.entries()
+            let sets = status.features.contains("response-sets") ? try client.responseSets() : []
+            if json {
+                struct Report: Encodable {
+                    let status: ControlAPI.Status, entries: [ControlAPI.Entry], responseSets: [ControlAPI.ResponseSet]
+                }
+                print(String(decoding: try ControlAPI.encoder().encode(Report(status: status, entries: entries, responseSets: sets)), as: UTF8.self))
+                return
+            }
+            print("\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")")
+            print(entries.isEmpty ? "entries: none" : "entries:")
+            for entry in entries { print("  \(entry.line)") }
+            if !sets.isEmpty {
+                print("response sets:")
+                for set in sets { print("  \(set.name) (\(set.matcher)): \(set.responses.map { $0 == set.selected ? "[\($0)]" : $0 }.joined(separator: ", "))") }
+            }
+        }
+    }
+}
+
+struct CtlApply: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "apply", abstract: "Apply a JSON profile to a process, all or nothing.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The JSON profile file.") var file: String
+
+    func run() throws {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ValidationError("cannot read \(file); check the path")
+        }
+        try ctl {
+            let applied = try options.client(pid: pid).apply(profile: data, source: file)
+            print("applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))")
+        }
+    }
+}
+
+struct CtlRevert: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "revert", abstract: "Revert one entry, or every entry when none is named.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The entry id (as status shows it); omit to revert all.") var entry: String?
+
+    func run() throws {
+        let number = try entry.map(entryNumber)
+        try ctl {
+            let client = try options.client(pid: pid)
+            let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
+            print(reverted.entries.isEmpty ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))")
+        }
+    }
+}
+
+struct CtlEnable: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Switch an applied entry back on.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The entry id.") var entry: String
+
+    func run() throws {
+        let number = try entryNumber(entry)
+        try ctl { print(try options.client(pid: pid).setEnabled(true, entry: number).line) }
+    }
+}
+
+struct CtlDisable: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Switch an applied entry off (it stays listed, with its counters).")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The entry id.") var entry: String
+
+    func run() throws {
+        let number = try entryNumber(entry)
+        try ctl { print(try options.client(pid: pid).setEnabled(false, entry: number).line) }
+    }
+}
+
+struct CtlEvents: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "events", abstract: "Follow a process's events: what fired, where, and the seed that replays it.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Option(help: "Stop after this many events.") var count: Int?
+    @Flag(help: "Print each event as a JSON line.") var json = false
+
+    func run() throws {
+        var seen = 0
+        try ctl {
+            let client = try options.client(pid: pid)
+            let encoder = ControlAPI.encoder()
+            try client.events(onOpen: {
+                FileHandle.standardError.write(Data("following the events of \(pid) (\(client.url))\n".utf8))
+            }) { event in
+                // Written at once (not through print's buffer): followers such as tests and
+                // `| grep` see each event as it comes.
+                if json {
+                    var data = (try? encoder.encode(event)) ?? Data()
+                    data.append(UInt8(ascii: "\n"))
+                    FileHandle.standardOutput.write(data)
+                } else {
+                    let line = "\(event.date.formatted(.iso8601))  \(event.entry.map { "#\($0) " } ?? "")\(event.point) ← \(event.provider)  call \(event.callIndex)  entry seed \(event.entrySeed)\n"
+                    FileHandle.standardOutput.write(Data(line.utf8))
+                }
+                seen += 1
+                return count.map { seen < $0 } ?? true
+            }
+        }
+    }
+}
+
+struct CtlSelect: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "select", abstract: "Select a response in one of a process's response sets.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The response set's name.") var set: String
+    @Argument(help: "The response's name.") var response: String
+
+    func run() throws {
+        try ctl {
+            let selected = try options.client(pid: pid).select(response, in: set)
+            print("\(selected.name): \(selected.responses.map { $0 == selected.selected ? "[\($0)]" : $0 }.joined(separator: ", "))")
+        }
+    }
+}
+
+struct CtlGo: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "go", abstract: "Let a process waiting in bootstrap (CHAOS_CONTROL_WAIT=1) go on.")
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+
+    func run() throws {
+        try ctl {
+            try options.client(pid: pid).go()
+            print("go sent to \(pid)")
+        }
+    }
+}

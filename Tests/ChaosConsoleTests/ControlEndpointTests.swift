@@ -1,0 +1,297 @@
+import ChaosConsole
+@testable import ChaosControl
+import ChaosKit
+import ChaosNetwork
+import Foundation
+import TestHelpers
+import Testing
+
+/// The control API over real loopback HTTP, against an endpoint in this process.
+@Suite struct ControlEndpointTests {
+    @Test func appliesAProfileAndListsItsEntryWithCounters() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let client = endpoint.client
+        let applied = try await offload { try client.apply(profile: profile(name, item: "add", parameters: #"{"amount": 5}"#)) }
+        #expect(applied.entries.count == 1)
+        #expect(point(1) == 6)
+        #expect(point(2) == 7)
+        let entries = try await offload { try client.entries() }
+        let entry = try #require(entries.first { $0.id == applied.entries[0] })
+        #expect(entry.point == name)
+        #expect(entry.seen == 2 && entry.acted == 2 && entry.passed == 0 && entry.enabled)
+        #expect(entry.lastAct?.callIndex == 1)
+        let points = try await offload { try client.points() }
+        let listed = try #require(points.first { $0.name == name })
+        let add = try #require(listed.items.first { $0.name == "add" })
+        #expect(add.parameters.first?.kind == "integer")
+        #expect(add.parameters.first?.minimum == 1 && add.parameters.first?.maximum == 100)
+        #expect(add.parameters.first?.defaultValue == .number(1))
+        _ = try await offload { try client.revert(entry: applied.entries[0]) }
+        #expect(point(1) == 1)
+        await endpoint.finish()
+    }
+
+    @Test func aBadProfileAppliesNothingAndGetsTheLocatedError() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let client = endpoint.client
+        // The first entry is fine, the second one's parameter is out of range: nothing applies.
+        let body = Data(#"""
+        {"entries": [
+          {"point": "\#(name)", "provider": {"item": "double"}},
+          {"point": "\#(name)", "provider": {"item": "add", "parameters": {"amount": 500}}}
+        ]}
+        """#.utf8)
+        let error = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.apply(profile: body, source: "flaky.json") }
+        }
+        #expect(error?.status == 422)
+        #expect(error?.kind == "invalidProvider")
+        let third = String(decoding: body, as: UTF8.self).split(separator: "\n")[2]
+        let column = third.distance(from: third.startIndex, to: try #require(third.range(of: "500")).lowerBound) + 1
+        #expect(error?.subject == "flaky.json:3:\(column) at $.entries[1].provider.parameters.amount")
+        #expect(error?.message.contains("outside 1…100") == true)
+        #expect(point(3) == 3)
+        let entries = try await offload { try client.entries() }
+        #expect(!entries.contains { $0.point == name })
+
+        let syntax = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.apply(profile: Data(#"{"entries": [}"#.utf8)) }
+        }
+        #expect(syntax?.status == 422)
+        #expect(syntax?.kind == "invalidProfile")
+        #expect(syntax?.subject?.hasPrefix("<control request>:1:") == true)
+        await endpoint.finish()
+    }
+
+    @Test func revertsEnablesAndDisablesOneEntry() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let client = endpoint.client
+        let applied = try await offload { try client.apply(profile: profile(name, item: "double")) }
+        let id = try #require(applied.entries.first)
+        #expect(point(4) == 8)
+        let disabled = try await offload { try client.setEnabled(false, entry: id) }
+        #expect(!disabled.enabled)
+        #expect(point(4) == 4)
+        let enabled = try await offload { try client.setEnabled(true, entry: id) }
+        #expect(enabled.enabled)
+        #expect(point(4) == 8)
+        let reverted = try await offload { try client.revert(entry: id) }
+        #expect(reverted.entries == [id])
+        #expect(point(4) == 4)
+        let again = await #expect(throws: ControlError.self) { _ = try await offload { try client.revert(entry: id) } }
+        #expect(again?.status == 404)
+        #expect(again?.kind == "notApplied")
+        let missing = await #expect(throws: ControlError.self) { _ = try await offload { try client.setEnabled(true, entry: id) } }
+        #expect(missing?.status == 404)
+        await endpoint.finish()
+    }
+
+    @Test func selectsAResponseInAResponseSet() async throws {
+        let store = try ResponseSetStore()
+        let setName = uniqueName()
+        try store.add(ResponseSet(setName, matching: .get("/login"), [
+            .init("success", .status(200)), .init("offline", .error(.offline)),
+        ]))
+        let endpoint = try await TestEndpoint.start(responseSets: [ResponseSetStoreBox(store: store)])
+        let client = endpoint.client
+        let sets = try await offload { try client.responseSets() }
+        let listed = try #require(sets.first { $0.name == setName })
+        #expect(listed.responses == ["success", "offline"])
+        #expect(listed.selected == "success")
+        let selected = try await offload { try client.select("offline", in: setName) }
+        #expect(selected.selected == "offline")
+        #expect(store.selection(for: setName) == "offline")
+        let wrong = await #expect(throws: ControlError.self) { _ = try await offload { try client.select("nope", in: setName) } }
+        #expect(wrong?.status == 422)
+        #expect(wrong?.message.contains("'success', 'offline'") == true)
+        let unknown = await #expect(throws: ControlError.self) { _ = try await offload { try client.select("offline", in: "no-such-set") } }
+        #expect(unknown?.status == 404)
+        await endpoint.finish()
+    }
+
+    @Test func serverSentEventsDeliverAnActAfterACall() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let client = endpoint.client
+        let applied = try await offload { try client.apply(profile: profile(name, item: "double")) }
+        let opened = Signal()
+        let received = Recorder<ControlAPI.Event>()
+        let follower = Task.detached {
+            try await offload {
+                try client.events(onOpen: { opened.fire() }) { event in
+                    guard event.point == name else { return true }
+                    received.record(event)
+                    return false
+                }
+            }
+        }
+        await opened.wait()
+        #expect(point(21) == 42)
+        try await follower.value
+        let event = try #require(received.values.first)
+        #expect(event.entry == applied.entries.first)
+        #expect(event.provider == "double")
+        #expect(event.callIndex == 0)
+        let entries = try await offload { try client.entries() }
+        #expect(entries.first { $0.id == event.entry }?.lastAct?.entrySeed == event.entrySeed)
+        _ = try await offload { try client.revert(entry: applied.entries[0]) }
+        await endpoint.finish()
+    }
+
+    @Test func statusAndGo() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let client = endpoint.client
+        let status = try await offload { try client.status() }
+        #expect(status.pid == getpid())
+        #expect(status.program == "console-tests")
+        #expect(status.kind == "swift")
+        #expect(!status.waiting)
+        #expect(!endpoint.console.goReceived)
+        try await offload { try client.go() }
+        #expect(endpoint.console.goReceived)
+        #expect(await endpoint.console.waitForGo(timeout: .milliseconds(1)))
+        await endpoint.finish()
+    }
+
+    @Test func unknownRoutesMethodsAndIdsAreJSONErrors() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let client = endpoint.client
+        let (route, method, id, large) = try await offload {
+            (
+                try client.send("GET", "/v1/nothing"),
+                try client.send("PATCH", "/v1/entries"),
+                try client.send("DELETE", "/v1/entries/abc"),
+                try client.send("POST", "/v1/entries", body: Data(repeating: 32, count: (1 << 20) + 1))
+            )
+        }
+        for (response, status, kind) in [(route, 404, "notFound"), (method, 405, "methodNotAllowed"), (id, 400, "badRequest"), (large, 413, "payloadTooLarge")] {
+            #expect(response.status == status)
+            let body = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body)
+            #expect(body.error.kind == kind)
+        }
+        #expect(method.headers["allow"] == "GET, POST, DELETE")
+        await endpoint.finish()
+    }
+
+    @Test func theEndpointFileIsPrivateAndGoesAwayOnStop() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let file = endpoint.directory.appendingPathComponent("\(getpid()).json")
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        let directory = try FileManager.default.attributesOfItem(atPath: endpoint.directory.path)
+        #expect(((directory[.posixPermissions] as? NSNumber)?.intValue ?? 0) & 0o077 == 0)
+        let record = try ControlEndpoint.find(pid: getpid(), in: endpoint.directory)
+        #expect(record.url == endpoint.console.url)
+        #expect(record.token == endpoint.console.token)
+        #expect(record.token.count == 64)
+        #expect(record.consoleURL == "\(endpoint.console.url)/console?token=\(endpoint.console.token)")
+        await endpoint.console.stop()
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        #expect(throws: ControlError.self) { _ = try ControlEndpoint.find(pid: getpid(), in: endpoint.directory) }
+        try? FileManager.default.removeItem(at: endpoint.directory)
+    }
+
+    @Test func aUnixSocketEndpointAnswers() async throws {
+        let directory = temporaryDirectory()
+        let path = "/tmp/chaos-\(getpid())-\(UInt32.random(in: 0 ... .max)).sock"
+        let console = try #require(try await ChaosConsole.start(.init(address: .unixSocket(path: path), endpointDirectory: directory)))
+        #expect(console.url == "unix:\(path)")
+        let client = ControlClient(url: console.url, token: console.token)
+        let status = try await offload { try client.status() }
+        #expect(status.pid == getpid())
+        await console.stop()
+        #expect(!FileManager.default.fileExists(atPath: path))
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func nothingListensInAReleaseBuildUnlessTheAppOptsIn() async throws {
+        let directory = temporaryDirectory()
+        let refused = try await ChaosConsole.start(.init(endpointDirectory: directory, buildConfiguration: .release))
+        #expect(refused == nil)
+        #expect(ControlEndpoint.all(in: directory).isEmpty)
+        let opted = try #require(try await ChaosConsole.start(.init(endpointDirectory: directory, allowInReleaseBuilds: true, buildConfiguration: .release)))
+        await opted.stop()
+        let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
+        let bootstrapped = try await Chaos.bootstrap(control: .environment, environment: environment, buildConfiguration: .release)
+        #expect(bootstrapped.console == nil)
+        let none = try await Chaos.bootstrap(control: .environment, environment: ["CHAOS_CONTROL_DIR": directory.path])
+        #expect(none.console == nil && none.session == nil)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func bootstrapWaitsForGoUpToItsBound() async throws {
+        let directory = temporaryDirectory()
+        let environment = [
+            "CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path, "CHAOS_CONTROL_WAIT": "1", "CHAOS_CONTROL_WAIT_TIMEOUT": "20s",
+        ]
+        let started = ContinuousClock.now
+        let bootstrap = Task { try await Chaos.bootstrap(control: .environment, environment: environment) }
+        // The runner side: find the process, see it waiting, say go.
+        let status = try await offload { () throws -> ControlAPI.Status in
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline {
+                if let endpoint = ControlEndpoint.all(in: directory).first(where: { $0.pid == getpid() }),
+                   let status = try? ControlClient(endpoint).status(), status.waiting {
+                    try ControlClient(endpoint).go()
+                    return status
+                }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            throw TestFailure("the bootstrap never waited")
+        }
+        #expect(status.waiting)
+        let result = try await bootstrap.value
+        #expect(ContinuousClock.now - started < .seconds(15))
+        let console = try #require(result.console)
+        #expect(console.goReceived)
+        await console.stop()
+
+        // Nobody says go: bootstrap goes on after the bound.
+        var short = environment
+        short["CHAOS_CONTROL_WAIT_TIMEOUT"] = "50ms"
+        let alone = try await Chaos.bootstrap(control: .environment, environment: short)
+        #expect(alone.console?.goReceived == false)
+        await alone.console?.stop()
+
+        short["CHAOS_CONTROL_WAIT_TIMEOUT"] = "soon"
+        await #expect(throws: ChaosError.self) { _ = try await Chaos.bootstrap(control: .environment, environment: short) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func theBlockingBootstrapStartsTheEndpointForASynchronousStart() async throws {
+        let directory = temporaryDirectory()
+        let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
+        // On a thread of its own, as an app's synchronous start runs.
+        let started = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: environment) }
+        let console = try #require(started.console)
+        let status = try await offload { try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory)).status() }
+        #expect(status.pid == getpid())
+        await console.stop()
+        let refused = await #expect(throws: ChaosError.self) {
+            _ = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: ["CHAOS_CONTROL": "nowhere"]) }
+        }
+        #expect(refused?.subject == "CHAOS_CONTROL")
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func addressesFromTheEnvironment() throws {
+        typealias Address = ChaosConsole.Configuration.Address
+        #expect(try Address.parse("127.0.0.1:0") == .loopback(port: 0))
+        #expect(try Address.parse("1") == .loopback(port: 0))
+        #expect(try Address.parse("4567") == .loopback(port: 4567))
+        #expect(try Address.parse("localhost:80") == .loopback(port: 80))
+        #expect(try Address.parse("[::1]:9") == .host("::1", port: 9))
+        #expect(try Address.parse("0.0.0.0:8080") == .host("0.0.0.0", port: 8080))
+        #expect(try Address.parse("unix:/tmp/x.sock") == .unixSocket(path: "/tmp/x.sock"))
+        for bad in ["", "host", "1.2.3.4:99999", "unix:relative", "a b:1", "[::1]"] {
+            #expect(throws: ChaosError.self, "\(bad)") { _ = try Address.parse(bad) }
+        }
+    }
+}

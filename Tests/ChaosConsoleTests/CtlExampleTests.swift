@@ -1,0 +1,192 @@
+import ChaosControl
+import Foundation
+import TestHelpers
+import Testing
+
+/// The built ConsoleDemo example, run as a separate process, steered by the built `chaos
+/// ctl` as a person would.
+final class RunningDemo: Sendable {
+    let process: Process
+    let directory: URL
+    private let lines = Recorder<String>()
+
+    /// The build folder holding this test bundle, ConsoleDemo and chaos.
+    static var buildDirectory: URL {
+        var url = Bundle.main.bundleURL
+        if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
+        let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("ConsoleDemo").path) } ?? url
+    }
+
+    init(wait: Bool = false, label: String = #function) throws {
+        directory = temporaryDirectory(label)
+        process = Process()
+        process.executableURL = Self.buildDirectory.appendingPathComponent("ConsoleDemo")
+        var environment = ProcessInfo.processInfo.environment
+        environment["CHAOS_CONTROL"] = "127.0.0.1:0"
+        environment["CHAOS_CONTROL_DIR"] = directory.path
+        environment["CHAOS_DEMO_QUIET"] = "1"
+        if wait { environment["CHAOS_CONTROL_WAIT"] = "1" }
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let lines = self.lines
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") { lines.record(String(line)) }
+        }
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var output: [String] { lines.values }
+
+    /// Waits (at most `timeout`) for a line containing `text` after the first `skip` lines;
+    /// returns its index and the unix milliseconds the demo printed with it.
+    func line(containing text: String, after skip: Int = 0, timeout: Duration = .seconds(10)) async throws -> (index: Int, milliseconds: Int) {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let all = output
+            if all.count > skip, let index = all[skip...].firstIndex(where: { $0.contains(text) }) {
+                return (index, Int(all[index].split(separator: " ").first ?? "") ?? 0)
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw TestFailure("ConsoleDemo printed no line containing '\(text)' in time; it printed: \(output.suffix(5))")
+    }
+
+    /// Runs `chaos ctl ARGS --directory DIR`.
+    func ctl(_ arguments: String...) async throws -> (status: Int32, output: String, errors: String) {
+        let directory = self.directory
+        return try await offload {
+            let process = Process()
+            process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
+            process.arguments = ["ctl"] + arguments + ["--directory", directory.path]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let outputData = output.fileHandleForReading.readDataToEndOfFile()
+            let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        }
+    }
+
+    func profile(_ json: String) throws -> String {
+        let file = directory.appendingPathComponent("\(UUID().uuidString).json")
+        try Data(json.utf8).write(to: file)
+        return file.path
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Suite struct CtlExampleTests {
+    // How fast a change reaches the program is measured by the benchmarks
+    // (`console_apply_ms`), not asserted here: on a loaded two-core machine a process start
+    // alone can take longer than the 100 ms the endpoint answers in.
+    @Test func chaosCtlChangesARunningSwiftProgram() async throws {
+        let demo = try RunningDemo()
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "greeting: hello, world")
+        let shout = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}}]}"#)
+
+        let listed = try await demo.ctl("list")
+        #expect(listed.output.contains("\(demo.pid)  ConsoleDemo  http://127.0.0.1:"))
+        #expect(listed.output.contains("no chaos"))
+
+        var seen = demo.output.count
+        let applied = try await demo.ctl("apply", "\(demo.pid)", shout)
+        #expect(applied.status == 0, "\(applied.errors)")
+        #expect(applied.output.hasPrefix("applied #"))
+        _ = try await demo.line(containing: "greeting: HELLO, WORLD", after: seen)
+        let id = String(applied.output.dropFirst("applied #".count).prefix { $0.isNumber })
+
+        let status = try await demo.ctl("status", "\(demo.pid)")
+        #expect(status.output.contains("chaos ON"))
+        #expect(status.output.contains("#\(id) demo.greeting ← shout"))
+        #expect(status.output.contains("[sunny], storm, server down"))
+
+        let events = try await demo.ctl("events", "\(demo.pid)", "--count", "2")
+        #expect(events.status == 0)
+        #expect(events.output.split(separator: "\n").count == 2)
+        #expect(events.output.contains("#\(id) demo.greeting ← shout  call "))
+
+        seen = demo.output.count
+        #expect(try await demo.ctl("disable", "\(demo.pid)", id).output.contains("(disabled)"))
+        _ = try await demo.line(containing: "greeting: hello, world", after: seen)
+        seen = demo.output.count
+        _ = try await demo.ctl("enable", "\(demo.pid)", "#\(id)")
+        _ = try await demo.line(containing: "greeting: HELLO, WORLD", after: seen)
+
+        seen = demo.output.count
+        let selected = try await demo.ctl("select", "\(demo.pid)", "weather", "storm")
+        #expect(selected.output.contains("[storm]"))
+        _ = try await demo.line(containing: "weather: storm warning", after: seen)
+
+        seen = demo.output.count
+        let reverted = try await demo.ctl("revert", "\(demo.pid)")
+        #expect(reverted.output == "reverted #\(id)\n")
+        _ = try await demo.line(containing: "greeting: hello, world", after: seen)
+
+        // A bad profile: the located error, exit status 1, nothing applied.
+        let bad = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 50}}}]}"#)
+        let refused = try await demo.ctl("apply", "\(demo.pid)", bad)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("\(bad):1:"))
+        #expect(refused.errors.contains("at $.entries[0].provider.parameters.times"))
+        #expect(refused.errors.contains("outside 1…20"))
+        #expect(try await demo.ctl("status", "\(demo.pid)").output.contains("entries: none"))
+    }
+
+    @Test func aWaitingProgramGoesOnWhenTheControllerSaysGo() async throws {
+        let demo = try RunningDemo(wait: true)
+        defer { demo.stop() }
+        // Waiting: the endpoint answers, the program has not started its loop.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var listed = ""
+        while ContinuousClock.now < deadline {
+            listed = try await demo.ctl("list").output
+            if listed.contains("waiting for go") { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(listed.contains("\(demo.pid)  ConsoleDemo"))
+        #expect(listed.contains("waiting for go"))
+        #expect(!demo.output.contains { $0.contains("greeting:") })
+        // Chaos set before the first call: the program's first greeting is already changed.
+        let stutter = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 2}}}]}"#)
+        #expect(try await demo.ctl("apply", "\(demo.pid)", stutter).status == 0)
+        #expect(try await demo.ctl("go", "\(demo.pid)").status == 0)
+        let first = try await demo.line(containing: "greeting:")
+        #expect(demo.output[first.index].hasSuffix("greeting: hello, world-world"))
+    }
+
+    @Test func listSkipsProcessesThatDied() async throws {
+        let demo = try RunningDemo()
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "greeting:")
+        let pid = demo.pid
+        // SIGKILL: the program cannot remove its endpoint file.
+        kill(pid, SIGKILL)
+        demo.process.waitUntilExit()
+        #expect(FileManager.default.fileExists(atPath: demo.directory.appendingPathComponent("\(pid).json").path))
+        let listed = try await demo.ctl("list")
+        #expect(!listed.output.contains("\(pid)"))
+        #expect(!FileManager.default.fileExists(atPath: demo.directory.appendingPathComponent("\(pid).json").path))
+        let status = try await demo.ctl("status", "\(pid)")
+        #expect(status.status != 0)
+        #expect(status.errors.contains("no controllable process has this pid"))
+    }
+}

@@ -1,0 +1,126 @@
+@testable import ChaosControl
+import ChaosConsole
+import ChaosKit
+import Foundation
+import TestHelpers
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A raw HTTP/1.1 request: the exact head lines given, nothing added.
+func rawRequest(_ url: String, _ head: [String], body: Data = Data()) throws -> ControlResponse {
+    let address = try ControlAddress(url)
+    let socket = try address.connect(timeout: .seconds(5))
+    defer { close(socket) }
+    var bytes = Data((head + ["Connection: close", "Content-Length: \(body.count)", "", ""]).joined(separator: "\r\n").utf8)
+    bytes.append(body)
+    let sent = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    guard sent == bytes.count else { throw TestFailure("the request was not sent") }
+    var reader = HTTPResponseReader(SocketSource(fd: socket))
+    let responseHead = try reader.head()
+    var collected = Data()
+    try reader.body(of: responseHead, limit: 1 << 20) { piece in
+        collected.append(contentsOf: piece)
+        return true
+    }
+    var headers: [String: String] = [:]
+    for (name, value) in responseHead.headers { headers[name] = value }
+    return ControlResponse(status: responseHead.status, headers: headers, body: collected)
+}
+
+func errorKind(_ response: ControlResponse) -> String? {
+    (try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body))?.error.kind
+}
+
+/// Requests without the token, with a foreign Origin or a foreign Host are refused, and
+/// refused requests change nothing.
+@Suite struct SecurityTests {
+    @Test func refusesWhatAPageInTheBrowserOrAStrangerWouldSend() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let url = endpoint.console.url
+        let host = String(url.dropFirst("http://".count))
+        let token = endpoint.console.token
+        let apply = String(decoding: profile(name, item: "double"), as: UTF8.self)
+        let cases: [(String, [String], Int, String)] = [
+            ("no token", ["POST /v1/entries HTTP/1.1", "Host: \(host)"], 401, "unauthorized"),
+            ("a wrong token", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"], 401, "unauthorized"),
+            ("a token one character short", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token.dropLast())"], 401, "unauthorized"),
+            ("a token in the query of a POST", ["POST /v1/entries?token=\(token) HTTP/1.1", "Host: \(host)"], 401, "unauthorized"),
+            ("a foreign Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://evil.example", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
+            ("a null Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: null", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
+            ("another port's Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://127.0.0.1:1", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
+            ("a cross-site fetch", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Sec-Fetch-Site: cross-site", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
+            ("a foreign Host (DNS rebinding)", ["POST /v1/entries HTTP/1.1", "Host: evil.example:\(endpoint.console.port ?? 0)", "Authorization: Bearer \(token)"], 403, "forbiddenHost"),
+            ("no Host", ["POST /v1/entries HTTP/1.0", "Authorization: Bearer \(token)"], 403, "forbiddenHost"),
+        ]
+        for (label, head, status, kind) in cases {
+            let response = try await offload { try rawRequest(url, head, body: Data(apply.utf8)) }
+            #expect(response.status == status, "\(label)")
+            #expect(errorKind(response) == kind, "\(label)")
+        }
+        #expect(point(2) == 2, "a refused request applied chaos")
+        let entries = try await offload { try endpoint.client.entries() }
+        #expect(!entries.contains { $0.point == name })
+
+        // The same request with the token, its own Host and its own Origin goes through.
+        let accepted = try await offload {
+            try rawRequest(url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://\(host)", "Authorization: Bearer \(token)"], body: Data(apply.utf8))
+        }
+        #expect(accepted.status == 201)
+        #expect(point(2) == 4)
+        let applied = try ControlAPI.decoder().decode(ControlAPI.Applied.self, from: accepted.body)
+        _ = try await offload { try endpoint.client.revert(entry: applied.entries[0]) }
+
+        // The console page and the event stream take the token in the query of a GET only.
+        let page = try await offload { try rawRequest(url, ["GET /console?token=\(token) HTTP/1.1", "Host: \(host)"]) }
+        #expect(page.status == 200)
+        #expect(page.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true)
+        let noPage = try await offload { try rawRequest(url, ["GET /console HTTP/1.1", "Host: \(host)"]) }
+        #expect(noPage.status == 401)
+        #expect(noPage.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+        await endpoint.finish()
+    }
+
+    @Test func tokensAreRandomPerSession() async throws {
+        let first = try await TestEndpoint.start()
+        let second = try await TestEndpoint.start()
+        #expect(first.console.token != second.console.token)
+        #expect(first.console.url.hasPrefix("http://127.0.0.1:"))
+        let crossed = ControlClient(url: first.console.url, token: second.console.token)
+        let error = await #expect(throws: ControlError.self) { _ = try await offload { try crossed.status() } }
+        #expect(error?.status == 401)
+        await first.finish()
+        await second.finish()
+    }
+
+    @Test func garbageRequestsGetAnAnswerAndTheEndpointStaysUp() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let url = endpoint.console.url
+        let host = String(url.dropFirst("http://".count))
+        let token = endpoint.console.token
+        var random = SystemRandomNumberGenerator()
+        let paths = ["/v1/entries/99999999999999999999", "/v1/entries/-1/enable", "/v1/%ZZ", "/v1/response-sets/%00", "/../etc/passwd", "/v1/entries/1/2/3/4"]
+        for path in paths {
+            let response = try await offload { try rawRequest(url, ["GET \(path) HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"]) }
+            #expect((400...499).contains(response.status), "\(path)")
+        }
+        // Bodies that are not profiles: random bytes, deep nesting, a huge string.
+        let bodies = [
+            Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }),
+            Data(String(repeating: "[", count: 100_000).utf8),
+            Data(#"{"entries": [{"point": "\#(String(repeating: "x", count: 100_000))", "provider": "original"}]}"#.utf8),
+        ]
+        for body in bodies {
+            let response = try await offload { try rawRequest(url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"], body: body) }
+            #expect(response.status == 422)
+            let detail = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body).error
+            #expect(detail.message.count < 600, "errors quote at most 80 characters of input")
+        }
+        let status = try await offload { try endpoint.client.status() }
+        #expect(status.pid == getpid())
+        await endpoint.finish()
+    }
+}
