@@ -231,11 +231,10 @@ import Testing
         let environment = [
             "CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path, "CHAOS_CONTROL_WAIT": "1", "CHAOS_CONTROL_WAIT_TIMEOUT": "20s",
         ]
-        let started = ContinuousClock.now
         let bootstrap = Task { try await Chaos.bootstrap(control: .environment, environment: environment) }
         // The runner side: find the process, see it waiting, say go.
         let status = try await offload { () throws -> ControlAPI.Status in
-            let deadline = Date().addingTimeInterval(15)
+            let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 if let endpoint = ControlEndpoint.all(in: directory).first(where: { $0.pid == getpid() }),
                    let status = try? ControlClient(endpoint).status(), status.waiting {
@@ -248,9 +247,8 @@ import Testing
         }
         #expect(status.waiting)
         let result = try await bootstrap.value
-        #expect(ContinuousClock.now - started < .seconds(15))
         let console = try #require(result.console)
-        #expect(console.goReceived)
+        #expect(console.goReceived, "the wait ended by go, not by its 20 s bound")
         await console.stop()
 
         // Nobody says go: bootstrap goes on after the bound.
