@@ -26,7 +26,11 @@ final class RunningDemo: Sendable {
         environment["CHAOS_CONTROL"] = "127.0.0.1:0"
         environment["CHAOS_CONTROL_DIR"] = directory.path
         environment["CHAOS_DEMO_QUIET"] = "1"
-        if wait { environment["CHAOS_CONTROL_WAIT"] = "1" }
+        if wait {
+            environment["CHAOS_CONTROL_WAIT"] = "1"
+            // Longer than any test waits for it: the wait must end by `go`, never by its bound.
+            environment["CHAOS_CONTROL_WAIT_TIMEOUT"] = "5m"
+        }
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
@@ -159,7 +163,7 @@ final class RunningDemo: Sendable {
         let demo = try RunningDemo(wait: true)
         defer { demo.stop() }
         // Waiting: the endpoint answers, the program has not started its loop.
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         var listed = ""
         while ContinuousClock.now < deadline {
             listed = try await demo.ctl("list").output
