@@ -276,3 +276,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "chaos: cannot run %s: %s\n", tool, strerror(errno));
     return 127;
 }
+
+// The Swift driver links every executable with the runtime; these flags, which it places
+// among its own, drop the runtime from DT_NEEDED, since nothing here calls it.
+#ifdef __ELF__
+__attribute__((used, section(".swift1_autolink_entries"))) static const char chaos_launcher_autolink[] = "-Xlinker\0--as-needed";
+#endif
