@@ -18,7 +18,7 @@
 static _Atomic(chaos_plan *) active;
 _Atomic uint32_t cf_active_points;
 static _Atomic uint32_t clock_flags;
-static _Atomic uint64_t generations;
+_Atomic uint64_t cf_plan_generation;
 static _Atomic uint64_t epoch;
 static _Atomic int64_t readers[2];
 static _Atomic int install_lock, sync_lock, intern_lock;
@@ -163,9 +163,9 @@ int chaos_plan_install(chaos_plan *plan) {
                 atomic_store(&node->counter, 0);
             }
         }
-        plan->generation = atomic_fetch_add(&generations, 1) + 1;
+        plan->generation = atomic_fetch_add(&cf_plan_generation, 1) + 1;
     } else {
-        atomic_fetch_add(&generations, 1);
+        atomic_fetch_add(&cf_plan_generation, 1);
     }
     spin_lock(&install_lock);
     uint32_t points = plan ? plan->points : 0, flags = 0;
@@ -206,7 +206,7 @@ uint32_t chaos_fault_active_points(void) { return atomic_load_explicit(&cf_activ
 
 uint32_t chaos_fault_clock_flags(void) { return atomic_load_explicit(&clock_flags, memory_order_relaxed); }
 
-uint64_t chaos_fault_plan_generation(void) { return atomic_load(&generations); }
+uint64_t chaos_fault_plan_generation(void) { return atomic_load(&cf_plan_generation); }
 
 // MARK: - Draws
 
@@ -560,7 +560,7 @@ int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t
     bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
     bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
     if (!files && !sockets) return 0;
-    uint64_t generation = atomic_load_explicit(&generations, memory_order_acquire);
+    uint64_t generation = atomic_load_explicit(&cf_plan_generation, memory_order_acquire);
     int verdict = cf_fd_verdict(fd, generation);
     if (verdict == 0) return 0; // a file no files entry can act on: the common, cheap case
     return decide_fd_slow(fd, file_fn, socket_point, socket_fn, out, files, sockets, generation, verdict);

@@ -86,33 +86,7 @@ bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_
 void cf_fd_tracking_set(bool on);
 bool cf_special_path(const char *path);
 
-// The descriptor table: chunks of slots, allocated on first use.
-#define CF_FD_CHUNK 1024
-#define CF_FD_CHUNKS 1024
-
-typedef struct cf_fd_slot {
-    _Atomic uint64_t generation; ///< valid while equal to cf_fd_generation
-    _Atomic uint32_t info;       ///< kind | family << 8 | role << 16 | special << 24
-    _Atomic(char *) path;
-    _Atomic uint64_t verdict;    ///< plan generation << 1 | whether a files entry may act on the path
-} cf_fd_slot;
-
-extern _Atomic(cf_fd_slot *) cf_fd_chunks[CF_FD_CHUNKS];
-extern _Atomic uint64_t cf_fd_generation;
-
-/// 1/0 when the table remembers whether a files entry of plan `plan_generation` can act on
-/// `fd`'s path, -1 when it does not know. Inline: it is the whole hot path of a write on a
-/// file no entry aims at.
-static inline int cf_fd_verdict(int fd, uint64_t plan_generation) {
-    if ((unsigned)fd >= (unsigned)(CF_FD_CHUNK * CF_FD_CHUNKS)) return -1;
-    uint64_t generation = atomic_load_explicit(&cf_fd_generation, memory_order_acquire);
-    cf_fd_slot *chunk = atomic_load_explicit(&cf_fd_chunks[fd / CF_FD_CHUNK], memory_order_acquire);
-    if (!generation || !chunk) return -1;
-    cf_fd_slot *s = &chunk[fd % CF_FD_CHUNK];
-    uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_acquire);
-    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
-    return (int)(verdict & 1);
-}
+#include "fast_fd.h"
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
 void cf_synchronize(void);
 /// Read sections this thread is inside (a signal handler may interrupt one).
