@@ -22,6 +22,8 @@ struct Group {
     let metrics: [Metric]
     /// Objects the metrics need alive while they run (hooks, closures).
     var keepAlive: [AnyObject] = []
+    /// At least this many repetitions whatever `--repetitions` says (whole-process figures).
+    var minimumRepetitions = 0
 }
 
 func now() -> UInt64 {
@@ -45,7 +47,7 @@ func median(_ values: [Double]) -> Double {
 func measure(_ group: Group, repetitions: Int) -> [(String, Double)] {
     var samples: [String: [Double]] = [:]
     for metric in group.metrics { _ = metric.run(max(1, metric.iterations / 10)) }  // warm up
-    for _ in 0..<repetitions {
+    for _ in 0..<max(repetitions, group.minimumRepetitions) {
         for metric in group.metrics {
             let elapsed = Double(metric.run(metric.iterations))
             let perIteration = elapsed / Double(metric.iterations)

@@ -33,6 +33,7 @@ let builders: [(String, @MainActor () throws -> Group?)] = [
     ("network", { try networkGroup() }),
     ("profiles", { profilesGroup() }),
     ("console", { try consoleGroup() }),
+    ("run", { try runGroup() }),
 ]
 
 var results: [(String, Double)] = []
@@ -69,6 +70,8 @@ if !json {
         ("ffi_hook_block_ns / ffi_raw_c_ns (<= 1.3)", ratio("ffi_hook_block_ns", "ffi_raw_c_ns")),
         ("date_system_clock_ns / date_plain_ns (<= 1.1)", ratio("date_system_clock_ns", "date_plain_ns")),
         ("date_system_clock_ns / date_libfaketime_ns (<= 1)", ratio("date_system_clock_ns", "date_libfaketime_ns")),
+        ("chaos_run_date_ms / faketime_date_ms (<= 1.5)", ratio("chaos_run_date_ms", "faketime_date_ms")),
+        ("chaos_run_write_ms / plain_write_ms (<= 1.05)", ratio("chaos_run_write_ms", "plain_write_ms")),
     ]
     print("== budgets")
     for (label, value) in budgets {
