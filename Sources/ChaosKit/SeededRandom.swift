@@ -11,6 +11,10 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
         state = seed
     }
 
+    /// Where the generator is: `SeededRandom(seed: position)` makes the same numbers from
+    /// here on, so a fuzz loop can name the input that failed.
+    @inlinable public var position: UInt64 { state }
+
     /// The next 64 random bits.
     @inlinable public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15

@@ -1,4 +1,5 @@
 @testable import ChaosControl
+import ChaosKit
 import Foundation
 import TestHelpers
 import Testing
@@ -64,7 +65,7 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
 
     @Test(.disabled(if: Sanitizers.thread, Sanitizers.fuzzReason))
     func mutatedResponsesNeverCrash() {
-        var random = SeededGenerator(seed: 14)
+        var random = SeededRandom(seed: 14)
         let seeds = [Self.chunked, Self.sized]
         for round in 0..<20_000 {
             var bytes = seeds[round % seeds.count]
@@ -107,15 +108,3 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
     }
 }
 
-/// SplitMix64: a seeded generator for reproducible mutants.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

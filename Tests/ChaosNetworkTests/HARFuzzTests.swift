@@ -8,17 +8,6 @@ import Testing
 /// value or a located `ChaosError`, never a crash; a value must replay and write back out
 /// without trapping, and what it writes must read back.
 @Suite struct HARFuzzTests {
-    /// SplitMix64, so that a failing input can be made again from its seed.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static let fixtures = [
         "recorded/chromium-playwright.har", "recorded/mitmproxy.har", "handwritten/firefox.har", "handwritten/safari.har",
@@ -66,7 +55,7 @@ import Testing
     }
 
     /// A random JSON value of any type, with the edge values HAR readers trip over.
-    static func randomValue(_ random: inout Generator) -> HARJSON {
+    static func randomValue(_ random: inout SeededRandom) -> HARJSON {
         let numbers = ["-1", "0", "1000", "-5", "99", "200", "1e309", "-0", "2.5", "9999999999999999999999", "NaN"]
         let strings = ["", "200", "base64", "%%%", "net::ERR_CONNECTION_REFUSED", "text/plain; charset=utf-16", "ftp://x", "\u{0}", "GET",
                        "https://a.test/\u{1F600}?q=%ZZ", String(repeating: "x", count: 300), "[Errno 111]"]
@@ -82,7 +71,7 @@ import Testing
     }
 
     /// Replaces, removes or retypes one node of `tree`, chosen at random.
-    static func mutate(_ tree: inout HARJSON, _ random: inout Generator, depth: Int = 0) {
+    static func mutate(_ tree: inout HARJSON, _ random: inout SeededRandom, depth: Int = 0) {
         let stop = random.next() % 4 == 0 || depth > 8
         switch tree {
         case .object(var members) where !members.isEmpty:
@@ -111,7 +100,7 @@ import Testing
     }
 
     /// One input made from the seeds.
-    static func input(_ random: inout Generator, documents: [Data], trees: [HARJSON], whole: [Data]) -> Data {
+    static func input(_ random: inout SeededRandom, documents: [Data], trees: [HARJSON], whole: [Data]) -> Data {
         func pick<T>(_ list: [T]) -> T { list[Int(random.next() % UInt64(list.count))] }
         // One input in 50 mutates a whole file (slow to read 100,000 times in a debug build).
         let documents = random.next() % 50 == 0 ? whole : documents
@@ -182,11 +171,11 @@ import Testing
                     // the suites beside this one wait on servers, processes and deadlines.
                     // Linux keeps a nice value per thread; `who` 0 is the calling one.
                     setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-                    var random = Generator(state: 0xC4A0_5EED &+ UInt64(worker))
+                    var random = SeededRandom(seed: 0xC4A0_5EED &+ UInt64(worker))
                     var values = 0, errors = 0
                     var failures: [String] = []
                     for index in 0..<(total / workers) {
-                        let seed = random.state
+                        let seed = random.position
                         let data = Self.input(&random, documents: documents, trees: trees, whole: whole)
                         let (outcome, failure) = Self.check(data, skipping: index % 2 == 0)
                         if outcome == .value { values += 1 } else { errors += 1 }
