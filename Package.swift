@@ -128,7 +128,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
-        .testTarget(name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool"], swiftSettings: strictSwift),
+        .testTarget(name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool", "TestHelpers"], swiftSettings: strictSwift),
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
         .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF", "TestHelpers"], swiftSettings: strictSwift),

@@ -1,5 +1,6 @@
 import CChaosFaults
 import Foundation
+import TestHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 #if os(Linux)
 /// Real programs (Debian's sqlite3, coreutils, dash, python3, and small C programs built
 /// here) under `LD_PRELOAD=libChaosPreload.so` with hand-written plans.
-@Suite struct ProgramTests {
+@Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct ProgramTests {
     // MARK: Files
 
     @Test(.enabled(if: Needs.program("sqlite3"), "sqlite3 is not installed (.ci/install-system-test-deps installs it)"))

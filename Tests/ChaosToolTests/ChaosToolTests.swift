@@ -1,4 +1,5 @@
 import Foundation
+import TestHelpers
 import Testing
 
 /// Runs the built `chaos` tool as a user would, and the programs it starts.
@@ -140,7 +141,7 @@ import Testing
     }
 
     #if os(Linux)
-    @Test func runMovesTheSystemDateProgram() throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runMovesTheSystemDateProgram() throws {
         let outcome = try Self.run(
             Self.buildDirectory.appendingPathComponent("chaos").path,
             ["run", "--preload", Self.preloadLibrary, "--profile",
@@ -153,7 +154,7 @@ import Testing
         #expect(Int(plain.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year)
     }
 
-    @Test func runAppliesToASwiftProgramBuiltByTheTest() throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesToASwiftProgramBuiltByTheTest() throws {
         let source = try Self.temporaryFile("""
         import Foundation
         let year = Calendar(identifier: .gregorian).component(.year, from: Date())
@@ -185,7 +186,7 @@ import Testing
     }
 
     /// Short reads and writes, a clock jump and connect/send chaos reach a C program.
-    @Test func runAppliesShortIOClockJumpsAndSocketChaosToACProgram() throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesShortIOClockJumpsAndSocketChaosToACProgram() throws {
         let source = try Self.temporaryFile(#"""
         #include <stdio.h>
         #include <fcntl.h>

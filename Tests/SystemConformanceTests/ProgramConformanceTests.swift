@@ -10,7 +10,7 @@ import Glibc
 #if os(Linux)
 /// Debian's programs under `chaos run --profile` (profiles, not hand-written plans: the
 /// preload tests cover those). Nothing here changes this process, so these run in parallel.
-@Suite struct ProgramConformanceTests {
+@Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct ProgramConformanceTests {
     /// `chaos run --profile <profile> [--seed] -- arguments…`, the profile written to a file
     /// next to `folder`.
     private func chaosRun(_ profile: String, _ arguments: [String], folder: String, seed: UInt64? = nil, input: String? = nil,

@@ -162,6 +162,13 @@ public enum Sanitizers {
     public static let threadReason: Comment =
         "ThreadSanitizer's interceptors (clock_gettime, open, write, connect …) hide libc's GOT slots from hooks"
 
+    /// Why tests that run other programs under `libChaosPreload.so` are skipped under
+    /// ThreadSanitizer: SwiftPM builds every target of the run with it, so the preload library
+    /// needs TSan's runtime, which programs such as `cp` or `date` do not load (they stop with
+    /// "undefined symbol: __tsan_init"). The plain run executes them in full.
+    public static let preloadReason: Comment =
+        "under --sanitize=thread libChaosPreload.so is built with ThreadSanitizer and cannot be loaded into other programs"
+
     /// Why long single-threaded fuzz loops are skipped under ThreadSanitizer: they find no
     /// races and take minutes there; the plain run executes them in full.
     public static let fuzzReason: Comment = "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
