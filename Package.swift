@@ -97,11 +97,12 @@ let package = Package(
             resources: [.copy("Console")],
             swiftSettings: strictSwift
         ),
-        // Linked like CChaosPreload (see Docs/FaultPlan.md, Packaging): the launcher is plain C,
-        // and loading the Swift runtime it never calls would cost every `chaos run` ~1.5 ms.
+        // The launcher is plain C: without swiftrt.o, and with --as-needed (main.c), it does not
+        // load the Swift runtime it never calls, which cost every `chaos run` ~1.5 ms. The
+        // toolchain's RUNPATH stays: a --sanitize=thread build finds its runtime there.
         .executableTarget(
             name: "chaos",
-            linkerSettings: [.unsafeFlags(["-nostartfiles", "-no-toolchain-stdlib-rpath"], .when(platforms: [.linux]))]
+            linkerSettings: [.unsafeFlags(["-nostartfiles"], .when(platforms: [.linux]))]
         ),
         .executableTarget(
             name: "chaos-tool",

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,44 @@ static int run(char *cached, const char *seed_option, const char *preload, char 
     return error == ENOENT ? 127 : 126;  // as a shell does
 }
 
+// The Swift tool that compiles a plan blocks and ignores signals of its own (the runtime
+// does), and a program started from it would inherit that: it would ignore `kill` and
+// `timeout`. So the launcher writes down the signal mask and the ignored signals it was
+// started with, and restores them before it starts the program. Two hex masks, signals
+// 1…63.
+static void save_signals(void) {
+    sigset_t mask;
+    sigprocmask(SIG_BLOCK, NULL, &mask);
+    unsigned long long blocked = 0, ignored = 0;
+    for (int signal = 1; signal < 64; signal++) {
+        if (sigismember(&mask, signal) == 1) blocked |= 1ull << signal;
+        struct sigaction action;
+        if (sigaction(signal, NULL, &action) == 0 && action.sa_handler == SIG_IGN) ignored |= 1ull << signal;
+    }
+    char text[64];
+    snprintf(text, sizeof text, "%llx:%llx", blocked, ignored);
+    setenv("CHAOS_RUN_SIGNALS", text, 1);
+}
+
+static void restore_signals(void) {
+    const char *text = getenv("CHAOS_RUN_SIGNALS");
+    unsigned long long blocked = 0, ignored = 0;
+    if (!text || sscanf(text, "%llx:%llx", &blocked, &ignored) != 2) return;
+    unsetenv("CHAOS_RUN_SIGNALS");
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int signal = 1; signal < 64; signal++) {
+        if (blocked >> signal & 1) sigaddset(&mask, signal);
+        struct sigaction action;
+        if (!(ignored >> signal & 1) && sigaction(signal, NULL, &action) == 0 && action.sa_handler == SIG_IGN) {
+            struct sigaction fallback = {0};
+            fallback.sa_handler = SIG_DFL;
+            sigaction(signal, &fallback, NULL);
+        }
+    }
+    sigprocmask(SIG_SETMASK, &mask, NULL);
+}
+
 // `chaos run [--profile F] [--seed N] [--preload P] [--no-cache] -- PROGRAM ARGS…` from a
 // compiled plan; returns -1 (and changes nothing) when the Swift tool must do it, having
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
@@ -232,6 +271,7 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
     if (just_compiled) {
         snprintf(path, sizeof path, "%s", compiled);
         unsetenv("CHAOS_RUN_COMPILED");
+        restore_signals();
     } else if (!cache_path(path, sizeof path, profile, tool, preload)) {
         return -1;
     }
@@ -265,6 +305,7 @@ int main(int argc, char **argv) {
         // The tool compiles the profile, keeps the plan where we will look for it next
         // time, and starts us again with it.
         if (cache[0]) setenv("CHAOS_RUN_CACHE", cache, 1);
+        save_signals();
         char self[PATH_MAX];
         ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
         if (length > 0) {

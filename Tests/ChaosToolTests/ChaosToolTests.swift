@@ -40,6 +40,10 @@ import Testing
     }
 
     static func chaos(_ arguments: String...) throws -> Outcome {
+        try chaos(arguments)
+    }
+
+    static func chaos(_ arguments: [String]) throws -> Outcome {
         try run(buildDirectory.appendingPathComponent("chaos").path, arguments)
     }
 
@@ -152,6 +156,25 @@ import Testing
         #expect(Int(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year - 30)
         let plain = try Self.run("/usr/bin/env", ["date", "+%Y"])
         #expect(Int(plain.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year)
+    }
+
+    /// A profile compiled on this run (`--no-cache`) goes through the Swift tool, whose
+    /// runtime blocks and ignores signals; the program must still get the signal mask and
+    /// dispositions `chaos run` was started with, or it would ignore `kill` and `timeout`.
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runPassesTheCallersSignalStateToTheProgram() throws {
+        let show = ["sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status"]
+        // The standard signals 1…31 (bits 0…30); glibc keeps 32 and 33 for itself.
+        func standard(_ output: String) -> [UInt64] {
+            output.split(separator: "\n").compactMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }.map { $0 & 0x7FFF_FFFF }
+        }
+        let plain = try Self.run("/usr/bin/env", show)
+        #expect(standard(plain.output).count == 2, "\(plain.output)")
+        let profile = Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path
+        for cache in [["--no-cache"], []] {
+            let outcome = try Self.chaos(["run", "--preload", Self.preloadLibrary] + cache + ["--profile", profile, "--"] + show)
+            #expect(outcome.status == 0, "\(outcome.errors)")
+            #expect(standard(outcome.output) == standard(plain.output), "\(cache): \(outcome.output) against \(plain.output)")
+        }
     }
 
     @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesToASwiftProgramBuiltByTheTest() throws {
