@@ -8,10 +8,10 @@
 // must not lock the controller out.
 //
 // Entries: every `entry` of the starting plan and of each applied plan is one control
-// entry. The plan installed is the concatenation of the enabled entries, in the order they
-// were applied, with the seed of the last plan applied. Installing restarts the engine's
-// counters; the endpoint adds the old counts to each entry before it installs, so calls
-// made during the switch itself may go uncounted.
+// entry. The plan installed is made of the enabled entries, those of the plan applied last
+// first (as profiles stack in-process), with the seed of the last plan applied. Installing
+// restarts the engine's counters; the endpoint adds the old counts to each entry before it
+// installs, so calls made during the switch itself may go uncounted.
 #define _GNU_SOURCE
 #include "chaos_control.h"
 
@@ -142,6 +142,7 @@ typedef struct control_entry {
     char *text;          // the entry's canonical plan lines, `entry …` first, each ending in \n
     char *label;         // the label, unescaped (NULL: none)
     int slot;            // its index in the installed plan, -1 when not installed
+    int group;           // which plan brought it: later plans decide first
     uint64_t seen, acted, passed; // counted under plans installed before the current one
     int acted_before;    // it acted under an earlier plan: last_call/last_ns say when
     uint64_t last_call;
@@ -149,7 +150,7 @@ typedef struct control_entry {
 } control_entry;
 
 static control_entry *entries;
-static int entry_count, entry_capacity, next_id = 1;
+static int entry_count, entry_capacity, next_id = 1, next_group = 1;
 static uint64_t plan_seed;
 static int anchor_chosen;
 static uint64_t installed_generation;
@@ -262,12 +263,24 @@ HIDDEN void chaos_control_adopt(const chaos_plan *plan) {
     }
 }
 
+/// Calls `visit` with the enabled entries of `list` in plan order: the entries of the plan
+/// applied last first, as a profile applied in-process stacks on earlier ones, and each
+/// plan's own entries in their order (its compiler already stacked them).
+static void in_plan_order(control_entry *list, int count, void (*visit)(control_entry *, void *), void *context) {
+    for (int group = next_group; group >= 0; group--)
+        for (int i = 0; i < count; i++)
+            if (list[i].group == group && list[i].enabled) visit(&list[i], context);
+}
+
+static void append_text(control_entry *entry, void *context) { put_bytes(context, entry->text, strlen(entry->text)); }
+
+static void take_slot(control_entry *entry, void *context) { entry->slot = (*(int *)context)++; }
+
 /// The plan of the enabled entries of `list` (the seed `seed`), parsed; NULL with `error`.
-static chaos_plan *combine(const control_entry *list, int count, uint64_t seed, chaos_plan_error *error) {
+static chaos_plan *combine(control_entry *list, int count, uint64_t seed, chaos_plan_error *error) {
     buffer text = {0};
     put(&text, "chaos-plan 1\nseed %llu\n", (unsigned long long)seed);
-    for (int i = 0; i < count; i++)
-        if (list[i].enabled) put_bytes(&text, list[i].text, strlen(list[i].text));
+    in_plan_order(list, count, append_text, &text);
     if (text.failed) {
         free(text.data);
         error->line = 0;
@@ -299,8 +312,7 @@ static void install(chaos_plan *plan) {
         entry->slot = -1;
     }
     int slot = 0;
-    for (int i = 0; i < entry_count; i++)
-        if (entries[i].enabled) entries[i].slot = slot++;
+    in_plan_order(entries, entry_count, take_slot, &slot);
     if (slot == 0) {
         chaos_plan_free(plan);
         chaos_plan_clear();
@@ -475,7 +487,10 @@ static void apply(answer *a, const char *body, size_t length, const char *source
         entry_capacity = capacity;
     }
     // Tried on the whole list first: the combination can break limits the parts keep.
-    for (int i = 0; i < count; i++) entries[entry_count + i] = added[i];
+    for (int i = 0; i < count; i++) {
+        entries[entry_count + i] = added[i];
+        entries[entry_count + i].group = next_group;
+    }
     chaos_plan *plan = combine(entries, entry_count + count, seed, &error);
     if (!plan) {
         free_entries(added, count);
@@ -488,6 +503,7 @@ static void apply(answer *a, const char *body, size_t length, const char *source
     free(added); // the strings now belong to `entries`
     for (int i = 0; i < count; i++) entries[entry_count + i].id = next_id++;
     entry_count += count;
+    next_group++;
     plan_seed = seed;
     install(plan);
     a->status = 201;
