@@ -241,6 +241,21 @@ final class PreloadChild: Sendable {
         try await child.line(startingWith: "ok", after: child.output.count)
     }
 
+    @Test func laterEntriesDecideFirstAsInProcess() async throws {
+        // Every connection refused from the start; the endpoint is reached all the same.
+        let child = try PreloadChild(profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "refused"}}]}"#)
+        defer { child.stop() }
+        let portLine = try await child.line(startingWith: "port ")
+        let port = try #require(Int(portLine.dropFirst(5)))
+        try await child.line(startingWith: "refused")
+        _ = try await child.endpoint()
+        let allow = try child.file("allow.json", #"{"entries": [{"point": "system.connect", "provider": "original", "match": {"port": \#(port)}}]}"#)
+        let seen = child.output.count
+        let applied = try await child.ctl("apply", "\(child.pid)", allow)
+        #expect(applied.status == 0, "\(applied.errors)")
+        try await child.line(startingWith: "ok", after: seen)
+    }
+
     @Test func programsThatForkAndExecRunAsBefore() async throws {
         let script = #"python3 -c 'import subprocess; print("child said", subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip(), flush=True)'"#
         let child = try PreloadChild(profile: Self.harmless, command: ["sh", "-c", script])
