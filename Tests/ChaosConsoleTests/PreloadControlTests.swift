@@ -130,9 +130,9 @@ final class PreloadChild: Sendable {
 
     func stop() {
         if process.isRunning {
-            // SIGKILL: a program `chaos run` started through chaos-tool (the first run of a
-            // profile) inherits a signal mask that blocks SIGTERM (see the report of
-            // issue #14); this test is not about signals.
+            // SIGKILL: a program `chaos run` starts after compiling its profile (--no-cache)
+            // inherits chaos-tool's signal mask, which blocks SIGTERM; these tests are not
+            // about signals.
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
