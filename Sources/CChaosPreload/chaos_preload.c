@@ -28,6 +28,7 @@
 #if defined(__linux__)
 
 #include "CChaosFaults.h"
+#include "chaos_control.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -99,12 +100,16 @@ static char *read_plan_file(const char *path, size_t *length) {
     return text;
 }
 
-/// A probability as decimal text that does not depend on the locale.
 SLOT(setenv);
+
+/// Takes the calling thread out of every interceptor for good: the control endpoint's
+/// thread, whose own calls must never meet the faults it serves.
+static void quiet_thread(void) { ix_busy++; }
 
 __attribute__((constructor)) static void chaos_preload_init(void) {
     char *(*get)(const char *) = REAL(getenv);
     if (!get) return;
+    int control = chaos_control_wanted(get);
     chaos_fault_set_real_clock((chaos_real_clock_fn)REAL(clock_gettime));
     const char *inline_text = get("CHAOS_PLAN_TEXT"), *path = get("CHAOS_PLAN");
     char *owned = NULL;
@@ -120,7 +125,10 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         text = owned;
         origin = path;
     }
-    if (!text) return;
+    if (!text) {
+        if (control) chaos_control_start(get, quiet_thread);
+        return;
+    }
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(text, length, &error);
     if (!plan) {
@@ -140,9 +148,12 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
             if (set) set("CHAOS_CLOCK_ANCHOR", value, 1);
         }
         chaos_fault_set_start_anchor(anchor_ns);
+        if (control) chaos_control_anchor_chosen();
     }
+    if (control) chaos_control_adopt(plan);
     chaos_plan_install(plan);
     free(owned);
+    if (control) chaos_control_start(get, quiet_thread);
 }
 
 #else

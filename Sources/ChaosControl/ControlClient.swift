@@ -71,11 +71,22 @@ public struct ControlClient: Sendable {
     /// `POST /v1/entries`: applies a JSON profile, all or nothing. `source` names it in
     /// located errors (e.g. the file's path: `flaky.json:3:17 at $.entries[0]…`).
     public func apply(profile: Data, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
-        var path = "/v1/entries"
-        if let source, let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~/"))) {
-            path += "?source=\(encoded)"
-        }
-        return try decode(ControlAPI.Applied.self, try checked(send("POST", path, body: profile)))
+        try decode(ControlAPI.Applied.self, try checked(send("POST", "/v1/entries" + Self.sourceQuery(source), body: profile)))
+    }
+
+    /// `POST /v1/entries` with fault-plan text (`text/x-chaos-plan`, Docs/FaultPlan.md): what
+    /// a `preload` endpoint (a `chaos run` child) takes instead of a JSON profile, which it
+    /// cannot compile. Every `entry` of the plan becomes one entry; all or nothing.
+    public func apply(plan: String, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
+        let path = "/v1/entries" + Self.sourceQuery(source)
+        let response = try send("POST", path, body: Data(plan.utf8), headers: [("Content-Type", "text/x-chaos-plan; charset=utf-8")])
+        return try decode(ControlAPI.Applied.self, try checked(response))
+    }
+
+    /// `?source=NAME`, percent-encoded, or nothing.
+    private static func sourceQuery(_ source: String?) -> String {
+        guard let source, let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~/"))) else { return "" }
+        return "?source=\(encoded)"
     }
 
     /// `DELETE /v1/entries/ID`: reverts one live entry.
@@ -158,6 +169,7 @@ public struct ControlClient: Sendable {
     // MARK: Requests
 
     /// Sends one request and reads the whole answer (at most 64 MiB), whatever its status.
+    /// A body is sent as `application/json` unless `headers` name another `Content-Type`.
     public func send(_ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = []) throws(ControlError) -> ControlResponse {
         var collected = Data()
         var answered: HTTPResponseHead?
@@ -206,7 +218,8 @@ public struct ControlClient: Sendable {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: \(address.hostHeader)\r\nAuthorization: Bearer \(token)\r\nAccept: \(accept)\r\nConnection: close\r\nUser-Agent: ChaosControl/\(ControlAPI.version)\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         if let body {
-            request += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) { request += "Content-Type: application/json\r\n" }
+            request += "Content-Length: \(body.count)\r\n"
         } else if method == "POST" || method == "PUT" {
             request += "Content-Length: 0\r\n"
         }

@@ -99,7 +99,8 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     }
 
     /// The endpoint files in `directory` whose processes are alive, by pid. Files of dead
-    /// processes are removed; unreadable files are skipped.
+    /// processes are removed (with their Unix sockets in `directory`); unreadable files are
+    /// skipped.
     public static func all(in directory: URL = ControlEndpoint.directory()) -> [ControlEndpoint] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
         var found: [ControlEndpoint] = []
@@ -109,6 +110,11 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
                   let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data) else { continue }
             guard isAlive(record.pid) else {
                 unlink(path)
+                // A `chaos run` child that ended with _exit (as dash does) could not remove
+                // its socket; it is removed with the file, when it lies in this directory.
+                if record.url.hasPrefix("unix:"), URL(fileURLWithPath: String(record.url.dropFirst(5))).deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path {
+                    unlink(String(record.url.dropFirst(5)))
+                }
                 continue
             }
             found.append(record)

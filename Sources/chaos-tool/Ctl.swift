@@ -1,17 +1,20 @@
 import ArgumentParser
 import ChaosControl
+import ChaosHooks
+import ChaosKit
 import Foundation
 
 /// `chaos ctl`: steers the chaos of running processes through their control endpoints —
-/// Swift programs with ChaosConsole, and (later) `chaos run` children — found by the
-/// endpoint files in the per-user directory.
+/// Swift programs with ChaosConsole, and `chaos run` children started with CHAOS_CONTROL
+/// set — found by the endpoint files in the per-user directory.
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
         discussion: """
         Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
         else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
-        CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment).
+        CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
+        by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
         """,
         subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self]
     )
@@ -30,7 +33,15 @@ struct CtlOptions: ParsableArguments {
     }
 
     func client(pid: Int32) throws -> ControlClient {
-        ControlClient(try ControlEndpoint.find(pid: pid, in: endpointDirectory), timeout: .milliseconds(Int(timeout * 1_000)))
+        client(try endpoint(pid: pid))
+    }
+
+    func endpoint(pid: Int32) throws -> ControlEndpoint {
+        try ControlEndpoint.find(pid: pid, in: endpointDirectory)
+    }
+
+    func client(_ endpoint: ControlEndpoint) -> ControlClient {
+        ControlClient(endpoint, timeout: .milliseconds(Int(timeout * 1_000)))
     }
 }
 
@@ -146,9 +157,30 @@ struct CtlApply: ParsableCommand {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw ValidationError("cannot read \(file); check the path")
         }
+        let endpoint = try ctl { try options.endpoint(pid: pid) }
+        // A `chaos run` child has no profile compiler (it is plain C): the profile is
+        // compiled here, as `chaos run` does, and only the plan is sent.
+        let plan: String? = endpoint.kind == "preload" ? try compiledPlan() : nil
         try ctl {
-            let applied = try options.client(pid: pid).apply(profile: data, source: file)
+            let client = options.client(endpoint)
+            let applied: ControlAPI.Applied
+            if let plan {
+                applied = try client.apply(plan: plan, source: file)
+            } else {
+                applied = try client.apply(profile: data, source: file)
+            }
             print("applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))")
+        }
+    }
+
+    /// The profile's plan with its seed (a fresh one when it names none); a located error
+    /// (exit status 1) when it cannot be compiled for a `chaos run` child.
+    private func compiledPlan() throws -> String {
+        do {
+            let compiled = try SystemRunPlan.compile(try ChaosProfile.load(contentsOfFile: file))
+            return compiled.text(seed: compiled.seed ?? UInt64.random(in: .min ... .max))
+        } catch {
+            throw CtlFailure(description: "\(error)")
         }
     }
 }
@@ -207,7 +239,11 @@ struct CtlEvents: ParsableCommand {
     func run() throws {
         var seen = 0
         try ctl {
-            let client = try options.client(pid: pid)
+            let endpoint = try options.endpoint(pid: pid)
+            guard endpoint.kind != "preload" else {
+                throw CtlFailure(description: "pid \(pid): a chaos run child (preload endpoint) serves no events; `chaos ctl status \(pid)` shows its counters and last acts")
+            }
+            let client = options.client(endpoint)
             let encoder = ControlAPI.encoder()
             try client.events(onOpen: {
                 FileHandle.standardError.write(Data("following the events of \(pid) (\(client.url))\n".utf8))

@@ -52,7 +52,7 @@ import Testing
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
         let engine = root.appendingPathComponent("Sources/CChaosFaults")
-        let sources = ["Sources/CChaosPreload/chaos_preload.c"].map { root.appendingPathComponent($0).path }
+        let sources = ["Sources/CChaosPreload/chaos_preload.c", "Sources/CChaosPreload/chaos_control.c"].map { root.appendingPathComponent($0).path }
             + ["engine.c", "errnos.c", "paths.c", "plan.c"].map { engine.appendingPathComponent($0).path }
         let includes = ["Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept", "Sources/CChaosIntercept/include"]
             .flatMap { ["-I", root.appendingPathComponent($0).path] }

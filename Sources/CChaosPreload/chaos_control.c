@@ -1,0 +1,975 @@
+// The control endpoint of a `chaos run` child (Docs/Console.md, "The protocol (version 1)"):
+// the required subset of the protocol over a Unix socket, switched on by CHAOS_CONTROL.
+//
+// One thread accepts connections and answers one request per connection. It is the only
+// thread that changes the entry list, so the list needs no lock. Its own I/O is made with
+// raw system calls, and the interposer marks the thread busy (`quiet`), so nothing this
+// endpoint does is ever decided by the plan it serves: a plan that refuses every socket
+// must not lock the controller out.
+//
+// Entries: every `entry` of the starting plan and of each applied plan is one control
+// entry. The plan installed is made of the enabled entries, those of the plan applied last
+// first (as profiles stack in-process), with the seed of the last plan applied. Installing
+// restarts the engine's counters; the endpoint adds the old counts to each entry before it
+// installs, so calls made during the switch itself may go uncounted.
+#define _GNU_SOURCE
+#include "chaos_control.h"
+
+#if defined(__linux__)
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define MAX_BODY (1 << 20)
+#define MAX_HEAD 16384
+
+// MARK: - Text buffers
+
+typedef struct buffer {
+    char *data;
+    size_t length, capacity;
+    int failed;
+} buffer;
+
+static void reserve(buffer *b, size_t more) {
+    if (b->failed || b->length + more + 1 <= b->capacity) return;
+    size_t capacity = b->capacity ? b->capacity : 256;
+    while (capacity < b->length + more + 1) capacity *= 2;
+    char *grown = realloc(b->data, capacity);
+    if (!grown) { b->failed = 1; return; }
+    b->data = grown;
+    b->capacity = capacity;
+}
+
+static void put_bytes(buffer *b, const char *bytes, size_t count) {
+    reserve(b, count);
+    if (b->failed) return;
+    memcpy(b->data + b->length, bytes, count);
+    b->length += count;
+    b->data[b->length] = 0;
+}
+
+static void put(buffer *b, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void put(buffer *b, const char *format, ...) {
+    va_list list;
+    va_start(list, format);
+    char small[256];
+    int need = vsnprintf(small, sizeof small, format, list);
+    va_end(list);
+    if (need < 0) { b->failed = 1; return; }
+    if ((size_t)need < sizeof small) { put_bytes(b, small, (size_t)need); return; }
+    reserve(b, (size_t)need);
+    if (b->failed) return;
+    va_start(list, format);
+    vsnprintf(b->data + b->length, (size_t)need + 1, format, list);
+    va_end(list);
+    b->length += (size_t)need;
+}
+
+/// A JSON string (quotes included); bytes that are not valid text are kept as they are, so
+/// labels in UTF-8 stay readable.
+static void put_json(buffer *b, const char *text, size_t count) {
+    put_bytes(b, "\"", 1);
+    for (size_t i = 0; i < count; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            char pair[2] = {'\\', (char)c};
+            put_bytes(b, pair, 2);
+        } else if (c == '\n') {
+            put_bytes(b, "\\n", 2);
+        } else if (c == '\t') {
+            put_bytes(b, "\\t", 2);
+        } else if (c < 0x20 || c == 0x7F) {
+            put(b, "\\u%04x", c);
+        } else {
+            put_bytes(b, (const char *)&c, 1);
+        }
+    }
+    put_bytes(b, "\"", 1);
+}
+
+static void put_json_string(buffer *b, const char *text) { put_json(b, text, strlen(text)); }
+
+// MARK: - Raw system calls
+
+// Raw, so that neither the interposer nor anything else preloaded sees these calls.
+static long sys_write_all(int fd, const char *data, size_t count) {
+    size_t done = 0;
+    while (done < count) {
+        long wrote = syscall(SYS_sendto, fd, data + done, count - done, MSG_NOSIGNAL, NULL, 0);
+        if (wrote < 0 && errno == ENOTSOCK) wrote = syscall(SYS_write, fd, data + done, count - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) return -1;
+        done += (size_t)wrote;
+    }
+    return (long)done;
+}
+
+static int sys_close(int fd) { return (int)syscall(SYS_close, fd); }
+
+/// The whole of a small file (such as /proc/self/comm) into `out`; its length or -1.
+static long read_small(const char *path, char *out, size_t capacity) {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    long got = syscall(SYS_read, fd, out, capacity - 1);
+    sys_close(fd);
+    if (got < 0) return -1;
+    out[got] = 0;
+    return got;
+}
+
+// MARK: - State
+
+typedef struct control_entry {
+    int id;
+    int point;
+    int enabled;
+    char *text;          // the entry's canonical plan lines, `entry …` first, each ending in \n
+    char *label;         // the label, unescaped (NULL: none)
+    int slot;            // its index in the installed plan, -1 when not installed
+    int group;           // which plan brought it: later plans decide first
+    uint64_t seen, acted, passed; // counted under plans installed before the current one
+    int acted_before;    // it acted under an earlier plan: last_call/last_ns say when
+    uint64_t last_call;
+    int64_t last_ns;
+} control_entry;
+
+static control_entry *entries;
+static int entry_count, entry_capacity, next_id = 1, next_group = 1;
+static uint64_t plan_seed;
+static int anchor_chosen;
+static uint64_t installed_generation;
+
+static pid_t owner_pid;
+static char directory[4096], socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)], file_path[4200];
+static char token[65], program[256];
+static int listener = -1;
+
+HIDDEN int chaos_control_wanted(chaos_control_getenv_fn get) {
+    const char *value = get("CHAOS_CONTROL");
+    return value && *value && strcmp(value, "0") != 0 && strcasecmp(value, "off") != 0 && strcasecmp(value, "no") != 0;
+}
+
+HIDDEN void chaos_control_anchor_chosen(void) { anchor_chosen = 1; }
+
+// MARK: - Entries from plan text
+
+/// Unescapes a quoted plan value starting after its opening quote; NULL when out of memory.
+static char *unquote(const char *from) {
+    size_t length = strlen(from);
+    char *out = malloc(length + 1), *to = out;
+    if (!out) return NULL;
+    for (const char *p = from; *p && *p != '"' && *p != '\n'; p++) {
+        if (*p != '\\' || !p[1]) { *to++ = *p; continue; }
+        p++;
+        switch (*p) {
+        case 'n': *to++ = '\n'; break;
+        case 't': *to++ = '\t'; break;
+        case 'x':
+            if (p[1] && p[2]) {
+                char hex[3] = {p[1], p[2], 0};
+                *to++ = (char)strtol(hex, NULL, 16);
+                p += 2;
+            }
+            break;
+        default: *to++ = *p;
+        }
+    }
+    *to = 0;
+    return out;
+}
+
+static int point_of(const char *line) {
+    for (int point = 0; point < CHAOS_POINT_COUNT; point++) {
+        const char *name = chaos_fault_point_name(point);
+        size_t length = strlen(name);
+        if (strncmp(line + 6, name, length) == 0 && (line[6 + length] == ' ' || line[6 + length] == '\n')) return point;
+    }
+    return -1;
+}
+
+static void free_entries(control_entry *list, int count) {
+    for (int i = 0; i < count; i++) {
+        free(list[i].text);
+        free(list[i].label);
+    }
+    free(list);
+}
+
+/// Splits a parsed plan into entries (canonical text, one per `entry` line) and reads its
+/// seed; the entries get no id yet. Returns how many (-1 when out of memory).
+static int split(const chaos_plan *plan, control_entry **out, uint64_t *seed) {
+    *out = NULL;
+    long need = chaos_plan_format(plan, NULL, 0);
+    if (need < 0) return -1;
+    char *text = malloc((size_t)need + 1);
+    if (!text || chaos_plan_format(plan, text, (size_t)need + 1) < 0) { free(text); return -1; }
+    int count = chaos_plan_entry_count(plan);
+    control_entry *list = calloc(count > 0 ? (size_t)count : 1, sizeof *list);
+    if (!list) { free(text); return -1; }
+    int current = -1;
+    buffer lines = {0};
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t length = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (strncmp(line, "seed ", 5) == 0) {
+            *seed = strtoull(line + 5, NULL, 0);
+        } else if (strncmp(line, "entry ", 6) == 0 && current + 1 < count) {
+            if (current >= 0) { list[current].text = lines.data; lines = (buffer){0}; }
+            current++;
+            list[current].point = point_of(line);
+            list[current].slot = -1;
+            list[current].enabled = 1;
+            const char *label = strstr(line, " label=\"");
+            if (label && label < line + length) list[current].label = unquote(label + 8);
+            put_bytes(&lines, line, length);
+        } else if (current >= 0) {
+            put_bytes(&lines, line, length);
+        }
+        line += length;
+    }
+    if (current >= 0) list[current].text = lines.data;
+    free(text);
+    for (int i = 0; i < count; i++)
+        if (!list[i].text || lines.failed) { free_entries(list, count); return -1; }
+    *out = list;
+    return count;
+}
+
+HIDDEN void chaos_control_adopt(const chaos_plan *plan) {
+    control_entry *list;
+    int count = split(plan, &list, &plan_seed);
+    if (count <= 0) return;
+    entries = list;
+    entry_count = entry_capacity = count;
+    for (int i = 0; i < count; i++) {
+        entries[i].id = next_id++;
+        entries[i].slot = i; // the constructor installs this very plan
+    }
+}
+
+/// Calls `visit` with the enabled entries of `list` in plan order: the entries of the plan
+/// applied last first, as a profile applied in-process stacks on earlier ones, and each
+/// plan's own entries in their order (its compiler already stacked them).
+static void in_plan_order(control_entry *list, int count, void (*visit)(control_entry *, void *), void *context) {
+    for (int group = next_group; group >= 0; group--)
+        for (int i = 0; i < count; i++)
+            if (list[i].group == group && list[i].enabled) visit(&list[i], context);
+}
+
+static void append_text(control_entry *entry, void *context) { put_bytes(context, entry->text, strlen(entry->text)); }
+
+static void take_slot(control_entry *entry, void *context) { entry->slot = (*(int *)context)++; }
+
+/// The plan of the enabled entries of `list` (the seed `seed`), parsed; NULL with `error`.
+static chaos_plan *combine(control_entry *list, int count, uint64_t seed, chaos_plan_error *error) {
+    buffer text = {0};
+    put(&text, "chaos-plan 1\nseed %llu\n", (unsigned long long)seed);
+    in_plan_order(list, count, append_text, &text);
+    if (text.failed) {
+        free(text.data);
+        error->line = 0;
+        error->column = 0;
+        snprintf(error->message, sizeof error->message, "out of memory");
+        return NULL;
+    }
+    chaos_plan *plan = chaos_plan_parse(text.data, text.length, error);
+    free(text.data);
+    return plan;
+}
+
+/// Makes `plan` (the enabled entries of `entries`, in order) the active plan, moving the
+/// counts so far into each entry first.
+static void install(chaos_plan *plan) {
+    for (int i = 0; i < entry_count; i++) {
+        control_entry *entry = &entries[i];
+        chaos_entry_counters counters;
+        if (entry->slot >= 0 && chaos_fault_counters(entry->slot, &counters) == 0 && counters.generation == installed_generation) {
+            entry->seen += counters.seen;
+            entry->acted += counters.acted;
+            entry->passed += counters.passed;
+            if (counters.last_fire_ns) {
+                entry->acted_before = 1;
+                entry->last_call = counters.last_fire_call;
+                entry->last_ns = counters.last_fire_ns;
+            }
+        }
+        entry->slot = -1;
+    }
+    int slot = 0;
+    in_plan_order(entries, entry_count, take_slot, &slot);
+    if (slot == 0) {
+        chaos_plan_free(plan);
+        chaos_plan_clear();
+    } else {
+        if (chaos_plan_needs_start_anchor(plan) && !anchor_chosen) {
+            // The start of the process tree is long past; the first plan that asks for it
+            // starts its clock now, and later ones keep that anchor.
+            chaos_fault_set_start_anchor(chaos_fault_real_ns(CLOCK_REALTIME));
+            anchor_chosen = 1;
+        }
+        chaos_plan_install(plan);
+    }
+    installed_generation = chaos_fault_plan_generation();
+}
+
+// MARK: - Answers
+
+typedef struct answer {
+    int status;
+    buffer body;
+    const char *allow;
+} answer;
+
+static const char *reason(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    default: return "Internal Server Error";
+    }
+}
+
+/// An error answer; `subject` may be NULL. Quotes of input are cut to 80 bytes by callers.
+static void fail(answer *a, int status, const char *kind, const char *subject, const char *message) {
+    a->status = status;
+    a->body.length = 0;
+    put(&a->body, "{\"error\":{\"kind\":");
+    put_json_string(&a->body, kind);
+    if (subject) {
+        put(&a->body, ",\"subject\":");
+        put_json_string(&a->body, subject);
+    }
+    put(&a->body, ",\"message\":");
+    put_json_string(&a->body, message);
+    put(&a->body, "}}");
+}
+
+static const char *point_display(int point) {
+    static const char *names[CHAOS_POINT_COUNT] = {
+        "system.files", "system.connect", "system.accept", "system.send",
+        "system.recv", "system.getaddrinfo", "system.getenv", "system.clock",
+    };
+    return point >= 0 && point < CHAOS_POINT_COUNT ? names[point] : "system";
+}
+
+static void put_date(buffer *b, int64_t ns) {
+    time_t seconds = (time_t)(ns / 1000000000);
+    struct tm parts;
+    gmtime_r(&seconds, &parts);
+    put(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
+        parts.tm_min, parts.tm_sec, (int)(ns / 1000000 % 1000));
+}
+
+static void put_entry(buffer *b, const control_entry *entry) {
+    uint64_t seen = entry->seen, acted = entry->acted, passed = entry->passed, last_call = entry->last_call;
+    int64_t last_ns = entry->last_ns;
+    int has_last = entry->acted_before;
+    chaos_entry_counters counters;
+    if (entry->slot >= 0 && chaos_fault_counters(entry->slot, &counters) == 0 && counters.generation == installed_generation) {
+        seen += counters.seen;
+        acted += counters.acted;
+        passed += counters.passed;
+        if (counters.last_fire_ns) {
+            has_last = 1;
+            last_call = counters.last_fire_call;
+            last_ns = counters.last_fire_ns;
+        }
+    }
+    // The provider as the profile wrote it: the part of a `chaos run` label after the arrow.
+    const char *provider = NULL;
+    if (entry->label) {
+        const char *arrow = strstr(entry->label, "\xE2\x86\x90 ");
+        provider = arrow ? arrow + 4 : entry->label;
+    }
+    char root[64] = "plan entry";
+    if (!provider) {
+        const char *node = strstr(entry->text, "\nnode 0 ");
+        if (node) {
+            size_t length = strcspn(node + 8, " \n");
+            snprintf(root, sizeof root, "%.*s", (int)(length < 60 ? length : 60), node + 8);
+        }
+        provider = root;
+    }
+    put(b, "{\"id\":%d,\"point\":", entry->id);
+    put_json_string(b, point_display(entry->point));
+    put(b, ",\"provider\":");
+    put_json_string(b, provider);
+    put(b, ",\"enabled\":%s,\"seen\":%llu,\"acted\":%llu,\"passed\":%llu", entry->enabled ? "true" : "false",
+        (unsigned long long)seen, (unsigned long long)acted, (unsigned long long)passed);
+    if (has_last) {
+        put(b, ",\"lastAct\":{\"callIndex\":%llu,\"entrySeed\":\"%llu\",\"chaosSeed\":\"%llu\",\"date\":", (unsigned long long)last_call,
+            (unsigned long long)plan_seed, (unsigned long long)plan_seed);
+        put_date(b, last_ns);
+        put(b, "}");
+    }
+    put(b, ",\"chaosSeed\":\"%llu\"", (unsigned long long)plan_seed);
+    if (entry->label) {
+        put(b, ",\"label\":");
+        put_json_string(b, entry->label);
+    }
+    put(b, ",\"plan\":");
+    put_json_string(b, entry->text);
+    put(b, "}");
+}
+
+static void status_body(answer *a) {
+    int enabled = 0;
+    for (int i = 0; i < entry_count; i++) enabled += entries[i].enabled;
+    a->status = 200;
+    put(&a->body, "{\"version\":1,\"pid\":%d,\"program\":", (int)owner_pid);
+    put_json_string(&a->body, program);
+    put(&a->body, ",\"kind\":\"preload\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]}", entry_count, enabled);
+}
+
+static control_entry *find(int id) {
+    for (int i = 0; i < entry_count; i++)
+        if (entries[i].id == id) return &entries[i];
+    return NULL;
+}
+
+static void not_applied(answer *a, const char *text) {
+    char subject[100];
+    snprintf(subject, sizeof subject, "entry %.80s", text);
+    fail(a, 404, "notApplied", subject, "no live entry has this id; `chaos ctl status PID` lists them");
+}
+
+/// POST /v1/entries: the plan text, all or nothing.
+static void apply(answer *a, const char *body, size_t length, const char *source) {
+    chaos_plan_error error;
+    memset(&error, 0, sizeof error);
+    chaos_plan *alone = chaos_plan_parse(body, length, &error);
+    char subject[160];
+    if (!alone) {
+        snprintf(subject, sizeof subject, "%.80s:%d:%d", source, (int)error.line, (int)error.column);
+        fail(a, 422, "invalidProfile", subject, error.message);
+        return;
+    }
+    control_entry *added;
+    uint64_t seed = plan_seed;
+    int count = split(alone, &added, &seed);
+    chaos_plan_free(alone);
+    if (count < 0) {
+        fail(a, 500, "systemFailure", NULL, "out of memory while reading the plan");
+        return;
+    }
+    if (entry_count + count > entry_capacity) {
+        int capacity = (entry_count + count) * 2;
+        control_entry *grown = realloc(entries, (size_t)capacity * sizeof *grown);
+        if (!grown) {
+            free_entries(added, count);
+            fail(a, 500, "systemFailure", NULL, "out of memory while adding the entries");
+            return;
+        }
+        entries = grown;
+        entry_capacity = capacity;
+    }
+    // Tried on the whole list first: the combination can break limits the parts keep.
+    for (int i = 0; i < count; i++) {
+        entries[entry_count + i] = added[i];
+        entries[entry_count + i].group = next_group;
+    }
+    chaos_plan *plan = combine(entries, entry_count + count, seed, &error);
+    if (!plan) {
+        free_entries(added, count);
+        snprintf(subject, sizeof subject, "%.80s", source);
+        char message[400];
+        snprintf(message, sizeof message, "with the entries already applied the plan is refused: %s; revert some first", error.message);
+        fail(a, 422, "invalidProfile", subject, message);
+        return;
+    }
+    free(added); // the strings now belong to `entries`
+    for (int i = 0; i < count; i++) entries[entry_count + i].id = next_id++;
+    entry_count += count;
+    next_group++;
+    plan_seed = seed;
+    install(plan);
+    a->status = 201;
+    put(&a->body, "{\"entries\":[");
+    for (int i = 0; i < count; i++) put(&a->body, "%s%d", i ? "," : "", entries[entry_count - count + i].id);
+    put(&a->body, "],\"seed\":\"%llu\"}", (unsigned long long)seed);
+}
+
+/// Installs the entry list as it now is; an error answer when it cannot.
+static int reinstall(answer *a) {
+    chaos_plan_error error;
+    memset(&error, 0, sizeof error);
+    chaos_plan *plan = combine(entries, entry_count, plan_seed, &error);
+    if (!plan) {
+        fail(a, 500, "systemFailure", NULL, error.message);
+        return -1;
+    }
+    install(plan);
+    return 0;
+}
+
+/// Removes entries with `id` (0: all), answering with their ids.
+static void revert(answer *a, int id, const char *text) {
+    if (id && !find(id)) {
+        not_applied(a, text);
+        return;
+    }
+    buffer ids = {0};
+    put(&ids, "{\"entries\":[");
+    int kept = 0, removed = 0;
+    control_entry *gone = calloc((size_t)(entry_count > 0 ? entry_count : 1), sizeof *gone);
+    if (!gone) {
+        free(ids.data);
+        fail(a, 500, "systemFailure", NULL, "out of memory");
+        return;
+    }
+    // Counters of the survivors move into them before the list changes.
+    for (int i = 0; i < entry_count; i++) {
+        if (id && entries[i].id != id) continue;
+        entries[i].enabled = 0;
+    }
+    if (reinstall(a) != 0) { free(gone); free(ids.data); return; }
+    for (int i = 0; i < entry_count; i++) {
+        if (!id || entries[i].id == id) {
+            put(&ids, "%s%d", removed ? "," : "", entries[i].id);
+            gone[removed++] = entries[i];
+        } else {
+            entries[kept++] = entries[i];
+        }
+    }
+    entry_count = kept;
+    free_entries(gone, removed);
+    put(&ids, "]}");
+    a->status = 200;
+    a->body = ids;
+}
+
+static void set_enabled(answer *a, int id, const char *text, int enabled) {
+    control_entry *entry = find(id);
+    if (!entry) {
+        not_applied(a, text);
+        return;
+    }
+    if (entry->enabled != enabled) {
+        entry->enabled = enabled;
+        if (reinstall(a) != 0) {
+            entry->enabled = !enabled;
+            return;
+        }
+    }
+    a->status = 200;
+    put_entry(&a->body, entry);
+}
+
+// MARK: - Requests
+
+typedef struct request {
+    char method[16];
+    char path[1024];
+    char query[1024];
+    const char *host, *authorization, *content_type, *origin, *transfer_encoding, *fetch_site;
+    long long content_length;
+    char *body;
+    size_t body_length;
+} request;
+
+static int same_token(const char *offered) {
+    size_t length = strlen(offered);
+    unsigned char difference = (unsigned char)(length != 64);
+    for (size_t i = 0; i < 64; i++) difference |= (unsigned char)((i < length ? offered[i] : 0) ^ token[i]);
+    return difference == 0;
+}
+
+/// The value of `name` in a query string, percent-decoded into `out`.
+static void query_value(const char *query, const char *name, char *out, size_t capacity) {
+    size_t length = strlen(name);
+    out[0] = 0;
+    for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+        if (strncmp(p, name, length) != 0 || p[length] != '=') continue;
+        size_t used = 0;
+        for (const char *v = p + length + 1; *v && *v != '&' && used + 1 < capacity; v++) {
+            if (*v == '%' && v[1] && v[2]) {
+                char hex[3] = {v[1], v[2], 0};
+                out[used++] = (char)strtol(hex, NULL, 16);
+                v += 2;
+            } else {
+                out[used++] = *v == '+' ? ' ' : *v;
+            }
+        }
+        out[used] = 0;
+        return;
+    }
+}
+
+static void route(answer *a, request *r) {
+    const char *method = r->method, *path = r->path;
+    int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;
+    if (strcmp(path, "/v1/status") == 0) {
+        if (!get) { a->allow = "GET"; fail(a, 405, "methodNotAllowed", path, "use GET"); return; }
+        status_body(a);
+        return;
+    }
+    if (strcmp(path, "/v1/go") == 0) {
+        // Nothing in a `chaos run` child waits for go; the answer is the status, as elsewhere.
+        if (!post) { a->allow = "POST"; fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
+        status_body(a);
+        return;
+    }
+    if (strcmp(path, "/v1/entries") == 0) {
+        if (get) {
+            a->status = 200;
+            put(&a->body, "[");
+            for (int i = 0; i < entry_count; i++) {
+                if (i) put(&a->body, ",");
+                put_entry(&a->body, &entries[i]);
+            }
+            put(&a->body, "]");
+        } else if (post) {
+            const char *type = r->content_type ? r->content_type : "";
+            if (strncasecmp(type, "text/x-chaos-plan", 17) != 0 && strncasecmp(type, "text/plain", 10) != 0) {
+                char subject[100];
+                snprintf(subject, sizeof subject, "Content-Type: %.80s", type);
+                fail(a, 415, "unsupportedMediaType", subject,
+                     "a chaos run child takes plan text (Content-Type: text/x-chaos-plan, Docs/FaultPlan.md); `chaos ctl apply` compiles a JSON profile to it");
+                return;
+            }
+            char source[256];
+            query_value(r->query, "source", source, sizeof source);
+            apply(a, r->body ? r->body : "", r->body_length, source[0] ? source : "plan");
+        } else if (del) {
+            revert(a, 0, "");
+        } else {
+            a->allow = "GET, POST, DELETE";
+            fail(a, 405, "methodNotAllowed", path, "use GET, POST or DELETE");
+        }
+        return;
+    }
+    if (strncmp(path, "/v1/entries/", 12) == 0) {
+        const char *rest = path + 12;
+        char *end;
+        long id = strtol(rest, &end, 10);
+        if (end == rest || id <= 0 || id > 1000000000 || (*end && *end != '/')) {
+            char subject[100];
+            snprintf(subject, sizeof subject, "%.80s", rest);
+            fail(a, 404, "notFound", subject, "an entry id is a positive number, e.g. /v1/entries/3");
+            return;
+        }
+        char text[32];
+        snprintf(text, sizeof text, "%ld", id);
+        if (!*end) {
+            if (get) {
+                control_entry *entry = find((int)id);
+                if (!entry) { not_applied(a, text); return; }
+                a->status = 200;
+                put_entry(&a->body, entry);
+            } else if (del) {
+                revert(a, (int)id, text);
+            } else {
+                a->allow = "GET, DELETE";
+                fail(a, 405, "methodNotAllowed", path, "use GET or DELETE");
+            }
+            return;
+        }
+        int enable = strcmp(end, "/enable") == 0, disable = strcmp(end, "/disable") == 0;
+        if (enable || disable) {
+            if (!post) { a->allow = "POST"; fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
+            set_enabled(a, (int)id, text, enable);
+            return;
+        }
+    }
+    char subject[100];
+    snprintf(subject, sizeof subject, "%.80s", path);
+    fail(a, 404, "notFound", subject,
+         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]] and /v1/go (no points, response sets, events or console)");
+}
+
+/// Copies a header's value (trimmed) into `r`'s head buffer in place.
+static const char *header_value(char *value) {
+    while (*value == ' ' || *value == '\t') value++;
+    char *end = value + strlen(value);
+    while (end > value && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) *--end = 0;
+    return value;
+}
+
+static void respond(int fd, answer *a) {
+    if (a->body.failed) {
+        a->body = (buffer){0};
+        fail(a, 500, "systemFailure", NULL, "out of memory while answering");
+    }
+    buffer head = {0};
+    put(&head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
+        a->status, reason(a->status), a->body.length);
+    if (a->status == 401) put(&head, "WWW-Authenticate: Bearer\r\n");
+    if (a->allow) put(&head, "Allow: %s\r\n", a->allow);
+    put(&head, "\r\n");
+    if (!head.failed) {
+        sys_write_all(fd, head.data, head.length);
+        if (a->body.length) sys_write_all(fd, a->body.data, a->body.length);
+    }
+    free(head.data);
+}
+
+static void serve(int fd) {
+    answer a = {0};
+    request r;
+    memset(&r, 0, sizeof r);
+    r.content_length = -1;
+    char head[MAX_HEAD + 1];
+    size_t used = 0;
+    char *end = NULL;
+    while (used < MAX_HEAD) {
+        long got = syscall(SYS_recvfrom, fd, head + used, MAX_HEAD - used, 0, NULL, NULL);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return; // the client went away, or was too slow
+        used += (size_t)got;
+        head[used] = 0;
+        if ((end = strstr(head, "\r\n\r\n"))) break;
+    }
+    if (!end) {
+        fail(&a, 400, "badRequest", NULL, "the request head is longer than 16 KiB or incomplete");
+        respond(fd, &a);
+        free(a.body.data);
+        return;
+    }
+    size_t head_length = (size_t)(end - head) + 4;
+    *end = 0;
+    // Request line: METHOD TARGET HTTP/1.x
+    char *line_end = strstr(head, "\r\n");
+    if (line_end) *line_end = 0;
+    char target[2048];
+    char version[16];
+    if (sscanf(head, "%15s %2047s %15s", r.method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+        fail(&a, 400, "badRequest", NULL, "the request line is not METHOD PATH HTTP/1.1");
+        respond(fd, &a);
+        free(a.body.data);
+        return;
+    }
+    char *question = strchr(target, '?');
+    if (question) {
+        *question = 0;
+        snprintf(r.query, sizeof r.query, "%s", question + 1);
+    }
+    snprintf(r.path, sizeof r.path, "%s", target);
+    for (char *line = line_end ? line_end + 2 : NULL; line && *line;) {
+        char *next = strstr(line, "\r\n");
+        if (next) *next = 0;
+        char *colon = strchr(line, ':');
+        if (colon) {
+            *colon = 0;
+            const char *value = header_value(colon + 1);
+            if (strcasecmp(line, "Host") == 0) r.host = value;
+            else if (strcasecmp(line, "Authorization") == 0) r.authorization = value;
+            else if (strcasecmp(line, "Content-Type") == 0) r.content_type = value;
+            else if (strcasecmp(line, "Content-Length") == 0) r.content_length = strtoll(value, NULL, 10);
+            else if (strcasecmp(line, "Origin") == 0) r.origin = value;
+            else if (strcasecmp(line, "Transfer-Encoding") == 0) r.transfer_encoding = value;
+            else if (strcasecmp(line, "Sec-Fetch-Site") == 0) r.fetch_site = value;
+        }
+        line = next ? next + 2 : NULL;
+    }
+    char subject[120];
+    if (!r.host || strcasecmp(r.host, "localhost") != 0) {
+        snprintf(subject, sizeof subject, "Host: %.80s", r.host ? r.host : "");
+        fail(&a, 403, "forbiddenHost", r.host ? subject : "Host", "the request does not name this endpoint in its Host header; send Host: localhost");
+    } else if (r.origin || (r.fetch_site && strcmp(r.fetch_site, "cross-site") == 0)) {
+        snprintf(subject, sizeof subject, "Origin: %.80s", r.origin ? r.origin : "");
+        fail(&a, 403, "forbiddenOrigin", subject, "requests from web pages are refused; use chaos ctl");
+    } else if (!r.authorization || strncasecmp(r.authorization, "Bearer ", 7) != 0) {
+        fail(&a, 401, "unauthorized", "Authorization",
+             "the request carries no token; send Authorization: Bearer TOKEN with the token from this process's endpoint file (chaos ctl does)");
+    } else if (!same_token(header_value((char *)r.authorization + 7))) {
+        fail(&a, 401, "unauthorized", "Authorization",
+             "the token is not this session's; read it again from the endpoint file (the token changes with every start)");
+    } else if (r.transfer_encoding) {
+        fail(&a, 400, "badRequest", "Transfer-Encoding", "send the body with Content-Length (at most 1 MiB), not chunked");
+    } else if (r.content_length > MAX_BODY) {
+        fail(&a, 413, "payloadTooLarge", "Content-Length", "a body may hold at most 1 MiB");
+    } else {
+        size_t want = r.content_length > 0 ? (size_t)r.content_length : 0;
+        r.body = malloc(want + 1);
+        if (!r.body) {
+            fail(&a, 500, "systemFailure", NULL, "out of memory while reading the body");
+        } else {
+            size_t have = used - head_length < want ? used - head_length : want;
+            memcpy(r.body, head + head_length, have);
+            while (have < want) {
+                long got = syscall(SYS_recvfrom, fd, r.body + have, want - have, 0, NULL, NULL);
+                if (got < 0 && errno == EINTR) continue;
+                if (got <= 0) break;
+                have += (size_t)got;
+            }
+            r.body[have] = 0;
+            r.body_length = have;
+            if (have < want) fail(&a, 400, "badRequest", "Content-Length", "the body is shorter than its Content-Length");
+            else route(&a, &r);
+        }
+    }
+    respond(fd, &a);
+    free(a.body.data);
+    free(r.body);
+}
+
+static void *run(void *argument) {
+    void (*quiet)(void) = (void (*)(void))(uintptr_t)argument;
+    if (quiet) quiet();
+    while (1) {
+        int fd = (int)syscall(SYS_accept4, listener, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (errno != EINTR && errno != ECONNABORTED) {
+                    struct timespec pause = {0, 100000000};
+                    syscall(SYS_nanosleep, &pause, NULL);
+                }
+                continue;
+            }
+            return NULL; // the program closed our socket (a daemon closing every descriptor)
+        }
+        // Only this user's processes may talk to it (the directory is private too).
+        struct ucred peer;
+        socklen_t size = sizeof peer;
+        struct timeval limit = {5, 0};
+        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && peer.uid == geteuid()) {
+            syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+            syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+            serve(fd);
+        }
+        sys_close(fd);
+    }
+}
+
+// MARK: - Starting and stopping
+
+static void say(const char *what, const char *detail) {
+    char line[600];
+    int length = snprintf(line, sizeof line, "chaos preload: no control endpoint: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    if (length > 0) syscall(SYS_write, 2, line, (size_t)(length < (int)sizeof line ? length : (int)sizeof line - 1));
+}
+
+/// Makes `path` and its parents (mode 0700), then checks it as ControlEndpoint does: a
+/// directory of this user that nobody else may use.
+static int private_directory(const char *path) {
+    char partial[sizeof directory];
+    snprintf(partial, sizeof partial, "%s", path);
+    for (char *slash = partial + 1; *slash; slash++) {
+        if (*slash != '/') continue;
+        *slash = 0;
+        syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
+        *slash = '/';
+    }
+    syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
+    struct stat info;
+    if (syscall(SYS_newfstatat, AT_FDCWD, path, &info, AT_SYMLINK_NOFOLLOW) != 0) { say(path, strerror(errno)); return -1; }
+    if (!S_ISDIR(info.st_mode)) { say(path, "is not a directory; set CHAOS_CONTROL_DIR"); return -1; }
+    if (info.st_uid != geteuid()) { say(path, "belongs to another user; set CHAOS_CONTROL_DIR"); return -1; }
+    if ((info.st_mode & 077) && syscall(SYS_fchmodat, AT_FDCWD, path, 0700) != 0) { say(path, "cannot be made private"); return -1; }
+    return 0;
+}
+
+__attribute__((destructor)) static void chaos_control_stop(void) {
+    // A forked child shares the names but not the endpoint: only the owner removes them.
+    if (listener < 0 || (pid_t)syscall(SYS_getpid) != owner_pid) return;
+    syscall(SYS_unlinkat, AT_FDCWD, file_path, 0);
+    syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0);
+}
+
+HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)) {
+    owner_pid = (pid_t)syscall(SYS_getpid);
+    installed_generation = chaos_fault_plan_generation();
+    const char *explicit = get("CHAOS_CONTROL_DIR"), *runtime = get("XDG_RUNTIME_DIR"), *home = get("HOME");
+    int length;
+    if (explicit && *explicit) length = snprintf(directory, sizeof directory, "%s", explicit);
+    else if (runtime && *runtime) length = snprintf(directory, sizeof directory, "%s/chaoskit", runtime);
+    else if (home && *home) length = snprintf(directory, sizeof directory, "%s/.chaoskit/control", home);
+    else { say("no directory for the endpoint file", "set CHAOS_CONTROL_DIR"); return; }
+    if (length <= 0 || (size_t)length >= sizeof directory || directory[0] != '/') { say("CHAOS_CONTROL_DIR must be an absolute path", directory); return; }
+    while (length > 1 && directory[length - 1] == '/') directory[--length] = 0;
+    if (private_directory(directory) != 0) return;
+    length = snprintf(socket_path, sizeof socket_path, "%s/%d.sock", directory, (int)owner_pid);
+    if (length <= 0 || length >= 104) { say("the socket path would be 104 bytes or longer; choose a shorter CHAOS_CONTROL_DIR", directory); return; }
+    snprintf(file_path, sizeof file_path, "%s/%d.json", directory, (int)owner_pid);
+
+    unsigned char random[32];
+    if (syscall(SYS_getrandom, random, sizeof random, 0) != (long)sizeof random) { say("getrandom failed", strerror(errno)); return; }
+    for (int i = 0; i < 32; i++) snprintf(token + 2 * i, 3, "%02x", random[i]);
+    long got = read_small("/proc/self/comm", program, sizeof program);
+    if (got <= 0) snprintf(program, sizeof program, "program");
+    program[strcspn(program, "\n")] = 0;
+
+    int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) { say("socket", strerror(errno)); return; }
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    memcpy(address.sun_path, socket_path, strlen(socket_path) + 1);
+    syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0); // left by an earlier process with this pid
+    if (syscall(SYS_bind, fd, &address, sizeof address) != 0 || syscall(SYS_listen, fd, 16) != 0) {
+        say(socket_path, strerror(errno));
+        sys_close(fd);
+        return;
+    }
+    syscall(SYS_fchmodat, AT_FDCWD, socket_path, 0600);
+    listener = fd;
+
+    buffer record = {0};
+    put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)owner_pid);
+    put_json_string(&record, program);
+    put(&record, ",\"kind\":\"preload\",\"url\":");
+    char url[sizeof socket_path + 8];
+    snprintf(url, sizeof url, "unix:%s", socket_path);
+    put_json_string(&record, url);
+    put(&record, ",\"token\":\"%s\",\"started\":", token);
+    put_date(&record, chaos_fault_real_ns(CLOCK_REALTIME));
+    put(&record, "}\n");
+    char temporary[sizeof file_path + 32];
+    snprintf(temporary, sizeof temporary, "%s/.%d.%02x%02x%02x%02x.tmp", directory, (int)owner_pid, random[0], random[1], random[2], random[3]);
+    int file = record.failed ? -1 : (int)syscall(SYS_openat, AT_FDCWD, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int written = file >= 0 && sys_write_all(file, record.data, record.length) == (long)record.length;
+    if (file >= 0) sys_close(file);
+    free(record.data);
+    if (!written || syscall(SYS_renameat, AT_FDCWD, temporary, AT_FDCWD, file_path) != 0) {
+        say(file_path, strerror(errno));
+        syscall(SYS_unlinkat, AT_FDCWD, temporary, 0);
+        syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0);
+        sys_close(fd);
+        listener = -1;
+        return;
+    }
+
+    // The program's signals are its own: the endpoint's thread never takes one.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    pthread_t thread;
+    int failed = pthread_create(&thread, &attributes, run, (void *)(uintptr_t)quiet);
+    pthread_attr_destroy(&attributes);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    if (failed) {
+        say("cannot start its thread", strerror(failed));
+        chaos_control_stop();
+        sys_close(fd);
+        listener = -1;
+    }
+}
+
+#endif

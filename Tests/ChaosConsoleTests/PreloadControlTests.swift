@@ -1,0 +1,272 @@
+@testable import ChaosControl
+import ChaosKit
+import Foundation
+import TestHelpers
+import Testing
+
+/// A Python loop started by the built `chaos run` with CHAOS_CONTROL set: it connects to a
+/// listener of its own every 20 ms and prints `ok` or `refused`, so what `chaos ctl` changes
+/// in libChaosPreload.so shows in its output.
+final class PreloadChild: Sendable {
+    let process: Process
+    let directory: URL
+    private let lines = Recorder<String>()
+
+    static let loop = """
+    import socket, sys, time
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(128)
+    server.setblocking(False)
+    port = server.getsockname()[1]
+    print("port", port, flush=True)
+    while True:
+        client = socket.socket()
+        try:
+            client.connect(("127.0.0.1", port))
+            print("ok", flush=True)
+        except OSError as error:
+            print("refused", error.errno, flush=True)
+        finally:
+            client.close()
+        try:
+            while True:
+                server.accept()[0].close()
+        except BlockingIOError:
+            pass
+        time.sleep(0.02)
+    """
+
+    /// Starts `chaos run --profile PROFILE -- COMMAND…` (the loop when no command is given).
+    init(profile: String, command: [String] = ["python3", "-c", PreloadChild.loop]) throws {
+        // Short: the socket's path must stay under 104 bytes.
+        directory = URL(fileURLWithPath: "/tmp/pctl-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let profileFile = directory.appendingPathComponent("start.json")
+        try Data(profile.utf8).write(to: profileFile)
+        process = Process()
+        process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
+        process.arguments = ["run", "--no-cache", "--profile", profileFile.path, "--"] + command
+        var environment = ProcessInfo.processInfo.environment
+        environment["CHAOS_CONTROL"] = "unix"
+        environment["CHAOS_CONTROL_DIR"] = directory.path
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        let lines = self.lines
+        // A read may end inside a line: only whole lines are recorded.
+        let pending = Locked(Data())
+        output.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            pending.withLock { buffer in
+                buffer.append(data)
+                while let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.record(String(decoding: buffer[buffer.startIndex..<end], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...end)
+                }
+            }
+        }
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var output: [String] { lines.values }
+
+    /// Waits (at most `timeout`) for a line starting with `prefix` after the first `skip` lines.
+    @discardableResult
+    func line(startingWith prefix: String, after skip: Int = 0, timeout: Duration = .seconds(30)) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            // Looked at once more after the deadline: a busy machine may run this task late.
+            let late = ContinuousClock.now >= deadline
+            let all = output
+            if all.count > skip, let found = all[skip...].first(where: { $0.hasPrefix(prefix) }) { return found }
+            if late { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw TestFailure("the program printed no line starting with '\(prefix)' in time; it printed: \(output.suffix(5))")
+    }
+
+    /// The endpoint file the preload library wrote, once it is there.
+    func endpoint(timeout: Duration = .seconds(30)) async throws -> ControlEndpoint {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let late = ContinuousClock.now >= deadline
+            if let found = ControlEndpoint.all(in: directory).first(where: { $0.pid == pid }) { return found }
+            if late { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestFailure("no endpoint file for pid \(pid) in \(directory.path): \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])")
+    }
+
+    /// Runs `chaos ctl ARGS --directory DIR`.
+    func ctl(_ arguments: String...) async throws -> (status: Int32, output: String, errors: String) {
+        let directory = self.directory
+        return try await offload {
+            let process = Process()
+            process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
+            process.arguments = ["ctl"] + arguments + ["--directory", directory.path, "--timeout", "30"]
+            let output = Pipe(), errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let outputData = output.fileHandleForReading.readDataToEndOfFile()
+            let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        }
+    }
+
+    func file(_ name: String, _ text: String) throws -> String {
+        let file = directory.appendingPathComponent(name)
+        try Data(text.utf8).write(to: file)
+        return file.path
+    }
+
+    func stop() {
+        if process.isRunning {
+            // SIGKILL: a program `chaos run` starts after compiling its profile (--no-cache)
+            // inherits chaos-tool's signal mask, which blocks SIGTERM; these tests are not
+            // about signals.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+@Suite struct PreloadControlTests {
+    /// A start entry nobody meets (nothing listens on port 1 here): it shows that the plan
+    /// a program starts with is listed like applied entries.
+    static let harmless = #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 1}}}]}"#
+
+    @Test func chaosCtlSteersAChaosRunChild() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        let portLine = try await child.line(startingWith: "port ")
+        let port = try #require(Int(portLine.dropFirst(5)))
+        try await child.line(startingWith: "ok")
+        let endpoint = try await child.endpoint()
+        #expect(endpoint.kind == "preload")
+        #expect(endpoint.url.hasPrefix("unix:/"))
+        let client = ControlClient(endpoint, timeout: .seconds(30))
+
+        let listed = try await child.ctl("list")
+        #expect(listed.status == 0, "\(listed.errors)")
+        #expect(listed.output.contains("\(child.pid)  python3  unix:"))
+        #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries)"))
+        #expect(listed.output.contains("#1 system.connect ← refused"))
+
+        let refusedProfile = try child.file("refused.json", #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": \#(port)}}}]}"#)
+        var seen = child.output.count
+        let applied = try await child.ctl("apply", "\(child.pid)", refusedProfile)
+        #expect(applied.status == 0, "\(applied.errors)")
+        #expect(applied.output.hasPrefix("applied #2 (seed "))
+        try await child.line(startingWith: "refused", after: seen)
+
+        let status = try await child.ctl("status", "\(child.pid)")
+        #expect(status.output.contains("chaos ON"))
+        #expect(status.output.contains("#1 system.connect ← refused"))
+        #expect(status.output.contains("#2 system.connect ← refused"))
+        let entries = try await offload { try client.entries() }
+        let added = try #require(entries.first { $0.id == 2 })
+        #expect(added.acted > 0 && added.seen >= added.acted)
+        #expect(added.lastAct != nil)
+
+        // Off and on again keeps the entry and its counts.
+        seen = child.output.count
+        let disabled = try await child.ctl("disable", "\(child.pid)", "2")
+        #expect(disabled.output.contains("(disabled)"), "\(disabled.errors)")
+        try await child.line(startingWith: "ok", after: seen)
+        let afterDisable = try await offload { try client.entries() }
+        #expect((afterDisable.first { $0.id == 2 }?.acted ?? 0) >= added.acted)
+        seen = child.output.count
+        _ = try await child.ctl("enable", "\(child.pid)", "#2")
+        try await child.line(startingWith: "refused", after: seen)
+
+        seen = child.output.count
+        let reverted = try await child.ctl("revert", "\(child.pid)", "2")
+        #expect(reverted.output == "reverted #2\n", "\(reverted.errors)")
+        try await child.line(startingWith: "ok", after: seen)
+        #expect(try await offload { try client.entries() }.map(\.id) == [1])
+
+        let events = try await child.ctl("events", "\(child.pid)")
+        #expect(events.status != 0)
+        #expect(events.errors.contains("serves no events"))
+    }
+
+    @Test func refusalsChangeNothing() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        try await child.line(startingWith: "ok")
+        let endpoint = try await child.endpoint()
+        let client = ControlClient(endpoint, timeout: .seconds(30))
+
+        // No token, a wrong token, a foreign Host: refused before anything is read.
+        for token in ["", String(repeating: "0", count: 64)] {
+            let stranger = ControlClient(url: endpoint.url, token: token, timeout: .seconds(30))
+            let response = try await offload { try stranger.send("POST", "/v1/entries", body: Data("chaos-plan 1\n".utf8), headers: [("Content-Type", "text/x-chaos-plan")]) }
+            #expect(response.status == 401)
+            #expect(response.headers["www-authenticate"] == "Bearer")
+            #expect(String(decoding: response.body, as: UTF8.self).contains(#""kind":"unauthorized""#))
+        }
+        let rebinding = try await offload { try client.send("GET", "/v1/status", headers: [("Host", "attacker.example")]) }
+        #expect(rebinding.status == 403)
+
+        // A plan that does not parse: 422 with the parser's line and column.
+        do {
+            _ = try await offload { try client.apply(plan: "chaos-plan 1\nentry connect\nnode 0 fail errno=ENOTANERRNO\n", source: "typed") }
+            Issue.record("a bad plan was applied")
+        } catch let error as ControlError {
+            #expect(error.status == 422)
+            #expect(error.subject?.hasPrefix("typed:3:") == true, "\(error)")
+        }
+        // JSON is for Swift endpoints: the preload says what it takes.
+        let json = try await offload { try client.send("POST", "/v1/entries", body: Data(#"{"entries": []}"#.utf8)) }
+        #expect(json.status == 415)
+        // A profile chaos run cannot apply: the located error, and nothing is sent.
+        let bad = try child.file("bad.json", #"{"entries": [{"point": "clock.now", "provider": "frozen"}]}"#)
+        let refused = try await child.ctl("apply", "\(child.pid)", bad)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("\(bad):1:"), "\(refused.errors)")
+
+        let status = try await offload { try client.status() }
+        #expect(status.entries == 1 && status.enabledEntries == 1)
+        #expect(try await offload { try client.entries() }.map(\.id) == [1])
+        try await child.line(startingWith: "ok", after: child.output.count)
+    }
+
+    @Test func laterEntriesDecideFirstAsInProcess() async throws {
+        // Every connection refused from the start; the endpoint is reached all the same.
+        let child = try PreloadChild(profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "refused"}}]}"#)
+        defer { child.stop() }
+        let portLine = try await child.line(startingWith: "port ")
+        let port = try #require(Int(portLine.dropFirst(5)))
+        try await child.line(startingWith: "refused")
+        _ = try await child.endpoint()
+        let allow = try child.file("allow.json", #"{"entries": [{"point": "system.connect", "provider": "original", "match": {"port": \#(port)}}]}"#)
+        let seen = child.output.count
+        let applied = try await child.ctl("apply", "\(child.pid)", allow)
+        #expect(applied.status == 0, "\(applied.errors)")
+        try await child.line(startingWith: "ok", after: seen)
+    }
+
+    @Test func programsThatForkAndExecRunAsBefore() async throws {
+        let script = #"python3 -c 'import subprocess; print("child said", subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip(), flush=True)'"#
+        let child = try PreloadChild(profile: Self.harmless, command: ["sh", "-c", script])
+        defer { child.stop() }
+        try await child.line(startingWith: "child said hi")
+        try await offload { child.process.waitUntilExit() }
+        #expect(child.process.terminationStatus == 0)
+        // Every process of the tree served and left: no endpoint file or socket stays once
+        // the files of processes that ended with _exit (dash does) are cleared.
+        #expect(ControlEndpoint.all(in: child.directory).isEmpty)
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: child.directory.path)) ?? []
+        #expect(left.filter { $0.hasSuffix(".json") && $0 != "start.json" || $0.hasSuffix(".sock") } == [])
+    }
+}
