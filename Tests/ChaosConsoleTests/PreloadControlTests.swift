@@ -140,7 +140,7 @@ final class PreloadChild: Sendable {
     }
 }
 
-@Suite struct PreloadControlTests {
+@Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct PreloadControlTests {
     /// A start entry nobody meets (nothing listens on port 1 here): it shows that the plan
     /// a program starts with is listed like applied entries.
     static let harmless = #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 1}}}]}"#
