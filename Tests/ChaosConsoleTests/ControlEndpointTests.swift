@@ -203,7 +203,7 @@ import Testing
         let path = "/tmp/chaos-\(getpid())-\(UInt32.random(in: 0 ... .max)).sock"
         let console = try #require(try await ChaosConsole.start(.init(address: .unixSocket(path: path), endpointDirectory: directory)))
         #expect(console.url == "unix:\(path)")
-        let client = ControlClient(url: console.url, token: console.token)
+        let client = ControlClient(url: console.url, token: console.token, timeout: testTimeout)
         let status = try await offload { try client.status() }
         #expect(status.pid == getpid())
         await console.stop()
@@ -237,8 +237,8 @@ import Testing
             let deadline = Date().addingTimeInterval(60)
             while Date() < deadline {
                 if let endpoint = ControlEndpoint.all(in: directory).first(where: { $0.pid == getpid() }),
-                   let status = try? ControlClient(endpoint).status(), status.waiting {
-                    try ControlClient(endpoint).go()
+                   let status = try? ControlClient(endpoint, timeout: testTimeout).status(), status.waiting {
+                    try ControlClient(endpoint, timeout: testTimeout).go()
                     return status
                 }
                 Thread.sleep(forTimeInterval: 0.005)
@@ -269,7 +269,7 @@ import Testing
         // On a thread of its own, as an app's synchronous start runs.
         let started = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: environment) }
         let console = try #require(started.console)
-        let status = try await offload { try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory)).status() }
+        let status = try await offload { try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory), timeout: testTimeout).status() }
         #expect(status.pid == getpid())
         await console.stop()
         let refused = await #expect(throws: ChaosError.self) {

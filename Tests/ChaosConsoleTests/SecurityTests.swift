@@ -11,7 +11,7 @@ import Glibc
 /// A raw HTTP/1.1 request: the exact head lines given, nothing added.
 func rawRequest(_ url: String, _ head: [String], body: Data = Data()) throws -> ControlResponse {
     let address = try ControlAddress(url)
-    let socket = try address.connect(timeout: .seconds(5))
+    let socket = try address.connect(timeout: testTimeout)
     defer { close(socket) }
     var bytes = Data((head + ["Connection: close", "Content-Length: \(body.count)", "", ""]).joined(separator: "\r\n").utf8)
     bytes.append(body)
@@ -89,7 +89,7 @@ func errorKind(_ response: ControlResponse) -> String? {
         let second = try await TestEndpoint.start()
         #expect(first.console.token != second.console.token)
         #expect(first.console.url.hasPrefix("http://127.0.0.1:"))
-        let crossed = ControlClient(url: first.console.url, token: second.console.token)
+        let crossed = ControlClient(url: first.console.url, token: second.console.token, timeout: testTimeout)
         let error = await #expect(throws: ControlError.self) { _ = try await offload { try crossed.status() } }
         #expect(error?.status == 401)
         await first.finish()

@@ -38,7 +38,7 @@ struct TestEndpoint {
             responseSets: responseSets.map(\.store), endpointDirectory: directory, program: "console-tests"
         )
         guard let console = try await ChaosConsole.start(configuration) else { throw TestFailure("the endpoint did not start in a debug build") }
-        return TestEndpoint(console: console, client: ControlClient(url: console.url, token: console.token), directory: directory)
+        return TestEndpoint(console: console, client: ControlClient(url: console.url, token: console.token, timeout: testTimeout), directory: directory)
     }
 
     func finish() async {
@@ -75,3 +75,8 @@ func makePoint(_ name: String) -> InjectionPoint<Int, Int, Never> {
 func profile(_ point: String, item: String, parameters: String = "{}") -> Data {
     Data(#"{"entries": [{"point": "\#(point)", "provider": {"item": "\#(item)", "parameters": \#(parameters)}}]}"#.utf8)
 }
+
+/// How long a test's client waits for an in-process endpoint. A liveness bound, not a speed
+/// figure: the endpoint answers on this process's cooperative pool, which on a two-core CI
+/// machine other suites' synchronous tests can hold for seconds.
+let testTimeout: Duration = .seconds(60)
