@@ -115,7 +115,9 @@ import Testing
         await endpoint.finish()
     }
 
-    @Test func serverSentEventsDeliverAnActAfterACall() async throws {
+    // A time limit: a stream that never delivers must fail the test, not hang the run (a CI
+    // run once waited here for good; the cause is not found yet).
+    @Test(.timeLimit(.minutes(2))) func serverSentEventsDeliverAnActAfterACall() async throws {
         let endpoint = try await TestEndpoint.start()
         let name = uniqueName()
         let point = makePoint(name)
@@ -133,14 +135,24 @@ import Testing
             }
         }
         await opened.wait()
-        #expect(point(21) == 42)
+        // Calls until the stream has delivered an act: the subscription may be registered a
+        // moment after the response head that `onOpen` reports.
+        var calls = 0
+        while received.values.isEmpty && calls < 600 {
+            #expect(point(21) == 42)
+            calls += 1
+            try await Task.sleep(for: .milliseconds(100))
+        }
         try await follower.value
         let event = try #require(received.values.first)
         #expect(event.entry == applied.entries.first)
         #expect(event.provider == "double")
-        #expect(event.callIndex == 0)
+        #expect(event.callIndex < calls)
         let entries = try await offload { try client.entries() }
-        #expect(entries.first { $0.id == event.entry }?.lastAct?.entrySeed == event.entrySeed)
+        let lastAct = entries.first { $0.id == event.entry }?.lastAct
+        #expect(lastAct?.callIndex == calls - 1)
+        // The act the stream delivered is the entry's last one unless a later call overtook it.
+        if event.callIndex == calls - 1 { #expect(lastAct?.entrySeed == event.entrySeed) }
         _ = try await offload { try client.revert(entry: applied.entries[0]) }
         await endpoint.finish()
     }
