@@ -57,7 +57,7 @@ class Demo:
         for line in self.process.stdout:
             self.lines.put(line.rstrip("\n"))
 
-    def wait_for(self, text, timeout=10.0):
+    def wait_for(self, text, timeout=30.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -143,10 +143,10 @@ def main():
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto(demo.console_url)
             banner = page.locator("#banner")
-            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=10_000)
+            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
             check(True, "the console loads with the token URL and shows no chaos")
             page.wait_for_selector('details[data-point="demo.greeting"] > summary')
-            page.wait_for_function("() => document.querySelector('#events-state').textContent.startsWith('Following')", timeout=10_000)
+            page.wait_for_function("() => document.querySelector('#events-state').textContent.startsWith('Following')", timeout=30_000)
 
             # Keyboard only: Tab from the top of the page to the point, open it, fill in the
             # stutter item's parameter and press its Apply button.
@@ -159,15 +159,15 @@ def main():
             tab_to(page, "e.tagName === 'BUTTON' && e.textContent === 'Apply stutter'", "the Apply stutter button")
             page.keyboard.press("Enter")
             message = page.locator('form[data-item="stutter"] .message')
-            message.filter(has_text="Applied").wait_for(timeout=10_000)
+            message.filter(has_text="Applied").wait_for(timeout=30_000)
             check("Applied #" in message.text_content(), "the form reports the new entry: " + message.text_content())
-            changed = demo.wait_for("greeting: hello, world-world", timeout=5)
+            changed = demo.wait_for("greeting: hello, world-world", timeout=30)
             check(changed is not None, "the running example's behaviour changed: " + str(changed))
-            page.wait_for_function("() => document.querySelector('#banner').textContent.startsWith('Chaos is ON')", timeout=5_000)
+            page.wait_for_function("() => document.querySelector('#banner').textContent.startsWith('Chaos is ON')", timeout=30_000)
             check(banner.text_content().startswith("Chaos is ON"), "the banner says chaos is ON")
-            page.locator("#events li", has_text="demo.greeting ← stutter(times: 2)").first.wait_for(timeout=5_000)
+            page.locator("#events li", has_text="demo.greeting ← stutter(times: 2)").first.wait_for(timeout=30_000)
             check(True, "the act appears in the event log: " + page.locator("#events li").first.text_content())
-            page.locator("#entries tbody tr", has_text="stutter(times: 2)").wait_for(timeout=5_000)
+            page.locator("#entries tbody tr", has_text="stutter(times: 2)").wait_for(timeout=30_000)
             check(True, "the live entry is listed with its counters")
 
             # The response set: choose another answer with the keyboard.
@@ -176,7 +176,7 @@ def main():
             select.select_option("storm")
             page.keyboard.press("Tab")
             page.keyboard.press("Enter")
-            check(demo.wait_for("weather: storm warning", timeout=5) is not None, "selecting 'storm' changes the example's weather")
+            check(demo.wait_for("weather: storm warning", timeout=30) is not None, "selecting 'storm' changes the example's weather")
 
             time.sleep(1.2)  # one refresh of the counters, for the picture
             page.evaluate("() => document.querySelector('details[data-point=\"demo.greeting\"]').scrollIntoView()")
@@ -188,8 +188,8 @@ def main():
             page.locator("body").focus()
             tab_to(page, "e.tagName === 'BUTTON' && (e.getAttribute('aria-label') || '').startsWith('Revert entry')", "the Revert button")
             page.keyboard.press("Enter")
-            check(demo.wait_for("greeting: hello, world", timeout=5) is not None, "reverting restores the example's greeting")
-            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=5_000)
+            check(demo.wait_for("greeting: hello, world", timeout=30) is not None, "reverting restores the example's greeting")
+            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
             check(True, "the banner says no chaos again")
 
             foreign_origin_is_refused(browser, demo)
