@@ -11,12 +11,7 @@ final class RunningDemo: Sendable {
     private let lines = Recorder<String>()
 
     /// The build folder holding this test bundle, ConsoleDemo and chaos.
-    static var buildDirectory: URL {
-        var url = Bundle.main.bundleURL
-        if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
-        let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("ConsoleDemo").path) } ?? url
-    }
+    static var buildDirectory: URL { TestHelpers.buildDirectory(holding: "ConsoleDemo") }
 
     init(wait: Bool = false, label: String = #function) throws {
         directory = temporaryDirectory(label)

@@ -7,12 +7,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The build folder holding this test bundle, and so the `chaos` tool.
-    static var buildDirectory: URL {
-        var url = Bundle.main.bundleURL
-        if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
-        let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("chaos").path) } ?? url
-    }
+    static var buildDirectory: URL { TestHelpers.buildDirectory(holding: "chaos") }
 
     struct Outcome {
         let status: Int32
@@ -53,10 +48,11 @@ import Testing
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
         let engine = root.appendingPathComponent("Sources/CChaosFaults")
         let sources = ["Sources/CChaosPreload/chaos_preload.c", "Sources/CChaosPreload/chaos_control.c"].map { root.appendingPathComponent($0).path }
-            + ["engine.c", "errnos.c", "paths.c", "plan.c"].map { engine.appendingPathComponent($0).path }
+            + ((try? FileManager.default.contentsOfDirectory(atPath: engine.path)) ?? []).filter { $0.hasSuffix(".c") }.sorted()
+            .map { engine.appendingPathComponent($0).path }
         let includes = ["Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept", "Sources/CChaosIntercept/include"]
             .flatMap { ["-I", root.appendingPathComponent($0).path] }
-        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2"] + includes + ["-o", output] + sources + ["-ldl"])
+        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + ["-ldl", "-lpthread"])
         return output
     }()
 

@@ -18,9 +18,16 @@ public struct ToolOutput: Sendable {
 
 /// Runs `python3` with `arguments`, feeding it `input`; nil when python3 cannot be started.
 public func runPython(_ arguments: [String], input: Data = Data()) -> ToolOutput? {
+    runProgram("/usr/bin/env", ["python3"] + arguments, input: input)
+}
+
+/// Runs the program at `path` with `arguments` (and `environment` added to this process's),
+/// feeding it `input`; nil when it cannot be started.
+public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data = Data()) -> ToolOutput? {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3"] + arguments
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
     process.standardInput = stdin
     process.standardOutput = stdout
@@ -49,6 +56,15 @@ public func runPython(_ arguments: [String], input: Data = Data()) -> ToolOutput
         status: process.terminationStatus, stdout: output.withLock { $0 },
         stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)
     )
+}
+
+/// The build folder holding this test bundle and the package's executables (`chaos`,
+/// the examples, the probes): the first candidate that has `product`.
+public func buildDirectory(holding product: String) -> URL {
+    var url = Bundle.main.bundleURL
+    if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
+    let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
+    return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent(product).path) } ?? url
 }
 
 /// Whether `python3` can import every one of `modules` (gates the tests that compare with them).
