@@ -167,6 +167,23 @@ int chaos_plan_install(chaos_plan *plan) {
     } else {
         atomic_fetch_add(&cf_plan_generation, 1);
     }
+    // A virtual node makes its entry fake monotonic clocks and sleeps too, and starts
+    // virtual time before the plan that reads it is active.
+    int has_virtual = 0, flow = 0;
+    int64_t virtual_at = 0;
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        cf_entry *entry = &plan->entries[e];
+        for (int32_t i = 0; entry->point == CHAOS_POINT_CLOCK && i < entry->count; i++) {
+            if (entry->nodes[i].kind != CHAOS_NODE_VIRTUAL) continue;
+            entry->monotonic = entry->sleeps = 1;
+            if (!has_virtual) {
+                virtual_at = entry->nodes[i].ns;
+                flow = entry->nodes[i].anchor_start;
+            }
+            has_virtual = 1;
+        }
+    }
+    if (has_virtual) cf_vt_plan_installed(1, virtual_at, flow);
     spin_lock(&install_lock);
     uint32_t points = plan ? plan->points : 0, flags = 0;
     for (int32_t e = 0; plan && e < plan->count; e++) {
@@ -185,6 +202,7 @@ int chaos_plan_install(chaos_plan *plan) {
     atomic_store(&cf_active_points, points);
     cf_synchronize();
     spin_unlock(&install_lock);
+    if (!has_virtual) cf_vt_plan_installed(0, 0, 0);
     chaos_plan_free(old);
     return 0;
 }
@@ -373,6 +391,9 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->action = CHAOS_ACT_SPEED;
         out->factor = node->factor;
         out->anchor_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_VIRTUAL:
+        out->action = CHAOS_ACT_VIRTUAL;
         return R_ACT;
     case CHAOS_NODE_SET:
         out->action = CHAOS_ACT_SET;
@@ -622,6 +643,7 @@ int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns) {
     switch (outcome->action) {
     case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)real_ns + (uint64_t)outcome->clock_ns);
     case CHAOS_ACT_FROZEN: return outcome->clock_ns;
+    case CHAOS_ACT_VIRTUAL: return chaos_vt_running() ? chaos_vt_reading_ns(CLOCK_REALTIME) : real_ns;
     case CHAOS_ACT_SPEED: {
         int64_t scaled = round_ns((double)(real_ns - outcome->anchor_ns) * outcome->factor);
         return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)scaled);

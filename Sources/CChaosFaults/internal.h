@@ -97,4 +97,7 @@ void cf_read_leave(unsigned parity);
 // engine.c
 const char *cf_intern(const char *text);
 
+// virtual.c
+void cf_vt_plan_installed(int has_virtual, int64_t wall_ns, int flow);
+
 #endif

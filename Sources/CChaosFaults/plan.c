@@ -405,7 +405,7 @@ static const char *const clock_names[] = {"realtime", "realtime_coarse", "tai", 
 static const uint32_t clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTIME_COARSE, CHAOS_CLOCKSRC_TAI,
                                       CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
 static const char *const kind_names[] = {"original", "pass", "fail", "short", "offset", "frozen", "speed", "set", "unset",
-                                         "sequential", "composite", "probability", "times", "delay", "ask", NULL};
+                                         "sequential", "composite", "probability", "times", "delay", "ask", "virtual", NULL};
 
 // MARK: - Building
 
@@ -588,8 +588,10 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
     static const char *const times_keys[] = {"n", "child", NULL};
     static const char *const delay_keys[] = {"by", "child", NULL};
     static const char *const ask_keys[] = {"id", NULL};
+    static const char *const virtual_keys[] = {"at", "flow", NULL};
     const char *const *keys[] = {none, none, fail_keys, short_keys, by_keys, at_keys, speed_keys, set_keys, none,
-                                 sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys};
+                                 sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys,
+                                 virtual_keys};
     char what[40];
     const char *article = strchr("aeiou", kind_names[kind][0]) ? "an" : "a";
     snprintf(what, sizeof what, "%s %s node", article, kind_names[kind]);
@@ -598,7 +600,8 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
     // Required keys.
     for (const char *const *k = keys[kind]; *k; k++) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
-                        strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0;
+                        strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
+                        (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0));
         if (!optional && !find(t, 3, *k)) {
             fail(p, 0, "%s needs %s=...", what, *k);
             return false;
@@ -648,6 +651,16 @@ static bool parse_node(parser *p, builder *b, line_tokens *t) {
         k = find(t, 3, "at");
         if (!parse_duration(k->value, &node->ns)) {
             fail(p, k->value_column, "'%s' is not an instant; write the time since 1970, e.g. 946684799s or 946684799000000000", k->value);
+            return false;
+        }
+        break;
+    case CHAOS_NODE_VIRTUAL:
+        if ((k = find(t, 3, "at")) && (!parse_duration(k->value, &node->ns) || node->ns == 0)) {
+            fail(p, k->value_column, "'%s' is not an instant; write the time since 1970, e.g. 1893456000s (leave it out for now)", k->value);
+            return false;
+        }
+        if ((k = find(t, 3, "flow")) && !parse_yes_no(k->value, &node->anchor_start)) {
+            fail(p, k->value_column, "flow is yes (virtual time also runs at real pace) or no (it moves only when advanced)");
             return false;
         }
         break;
@@ -871,7 +884,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
         return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT:
         return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
-    case CHAOS_NODE_OFFSET: case CHAOS_NODE_FROZEN: case CHAOS_NODE_SPEED:
+    case CHAOS_NODE_OFFSET: case CHAOS_NODE_FROZEN: case CHAOS_NODE_SPEED: case CHAOS_NODE_VIRTUAL:
         return point == CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SET: case CHAOS_NODE_UNSET:
         return point == CHAOS_POINT_GETENV;
@@ -885,7 +898,7 @@ static const char *kinds_for(int32_t point) {
     case CHAOS_POINT_FILES: case CHAOS_POINT_SEND: case CHAOS_POINT_RECV: return "fail, short or delay";
     case CHAOS_POINT_CONNECT: case CHAOS_POINT_ACCEPT: case CHAOS_POINT_DNS: return "fail or delay";
     case CHAOS_POINT_GETENV: return "set or unset";
-    default: return "offset, frozen or speed";
+    default: return "offset, frozen, speed or virtual";
     }
 }
 
@@ -1229,6 +1242,10 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             case CHAOS_NODE_SPEED:
                 put_double(&w, "factor", node->factor);
                 if (node->anchor_start) put(&w, " anchor=start"); else put(&w, " anchor=%lld", (long long)node->ns);
+                break;
+            case CHAOS_NODE_VIRTUAL:
+                if (node->ns) put(&w, " at=%lld", (long long)node->ns);
+                if (node->anchor_start) put(&w, " flow=yes");
                 break;
             case CHAOS_NODE_SET: put_string(&w, "value", node->value ? node->value : ""); break;
             case CHAOS_NODE_SEQUENTIAL:

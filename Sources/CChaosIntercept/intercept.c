@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timeb.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>

@@ -136,6 +136,9 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_TIMES = 12,      ///< "times": child for the first n calls reaching it, then pass
     CHAOS_NODE_DELAY = 13,      ///< "delay": wait `ns`, then child
     CHAOS_NODE_ASK = 14,        ///< "ask": `id=N`; the in-process delivery asks its chaos_ask_fn (CChaosIntercept.h)
+    CHAOS_NODE_VIRTUAL = 15,    ///< "virtual": clock reads the process's virtual time (`at=` its realtime start,
+                                ///< default now; `flow=yes`: it also runs at real pace); monotonic clocks and
+                                ///< sleeps follow it too. Installing it starts virtual time; a plan without it stops it.
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -151,6 +154,7 @@ typedef enum chaos_action {
     CHAOS_ACT_ASK = 9,      ///< an `ask` node decided: the delivery asks whoever answers `ask_id` (in-process: the
                             ///< registered chaos_ask_fn) and executes that answer; the preload library, which has
                             ///< no one to ask, calls the original
+    CHAOS_ACT_VIRTUAL = 10, ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -253,6 +257,90 @@ uint32_t chaos_fault_clock_flags(void);
 /// (CHAOS_CLOCK_ANCHOR) or from the current time, so a process tree shares one anchor.
 /// Without a call, each install takes the current time.
 void chaos_fault_set_start_anchor(int64_t realtime_ns);
+
+// MARK: - Virtual time
+//
+// One process-wide virtual clock, on while the active plan has a `virtual` node. Its
+// monotonic instant starts at the real CLOCK_MONOTONIC and moves only when advanced (or,
+// with flow=yes, also at real pace); realtime clocks read it plus the start's wall offset,
+// boottime plus the real boottime offset. Sleepers (chaos_vt_sleep_until) and timerfds
+// (chaos_vt_timerfd_settime) wait for it. Nothing here is async-signal-safe.
+
+/// Whether virtual time is on.
+int chaos_vt_running(void);
+
+/// The virtual monotonic instant (ns).
+int64_t chaos_vt_monotonic_ns(void);
+
+/// The virtual reading of clock id `clock` (realtime ids: ns since 1970; monotonic and
+/// boottime ids: ns since their origin).
+int64_t chaos_vt_reading_ns(int clock);
+
+/// The virtual monotonic instant at which clock id `clock` reads `instant`.
+int64_t chaos_vt_to_monotonic(int clock, int64_t instant);
+
+/// Blocks the calling thread until virtual time reaches the virtual monotonic `deadline`.
+/// Returns 0 when it did, or 1 when virtual time is (or went) off; then `left_when_stopped`
+/// (if given) holds the virtual time that remained, for the caller to sleep in real time.
+int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped);
+
+/// Records a new timerfd's clock (timerfds made before virtual time are read from
+/// /proc/self/fdinfo when first armed).
+int chaos_vt_timerfd_created(int fd, int clock);
+
+/// timerfd_settime under virtual time: records the deadline in virtual time and arms the
+/// kernel timer only when it is due (or, while time flows, for the real time left).
+/// Off: calls `real_settime` (NULL: the system call).
+struct itimerspec;
+/// `dispatch_owned`: the caller is libdispatch, whose one timerfd per clock is armed for
+/// the earliest of all its timers (its own monitor's too): its deadlines are fired when a
+/// step passes them but never chosen as steps (chaos_vt_dispatch_deadline gives those).
+int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, struct itimerspec *old,
+                             int (*real_settime)(int, int, const struct itimerspec *, struct itimerspec *),
+                             int dispatch_owned);
+
+/// A deadline libdispatch's API was given (`when` is a dispatch_time_t): dispatch_after and
+/// dispatch_after_f with `source` NULL, a timer source's start and interval (ns; 0 or
+/// DISPATCH_TIME_FOREVER: one shot) with the source, which replaces its earlier one. Advance
+/// steps are taken at these. Off: nothing.
+void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t interval);
+
+/// A timer source was cancelled: its deadlines are dropped.
+void chaos_vt_dispatch_cancel(const void *source);
+
+/// timerfd_gettime under virtual time: fills `value` and returns 0, or returns 1 for "ask
+/// the kernel" (off, or a timer virtual time has not armed).
+int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value);
+
+/// The earliest pending virtual deadline of a sleeper or timer (INT64_MAX: none, or off).
+int64_t chaos_vt_next_deadline(void);
+
+/// How many sleepers and armed timers wait for virtual time.
+int32_t chaos_vt_pending_count(void);
+
+/// Advances virtual time to the monotonic `target`, stepping through every pending deadline
+/// at or before it in order: each step sets the time to the deadline, wakes its sleepers,
+/// fires its timers, and waits (bounded by the settle limit) until they were taken and the
+/// process's other threads are idle. At most `max_steps` steps (negative: no limit); the
+/// time is left at the last step when the limit cut it short. Returns the steps taken, or
+/// -1 when virtual time is off. One advance runs at a time.
+int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps);
+
+/// The watchdog period (real ns without an advance while something waits before it
+/// writes what waits to stderr; default 30 s) and the settle limit per advance step
+/// (default 50 ms). Non-positive / negative values keep the current one.
+void chaos_vt_set_limits(int64_t watchdog_ns, int64_t settle_ns);
+
+/// Reports the watchdog has written since the process started.
+uint64_t chaos_vt_watchdog_reports(void);
+
+/// Advance steps taken since the process started.
+uint64_t chaos_vt_steps(void);
+
+/// Waits begun in virtual time since the process started: sleeps, deadlines given to
+/// libdispatch, and timerfds armed by anyone else (a test waits for this to grow before
+/// it advances, so that the work it started has armed its wait).
+uint64_t chaos_vt_waits(void);
 
 // MARK: - Decisions
 
