@@ -125,6 +125,13 @@ enum SystemCatalogues {
                 ] + clockParameters) { parameters in
                     try targeted(point, parameters, .constant(.speed(try parameters.double("factor"), scope: try clockScope(parameters))))
                 },
+                CatalogueItem("virtual", "every clock, monotonic ones too, reads virtual time that moves only when advanced (VirtualTime, chaos ctl advance); sleeps and timers wait for it", parameters: [
+                    .date("start", "the instant virtual time starts at (the real time at apply when not given)", optional: true),
+                    .boolean("flowing", "virtual time also runs at real pace between advances", default: false),
+                ]) { parameters in
+                    let start = parameters.has("start") ? Int64((try parameters.date("start").timeIntervalSince1970 * 1e9).rounded()) : nil
+                    return .constant(.virtual(startNanosecondsSince1970: start, flowing: try parameters.bool("flowing")))
+                },
                 CatalogueItem("jump", "the real time, then a jump after some readings", parameters: [
                     .offset("by", "how far the clock jumps, e.g. \"+2h\""),
                     .integer("after", "how many readings stay real first", default: 1, range: 0...100_000),

@@ -36,6 +36,11 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Time runs `factor` times as fast from the real instant `since` (ns since 1970).
     /// Under `chaos run` it runs from the start of the process tree.
     case speed(factor: Double, since: Int64, scope: ClockScope = .default)
+    /// Every clock, monotonic ones too, reads the process's virtual time, and sleeps and
+    /// kernel timers wait for it (``VirtualTime``): it starts at `startNanosecondsSince1970`
+    /// (nil: the real time at apply) and moves only when advanced, or also at real pace
+    /// when `flowing`.
+    case virtual(startNanosecondsSince1970: Int64?, flowing: Bool)
     /// `getenv` answers this value.
     case set(String)
     /// `getenv` answers NULL: the variable is not set.
@@ -67,6 +72,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .offset(let ns, _): "offset(\(DurationText.format(.nanoseconds(ns))))"
         case .frozen(let ns, _): "frozen(\(ISO8601Date.format(Date(timeIntervalSince1970: Double(ns) / 1e9))))"
         case .speed(let factor, _, _): "speed(×\(factor))"
+        case .virtual(let start, let flowing):
+            "virtual(" + (start.map { ISO8601Date.format(Date(timeIntervalSince1970: Double($0) / 1e9)) } ?? "now") + (flowing ? ", flowing)" : ")")
         case .set(let value): "set(\(value.debugDescription))"
         case .unset: "unset"
         }
@@ -76,6 +83,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     var clockScope: ClockScope? {
         switch self {
         case .offset(_, let scope), .frozen(_, let scope), .speed(_, _, let scope): scope
+        case .virtual: ClockScope(monotonic: true, fileTimes: true, sleeps: true)
         default: nil
         }
     }
@@ -104,7 +112,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             guard point == .files || point == .send || point == .recv else { return "only reads and writes can be short" }
             if let max, max < 1 { return "short(maxBytes: \(max)) moves nothing; give 1 or more, or nil for half" }
             return nil
-        case .offset, .frozen:
+        case .offset, .frozen, .virtual:
             return point == .clock ? nil : "only system.clock answers a time"
         case .speed(let factor, _, _):
             guard point == .clock else { return "only system.clock answers a time" }

@@ -185,6 +185,9 @@ struct SystemPlanCompiler {
             case .speed(let factor, let since, let scope):
                 scopes.append(scope)
                 return "speed factor=\(factor) anchor=" + (delivery == .program ? "start" : "\(since)")
+            case .virtual(let start, let flowing):
+                scopes.append(ClockScope(monotonic: true, fileTimes: true, sleeps: true))
+                return "virtual" + (start.map { " at=\($0 == 0 ? 1 : $0)" } ?? "") + (flowing ? " flow=yes" : "")
             case .set(let value): return "set " + PlanText.word("value", value)
             case .unset: return "unset"
             }

@@ -294,6 +294,10 @@ enum SystemOutcomeAnswer {
             out.pointee.action = Int32(CHAOS_ACT_SPEED.rawValue)
             out.pointee.factor = factor
             out.pointee.anchor_ns = since
+        case .virtual:
+            // Virtual time runs while a plan holds its node; an answer from Swift reads it
+            // when it runs and is the real time otherwise.
+            out.pointee.action = Int32(CHAOS_ACT_VIRTUAL.rawValue)
         case .set(let value):
             out.pointee.action = Int32(CHAOS_ACT_SET.rawValue)
             out.pointee.value = chaos_fault_intern(value)
