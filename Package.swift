@@ -168,6 +168,12 @@ let package = Package(
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "CChaosFaults", "TestHelpers"],
             swiftSettings: strictSwift
         ),
+        // Runs one virtual-time scenario per process (VirtualTimeTests): virtual time is
+        // process-wide, and must not stop the other suites' clocks and sleeps.
+        .executableTarget(
+            name: "virtual-time-probe", dependencies: ["ChaosHooks", "ChaosKit", "CChaosFaults"],
+            path: "Tests/VirtualTimeProbe", swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "ChaosTestingTests", dependencies: ["ChaosTesting", "ChaosKit", "ChaosNetwork", "TestHelpers"],
             exclude: ["Profiles"],  // read by path through `.chaos(profile:)`

@@ -1,0 +1,97 @@
+import Foundation
+import TestHelpers
+import Testing
+
+/// Virtual time through real code paths: Task.sleep, DispatchSourceTimer, asyncAfter, a run
+/// loop's Timer, Thread.sleep and Foundation's clocks, each in a process of its own (the
+/// built `virtual-time-probe`), because virtual time is process-wide and would stop the
+/// clocks and sleeps of every other suite in this one.
+///
+/// Real-time bounds here are liveness bounds (an hour of virtual time must not take an hour);
+/// how fast it is, is the `virtual_hour_sleep_ms` benchmark.
+@Suite(.disabled(if: Sanitizers.thread, "ThreadSanitizer's interceptors hide libc's GOT slots, which virtual time rebinds"))
+struct VirtualTimeTests {
+    /// What one scenario printed (`key=value` lines) and its stderr.
+    struct Report {
+        let values: [String: String]
+        let errors: String
+
+        func number(_ key: String) -> Double? { values[key].flatMap(Double.init) }
+        func flag(_ key: String) -> Bool? { values[key].map { $0 == "true" } }
+    }
+
+    static func probe(_ scenario: String) throws -> Report {
+        let path = buildDirectory(holding: "virtual-time-probe").appendingPathComponent("virtual-time-probe").path
+        let output = try #require(runProgram(path, [scenario]), "the probe could not be started at \(path)")
+        var values: [String: String] = [:]
+        for line in String(decoding: output.stdout, as: UTF8.self).split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            values[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        #expect(output.status == 0, "\(scenario) exited \(output.status): \(values["error"] ?? "") \(output.stderr.suffix(2000))")
+        #expect(values["done"] == "true", "\(scenario) did not finish: \(values["error"] ?? output.stderr.suffix(2000).description)")
+        return Report(values: values, errors: output.stderr)
+    }
+
+    @Test func anHourOfTaskSleepEndsWhenAdvancedAndDateShowsTheHour() throws {
+        let report = try Self.probe("task-sleep")
+        #expect(report.number("woke_after_s") == 3600)
+        #expect((report.number("real_ms") ?? .infinity) < 5_000, "an advanced hour took \(report.values["real_ms"] ?? "?") ms of real time")
+    }
+
+    @Test func anExponentialBackoffRunsThroughEveryDelayInOrder() throws {
+        let report = try Self.probe("backoff")
+        #expect(report.values["delays"] == "1.000,2.000,4.000,8.000,16.000,32.000,64.000,128.000,256.000",
+                "each retry measured its own delay on ContinuousClock")
+        #expect(report.number("virtual_elapsed_s") == 511)
+        #expect((report.number("real_ms") ?? .infinity) < 10_000, "511 s of backoff took \(report.values["real_ms"] ?? "?") ms of real time")
+    }
+
+    @Test func aRepeatingDispatchSourceTimerFiresSixtyTimesInOrderInAnHour() throws {
+        let report = try Self.probe("dispatch-timer")
+        #expect(report.number("fires") == 60)
+        #expect(report.values["fired_at_s"] == (1...60).map { String($0 * 60) }.joined(separator: ","))
+    }
+
+    @Test func asyncAfterAndARunLoopTimerFireAtTheirDeadlinesAndNotBefore() throws {
+        let report = try Self.probe("async-after-and-timer")
+        #expect(report.flag("after_fired_at_9s") == false)
+        #expect(report.number("after_fired_at_s") == 10)
+        #expect(report.flag("timer_fired_at_29s") == false)
+        #expect(report.number("timer_fired_at_s") == 30)
+    }
+
+    @Test func everyClockMovesByTheHourThreadSleepWaitedAndCPUTimeDoesNot() throws {
+        let report = try Self.probe("clocks")
+        for key in ["date_s", "continuous_s", "suspending_s", "dispatch_s", "uptime_s"] {
+            #expect(abs((report.number(key) ?? 0) - 3600) < 0.001, "\(key) = \(report.values[key] ?? "missing")")
+        }
+        #expect((report.number("cpu_s") ?? .infinity) < 1, "CPU time is not virtual")
+        #expect((report.number("gettimeofday_vs_date_s") ?? .infinity) < 0.001)
+        #expect((report.number("time_vs_date_s") ?? .infinity) < 1)
+    }
+
+    @Test func aWaitOnASocketStillWakesOnData() throws {
+        let report = try Self.probe("socket")
+        let woke = try #require(report.number("woke_after_real_ms"))
+        #expect(woke >= 0, "poll saw the byte")
+        #expect(woke < 60_000, "poll woke on the byte, not at its hour-long timeout")
+    }
+
+    @Test func stopRestoresTheRealClocksAndPendingWaitsFinishInRealTime() throws {
+        let report = try Self.probe("stop")
+        #expect((report.number("real_clock_error_s") ?? .infinity) < 0.01)
+        // Virtual time stood still until stop: what remained (1.5 s and 1 s) runs in real time.
+        let sleep = try #require(report.number("sleep_real_ms"))
+        let timer = try #require(report.number("timer_real_ms"))
+        #expect(sleep >= 1_500 && sleep < 30_000, "Thread.sleep(1.5) took \(sleep) ms")
+        #expect(timer >= 1_000 && timer < 30_000, "asyncAfter(+1 s) took \(timer) ms")
+    }
+
+    @Test func theWatchdogNamesAWaitNobodyAdvances() throws {
+        let report = try Self.probe("watchdog")
+        #expect((report.number("reports") ?? 0) >= 1)
+        #expect(report.errors.contains("virtual time has not been advanced"))
+        #expect(report.errors.contains("sleeps until +3600"), "the report names the pending deadline: \(report.errors.prefix(500))")
+    }
+}

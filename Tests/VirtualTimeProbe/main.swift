@@ -1,0 +1,276 @@
+// One virtual-time scenario per run, named by the first argument. It prints `key=value`
+// lines that VirtualTimeTests reads, and exits 0 when the scenario ran to its end (the
+// assertions are the test's). Virtual time is process-wide, so each scenario gets a
+// process of its own rather than stopping the clocks of the test suites around it.
+import CChaosFaults
+import ChaosHooks
+import ChaosKit
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real monotonic time in ms, read with the system call (no hook changes it).
+func realMilliseconds() -> Double { Double(chaos_fault_real_ns(CLOCK_MONOTONIC)) / 1e6 }
+
+/// Waits in real time (`poll` timeouts are not virtual).
+func realWait(milliseconds: Int32) { _ = poll(nil, 0, milliseconds) }
+
+func report(_ key: String, _ value: Any) {
+    FileHandle.standardOutput.write(Data("\(key)=\(value)\n".utf8))
+}
+
+/// Waits (real time, up to 10 s) until more than `baseline` waits have begun in virtual
+/// time, so that an advance cannot run before the work under test has armed its sleep or
+/// timer.
+func waitForPending(_ what: String, beyond baseline: UInt64) {
+    let start = realMilliseconds()
+    while chaos_vt_waits() <= baseline {
+        if realMilliseconds() - start > 10_000 {
+            report("error", "\(what) armed no virtual deadline within 10 s")
+            exit(2)
+        }
+        realWait(milliseconds: 1)
+    }
+}
+
+/// A value threads and tasks share.
+final class Shared<Value: Sendable>: @unchecked Sendable {
+    // Guarded by `lock`.
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func with<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+    var current: Value { with { $0 } }
+}
+
+/// Waits (real time, up to 5 s) for `condition`.
+func eventually(_ condition: () -> Bool) -> Bool {
+    let start = realMilliseconds()
+    while !condition() {
+        if realMilliseconds() - start > 5_000 { return false }
+        realWait(milliseconds: 1)
+    }
+    return true
+}
+
+let start = Date(timeIntervalSince1970: 1_900_000_000)  // 2030-03-17T17:46:40Z
+
+func taskSleep() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let task = Task { () -> Date in
+        try await Task.sleep(for: .seconds(3600))
+        return Date()
+    }
+    waitForPending("Task.sleep", beyond: baseline)
+    let before = realMilliseconds()
+    try await VirtualTime.advance(by: .seconds(3600))
+    let woke = try await task.value
+    report("real_ms", realMilliseconds() - before)
+    report("woke_after_s", woke.timeIntervalSince(start))
+    VirtualTime.stop()
+}
+
+func backoff() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let task = Task { () -> [Double] in
+        var delays: [Double] = []
+        var delay = Duration.seconds(1)
+        for attempt in 1...10 {
+            if attempt == 10 { break }  // the tenth attempt succeeds
+            let before = ContinuousClock.now
+            try await Task.sleep(for: delay)
+            let waited = before.duration(to: .now)
+            delays.append(Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18)
+            delay *= 2
+        }
+        return delays
+    }
+    waitForPending("the first backoff sleep", beyond: baseline)
+    let before = realMilliseconds()
+    let steps = try await VirtualTime.run()
+    let delays = try await task.value
+    report("real_ms", realMilliseconds() - before)
+    report("steps", steps)
+    report("delays", delays.map { String(format: "%.3f", $0) }.joined(separator: ","))
+    report("virtual_elapsed_s", Date().timeIntervalSince(start))
+    VirtualTime.stop()
+}
+
+func dispatchTimer() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let fires = Shared<[UInt64]>([])
+    let queue = DispatchQueue(label: "probe.timer")
+    let timer = DispatchSource.makeTimerSource(queue: queue)
+    let origin = DispatchTime.now().uptimeNanoseconds
+    timer.schedule(deadline: .now() + .seconds(60), repeating: .seconds(60))
+    timer.setEventHandler { fires.with { $0.append(DispatchTime.now().uptimeNanoseconds) } }
+    timer.resume()
+    waitForPending("the DispatchSourceTimer", beyond: baseline)
+    let before = realMilliseconds()
+    try await VirtualTime.advance(by: .seconds(3600))
+    _ = eventually { fires.current.count >= 60 }
+    report("real_ms", realMilliseconds() - before)
+    realWait(milliseconds: 100)  // a 61st firing would show now
+    let at = fires.current.map { ($0 - origin) / 1_000_000_000 }
+    report("fires", at.count)
+    report("fired_at_s", at.map(String.init).joined(separator: ","))
+    timer.cancel()
+    VirtualTime.stop()
+}
+
+func asyncAfterAndTimer() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let afterFired = Shared<Date?>(nil)
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(10)) { afterFired.with { $0 = Date() } }
+    let timerFired = Shared<Date?>(nil)
+    let loopThread = Thread {
+        // Timer(timeInterval:) first fires at once in swift-corelibs-foundation; fire: sets the date.
+        let timer = Timer(fire: Date().addingTimeInterval(30), interval: 0, repeats: false) { _ in timerFired.with { $0 = Date() } }
+        RunLoop.current.add(timer, forMode: .default)
+        while timerFired.current == nil { _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(3600)) }
+    }
+    loopThread.start()
+    waitForPending("asyncAfter and the run loop's Timer", beyond: baseline + 1)
+    try await VirtualTime.advance(by: .seconds(9))
+    realWait(milliseconds: 200)
+    report("after_fired_at_9s", afterFired.current != nil)
+    try await VirtualTime.advance(by: .seconds(1))
+    _ = eventually { afterFired.current != nil }
+    report("after_fired_at_s", afterFired.current.map { $0.timeIntervalSince(start) } ?? -1)
+    try await VirtualTime.advance(by: .seconds(19))
+    realWait(milliseconds: 200)
+    report("timer_fired_at_29s", timerFired.current != nil)
+    try await VirtualTime.advance(by: .seconds(1))
+    _ = eventually { timerFired.current != nil }
+    report("timer_fired_at_s", timerFired.current.map { $0.timeIntervalSince(start) } ?? -1)
+    VirtualTime.stop()
+}
+
+func clocks() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    struct Readings: Sendable {
+        var date: Date, continuous: ContinuousClock.Instant, suspending: SuspendingClock.Instant
+        var dispatch: UInt64, uptime: TimeInterval, cpu: Double
+        static func now() -> Readings {
+            var cpu = timespec()
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu)
+            return Readings(date: Date(), continuous: .now, suspending: .now, dispatch: DispatchTime.now().uptimeNanoseconds,
+                            uptime: ProcessInfo.processInfo.systemUptime, cpu: Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9)
+        }
+    }
+    let readings = Shared<(Readings, Readings)?>(nil)
+    let sleeper = Thread {
+        let before = Readings.now()
+        Thread.sleep(forTimeInterval: 3600)
+        readings.with { $0 = (before, Readings.now()) }
+    }
+    sleeper.start()
+    waitForPending("Thread.sleep", beyond: baseline)
+    let realBefore = realMilliseconds()
+    try await VirtualTime.advance(by: .seconds(3600))
+    _ = eventually { readings.current != nil }
+    report("real_ms", realMilliseconds() - realBefore)
+    guard let (before, after) = readings.current else { report("error", "Thread.sleep never returned"); exit(2) }
+    func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
+    report("date_s", after.date.timeIntervalSince(before.date))
+    report("continuous_s", seconds(before.continuous.duration(to: after.continuous)))
+    report("suspending_s", seconds(before.suspending.duration(to: after.suspending)))
+    report("dispatch_s", Double(after.dispatch - before.dispatch) / 1e9)
+    report("uptime_s", after.uptime - before.uptime)
+    report("cpu_s", after.cpu - before.cpu)
+    var tv = timeval()
+    gettimeofday(&tv, nil)
+    report("gettimeofday_vs_date_s", abs(Double(tv.tv_sec) + Double(tv.tv_usec) / 1e6 - Date().timeIntervalSince1970))
+    report("time_vs_date_s", abs(Double(time(nil)) - Date().timeIntervalSince1970))
+    VirtualTime.stop()
+}
+
+func socketWait() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    var pair: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { report("error", "socketpair: \(errno)"); exit(2) }
+    let reader = pair[0], writer = pair[1]
+    let woke = Shared<Double?>(nil)
+    let waiter = Thread {
+        var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+        let began = realMilliseconds()
+        let ready = poll(&descriptor, 1, 3_600_000)
+        woke.with { $0 = ready == 1 ? realMilliseconds() - began : -1 }
+    }
+    waiter.start()
+    realWait(milliseconds: 50)
+    var byte: UInt8 = 1
+    _ = write(writer, &byte, 1)
+    _ = eventually { woke.current != nil }
+    report("woke_after_real_ms", woke.current ?? -1)
+    close(reader)
+    close(writer)
+    VirtualTime.stop()
+}
+
+func stopResumesRealTiming() async throws {
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let done = Shared<Double?>(nil)
+    let sleeper = Thread {
+        let began = realMilliseconds()
+        Thread.sleep(forTimeInterval: 1.5)
+        done.with { $0 = realMilliseconds() - began }
+    }
+    sleeper.start()
+    waitForPending("Thread.sleep", beyond: baseline)
+    let timerDone = Shared<Double?>(nil)
+    let armed = realMilliseconds()
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(1)) { timerDone.with { $0 = realMilliseconds() - armed } }
+    realWait(milliseconds: 300)
+    report("virtual_before_stop_s", Date().timeIntervalSince(start))
+    VirtualTime.stop()
+    report("real_clock_error_s", abs(Date().timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9))
+    _ = eventually { done.current != nil && timerDone.current != nil }
+    report("sleep_real_ms", done.current ?? -1)
+    report("timer_real_ms", timerDone.current ?? -1)
+}
+
+func watchdog() async throws {
+    VirtualTime.setLimits(watchdog: .milliseconds(400))
+    try VirtualTime.start(at: start)
+    let baseline = chaos_vt_waits()
+    let sleeper = Thread { Thread.sleep(forTimeInterval: 3600) }
+    sleeper.start()
+    waitForPending("Thread.sleep", beyond: baseline)
+    realWait(milliseconds: 1_500)
+    report("reports", VirtualTime.watchdogReports)
+    try await VirtualTime.advance(by: .seconds(3600))
+    VirtualTime.stop()
+}
+
+let scenarios: [String: () async throws -> Void] = [
+    "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer, "async-after-and-timer": asyncAfterAndTimer,
+    "clocks": clocks, "socket": socketWait, "stop": stopResumesRealTiming, "watchdog": watchdog,
+]
+
+let name = CommandLine.arguments.dropFirst().first ?? ""
+guard let scenario = scenarios[name] else {
+    FileHandle.standardError.write(Data("usage: virtual-time-probe \(scenarios.keys.sorted().joined(separator: "|"))\n".utf8))
+    exit(64)
+}
+do {
+    try await scenario()
+    report("done", true)
+} catch {
+    report("error", error)
+    exit(1)
+}
