@@ -362,6 +362,8 @@ static bool parse_duration(const char *text, int64_t *out) {
     return true;
 }
 
+int chaos_parse_duration(const char *text, int64_t *nanoseconds) { return parse_duration(text, nanoseconds) ? 0 : -1; }
+
 static bool parse_yes_no(const char *text, int32_t *out) {
     if (strcmp(text, "yes") == 0) { *out = 1; return true; }
     if (strcmp(text, "no") == 0) { *out = 0; return true; }

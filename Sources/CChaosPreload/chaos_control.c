@@ -444,6 +444,45 @@ static void status_body(answer *a) {
     put(&a->body, ",\"kind\":\"preload\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]}", entry_count, enabled);
 }
 
+/// The answer of /v1/time: virtual time in this process (`steps`: of the advance just made,
+/// or -1).
+static void time_body(answer *a, int64_t steps) {
+    a->status = 200;
+    int running = chaos_vt_running();
+    put(&a->body, "{\"running\":%s", running ? "true" : "false");
+    if (running) {
+        int64_t wall = chaos_vt_reading_ns(CLOCK_REALTIME);
+        time_t seconds = (time_t)(wall / 1000000000 - (wall % 1000000000 < 0));
+        struct tm parts;
+        char text[40] = "";
+        if (gmtime_r(&seconds, &parts)) strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
+        put(&a->body, ",\"now\":\"%s.%03dZ\",\"nanosecondsSince1970\":%lld,\"pending\":%d", text,
+            (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall, (int)chaos_vt_pending_count());
+    }
+    if (steps >= 0) put(&a->body, ",\"steps\":%lld", (long long)steps);
+    put(&a->body, "}");
+}
+
+/// POST /v1/time/advance?by=DURATION: moves virtual time forward, through every deadline on
+/// the way, and answers once the last has been taken.
+static void advance(answer *a, const char *by) {
+    int64_t nanoseconds;
+    if (!by[0] || chaos_parse_duration(by, &nanoseconds) != 0 || nanoseconds < 0) {
+        char subject[100];
+        snprintf(subject, sizeof subject, "by=%.80s", by);
+        fail(a, 400, "badRequest", subject, "give how far to advance as ?by=DURATION, e.g. 1h, 90m, 30s or 250ms (forward only)");
+        return;
+    }
+    if (!chaos_vt_running()) {
+        fail(a, 409, "notRunning", "virtual time",
+             "this process does not run on virtual time; apply the system.clock item virtual (chaos run --profile, or chaos ctl apply)");
+        return;
+    }
+    int64_t now = chaos_vt_monotonic_ns();
+    int64_t target = nanoseconds > INT64_MAX - now ? INT64_MAX : now + nanoseconds;
+    time_body(a, chaos_vt_advance_to(target, -1));
+}
+
 static control_entry *find(int id) {
     for (int i = 0; i < entry_count; i++)
         if (entries[i].id == id) return &entries[i];
@@ -632,6 +671,18 @@ static void route(answer *a, request *r) {
         status_body(a);
         return;
     }
+    if (strcmp(path, "/v1/time") == 0) {
+        if (!get) { a->allow = "GET"; fail(a, 405, "methodNotAllowed", path, "use GET"); return; }
+        time_body(a, -1);
+        return;
+    }
+    if (strcmp(path, "/v1/time/advance") == 0) {
+        if (!post) { a->allow = "POST"; fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
+        char by[64];
+        query_value(r->query, "by", by, sizeof by);
+        advance(a, by);
+        return;
+    }
     if (strcmp(path, "/v1/entries") == 0) {
         if (get) {
             a->status = 200;
@@ -697,7 +748,7 @@ static void route(answer *a, request *r) {
     char subject[100];
     snprintf(subject, sizeof subject, "%.80s", path);
     fail(a, 404, "notFound", subject,
-         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]] and /v1/go (no points, response sets, events or console)");
+         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]], /v1/time[/advance] and /v1/go (no points, response sets, events or console)");
 }
 
 /// Copies a header's value (trimmed) into `r`'s head buffer in place.

@@ -246,6 +246,30 @@ public enum ControlAPI {
         }
     }
 
+    /// `GET /v1/time` and `POST /v1/time/advance?by=DURATION`: the process's virtual time
+    /// (a `chaos run` child whose profile has the `system.clock` item `virtual`).
+    public struct VirtualTime: Codable, Sendable, Hashable {
+        /// Whether the process runs on virtual time.
+        public var running: Bool
+        /// The virtual wall-clock time, ISO-8601 (when running).
+        public var now: String?
+        /// The same instant in nanoseconds since 1970.
+        public var nanosecondsSince1970: Int64?
+        /// Sleeps and timers waiting for virtual time.
+        public var pending: Int?
+        /// The deadlines the advance just made stepped through.
+        public var steps: Int?
+
+        /// A virtual time state.
+        public init(running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil, steps: Int? = nil) {
+            self.running = running
+            self.now = now
+            self.nanosecondsSince1970 = nanosecondsSince1970
+            self.pending = pending
+            self.steps = steps
+        }
+    }
+
     /// `GET /v1/events`: one act, as the `data:` of a Server-Sent Event named `act`.
     public struct Event: Codable, Sendable, Hashable {
         /// The entry that acted, if any.

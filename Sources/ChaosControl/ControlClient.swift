@@ -125,6 +125,20 @@ public struct ControlClient: Sendable {
         return try decode(ControlAPI.ResponseSet.self, try checked(send("PUT", "/v1/response-sets/\(name)", body: body)))
     }
 
+    /// `GET /v1/time`: the process's virtual time.
+    public func virtualTime() throws(ControlError) -> ControlAPI.VirtualTime {
+        try decode(ControlAPI.VirtualTime.self, try checked(send("GET", "/v1/time")))
+    }
+
+    /// `POST /v1/time/advance?by=DURATION`: moves the process's virtual time forward by
+    /// `duration` (plan text: `1h`, `90m`, `30s`, `250ms`), through every deadline on the
+    /// way; answers once the last has been taken.
+    @discardableResult
+    public func advance(by duration: String) throws(ControlError) -> ControlAPI.VirtualTime {
+        let query = duration.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: ".+-"))) ?? duration
+        return try decode(ControlAPI.VirtualTime.self, try checked(send("POST", "/v1/time/advance?by=\(query)")))
+    }
+
     /// `POST /v1/go`: lets a program waiting in bootstrap (`CHAOS_CONTROL_WAIT=1`) go on.
     public func go() throws(ControlError) {
         _ = try checked(send("POST", "/v1/go"))

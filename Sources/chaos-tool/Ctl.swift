@@ -16,7 +16,7 @@ struct Ctl: ParsableCommand {
         CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
         by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
         """,
-        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self]
+        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self]
     )
 }
 
@@ -291,6 +291,25 @@ struct CtlGo: ParsableCommand {
         try ctl {
             try options.client(pid: pid).go()
             print("go sent to \(pid)")
+        }
+    }
+}
+
+struct CtlAdvance: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "advance",
+        abstract: "Move the virtual time of a `chaos run` child forward (its profile has the system.clock item virtual).",
+        discussion: "Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the last has been taken."
+    )
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "How far: 1h, 90m, 30s, 250ms, 1.5d.") var duration: String
+
+    func run() throws {
+        try ctl {
+            let time = try options.client(pid: pid).advance(by: duration)
+            print("\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending")
         }
     }
 }

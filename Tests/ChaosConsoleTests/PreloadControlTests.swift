@@ -269,4 +269,83 @@ final class PreloadChild: Sendable {
         let left = (try? FileManager.default.contentsOfDirectory(atPath: child.directory.path)) ?? []
         #expect(left.filter { $0.hasSuffix(".json") && $0 != "start.json" || $0.hasSuffix(".sock") } == [])
     }
+
+    // MARK: Virtual time
+
+    static let virtualProfile = #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}}]}"#
+
+    /// Steps a `chaos run` child's virtual time a minute at a time and checks that each
+    /// minute-long sleep ended at its own minute, with the wall and monotonic clocks agreeing.
+    func stepThroughThreeMinutes(_ child: PreloadChild) async throws {
+        let start = try await child.line(startingWith: "start ")
+        #expect(start.hasPrefix("start 1893456000"), "the wall clock starts where the profile says: \(start)")
+        for minute in 1...3 {
+            // A tick printed before this advance would be a sleep that did not wait for it.
+            #expect(!child.output.contains { $0.hasPrefix("tick \(minute) ") }, "minute \(minute) passed before it was advanced")
+            let advanced = try await child.ctl("advance", "\(child.pid)", "60s")
+            // After the last tick the program ends, and may close its endpoint before answering.
+            if minute < 3 { #expect(advanced.status == 0, "\(advanced.errors)") }
+            let tick = try await child.line(startingWith: "tick \(minute) ")
+            #expect(tick == "tick \(minute) \(minute * 60) \(minute * 60)", "wall and monotonic both moved by the minute: \(tick)")
+        }
+    }
+
+    @Test func chaosCtlAdvanceStepsAPythonProgramsWallAndMonotonicClocks() async throws {
+        let program = """
+        import time
+        w0, m0 = time.time(), time.monotonic()
+        print("start", int(w0), flush=True)
+        for minute in range(1, 4):
+            time.sleep(60)
+            print("tick", minute, round(time.time() - w0), round(time.monotonic() - m0), flush=True)
+        """
+        let child = try PreloadChild(profile: Self.virtualProfile, command: ["python3", "-c", program])
+        defer { child.stop() }
+        try await stepThroughThreeMinutes(child)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/cc"), "no C compiler (cc)"))
+    func chaosCtlAdvanceStepsACProgramsWallAndMonotonicClocks() async throws {
+        let folder = URL(fileURLWithPath: "/tmp/vtc-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = folder.appendingPathComponent("ticks.c")
+        try Data("""
+        #include <stdio.h>
+        #include <time.h>
+        #include <unistd.h>
+        static double mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+        int main(void) {
+            time_t w0 = time(NULL);
+            double m0 = mono();
+            printf("start %lld\\n", (long long)w0);
+            fflush(stdout);
+            for (int minute = 1; minute <= 3; minute++) {
+                sleep(60);
+                printf("tick %d %lld %.0f\\n", minute, (long long)(time(NULL) - w0), mono() - m0);
+                fflush(stdout);
+            }
+            return 0;
+        }
+        """.utf8).write(to: source)
+        let binary = folder.appendingPathComponent("ticks").path
+        let compiled = try #require(runProgram("/usr/bin/cc", ["-O1", "-o", binary, source.path]))
+        try #require(compiled.status == 0, "cc failed: \(compiled.stderr)")
+        let child = try PreloadChild(profile: Self.virtualProfile, command: [binary])
+        defer { child.stop() }
+        try await stepThroughThreeMinutes(child)
+    }
+
+    @Test func advanceOutsideVirtualTimeIsRefusedWithWhatToDo() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        try await child.line(startingWith: "ok")
+        _ = try await child.endpoint()
+        let advanced = try await child.ctl("advance", "\(child.pid)", "1h")
+        #expect(advanced.status != 0)
+        #expect(advanced.errors.contains("system.clock item virtual"), "\(advanced.errors)")
+        let malformed = try await child.ctl("advance", "\(child.pid)", "soon")
+        #expect(malformed.status != 0)
+        #expect(malformed.errors.contains("e.g. 1h"), "\(malformed.errors)")
+    }
 }

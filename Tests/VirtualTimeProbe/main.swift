@@ -199,7 +199,6 @@ func clocks() async throws {
 
 func socketWait() async throws {
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     var pair: [Int32] = [0, 0]
     guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { report("error", "socketpair: \(errno)"); exit(2) }
     let reader = pair[0], writer = pair[1]

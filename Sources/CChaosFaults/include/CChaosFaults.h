@@ -315,6 +315,10 @@ int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value);
 /// The earliest pending virtual deadline of a sleeper or timer (INT64_MAX: none, or off).
 int64_t chaos_vt_next_deadline(void);
 
+/// A duration as plan text writes it (`3600s`, `1h`, `90m`, `250ms`, `1.5d`, a number of
+/// nanoseconds; a leading sign allowed) in `nanoseconds`: 0, or -1 when it is none.
+int chaos_parse_duration(const char *text, int64_t *nanoseconds);
+
 /// How many sleepers and armed timers wait for virtual time.
 int32_t chaos_vt_pending_count(void);
 
