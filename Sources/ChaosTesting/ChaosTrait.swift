@@ -1,6 +1,6 @@
 public import ChaosKit
 public import Testing
-import Foundation
+public import Foundation
 
 /// A Swift Testing trait that runs each test case under chaos.
 ///
@@ -190,6 +190,23 @@ extension Trait where Self == ChaosTrait {
         seed: UInt64? = nil, global entries: @escaping @Sendable () throws -> [ProfileEntry]
     ) -> Self {
         ChaosTrait(mode: .processWide, seed: seed, entries: entries)
+    }
+
+    /// Runs each test case on virtual time that starts at `start` (nil: the real time when
+    /// the case starts), holding the process-wide lock: every clock of the process reads it,
+    /// and sleeps and timers wait until the test moves it with `VirtualTime.advance(by:)`
+    /// (ChaosHooks, which must be linked: this is the `system.clock` item `virtual`,
+    /// applied globally). With `flowing`, it also runs at real pace between advances.
+    ///
+    /// Virtual time is process-wide: suites that run in parallel and sleep, or read the
+    /// clock, see it too. Keep such tests in a suite of their own, or in a process of their
+    /// own.
+    public static func virtualTime(start: Date? = nil, flowing: Bool = false) -> Self {
+        ChaosTrait(mode: .processWide, seed: 0, entries: {
+            var parameters: [String: ProfileValue] = ["flowing": .bool(flowing)]
+            if let start { parameters["start"] = .string(ISO8601Date.format(start)) }
+            return [ProfileEntry(point: "system.clock", .catalogue("virtual", ProfileParameters(parameters)))]
+        })
     }
 
     /// Holds the process-wide lock for each test case without applying anything: for

@@ -94,4 +94,23 @@ struct VirtualTimeTests {
         #expect(report.errors.contains("virtual time has not been advanced"))
         #expect(report.errors.contains("sleeps until +3600"), "the report names the pending deadline: \(report.errors.prefix(500))")
     }
+
+    @Test func theProfileItemVirtualStartsItAndRevertingStopsIt() throws {
+        let report = try Self.probe("profile")
+        #expect(report.flag("running") == true)
+        #expect((report.number("start_error_s") ?? .infinity) < 0.001, "the clock starts at the profile's start")
+        #expect(report.number("woke_after_s") == 90)
+        #expect(report.flag("running_after_revert") == false)
+        #expect((report.number("real_clock_error_s") ?? .infinity) < 0.01)
+    }
+
+    @Test func flowingVirtualTimeRunsAtRealPaceAndAdvancesAddToIt() throws {
+        let report = try Self.probe("flowing")
+        let slept = try #require(report.number("sleep_real_ms"))
+        #expect(slept >= 200 && slept < 30_000, "a sleep on flowing time takes its real time: \(slept) ms")
+        let afterSleep = try #require(report.number("virtual_after_sleep_s"))
+        #expect(afterSleep >= 0.2 && afterSleep < 30)
+        let afterAdvance = try #require(report.number("virtual_after_advance_s"))
+        #expect(afterAdvance >= 3600.2 && afterAdvance < 3630)
+    }
 }

@@ -256,7 +256,40 @@ func watchdog() async throws {
     VirtualTime.stop()
 }
 
+/// The profile spelling (what `.virtualTime(start:)` applies, by point name): a JSON
+/// profile's `system.clock` item `virtual` starts virtual time, reverting it stops it.
+func profile() async throws {
+    SystemPoints.register()
+    let profile = try ChaosProfile.decode(json: #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-03-17T17:46:40Z"}}}]}"#)
+    let baseline = chaos_vt_waits()
+    let chaos = try profile.apply()
+    report("running", VirtualTime.isRunning)
+    report("start_error_s", abs(Date().timeIntervalSince(start)))
+    let woke = Shared<Date?>(nil)
+    Thread { Thread.sleep(forTimeInterval: 90); woke.with { $0 = Date() } }.start()
+    waitForPending("Thread.sleep", beyond: baseline)
+    try await VirtualTime.advance(by: .seconds(90))
+    _ = eventually { woke.current != nil }
+    report("woke_after_s", woke.current.map { $0.timeIntervalSince(start) } ?? -1)
+    chaos.revertAll()
+    report("running_after_revert", VirtualTime.isRunning)
+    report("real_clock_error_s", abs(Date().timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9))
+}
+
+/// Flowing virtual time runs at real pace from its start, and an advance adds to it.
+func flowing() async throws {
+    try VirtualTime.start(at: start, flowing: true)
+    let before = realMilliseconds()
+    usleep(200_000)  // Thread.sleep is unavailable here; both end in the intercepted sleeps
+    report("sleep_real_ms", realMilliseconds() - before)
+    report("virtual_after_sleep_s", Date().timeIntervalSince(start))
+    try await VirtualTime.advance(by: .seconds(3600))
+    report("virtual_after_advance_s", Date().timeIntervalSince(start))
+    VirtualTime.stop()
+}
+
 let scenarios: [String: () async throws -> Void] = [
+    "profile": profile, "flowing": flowing,
     "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer, "async-after-and-timer": asyncAfterAndTimer,
     "clocks": clocks, "socket": socketWait, "stop": stopResumesRealTiming, "watchdog": watchdog,
 ]
