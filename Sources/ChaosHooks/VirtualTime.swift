@@ -83,6 +83,12 @@ public enum VirtualTime {
         return .nanoseconds(max(0, next - chaos_vt_monotonic_ns()))
     }
 
+    /// Waits begun on virtual time since the process started: sleeps, deadlines given to
+    /// libdispatch (`Task.sleep`, `asyncAfter`, timer sources) and timers armed by others.
+    /// Before advancing, a test can wait for this to grow, so that the work it started has
+    /// armed its wait rather than arming it after the advance.
+    public static var waitsBegun: UInt64 { chaos_vt_waits() }
+
     /// Moves virtual time forward by `duration`, through every deadline on the way in
     /// order, and returns once the last has been taken. Blocks the calling thread.
     public static func advance(by duration: Duration) throws(ChaosError) {
