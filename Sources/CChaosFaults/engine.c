@@ -117,7 +117,9 @@ static void publish_fast_clock(const chaos_plan *plan) {
         index = e;
     }
     int32_t kind = 0;
-    if (clock_entries == 1 && !only->monotonic) {
+    if (clock_entries == 1 && only->nodes[0].kind == CHAOS_NODE_VIRTUAL) {
+        kind = CHAOS_ACT_VIRTUAL;
+    } else if (clock_entries == 1 && !only->monotonic) {
         switch (only->nodes[0].kind) {
         case CHAOS_NODE_OFFSET: kind = CHAOS_ACT_OFFSET; break;
         case CHAOS_NODE_FROZEN: kind = CHAOS_ACT_FROZEN; break;

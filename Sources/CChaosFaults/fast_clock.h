@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct cf_fast_clock {
     _Atomic uint64_t sequence;    ///< odd while the words are being written
@@ -26,6 +27,52 @@ typedef struct cf_fast_clock {
 } cf_fast_clock;
 
 extern cf_fast_clock cf_fast __attribute__((visibility("hidden")));
+
+/// Virtual time's clock (virtual.c): the virtual monotonic instant is `base` (manual) or
+/// `base` plus the real monotonic time since `anchor` (flowing); the other clocks read it
+/// plus their offset.
+typedef struct cf_virtual_clock {
+    _Atomic int running;
+    _Atomic int flowing;
+    _Atomic int64_t base;            ///< virtual monotonic ns (manual), or at `anchor` (flowing)
+    _Atomic int64_t anchor;          ///< real monotonic ns at start (flowing)
+    _Atomic int64_t wall_minus_mono; ///< virtual realtime − virtual monotonic
+    _Atomic int64_t boot_minus_mono; ///< real boottime − real monotonic at start
+    _Atomic int64_t tai_minus_real;  ///< real TAI − real realtime at start
+} cf_virtual_clock;
+
+extern cf_virtual_clock cf_vt __attribute__((visibility("hidden")));
+
+/// The clock's virtual fast path: when the active plan's only clock entry is a `virtual`
+/// node and time stands still, a reading of a realtime, monotonic or boot-time clock is
+/// virtual time plus that clock's offset, without reading the real clock at all. Fills
+/// `out` and returns 1, or returns 0: decide the call as usual.
+static inline int cf_fast_virtual(int clock, struct timespec *out) {
+    uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_acquire);
+    if ((sequence & 1) || atomic_load_explicit(&cf_fast.kind, memory_order_relaxed) != 10 /* CHAOS_ACT_VIRTUAL */) return 0;
+    if (!atomic_load_explicit(&cf_vt.running, memory_order_acquire) || atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed)) return 0;
+    int64_t offset;
+    switch (clock) {
+    case 0 /* CLOCK_REALTIME */: case 5 /* CLOCK_REALTIME_COARSE */: case 8 /* CLOCK_REALTIME_ALARM */:
+        offset = atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
+        break;
+    case 1 /* CLOCK_MONOTONIC */: case 4 /* CLOCK_MONOTONIC_RAW */: case 6 /* CLOCK_MONOTONIC_COARSE */:
+        offset = 0;
+        break;
+    case 7 /* CLOCK_BOOTTIME */: case 9 /* CLOCK_BOOTTIME_ALARM */:
+        offset = atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
+        break;
+    default:
+        return 0;
+    }
+    int64_t value = atomic_load_explicit(&cf_vt.base, memory_order_acquire) + offset;
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed) != sequence) return 0;
+    out->tv_sec = (time_t)(value / 1000000000);
+    out->tv_nsec = (long)(value % 1000000000);
+    atomic_fetch_add_explicit(&cf_fast.calls, 1, memory_order_relaxed);
+    return 1;
+}
 /// Bit p set when the active plan has an entry for point p.
 extern _Atomic uint32_t cf_active_points __attribute__((visibility("hidden")));
 
@@ -37,7 +84,7 @@ extern _Atomic uint32_t cf_active_points __attribute__((visibility("hidden")));
 static inline int cf_fast_clock_adjust(int64_t *seconds, int64_t *nanoseconds) {
     uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_acquire);
     int32_t kind = atomic_load_explicit(&cf_fast.kind, memory_order_relaxed);
-    if ((sequence & 1) || !kind) return 0;
+    if ((sequence & 1) || !kind || kind == 10 /* CHAOS_ACT_VIRTUAL: cf_fast_virtual */) return 0;
     int64_t ns = atomic_load_explicit(&cf_fast.ns, memory_order_relaxed);
     int64_t s = atomic_load_explicit(&cf_fast.seconds, memory_order_relaxed);
     int64_t n = atomic_load_explicit(&cf_fast.nanoseconds, memory_order_relaxed);

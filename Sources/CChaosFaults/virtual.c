@@ -12,6 +12,7 @@
 // clock never asks itself what time it is.
 #define _GNU_SOURCE
 #include "internal.h"
+#include "fast_clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,13 +64,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed;   ///< virtual time moved, or stopped (CLOCK_MONOTONIC waits)
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-static _Atomic int running;
-static _Atomic int flowing;
-static _Atomic int64_t base;          ///< virtual monotonic ns (manual), or at `anchor` (flowing)
-static _Atomic int64_t anchor;        ///< real monotonic ns at start (flowing)
-static _Atomic int64_t wall_minus_mono;   ///< virtual realtime − virtual monotonic
-static _Atomic int64_t boot_minus_mono;   ///< real boottime − real monotonic at start
-static _Atomic int64_t tai_minus_real;    ///< real TAI − real realtime at start
+// The words readings use (fast_clock.h reads them inline).
+cf_virtual_clock cf_vt;
 static _Atomic int64_t watchdog_ns = 30 * NS;
 static _Atomic int64_t settle_ns = 50000000;  ///< per advance step, see settle()
 static _Atomic uint64_t reports;
@@ -108,9 +104,9 @@ static int64_t dispatch_instant(uint64_t when) {
 static int64_t real_mono(void) { return cf_real_ns(CLOCK_MONOTONIC); }
 
 static int64_t now_locked_free(void) {
-    int64_t b = atomic_load_explicit(&base, memory_order_acquire);
-    if (!atomic_load_explicit(&flowing, memory_order_relaxed)) return b;
-    return b + (real_mono() - atomic_load_explicit(&anchor, memory_order_relaxed));
+    int64_t b = atomic_load_explicit(&cf_vt.base, memory_order_acquire);
+    if (!atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed)) return b;
+    return b + (real_mono() - atomic_load_explicit(&cf_vt.anchor, memory_order_relaxed));
 }
 
 static struct timespec deadline_in(int64_t ns) {
@@ -123,7 +119,7 @@ static pid_t thread_id(void) { return (pid_t)syscall(SYS_gettid); }
 
 // MARK: - Readings
 
-int chaos_vt_running(void) { return atomic_load_explicit(&running, memory_order_acquire); }
+int chaos_vt_running(void) { return atomic_load_explicit(&cf_vt.running, memory_order_acquire); }
 
 int64_t chaos_vt_monotonic_ns(void) { return now_locked_free(); }
 
@@ -131,11 +127,11 @@ int64_t chaos_vt_reading_ns(int clock) {
     int64_t mono = now_locked_free();
     switch (clock) {
     case CLOCK_REALTIME: case CLOCK_REALTIME_COARSE: case CLOCK_REALTIME_ALARM:
-        return mono + atomic_load_explicit(&wall_minus_mono, memory_order_relaxed);
+        return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
     case CLOCK_TAI:
-        return mono + atomic_load_explicit(&wall_minus_mono, memory_order_relaxed) + atomic_load_explicit(&tai_minus_real, memory_order_relaxed);
+        return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) + atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
     case CLOCK_BOOTTIME: case CLOCK_BOOTTIME_ALARM:
-        return mono + atomic_load_explicit(&boot_minus_mono, memory_order_relaxed);
+        return mono + atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
     default:
         return mono;
     }
@@ -144,11 +140,11 @@ int64_t chaos_vt_reading_ns(int clock) {
 int64_t chaos_vt_to_monotonic(int clock, int64_t instant) {
     switch (clock) {
     case CLOCK_REALTIME: case CLOCK_REALTIME_COARSE: case CLOCK_REALTIME_ALARM:
-        return instant - atomic_load_explicit(&wall_minus_mono, memory_order_relaxed);
+        return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
     case CLOCK_TAI:
-        return instant - atomic_load_explicit(&wall_minus_mono, memory_order_relaxed) - atomic_load_explicit(&tai_minus_real, memory_order_relaxed);
+        return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) - atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
     case CLOCK_BOOTTIME: case CLOCK_BOOTTIME_ALARM:
-        return instant - atomic_load_explicit(&boot_minus_mono, memory_order_relaxed);
+        return instant - atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
     default:
         return instant;
     }
@@ -207,7 +203,7 @@ static int arm_real(const vt_timer *timer, settime_fn real_settime, int64_t now)
     if (timer->deadline > 0) {
         int64_t left = timer->deadline - now;
         if (left <= 0) spec.it_value.tv_nsec = 1;
-        else if (atomic_load(&flowing)) {
+        else if (atomic_load(&cf_vt.flowing)) {
             spec.it_value = ts_of(left);
             spec.it_interval = ts_of(timer->interval);
         }
@@ -240,7 +236,7 @@ int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, 
     if (!real_settime) real_settime = raw_settime;
     pthread_once(&once, init_once);
     pthread_mutex_lock(&lock);
-    if (!atomic_load(&running)) {
+    if (!atomic_load(&cf_vt.running)) {
         pthread_mutex_unlock(&lock);
         return real_settime(fd, flags, value, old);
     }
@@ -274,7 +270,7 @@ int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, 
 }
 
 int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value) {
-    if (!atomic_load(&running) || !value) return 1;
+    if (!atomic_load(&cf_vt.running) || !value) return 1;
     pthread_mutex_lock(&lock);
     vt_timer *timer = timer_of(fd, 0);
     if (!timer) {
@@ -289,7 +285,7 @@ int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value) {
 }
 
 void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t interval) {
-    if (!atomic_load(&running)) return;
+    if (!atomic_load(&cf_vt.running)) return;
     pthread_mutex_lock(&lock);
     int64_t deadline = dispatch_instant(when);
     vt_known *slot = NULL;
@@ -314,7 +310,7 @@ void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t inte
 }
 
 void chaos_vt_dispatch_cancel(const void *source) {
-    if (!atomic_load(&running) || !source) return;
+    if (!atomic_load(&cf_vt.running) || !source) return;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < VT_KNOWN; i++) if (known[i].source == source) known[i].deadline = 0;
     pthread_mutex_unlock(&lock);
@@ -326,7 +322,7 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     pthread_once(&once, init_once);
     if (left_when_stopped) *left_when_stopped = 0;
     pthread_mutex_lock(&lock);
-    if (!atomic_load(&running)) {
+    if (!atomic_load(&cf_vt.running)) {
         pthread_mutex_unlock(&lock);
         return 1;
     }
@@ -335,13 +331,13 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     sleepers = &self;
     pthread_cond_broadcast(&changed);  // an advance in progress sees the new deadline
     int64_t now;
-    while (atomic_load(&running) && (now = now_locked_free()) < deadline) {
+    while (atomic_load(&cf_vt.running) && (now = now_locked_free()) < deadline) {
         int64_t wait = atomic_load(&watchdog_ns);
-        if (atomic_load(&flowing) && deadline - now < wait) wait = deadline - now;
+        if (atomic_load(&cf_vt.flowing) && deadline - now < wait) wait = deadline - now;
         struct timespec until = deadline_in(wait);
         pthread_cond_timedwait(&changed, &lock, &until);
     }
-    int stopped = !atomic_load(&running);
+    int stopped = !atomic_load(&cf_vt.running);
     if (stopped && left_when_stopped) *left_when_stopped = deadline - now_locked_free();
     for (vt_sleeper **link = &sleepers; *link; link = &(*link)->next) {
         if (*link == &self) {
@@ -359,7 +355,7 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
 /// The earliest virtual deadline pending (INT64_MAX: none). Under `lock`. While time flows
 /// the kernel fires timers whose deadlines real time reached, so those are moved past now.
 static int64_t next_deadline_locked(void) {
-    if (atomic_load(&flowing)) {
+    if (atomic_load(&cf_vt.flowing)) {
         int64_t now = now_locked_free();
         for (int i = 0; i < VT_TIMERS; i++) {
             vt_timer *timer = &timers[i];
@@ -380,7 +376,7 @@ static int64_t next_deadline_locked(void) {
 int64_t chaos_vt_next_deadline(void) {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&lock);
-    int64_t next = atomic_load(&running) ? next_deadline_locked() : INT64_MAX;
+    int64_t next = atomic_load(&cf_vt.running) ? next_deadline_locked() : INT64_MAX;
     pthread_mutex_unlock(&lock);
     return next;
 }
@@ -497,11 +493,11 @@ static void settle(int64_t now, const int *fired, int fired_count) {
 }
 
 static void set_now_locked(int64_t target) {
-    if (atomic_load(&flowing)) {
+    if (atomic_load(&cf_vt.flowing)) {
         int64_t now = now_locked_free();
-        if (target > now) atomic_fetch_add(&base, target - now);
-    } else if (target > atomic_load(&base)) {
-        atomic_store_explicit(&base, target, memory_order_release);
+        if (target > now) atomic_fetch_add(&cf_vt.base, target - now);
+    } else if (target > atomic_load(&cf_vt.base)) {
+        atomic_store_explicit(&cf_vt.base, target, memory_order_release);
     }
 }
 
@@ -542,7 +538,7 @@ int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&advancing);  // one advance at a time: steps are not interleaved
     pthread_mutex_lock(&lock);
-    if (!atomic_load(&running)) {
+    if (!atomic_load(&cf_vt.running)) {
         pthread_mutex_unlock(&lock);
         pthread_mutex_unlock(&advancing);
         return -1;
@@ -552,7 +548,7 @@ int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
     int cut_short = 0;
     for (;;) {
         int64_t next = next_deadline_locked();
-        if (next > target || !atomic_load(&running)) break;
+        if (next > target || !atomic_load(&cf_vt.running)) break;
         if (max_steps >= 0 && steps >= max_steps) {
             cut_short = 1;
             break;
@@ -564,7 +560,7 @@ int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
         if (step_locked() == 0 && next <= before) break;
         steps++;
     }
-    if (atomic_load(&running) && !cut_short) {
+    if (atomic_load(&cf_vt.running) && !cut_short) {
         set_now_locked(target);
         step_locked();  // what is due at the target itself, and libdispatch's own timers
     }
@@ -583,10 +579,10 @@ static void *watch(void *unused) {
         int64_t period = atomic_load(&watchdog_ns);
         struct timespec until = deadline_in(period / 4 > 0 ? period / 4 : 1000000);
         pthread_cond_timedwait(&changed, &lock, &until);
-        if (!watchdog_running || !atomic_load(&running)) continue;
+        if (!watchdog_running || !atomic_load(&cf_vt.running)) continue;
         int64_t stalled = real_mono() - last_advance_real;
         int64_t next = next_deadline_locked();
-        if (stalled < period || next == INT64_MAX || (atomic_load(&flowing))) continue;
+        if (stalled < period || next == INT64_MAX || (atomic_load(&cf_vt.flowing))) continue;
         int64_t now = now_locked_free();
         char text[1024];
         int length = snprintf(text, sizeof text,
@@ -661,20 +657,20 @@ static void adopt_timers_locked(int64_t now) {
 }
 
 static int start_locked(int64_t wall_ns, int flow) {
-    if (atomic_load(&running)) return -1;
+    if (atomic_load(&cf_vt.running)) return -1;
     int64_t mono = real_mono();
     int64_t wall = wall_ns ? wall_ns : cf_real_ns(CLOCK_REALTIME);
-    atomic_store(&anchor, mono);
-    atomic_store(&base, mono);
-    atomic_store(&wall_minus_mono, wall - mono);
-    atomic_store(&boot_minus_mono, cf_real_ns(CLOCK_BOOTTIME) - mono);
-    atomic_store(&tai_minus_real, cf_real_ns(CLOCK_TAI) - cf_real_ns(CLOCK_REALTIME));
-    atomic_store(&flowing, flow ? 1 : 0);
+    atomic_store(&cf_vt.anchor, mono);
+    atomic_store(&cf_vt.base, mono);
+    atomic_store(&cf_vt.wall_minus_mono, wall - mono);
+    atomic_store(&cf_vt.boot_minus_mono, cf_real_ns(CLOCK_BOOTTIME) - mono);
+    atomic_store(&cf_vt.tai_minus_real, cf_real_ns(CLOCK_TAI) - cf_real_ns(CLOCK_REALTIME));
+    atomic_store(&cf_vt.flowing, flow ? 1 : 0);
     last_advance_real = mono;
     for (int i = 0; i < VT_TIMERS; i++) timers[i].fd = -1;
     for (int i = 0; i < VT_KNOWN; i++) known[i].deadline = 0;
     adopt_timers_locked(mono);
-    atomic_store_explicit(&running, 1, memory_order_release);
+    atomic_store_explicit(&cf_vt.running, 1, memory_order_release);
     watchdog_running = 1;
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
@@ -687,9 +683,9 @@ static int start_locked(int64_t wall_ns, int flow) {
 /// Stops virtual time: kernel timers armed in it are armed again in real time for what
 /// remained, and sleepers go on sleeping for what remained, in real time.
 static void stop_locked(void) {
-    if (!atomic_load(&running)) return;
+    if (!atomic_load(&cf_vt.running)) return;
     int64_t now = now_locked_free();
-    atomic_store_explicit(&running, 0, memory_order_release);
+    atomic_store_explicit(&cf_vt.running, 0, memory_order_release);
     settime_fn settime = saved_settime ? saved_settime : raw_settime;
     for (int i = 0; i < VT_TIMERS; i++) {
         vt_timer *timer = &timers[i];
@@ -710,9 +706,9 @@ void cf_vt_plan_installed(int has_virtual, int64_t wall_ns, int flow) {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&lock);
     int joined = 0;
-    if (has_virtual && !atomic_load(&running)) {
+    if (has_virtual && !atomic_load(&cf_vt.running)) {
         start_locked(wall_ns, flow);
-    } else if (!has_virtual && atomic_load(&running)) {
+    } else if (!has_virtual && atomic_load(&cf_vt.running)) {
         joined = watchdog_running;
         stop_locked();
     }

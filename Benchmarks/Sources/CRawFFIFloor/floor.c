@@ -44,3 +44,13 @@ void chaos_bench_free_raw_forwarding_closure(void *handle) {
     ffi_closure_free(f->closure);
     free(f);
 }
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t chaos_bench_real_monotonic_ns(void) {
+    struct timespec now;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}

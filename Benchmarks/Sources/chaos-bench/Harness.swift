@@ -1,3 +1,4 @@
+import CRawFFIFloor
 import Foundation
 
 /// Keeps a value alive so the optimizer cannot delete the work that made it.
@@ -26,8 +27,10 @@ struct Group {
     var minimumRepetitions = 0
 }
 
+/// The real monotonic time: read with the system call, because some groups hook the
+/// clock or run the process on virtual time (where DispatchTime stands still).
 func now() -> UInt64 {
-    DispatchTime.now().uptimeNanoseconds
+    chaos_bench_real_monotonic_ns()
 }
 
 /// Times `body` run `iterations` times.
