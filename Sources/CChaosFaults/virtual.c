@@ -350,6 +350,47 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     return stopped;
 }
 
+int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice_ms), void *context) {
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&lock);
+    if (!atomic_load(&cf_vt.running)) {
+        pthread_mutex_unlock(&lock);
+        return attempt(context, -2);
+    }
+    vt_sleeper self = {deadline, thread_id(), 0, sleepers};
+    sleepers = &self;
+    atomic_fetch_add(&waits_total, 1);
+    pthread_cond_broadcast(&changed);
+    int result = 0;
+    for (;;) {
+        int64_t now = now_locked_free();
+        if (!atomic_load(&cf_vt.running)) {
+            // Off now: what remained, in real time, in one wait.
+            int64_t left = deadline - now;
+            pthread_mutex_unlock(&lock);
+            result = attempt(context, left <= 0 ? 0 : (int)(left / 1000000 + 1));
+            pthread_mutex_lock(&lock);
+            break;
+        }
+        if (now >= deadline) break;
+        int slice = 5;
+        if (atomic_load(&cf_vt.flowing) && (deadline - now) / 1000000 < slice) slice = (int)((deadline - now) / 1000000) + 1;
+        pthread_mutex_unlock(&lock);
+        result = attempt(context, slice);
+        pthread_mutex_lock(&lock);
+        if (result != 0) break;
+    }
+    for (vt_sleeper **link = &sleepers; *link; link = &(*link)->next) {
+        if (*link == &self) {
+            *link = self.next;
+            break;
+        }
+    }
+    pthread_cond_broadcast(&changed);
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
 // MARK: - Advancing
 
 /// The earliest virtual deadline pending (INT64_MAX: none). Under `lock`. While time flows
@@ -717,5 +758,11 @@ void cf_vt_plan_installed(int has_virtual, int64_t wall_ns, int flow) {
 }
 
 uint64_t chaos_vt_steps(void) { return atomic_load(&steps_total); }
+
+void chaos_vt_sleep_real(int64_t ns) {
+    if (ns <= 0) return;
+    struct timespec t = {(time_t)(ns / NS), (long)(ns % NS)};
+    while (syscall(SYS_nanosleep, &t, &t) != 0 && errno == EINTR) {}
+}
 
 uint64_t chaos_vt_waits(void) { return atomic_load(&waits_total); }

@@ -49,6 +49,9 @@
 #include <sys/time.h>
 #include <sys/timeb.h>
 #include <sys/timerfd.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <poll.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>

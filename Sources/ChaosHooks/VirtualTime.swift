@@ -31,8 +31,10 @@ import Glibc
 /// ``stop()`` restores the real clocks, and pending waits go on for what remained of them,
 /// in real time.
 ///
-/// Out of reach: `poll`, `select`, `epoll_wait` and `pthread_cond_timedwait` timeouts (they
-/// stay real), calls from inside libc itself, and statically linked code.
+/// The timeouts of `poll`, `ppoll`, `select`, `epoll_wait` and `epoll_pwait` are virtual
+/// too, and descriptors becoming ready still end such a wait at once. Out of reach:
+/// `pthread_cond_timedwait` timeouts (they stay real), calls from inside libc itself, and
+/// statically linked code.
 public enum VirtualTime {
     /// The applied entry while virtual time runs from ``start(at:flowing:)``.
     private static let applied = Locked<Chaos?>(nil)
@@ -88,6 +90,13 @@ public enum VirtualTime {
     /// Before advancing, a test can wait for this to grow, so that the work it started has
     /// armed its wait rather than arming it after the advance.
     public static var waitsBegun: UInt64 { chaos_vt_waits() }
+
+    /// Sleeps for `duration` of real time, whatever virtual time does: every other sleep and
+    /// timeout of the process (`usleep`, `Thread.sleep`, `poll`) waits for virtual time
+    /// while it runs.
+    public static func sleepInRealTime(_ duration: Duration) {
+        chaos_vt_sleep_real(duration.wholeNanosecondsForPlan)
+    }
 
     /// Moves virtual time forward by `duration`, through every deadline on the way in
     /// order, and returns once the last has been taken. Blocks the calling thread.

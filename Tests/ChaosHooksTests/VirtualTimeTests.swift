@@ -71,11 +71,13 @@ struct VirtualTimeTests {
         #expect((report.number("time_vs_date_s") ?? .infinity) < 1)
     }
 
-    @Test func aWaitOnASocketStillWakesOnData() throws {
+    @Test func aWaitOnASocketStillWakesOnDataAndItsTimeoutIsVirtual() throws {
         let report = try Self.probe("socket")
         let woke = try #require(report.number("woke_after_real_ms"))
         #expect(woke >= 0, "poll saw the byte")
         #expect(woke < 60_000, "poll woke on the byte, not at its hour-long timeout")
+        #expect(report.flag("poll_returned_at_9s") == false, "a 10 s poll timeout does not end at 9 virtual seconds")
+        #expect(report.values["poll_result_at_10s"] == "0", "it times out (0) once 10 virtual seconds have passed")
     }
 
     @Test func stopRestoresTheRealClocksAndPendingWaitsFinishInRealTime() throws {

@@ -15,8 +15,8 @@ import Glibc
 /// The real monotonic time in ms, read with the system call (no hook changes it).
 func realMilliseconds() -> Double { Double(chaos_fault_real_ns(CLOCK_MONOTONIC)) / 1e6 }
 
-/// Waits in real time (`poll` timeouts are not virtual).
-func realWait(milliseconds: Int32) { _ = poll(nil, 0, milliseconds) }
+/// Waits in real time (every other sleep and timeout follows virtual time).
+func realWait(milliseconds: Int32) { VirtualTime.sleepInRealTime(.milliseconds(milliseconds)) }
 
 func report(_ key: String, _ value: Any) {
     FileHandle.standardOutput.write(Data("\(key)=\(value)\n".utf8))
@@ -215,6 +215,23 @@ func socketWait() async throws {
     _ = write(writer, &byte, 1)
     _ = eventually { woke.current != nil }
     report("woke_after_real_ms", woke.current ?? -1)
+    // With nothing to read, the poll's 10 s timeout is virtual: it ends when time is advanced.
+    var drained: UInt8 = 0
+    _ = read(reader, &drained, 1)
+    let baseline = chaos_vt_waits()
+    let timedOut = Shared<Int32?>(nil)
+    Thread {
+        var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+        let result = poll(&descriptor, 1, 10_000)
+        timedOut.with { $0 = result }
+    }.start()
+    waitForPending("poll", beyond: baseline)
+    try await VirtualTime.advance(by: .seconds(9))
+    realWait(milliseconds: 100)
+    report("poll_returned_at_9s", timedOut.current != nil)
+    try await VirtualTime.advance(by: .seconds(1))
+    _ = eventually { timedOut.current != nil }
+    report("poll_result_at_10s", timedOut.current.map(String.init) ?? "none")
     close(reader)
     close(writer)
     VirtualTime.stop()

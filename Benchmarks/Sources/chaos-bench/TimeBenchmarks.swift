@@ -41,8 +41,7 @@ func timeGroup() throws -> Group? {
                     try? await Task.sleep(for: .seconds(3600))
                     woke.signal()
                 }
-                // poll's timeout is real time: usleep would wait for virtual time.
-                while VirtualTime.waitsBegun == armed { _ = poll(nil, 0, 1) }
+                while VirtualTime.waitsBegun == armed { VirtualTime.sleepInRealTime(.milliseconds(1)) }
                 let began = now()
                 try! VirtualTime.advance(by: .seconds(3600))
                 woke.wait()

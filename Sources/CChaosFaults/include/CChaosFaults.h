@@ -284,6 +284,14 @@ int64_t chaos_vt_to_monotonic(int clock, int64_t instant);
 /// (if given) holds the virtual time that remained, for the caller to sleep in real time.
 int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped);
 
+/// A wait that also watches descriptors (poll, select, epoll_wait) with a timeout ending
+/// at the virtual monotonic `deadline`: calls `attempt(context, slice_ms)`, one real wait of
+/// at most `slice_ms` on the caller's descriptors, until it reports something (non-zero,
+/// which is returned) or virtual time reaches the deadline (0 is returned). Descriptors
+/// becoming ready end the wait at once, in real time. `slice_ms` -2: virtual time is off,
+/// wait as the caller asked.
+int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice_ms), void *context);
+
 /// Records a new timerfd's clock (timerfds made before virtual time are read from
 /// /proc/self/fdinfo when first armed).
 int chaos_vt_timerfd_created(int fd, int clock);
@@ -337,6 +345,10 @@ void chaos_vt_set_limits(int64_t watchdog_ns, int64_t settle_ns);
 
 /// Reports the watchdog has written since the process started.
 uint64_t chaos_vt_watchdog_reports(void);
+
+/// Sleeps `ns` of real time (the system call itself: neither virtual time nor any hook
+/// changes it).
+void chaos_vt_sleep_real(int64_t ns);
 
 /// Advance steps taken since the process started.
 uint64_t chaos_vt_steps(void);
