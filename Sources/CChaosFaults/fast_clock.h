@@ -43,6 +43,10 @@ typedef struct cf_virtual_clock {
 
 extern cf_virtual_clock cf_vt __attribute__((visibility("hidden")));
 
+/// Set while virtual time's own code waits on a condition variable (which the
+/// interceptors then leave alone).
+extern _Thread_local int cf_vt_internal_wait __attribute__((visibility("hidden"), tls_model("initial-exec")));
+
 /// The clock's virtual fast path: when the active plan's only clock entry is a `virtual`
 /// node and time stands still, a reading of a realtime, monotonic or boot-time clock is
 /// virtual time plus that clock's offset, without reading the real clock at all. Fills

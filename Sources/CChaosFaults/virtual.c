@@ -103,6 +103,17 @@ static int64_t dispatch_instant(uint64_t when) {
 
 static int64_t real_mono(void) { return cf_real_ns(CLOCK_MONOTONIC); }
 
+_Thread_local int cf_vt_internal_wait;
+
+/// pthread_cond_timedwait for virtual time's own waits: its GOT slot may be rebound to the
+/// interceptor, which must not make these waits virtual (they wait for virtual time).
+static int timed_wait(pthread_cond_t *condition, pthread_mutex_t *mutex, const struct timespec *until) {
+    cf_vt_internal_wait = 1;
+    int result = pthread_cond_timedwait(condition, mutex, until);
+    cf_vt_internal_wait = 0;
+    return result;
+}
+
 static int64_t now_locked_free(void) {
     int64_t b = atomic_load_explicit(&cf_vt.base, memory_order_acquire);
     if (!atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed)) return b;
@@ -335,7 +346,7 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
         int64_t wait = atomic_load(&watchdog_ns);
         if (atomic_load(&cf_vt.flowing) && deadline - now < wait) wait = deadline - now;
         struct timespec until = deadline_in(wait);
-        pthread_cond_timedwait(&changed, &lock, &until);
+        timed_wait(&changed, &lock, &until);
     }
     int stopped = !atomic_load(&cf_vt.running);
     if (stopped && left_when_stopped) *left_when_stopped = deadline - now_locked_free();
@@ -529,7 +540,7 @@ static void settle(int64_t now, const int *fired, int fired_count) {
         }
         if (real_mono() > limit) return;
         struct timespec until = deadline_in(pending ? 200000 : 100000);
-        pthread_cond_timedwait(&changed, &lock, &until);
+        timed_wait(&changed, &lock, &until);
     }
 }
 
@@ -619,7 +630,7 @@ static void *watch(void *unused) {
     while (watchdog_running) {
         int64_t period = atomic_load(&watchdog_ns);
         struct timespec until = deadline_in(period / 4 > 0 ? period / 4 : 1000000);
-        pthread_cond_timedwait(&changed, &lock, &until);
+        timed_wait(&changed, &lock, &until);
         if (!watchdog_running || !atomic_load(&cf_vt.running)) continue;
         int64_t stalled = real_mono() - last_advance_real;
         int64_t next = next_deadline_locked();

@@ -52,6 +52,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>

@@ -31,10 +31,11 @@ import Glibc
 /// ``stop()`` restores the real clocks, and pending waits go on for what remained of them,
 /// in real time.
 ///
-/// The timeouts of `poll`, `ppoll`, `select`, `epoll_wait` and `epoll_pwait` are virtual
-/// too, and descriptors becoming ready still end such a wait at once. Out of reach:
-/// `pthread_cond_timedwait` timeouts (they stay real), calls from inside libc itself, and
-/// statically linked code.
+/// The timeouts of `poll`, `ppoll`, `select`, `epoll_wait`, `epoll_pwait` and the timed
+/// condition-variable waits (`NSCondition.wait(until:)`) are virtual too, and descriptors
+/// becoming ready, or a signal, still end such a wait at once. Out of reach:
+/// `DispatchSemaphore` and `DispatchGroup` timeouts (a futex inside libc), calls from inside
+/// libc itself, and statically linked code.
 public enum VirtualTime {
     /// The applied entry while virtual time runs from ``start(at:flowing:)``.
     private static let applied = Locked<Chaos?>(nil)

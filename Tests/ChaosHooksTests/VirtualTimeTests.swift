@@ -115,4 +115,12 @@ struct VirtualTimeTests {
         let afterAdvance = try #require(report.number("virtual_after_advance_s"))
         #expect(afterAdvance >= 3600.2 && afterAdvance < 3630)
     }
+
+    @Test func aConditionWaitsDeadlineIsVirtualAndASignalStillEndsIt() throws {
+        let report = try Self.probe("condition")
+        #expect(report.flag("returned_at_29s") == false)
+        #expect(report.values["timed_out_at_30s"] == "true")
+        let signalled = try #require(report.number("signalled_after_real_ms"))
+        #expect(signalled >= 0 && signalled < 30_000, "the signal, not the hour, ended the wait: \(signalled) ms")
+    }
 }

@@ -305,8 +305,56 @@ func flowing() async throws {
     VirtualTime.stop()
 }
 
+/// Sets `flag` and signals `condition` (outside the async context, where NSCondition's
+/// lock is unavailable).
+func signal(_ condition: NSCondition, setting flag: Shared<Bool>) {
+    condition.lock()
+    flag.with { $0 = true }
+    condition.signal()
+    condition.unlock()
+}
+
+/// NSCondition.wait(until:) is pthread_cond_timedwait: its deadline is virtual, and a
+/// signal still ends it at once.
+func condition() async throws {
+    try VirtualTime.start(at: start)
+    let condition = NSCondition()
+    let timedOut = Shared<Bool?>(nil)
+    var baseline = chaos_vt_waits()
+    Thread {
+        condition.lock()
+        let signalled = condition.wait(until: Date().addingTimeInterval(30))
+        condition.unlock()
+        timedOut.with { $0 = !signalled }
+    }.start()
+    waitForPending("NSCondition.wait(until:)", beyond: baseline)
+    try await VirtualTime.advance(by: .seconds(29))
+    realWait(milliseconds: 100)
+    report("returned_at_29s", timedOut.current != nil)
+    try await VirtualTime.advance(by: .seconds(1))
+    _ = eventually { timedOut.current != nil }
+    report("timed_out_at_30s", timedOut.current.map(String.init) ?? "none")
+
+    let signalled = Shared<Double?>(nil)
+    let flag = Shared(false)
+    baseline = chaos_vt_waits()
+    Thread {
+        let began = realMilliseconds()
+        condition.lock()
+        var ended = true
+        while !flag.current, ended { ended = condition.wait(until: Date().addingTimeInterval(3600)) }
+        condition.unlock()
+        signalled.with { $0 = ended ? realMilliseconds() - began : -1 }
+    }.start()
+    waitForPending("the second wait", beyond: baseline)
+    signal(condition, setting: flag)
+    _ = eventually { signalled.current != nil }
+    report("signalled_after_real_ms", signalled.current ?? -2)
+    VirtualTime.stop()
+}
+
 let scenarios: [String: () async throws -> Void] = [
-    "profile": profile, "flowing": flowing,
+    "condition": condition, "profile": profile, "flowing": flowing,
     "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer, "async-after-and-timer": asyncAfterAndTimer,
     "clocks": clocks, "socket": socketWait, "stop": stopResumesRealTiming, "watchdog": watchdog,
 ]
