@@ -290,13 +290,17 @@ final class PreloadChild: Sendable {
         }
     }
 
-    @Test func chaosCtlAdvanceStepsAPythonProgramsWallAndMonotonicClocks() async throws {
+    @Test func chaosCtlAdvanceStepsAPythonProgramsSleepSelectAndEpollWaits() async throws {
+        // Three ways to wait a minute: time.sleep (clock_nanosleep), select.select's timeout
+        // and epoll's (epoll_wait), none of which any descriptor ends.
         let program = """
-        import time
+        import select, time
         w0, m0 = time.time(), time.monotonic()
         print("start", int(w0), flush=True)
+        poller = select.epoll()
+        waits = [lambda: time.sleep(60), lambda: select.select([], [], [], 60), lambda: poller.poll(60)]
         for minute in range(1, 4):
-            time.sleep(60)
+            waits[minute - 1]()
             print("tick", minute, round(time.time() - w0), round(time.monotonic() - m0), flush=True)
         """
         let child = try PreloadChild(profile: Self.virtualProfile, command: ["python3", "-c", program])
