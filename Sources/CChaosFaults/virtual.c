@@ -450,18 +450,16 @@ static int readable(int fd) {
     return syscall(SYS_ppoll, &p, 1, &zero, NULL, 0) == 1 && (p.revents & POLLIN);
 }
 
-/// Whether the epoll set that watches `fd` with EPOLLONESHOT has delivered its event (the
-/// kernel then clears the event bits, which /proc/self/fdinfo shows), or no epoll set
-/// watches it any more. libdispatch arms its timer descriptors this way, never reads them,
-/// and takes one out of its set once no timer of that clock is left.
-static int delivered_oneshot(int fd) {
+/// Calls `visit` for each descriptor of this process whose /proc/self/fd link reads
+/// `kind` (e.g. "anon_inode:[timerfd]"), until it returns non-zero.
+static void each_descriptor(const char *kind, int (*visit)(int fd, void *context), void *context) {
     int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return 0;
-    char buffer[4096], path[64], target[64], info[8192];
-    int found = 0, delivered = 0;
+    if (dir < 0) return;
+    char buffer[4096], path[64], target[64];
     long got;
-    while (!found && (got = syscall(SYS_getdents64, dir, buffer, sizeof buffer)) > 0) {
-        for (long offset = 0; offset < got && !found;) {
+    int stop = 0;
+    while (!stop && (got = syscall(SYS_getdents64, dir, buffer, sizeof buffer)) > 0) {
+        for (long offset = 0; offset < got && !stop;) {
             struct dirent64 *entry = (struct dirent64 *)(buffer + offset);
             offset += entry->d_reclen;
             if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
@@ -469,23 +467,42 @@ static int delivered_oneshot(int fd) {
             ssize_t length = syscall(SYS_readlinkat, AT_FDCWD, path, target, sizeof target - 1);
             if (length <= 0) continue;
             target[length] = 0;
-            if (strcmp(target, "anon_inode:[eventpoll]") != 0) continue;
-            snprintf(path, sizeof path, "/proc/self/fdinfo/%s", entry->d_name);
-            if (read_proc(path, info, sizeof info) <= 0) continue;
-            for (const char *line = strstr(info, "tfd:"); line; line = strstr(line + 4, "tfd:")) {
-                int watched = atoi(line + 4);
-                if (watched != fd) continue;
-                const char *events = strstr(line, "events:");
-                if (!events) break;
-                unsigned long mask = strtoul(events + 7, NULL, 16);
-                found = 1;
-                delivered = (mask & 0x1) == 0 && (mask & 0x40000000) != 0;  // EPOLLIN gone, EPOLLONESHOT
-                break;
-            }
+            if (strcmp(target, kind) == 0) stop = visit(atoi(entry->d_name), context);
         }
     }
     syscall(SYS_close, dir);
-    return found ? delivered : 1;
+}
+
+/// Whether the epoll set that watches `fd` with EPOLLONESHOT has delivered its event (the
+/// kernel then clears the event bits, which /proc/self/fdinfo shows), or no epoll set
+/// watches it any more. libdispatch arms its timer descriptors this way, never reads them,
+/// and takes one out of its set once no timer of that clock is left.
+typedef struct oneshot_search {
+    int fd;
+    int found, delivered;
+} oneshot_search;
+
+static int look_in_epoll_set(int epoll, void *context) {
+    oneshot_search *search = context;
+    char path[64], info[8192];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", epoll);
+    if (read_proc(path, info, sizeof info) <= 0) return 0;
+    for (const char *line = strstr(info, "tfd:"); line; line = strstr(line + 4, "tfd:")) {
+        if (atoi(line + 4) != search->fd) continue;
+        const char *events = strstr(line, "events:");
+        if (!events) return 0;
+        unsigned long mask = strtoul(events + 7, NULL, 16);
+        search->found = 1;
+        search->delivered = (mask & 0x1) == 0 && (mask & 0x40000000) != 0;  // EPOLLIN gone, EPOLLONESHOT
+        return 1;
+    }
+    return 0;
+}
+
+static int delivered_oneshot(int fd) {
+    oneshot_search search = {fd, 0, 0};
+    each_descriptor("anon_inode:[eventpoll]", look_in_epoll_set, &search);
+    return search.found ? search.delivered : 1;
 }
 
 /// Whether every thread of the process but the caller is blocked (not running), sampled
@@ -676,37 +693,24 @@ void chaos_vt_set_limits(int64_t watchdog, int64_t settle_limit) {
 /// Takes the process's timerfds that are armed when virtual time starts into virtual time:
 /// each keeps the time it had left, counted in virtual time from now. Their owners are not
 /// known yet: libdispatch's are recognized when it next arms them.
-static void adopt_timers_locked(int64_t now) {
-    int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return;
-    char buffer[4096], path[64], target[64], info[1024];
-    long got;
-    while ((got = syscall(SYS_getdents64, dir, buffer, sizeof buffer)) > 0) {
-        for (long offset = 0; offset < got;) {
-            struct dirent64 *entry = (struct dirent64 *)(buffer + offset);
-            offset += entry->d_reclen;
-            if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-            snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
-            ssize_t length = syscall(SYS_readlinkat, AT_FDCWD, path, target, sizeof target - 1);
-            if (length <= 0) continue;
-            target[length] = 0;
-            if (strcmp(target, "anon_inode:[timerfd]") != 0) continue;
-            int fd = atoi(entry->d_name);
-            struct itimerspec left;
-            if (syscall(SYS_timerfd_gettime, fd, &left) != 0 || ns_of(&left.it_value) == 0) continue;
-            snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
-            if (read_proc(path, info, sizeof info) <= 0) continue;
-            const char *clock = strstr(info, "clockid:");
-            vt_timer *timer = timer_of(fd, 1);
-            if (!timer) break;
-            timer->clock = clock ? atoi(clock + 8) : CLOCK_MONOTONIC;
-            timer->deadline = now + ns_of(&left.it_value);
-            timer->interval = ns_of(&left.it_interval);
-            arm_real(timer, raw_settime, now);
-        }
-    }
-    syscall(SYS_close, dir);
+static int adopt_timer(int fd, void *context) {
+    int64_t now = *(const int64_t *)context;
+    struct itimerspec left;
+    char path[64], info[1024];
+    if (syscall(SYS_timerfd_gettime, fd, &left) != 0 || ns_of(&left.it_value) == 0) return 0;
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    if (read_proc(path, info, sizeof info) <= 0) return 0;
+    const char *clock = strstr(info, "clockid:");
+    vt_timer *timer = timer_of(fd, 1);
+    if (!timer) return 1;
+    timer->clock = clock ? atoi(clock + 8) : CLOCK_MONOTONIC;
+    timer->deadline = now + ns_of(&left.it_value);
+    timer->interval = ns_of(&left.it_interval);
+    arm_real(timer, raw_settime, now);
+    return 0;
 }
+
+static void adopt_timers_locked(int64_t now) { each_descriptor("anon_inode:[timerfd]", adopt_timer, &now); }
 
 static int start_locked(int64_t wall_ns, int flow) {
     if (atomic_load(&cf_vt.running)) return -1;

@@ -12,12 +12,7 @@ func timeGroup() throws -> Group? {
     #if os(Linux)
     SystemPoints.register()
     return Group(name: "time", metrics: [
-        Metric(name: "date_plain_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
-            var last = Date.distantPast
-            let elapsed = timed(n) { last = Date() }
-            blackHole(last)
-            return elapsed
-        },
+        datePlainMetric(),
         Metric(name: "date_virtual_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
             let start = Date(timeIntervalSince1970: 1_900_000_000)
             try! VirtualTime.start(at: start)
