@@ -116,6 +116,20 @@ func hookLoop(_ iterations: Int, raw: Bool) throws {
     #endif
 }
 
+/// `--symbol-loop N`: only applies and reverts the getenv symbol hook N times, for profilers.
+func symbolLoop(_ iterations: Int) throws {
+    #if os(Linux)
+    let symbolHook = try CFunctionHook(name: "bench.hooks.getenv.loop", symbol: "getenv",
+                                       signature: CSignature(returns: .cString, arguments: [.cString]))
+    let entry = symbolHook.entry(.original)
+    let builder = Chaos(seed: 1)
+    for _ in 0..<iterations {
+        try builder.profile(entry).apply()
+        try builder.revert(entry)
+    }
+    #endif
+}
+
 func hooksGroup() throws -> Group? {
     #if os(Linux)
     let signature = try CSignature(returns: .int32, arguments: [.int32, .int32])

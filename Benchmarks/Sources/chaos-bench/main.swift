@@ -14,6 +14,11 @@ if let index = arguments.firstIndex(of: "--hook-loop"), index + 1 < arguments.co
     try hookLoop(count, raw: arguments.contains("raw"))
     exit(0)
 }
+// Hidden: `--symbol-loop N` applies and reverts one symbol hook N times (for profilers).
+if let index = arguments.firstIndex(of: "--symbol-loop"), index + 1 < arguments.count, let count = Int(arguments[index + 1]) {
+    try symbolLoop(count)
+    exit(0)
+}
 // Hidden: `--core-loop NAME N` runs one core metric's body N times (constant, scoped,
 // apply-revert), for callgrind to count its instructions without the rest of the suite.
 if let index = arguments.firstIndex(of: "--core-loop"), index + 2 < arguments.count, let count = Int(arguments[index + 2]) {
