@@ -22,7 +22,7 @@ import Glibc
 ///
 /// Virtual time is the `system.clock` catalogue item `virtual` applied globally, so a
 /// profile can switch it on too, and `chaos run` children get it from the same plan. It
-/// stands still until advanced; ``advance(by:)`` steps through every pending deadline in
+/// stands still until advanced; `advance(by:)` steps through every pending deadline in
 /// order, waking each sleeper and firing each timer at its own instant, and waits (within
 /// a settle limit) until what that scheduled has started before it takes the next step.
 ///
@@ -115,7 +115,7 @@ public enum VirtualTime {
         try await offloaded { () throws(ChaosError) in try advance(by: duration) }
     }
 
-    /// Moves virtual time forward to the wall-clock instant `date`, like ``advance(by:)``.
+    /// Moves virtual time forward to the wall-clock instant `date`, like `advance(by:)`.
     public static func advance(to date: Date) throws(ChaosError) {
         guard isRunning else { throw notRunning() }
         let target = chaos_vt_to_monotonic(CLOCK_REALTIME, Int64((date.timeIntervalSince1970 * 1e9).rounded()))
