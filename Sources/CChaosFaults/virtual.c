@@ -425,6 +425,19 @@ static int64_t next_deadline_locked(void) {
     return next;
 }
 
+int64_t chaos_vt_latest_deadline(void) {
+    pthread_once(&once, init_once);
+    pthread_mutex_lock(&lock);
+    int64_t latest = INT64_MIN;
+    for (vt_sleeper *s = sleepers; s; s = s->next) if (s->deadline > latest) latest = s->deadline;
+    for (int i = 0; i < VT_TIMERS; i++) {
+        if (timers[i].fd >= 0 && !timers[i].dispatch_owned && timers[i].deadline > latest) latest = timers[i].deadline;
+    }
+    for (int i = 0; i < VT_KNOWN; i++) if (known[i].deadline > latest) latest = known[i].deadline;
+    pthread_mutex_unlock(&lock);
+    return atomic_load(&cf_vt.running) ? latest : INT64_MIN;
+}
+
 int64_t chaos_vt_next_deadline(void) {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&lock);

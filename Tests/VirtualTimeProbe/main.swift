@@ -50,6 +50,20 @@ final class Shared<Value: Sendable>: @unchecked Sendable {
     var current: Value { with { $0 } }
 }
 
+/// Waits (real time, up to 10 s) until a virtual deadline at least `seconds` ahead is
+/// pending: the one the work under test arms. (Counting waits begun is not enough here:
+/// Foundation's own timed waits, which follow virtual time too, may begin first.)
+func waitForDeadline(_ what: String, atLeast seconds: Double) {
+    let start = realMilliseconds()
+    while Double(chaos_vt_latest_deadline()) - Double(chaos_vt_monotonic_ns()) < (seconds - 0.25) * 1e9 {
+        if realMilliseconds() - start > 10_000 {
+            report("error", "\(what) armed no virtual deadline \(seconds) s ahead within 10 s")
+            exit(2)
+        }
+        realWait(milliseconds: 1)
+    }
+}
+
 /// Waits (real time, up to 5 s) for `condition`.
 func eventually(_ condition: () -> Bool) -> Bool {
     let start = realMilliseconds()
@@ -64,12 +78,11 @@ let start = Date(timeIntervalSince1970: 1_900_000_000)  // 2030-03-17T17:46:40Z
 
 func taskSleep() async throws {
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     let task = Task { () -> Date in
         try await Task.sleep(for: .seconds(3600))
         return Date()
     }
-    waitForPending("Task.sleep", beyond: baseline)
+    waitForDeadline("Task.sleep", atLeast: 3600)
     let before = realMilliseconds()
     try await VirtualTime.advance(by: .seconds(3600))
     let woke = try await task.value
@@ -107,7 +120,6 @@ func backoff() async throws {
 
 func dispatchTimer() async throws {
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     let fires = Shared<[UInt64]>([])
     let queue = DispatchQueue(label: "probe.timer")
     let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -115,7 +127,7 @@ func dispatchTimer() async throws {
     timer.schedule(deadline: .now() + .seconds(60), repeating: .seconds(60))
     timer.setEventHandler { fires.with { $0.append(DispatchTime.now().uptimeNanoseconds) } }
     timer.resume()
-    waitForPending("the DispatchSourceTimer", beyond: baseline)
+    waitForDeadline("the DispatchSourceTimer", atLeast: 60)
     let before = realMilliseconds()
     try await VirtualTime.advance(by: .seconds(3600))
     _ = eventually { fires.current.count >= 60 }
@@ -159,7 +171,6 @@ func asyncAfterAndTimer() async throws {
 
 func clocks() async throws {
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     struct Readings: Sendable {
         var date: Date, continuous: ContinuousClock.Instant, suspending: SuspendingClock.Instant
         var dispatch: UInt64, uptime: TimeInterval, cpu: Double
@@ -177,7 +188,7 @@ func clocks() async throws {
         readings.with { $0 = (before, Readings.now()) }
     }
     sleeper.start()
-    waitForPending("Thread.sleep", beyond: baseline)
+    waitForDeadline("Thread.sleep", atLeast: 3600)
     let realBefore = realMilliseconds()
     try await VirtualTime.advance(by: .seconds(3600))
     _ = eventually { readings.current != nil }
@@ -218,14 +229,13 @@ func socketWait() async throws {
     // With nothing to read, the poll's 10 s timeout is virtual: it ends when time is advanced.
     var drained: UInt8 = 0
     _ = read(reader, &drained, 1)
-    let baseline = chaos_vt_waits()
     let timedOut = Shared<Int32?>(nil)
     Thread {
         var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
         let result = poll(&descriptor, 1, 10_000)
         timedOut.with { $0 = result }
     }.start()
-    waitForPending("poll", beyond: baseline)
+    waitForDeadline("poll", atLeast: 10)
     try await VirtualTime.advance(by: .seconds(9))
     realWait(milliseconds: 100)
     report("poll_returned_at_9s", timedOut.current != nil)
@@ -239,7 +249,6 @@ func socketWait() async throws {
 
 func stopResumesRealTiming() async throws {
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     let done = Shared<Double?>(nil)
     let sleeper = Thread {
         let began = realMilliseconds()
@@ -247,7 +256,7 @@ func stopResumesRealTiming() async throws {
         done.with { $0 = realMilliseconds() - began }
     }
     sleeper.start()
-    waitForPending("Thread.sleep", beyond: baseline)
+    waitForDeadline("Thread.sleep", atLeast: 1.5)
     let timerDone = Shared<Double?>(nil)
     let armed = realMilliseconds()
     DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(1)) { timerDone.with { $0 = realMilliseconds() - armed } }
@@ -263,10 +272,9 @@ func stopResumesRealTiming() async throws {
 func watchdog() async throws {
     VirtualTime.setLimits(watchdog: .milliseconds(400))
     try VirtualTime.start(at: start)
-    let baseline = chaos_vt_waits()
     let sleeper = Thread { Thread.sleep(forTimeInterval: 3600) }
     sleeper.start()
-    waitForPending("Thread.sleep", beyond: baseline)
+    waitForDeadline("Thread.sleep", atLeast: 3600)
     realWait(milliseconds: 1_500)
     report("reports", VirtualTime.watchdogReports)
     try await VirtualTime.advance(by: .seconds(3600))
@@ -278,13 +286,12 @@ func watchdog() async throws {
 func profile() async throws {
     SystemPoints.register()
     let profile = try ChaosProfile.decode(json: #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-03-17T17:46:40Z"}}}]}"#)
-    let baseline = chaos_vt_waits()
     let chaos = try profile.apply()
     report("running", VirtualTime.isRunning)
     report("start_error_s", abs(Date().timeIntervalSince(start)))
     let woke = Shared<Date?>(nil)
     Thread { Thread.sleep(forTimeInterval: 90); woke.with { $0 = Date() } }.start()
-    waitForPending("Thread.sleep", beyond: baseline)
+    waitForDeadline("Thread.sleep", atLeast: 90)
     try await VirtualTime.advance(by: .seconds(90))
     _ = eventually { woke.current != nil }
     report("woke_after_s", woke.current.map { $0.timeIntervalSince(start) } ?? -1)
@@ -320,14 +327,13 @@ func condition() async throws {
     try VirtualTime.start(at: start)
     let condition = NSCondition()
     let timedOut = Shared<Bool?>(nil)
-    var baseline = chaos_vt_waits()
     Thread {
         condition.lock()
         let signalled = condition.wait(until: Date().addingTimeInterval(30))
         condition.unlock()
         timedOut.with { $0 = !signalled }
     }.start()
-    waitForPending("NSCondition.wait(until:)", beyond: baseline)
+    waitForDeadline("NSCondition.wait(until:)", atLeast: 30)
     try await VirtualTime.advance(by: .seconds(29))
     realWait(milliseconds: 100)
     report("returned_at_29s", timedOut.current != nil)
@@ -337,7 +343,6 @@ func condition() async throws {
 
     let signalled = Shared<Double?>(nil)
     let flag = Shared(false)
-    baseline = chaos_vt_waits()
     Thread {
         let began = realMilliseconds()
         condition.lock()
@@ -346,7 +351,7 @@ func condition() async throws {
         condition.unlock()
         signalled.with { $0 = ended ? realMilliseconds() - began : -1 }
     }.start()
-    waitForPending("the second wait", beyond: baseline)
+    waitForDeadline("the second wait", atLeast: 3600)
     signal(condition, setting: flag)
     _ = eventually { signalled.current != nil }
     report("signalled_after_real_ms", signalled.current ?? -2)

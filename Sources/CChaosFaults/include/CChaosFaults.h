@@ -327,6 +327,10 @@ int64_t chaos_vt_next_deadline(void);
 /// nanoseconds; a leading sign allowed) in `nanoseconds`: 0, or -1 when it is none.
 int chaos_parse_duration(const char *text, int64_t *nanoseconds);
 
+/// The latest pending virtual deadline (INT64_MIN: none, or off): a test waits for the
+/// one its work arms, which no unrelated wait of the runtime reaches.
+int64_t chaos_vt_latest_deadline(void);
+
 /// How many sleepers and armed timers wait for virtual time.
 int32_t chaos_vt_pending_count(void);
 
