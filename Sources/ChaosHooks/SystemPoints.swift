@@ -40,7 +40,7 @@ import Darwin
 /// `open` through a slot, which is why stdio is intercepted at the stdio level), function
 /// pointers copied at run time or fetched with `dlsym`, direct system calls, and
 /// statically linked programs.
-public enum SystemPoints {
+public enum SystemPoints: LazyPointSource {
     /// File calls: see ``FileOperationKind`` and ``SystemTarget/files(path:operations:)``.
     public static let files = makePoint(.files)
     /// `connect(2)`.
@@ -72,7 +72,11 @@ public enum SystemPoints {
         }
     }
 
-    /// Creates every system point, so that profiles and `Chaos.catalogue` can name them.
+    /// The prefix of every system point's name.
+    public static var pointNamePrefix: String { "system." }
+
+    /// Creates every system point, so that `Chaos.catalogue` and `chaos list` show them.
+    /// A profile entry naming one creates them by itself.
     public static func register() {
         for kind in SystemPointKind.allCases { _ = point(for: kind) }
     }

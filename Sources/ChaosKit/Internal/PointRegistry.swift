@@ -32,7 +32,8 @@ final class PointRegistry: Sendable {
 
     /// The one live point named `name`.
     func point(named name: String) throws(ChaosError) -> any AnyPointCore {
-        let found = live(name)
+        var found = live(name)
+        if found.isEmpty && createLazily(name) { found = live(name) }
         if found.count > 1 { throw Self.duplicate(name, found.count) }
         guard let point = found.first else {
             let known = names
