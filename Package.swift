@@ -171,7 +171,7 @@ let package = Package(
         // Runs one virtual-time scenario per process (VirtualTimeTests): virtual time is
         // process-wide, and must not stop the other suites' clocks and sleeps.
         .executableTarget(
-            name: "virtual-time-probe", dependencies: ["ChaosHooks", "ChaosKit", "CChaosFaults"],
+            name: "virtual-time-probe", dependencies: ["ChaosHooks", "ChaosKit", "ChaosTesting", "CChaosFaults"],
             path: "Tests/VirtualTimeProbe", swiftSettings: strictSwift
         ),
         .testTarget(

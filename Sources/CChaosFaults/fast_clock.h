@@ -39,9 +39,12 @@ typedef struct cf_virtual_clock {
     _Atomic int64_t wall_minus_mono; ///< virtual realtime − virtual monotonic
     _Atomic int64_t boot_minus_mono; ///< real boottime − real monotonic at start
     _Atomic int64_t tai_minus_real;  ///< real TAI − real realtime at start
+    _Atomic int32_t exempt_threads;  ///< how many threads stay on real time (chaos_vt_set_thread_exempt)
 } cf_virtual_clock;
 
 extern cf_virtual_clock cf_vt __attribute__((visibility("hidden")));
+
+int chaos_vt_thread_exempt(void);  // CChaosFaults.h
 
 /// Set while virtual time's own code waits on a condition variable (which the
 /// interceptors then leave alone).
@@ -55,6 +58,7 @@ static inline int cf_fast_virtual(int clock, struct timespec *out) {
     uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_acquire);
     if ((sequence & 1) || atomic_load_explicit(&cf_fast.kind, memory_order_relaxed) != 10 /* CHAOS_ACT_VIRTUAL */) return 0;
     if (!atomic_load_explicit(&cf_vt.running, memory_order_acquire) || atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed)) return 0;
+    if (atomic_load_explicit(&cf_vt.exempt_threads, memory_order_relaxed) && chaos_vt_thread_exempt()) return 0;
     int64_t offset;
     switch (clock) {
     case 0 /* CLOCK_REALTIME */: case 5 /* CLOCK_REALTIME_COARSE */: case 8 /* CLOCK_REALTIME_ALARM */:

@@ -86,10 +86,23 @@ public enum VirtualTime {
         return .nanoseconds(max(0, next - chaos_vt_monotonic_ns()))
     }
 
+    /// How far ahead of now the latest pending sleep or timer is due (nil: none). Before
+    /// advancing, a test waits until the deadline its work arms shows here, so that the
+    /// work is not still on its way to the wait when time moves past it:
+    ///
+    /// ```swift
+    /// while (VirtualTime.latestDeadline ?? .zero) < .seconds(3600) { await Task.yield() }
+    /// ```
+    public static var latestDeadline: Duration? {
+        let latest = chaos_vt_latest_deadline()
+        guard latest != Int64.min else { return nil }
+        return .nanoseconds(max(0, latest - chaos_vt_monotonic_ns()))
+    }
+
     /// Waits begun on virtual time since the process started: sleeps, deadlines given to
-    /// libdispatch (`Task.sleep`, `asyncAfter`, timer sources) and timers armed by others.
-    /// Before advancing, a test can wait for this to grow, so that the work it started has
-    /// armed its wait rather than arming it after the advance.
+    /// libdispatch (`Task.sleep`, `asyncAfter`, timer sources), timed waits and timers
+    /// armed by others. Foundation's own timed waits count too, so to know that the work
+    /// under test has armed its wait, ``latestDeadline`` is the surer sign.
     public static var waitsBegun: UInt64 { chaos_vt_waits() }
 
     /// Sleeps for `duration` of real time, whatever virtual time does: every other sleep and
@@ -199,5 +212,71 @@ public enum VirtualTime {
             thread.start()
         }
         try result.get()
+    }
+}
+
+// MARK: - Threads on real time
+
+extension VirtualTime {
+    /// A thread of this process by its kernel id: what `gettid()` returns and
+    /// `/proc/self/task` lists.
+    public typealias ThreadID = Int32
+
+    /// The calling thread's id.
+    public static var currentThread: ThreadID { chaos_vt_current_thread() }
+
+    /// Keeps `thread` on real time while virtual time runs, now and after a later
+    /// ``start(at:flowing:)``: its clock readings are real, its own sleeps, timed waits and
+    /// timerfds wait in real time, and an advance does not wait for it to go idle. For
+    /// threads the test did not start and that must keep working: a server's event loop,
+    /// a heartbeat, a log flusher.
+    ///
+    /// libdispatch's timers (`asyncAfter`, `Task.sleep`, timer sources) are shared by the
+    /// whole process and follow virtual time whichever thread sets them.
+    ///
+    /// Throws when no thread of this process has that id, or when 64 are exempt already.
+    public static func exempt(_ thread: ThreadID) throws(ChaosError) {
+        switch chaos_vt_set_thread_exempt(thread, 1) {
+        case 0: return
+        case ENOSPC:
+            throw ChaosError(.invalidProvider, subject: "VirtualTime", "64 threads are exempt from virtual time already; remove an exemption first")
+        default:
+            throw ChaosError(.invalidProvider, subject: "VirtualTime", "no thread of this process has id \(thread); use VirtualTime.currentThread or threads(named:)")
+        }
+    }
+
+    /// Puts `thread` back under virtual time (nothing when it was not exempt).
+    public static func removeExemption(_ thread: ThreadID) {
+        _ = chaos_vt_set_thread_exempt(thread, 0)
+    }
+
+    /// The exempt threads (those of ``exempt(_:)``; not those inside ``inRealTime(_:)``).
+    public static var exemptThreads: [ThreadID] {
+        var ids = [ThreadID](repeating: 0, count: 64)
+        let count = ids.withUnsafeMutableBufferPointer { chaos_vt_exempt_threads($0.baseAddress, Int32($0.count)) }
+        return Array(ids.prefix(Int(max(0, min(count, 64)))))
+    }
+
+    /// The threads of this process whose name is `name`, as the kernel keeps it: its first
+    /// 15 bytes (so is `name` compared). `pthread_setname_np` sets it, and so does a
+    /// `Thread`'s `name` set on that thread (on Linux, one set before `start()` is not
+    /// passed on).
+    public static func threads(named name: String) -> [ThreadID] {
+        let kept = String(decoding: Array(name.utf8.prefix(15)), as: UTF8.self)
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { entry -> ThreadID? in
+            guard let id = ThreadID(entry),
+                  let comm = try? String(contentsOfFile: "/proc/self/task/\(entry)/comm", encoding: .utf8),
+                  comm.trimmingCharacters(in: .newlines) == kept else { return nil }
+            return id
+        }.sorted()
+    }
+
+    /// Runs `body` with the calling thread on real time, as ``exempt(_:)`` would put it;
+    /// scopes nest, and take no place among the 64 exempt threads.
+    public static func inRealTime<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        chaos_vt_real_time_scope(1)
+        defer { chaos_vt_real_time_scope(0) }
+        return try body()
     }
 }

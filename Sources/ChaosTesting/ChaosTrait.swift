@@ -195,8 +195,10 @@ extension Trait where Self == ChaosTrait {
     /// Runs each test case on virtual time that starts at `start` (nil: the real time when
     /// the case starts), holding the process-wide lock: every clock of the process reads it,
     /// and sleeps and timers wait until the test moves it with `VirtualTime.advance(by:)`
-    /// (ChaosHooks, which must be linked: this is the `system.clock` item `virtual`,
-    /// applied globally). With `flowing`, it also runs at real pace between advances.
+    /// (ChaosHooks, which must be linked into the test: this is the `system.clock` item
+    /// `virtual`, applied globally, and the point is found by name). With `flowing`, it
+    /// also runs at real pace between advances. Threads that must keep real time (a
+    /// server the test talks to) are exempted with `VirtualTime.exempt(_:)`.
     ///
     /// Virtual time is process-wide: suites that run in parallel and sleep, or read the
     /// clock, see it too. Keep such tests in a suite of their own, or in a process of their

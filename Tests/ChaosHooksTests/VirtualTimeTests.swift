@@ -1,3 +1,4 @@
+import ChaosHooks
 import Foundation
 import TestHelpers
 import Testing
@@ -122,5 +123,46 @@ struct VirtualTimeTests {
         #expect(report.values["timed_out_at_30s"] == "true")
         let signalled = try #require(report.number("signalled_after_real_ms"))
         #expect(signalled >= 0 && signalled < 30_000, "the signal, not the hour, ended the wait: \(signalled) ms")
+    }
+
+    @Test func anExemptThreadKeepsRealTimeWhileTheOthersWaitForAnAdvance() throws {
+        let report = try Self.probe("threads")
+        #expect(report.number("exempt_named") == 1, "threads(named:) found the heartbeat thread")
+        #expect(report.flag("exempt_listed") == true)
+        // 300 ms of real time: the exempt thread's 5 ms sleeps are real, the other's virtual.
+        #expect((report.number("heartbeat_beats_in_300ms") ?? 0) >= 10)
+        #expect(report.number("follower_beats_in_300ms") == 0, "a thread under virtual time sleeps until an advance")
+        #expect((report.number("heartbeat_date_error_s") ?? .infinity) < 5, "the exempt thread reads the real clock")
+        #expect(report.number("virtual_date_error_s") == 0, "the others read the virtual clock, standing still")
+        #expect((report.number("scoped_date_error_s") ?? .infinity) < 5, "inRealTime reads the real clock")
+        #expect((report.number("scoped_sleep_real_ms") ?? 0) >= 45, "inRealTime sleeps in real time")
+        #expect(report.number("after_scope_date_error_s") == 0, "after the scope the thread is virtual again")
+        #expect((report.number("follower_beats_after_advance") ?? 0) >= 1, "the advance woke the thread under virtual time")
+        #expect(report.values["unknown_thread_error"]?.contains("no thread of this process has id 999999999") == true)
+        #expect(report.number("exempt_after_removal") == 0)
+    }
+
+    @Test func aURLSessionRequestToALocalServerCompletesWhileTimeStandsStill() throws {
+        // Foundation's own URLSession threads, which no test started, keep working: the
+        // request's sockets wake its waits, and its timeouts are virtual, not due.
+        let report = try Self.probe("url-session")
+        #expect(report.values["fetched"] == "still served")
+        #expect(report.number("virtual_date_error_s") == 0)
+    }
+
+    @Test func theVirtualTimeTraitRunsEachCaseOnVirtualTimeAndStopsItAfter() throws {
+        // Swift Testing's own runner, in the probe's process, running TraitTests.swift.
+        let report = try Self.probe("trait")
+        #expect(report.number("trait_status") == 0, "the trait's test cases failed: \(report.errors.suffix(2000))")
+        #expect(report.flag("running_after") == false, "the trait stopped virtual time after the last case")
+        #expect((report.number("real_clock_error_s") ?? .infinity) < 1)
+    }
+
+    @Test func chaosKitFindsTheSystemPointsByTheirTypeName() {
+        // PointRegistry.createLazily looks SystemPoints up by this name: a rename must
+        // change both.
+        #expect(_mangledTypeName(SystemPoints.self) == "10ChaosHooks12SystemPointsO")
+        #expect(SystemPoints.pointNamePrefix == "system.")
+        #expect(SystemPointKind.allCases.allSatisfy { $0.pointName.hasPrefix(SystemPoints.pointNamePrefix) })
     }
 }

@@ -7,6 +7,10 @@ import ChaosHooks
 import ChaosKit
 import Dispatch
 import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -358,7 +362,122 @@ func condition() async throws {
     VirtualTime.stop()
 }
 
+/// A thread that beats every 5 ms (usleep) and keeps the `Date()` of its last beat.
+func beatingThread(named name: String, beats: Shared<Int>, lastDate: Shared<Date?>, until done: Shared<Bool>) {
+    let thread = Thread {
+        Thread.current.name = name  // on Linux a name set before start never reaches the kernel
+        while !done.current {
+            usleep(5_000)
+            let now = Date()
+            beats.with { $0 += 1 }
+            lastDate.with { $0 = now }
+        }
+    }
+    thread.start()
+}
+
+func exemptThreads() async throws {
+    let done = Shared(false)
+    let heartbeat = Shared(0), follower = Shared(0)
+    let heartbeatDate = Shared<Date?>(nil), followerDate = Shared<Date?>(nil)
+    beatingThread(named: "chaos-heartbeat", beats: heartbeat, lastDate: heartbeatDate, until: done)
+    beatingThread(named: "chaos-follower", beats: follower, lastDate: followerDate, until: done)
+    guard eventually({ !VirtualTime.threads(named: "chaos-heartbeat").isEmpty && heartbeat.current > 0 }) else {
+        report("error", "the heartbeat thread never ran")
+        exit(2)
+    }
+    // Exempt before the start: no beat of it can begin a virtual sleep in between.
+    let named = VirtualTime.threads(named: "chaos-heartbeat")
+    for thread in named { try VirtualTime.exempt(thread) }
+    report("exempt_named", named.count)
+    report("exempt_listed", VirtualTime.exemptThreads == named)
+    try VirtualTime.start(at: start)
+    realWait(milliseconds: 50)  // a follower beat under way when time stopped ends or waits
+    let heartbeatBefore = heartbeat.current, followerBefore = follower.current
+    realWait(milliseconds: 300)
+    report("heartbeat_beats_in_300ms", heartbeat.current - heartbeatBefore)
+    report("follower_beats_in_300ms", follower.current - followerBefore)
+    let realNow = Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9
+    report("heartbeat_date_error_s", abs((heartbeatDate.current?.timeIntervalSince1970 ?? 0) - realNow))
+    report("virtual_date_error_s", abs(Date().timeIntervalSince1970 - start.timeIntervalSince1970))
+    // A scope on the calling thread: real clock and real sleeps inside, virtual outside.
+    let (scopedDate, scopedSleepMs) = VirtualTime.inRealTime { () -> (Date, Double) in
+        let began = realMilliseconds()
+        Thread.sleep(forTimeInterval: 0.05)
+        return (Date(), realMilliseconds() - began)
+    }
+    report("scoped_date_error_s", abs(scopedDate.timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9))
+    report("scoped_sleep_real_ms", scopedSleepMs)
+    report("after_scope_date_error_s", abs(Date().timeIntervalSince1970 - start.timeIntervalSince1970))
+    // Advancing does not wait for the busy exempt thread to go idle; the follower moves on.
+    try await VirtualTime.advance(by: .milliseconds(50))
+    _ = eventually { follower.current > followerBefore }
+    report("follower_beats_after_advance", follower.current - followerBefore)
+    do {
+        try VirtualTime.exempt(999_999_999)
+        report("unknown_thread_error", "none")
+    } catch {
+        report("unknown_thread_error", error.message)
+    }
+    for thread in named { VirtualTime.removeExemption(thread) }
+    report("exempt_after_removal", VirtualTime.exemptThreads.count)
+    VirtualTime.stop()
+    done.with { $0 = true }
+}
+
+/// Serves one HTTP response on 127.0.0.1 from a thread of plain sockets; returns the port.
+func serveOneResponse(body: String) -> UInt16 {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+    _ = listen(listener, 4)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+    Thread {
+        let client = accept(listener, nil, nil)
+        var request = [UInt8](repeating: 0, count: 4096)
+        _ = recv(client, &request, request.count, 0)
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        _ = response.withCString { send(client, $0, strlen($0), 0) }
+        close(client)
+        close(listener)
+    }.start()
+    return UInt16(bigEndian: address.sin_port)
+}
+
+func urlSession() async throws {
+    try VirtualTime.start(at: start)
+    let port = serveOneResponse(body: "still served")
+    let began = realMilliseconds()
+    let fetched = Shared<String?>(nil)
+    let task = URLSession.shared.dataTask(with: URL(string: "http://127.0.0.1:\(port)/")!) { data, _, error in
+        fetched.with { $0 = data.map { String(decoding: $0, as: UTF8.self) } ?? "error: \(error.map { "\($0)" } ?? "none")" }
+    }
+    task.resume()
+    _ = eventually { fetched.current != nil }
+    report("fetched", fetched.current ?? "nothing")
+    report("fetch_real_ms", realMilliseconds() - began)
+    report("virtual_date_error_s", abs(Date().timeIntervalSince1970 - start.timeIntervalSince1970))
+    VirtualTime.stop()
+}
+
+/// The `.virtualTime` trait, run by Swift Testing's runner (TraitTests.swift).
+func trait() async throws {
+    var arguments = __CommandLineArguments_v0()
+    arguments.filter = ["VirtualTimeTraitTests"]
+    arguments.parallel = false
+    let status: CInt = await __swiftPMEntryPoint(passing: arguments)
+    report("trait_status", status)
+    report("running_after", VirtualTime.isRunning)
+    report("real_clock_error_s", abs(Date().timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9))
+}
+
 let scenarios: [String: () async throws -> Void] = [
+    "trait": trait,
+    "url-session": urlSession,
+    "threads": exemptThreads,
     "condition": condition, "profile": profile, "flowing": flowing,
     "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer, "async-after-and-timer": asyncAfterAndTimer,
     "clocks": clocks, "socket": socketWait, "stop": stopResumesRealTiming, "watchdog": watchdog,

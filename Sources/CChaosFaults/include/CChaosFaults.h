@@ -269,6 +269,33 @@ void chaos_fault_set_start_anchor(int64_t realtime_ns);
 /// Whether virtual time is on.
 int chaos_vt_running(void);
 
+/// Whether virtual time is on for the calling thread: on, and the thread is not exempt.
+/// The interceptors ask this for what belongs to the caller (its clock readings, sleeps,
+/// timed waits, the timerfds it arms).
+int chaos_vt_applies(void);
+
+/// Whether the calling thread is exempt from virtual time.
+int chaos_vt_thread_exempt(void);
+
+/// Keeps thread `tid` (0: the caller) on real time (`exempt` 1) or puts it back under
+/// virtual time (0), whether or not virtual time runs now: its clocks read real time and
+/// its own sleeps, timed waits and timerfds wait in real time; an advance does not wait
+/// for it to go idle. libdispatch's timers are shared by the whole process and follow
+/// virtual time whoever sets them. Returns 0; ESRCH when no thread of this process has
+/// that id; ENOSPC when 64 threads are exempt already. An exemption lasts until undone or
+/// the thread exits (its id is then dropped when next seen missing).
+int chaos_vt_set_thread_exempt(int32_t tid, int exempt);
+
+/// Enters (`enter` 1) or leaves (0) a scope in which the calling thread is exempt, as
+/// chaos_vt_set_thread_exempt would make it; scopes nest and need no table slot.
+void chaos_vt_real_time_scope(int enter);
+
+/// The exempt thread ids (at most `capacity` into `ids`); returns how many there are.
+int32_t chaos_vt_exempt_threads(int32_t *ids, int32_t capacity);
+
+/// The calling thread's kernel id (gettid).
+int32_t chaos_vt_current_thread(void);
+
 /// The virtual monotonic instant (ns).
 int64_t chaos_vt_monotonic_ns(void);
 
