@@ -484,6 +484,32 @@ import Glibc
         #expect(chaos_fault_invert_clock(&speed, 2000, 0) == 1500)
     }
 
+    @Test func fastClockReadingsCountOnEveryThreadAlsoAfterItExits() throws {
+        defer { chaos_plan_clear() }
+        try Self.install("chaos-plan 1\nentry clock\nnode 0 offset by=-10s\n")
+        var fake: Int64 = 0
+        #expect(chaos_fault_clock_constant(50_000_000_000, &fake) == 1 && fake == 40_000_000_000)
+        // Each thread counts in words of its own; these exit before the counters are read.
+        let finished = DispatchSemaphore(value: 0)
+        for _ in 0..<4 {
+            Thread {
+                var reading: Int64 = 0
+                for index in 0..<1000 { _ = chaos_fault_clock_constant(Int64(index + 1), &reading) }
+                finished.signal()
+            }.start()
+        }
+        for _ in 0..<4 { finished.wait() }
+        var counters = chaos_entry_counters()
+        #expect(chaos_fault_counters(0, &counters) == 0)
+        #expect(counters.seen == 4001 && counters.acted == 4001, "\(counters)")
+        #expect(counters.last_fire_ns == 50_000_000_000, "the latest real time any thread stamped")
+        // A new plan starts every thread's count again.
+        try Self.install("chaos-plan 1\nentry clock\nnode 0 offset by=-20s\n")
+        #expect(chaos_fault_counters(0, &counters) == 0 && counters.seen == 0, "\(counters)")
+        _ = chaos_fault_clock_constant(7, &fake)
+        #expect(chaos_fault_counters(0, &counters) == 0 && counters.seen == 1, "\(counters)")
+    }
+
     @Test func replacingThePlanWhileOtherThreadsDecideIsSafe() throws {
         defer { chaos_plan_clear() }
         let plans = [
