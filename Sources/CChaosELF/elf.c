@@ -11,8 +11,9 @@
 //
 // Writing. The protection of a page is asked of the kernel (PROCMAP_QUERY, Linux 6.11+;
 // before that, one read of /proc/self/maps per batch: reading it costs ~0.5 ms in a
-// process with a few hundred mappings, so never per slot). A page that is not writable is
-// made writable for the writes and given its exact protection back.
+// process with a few hundred mappings, so never per slot), once per page while the set of
+// loaded images stays the same. A page that is not writable is made writable for the
+// writes and given its exact protection back.
 #define _GNU_SOURCE 1
 #include "CChaosELF.h"
 
@@ -537,7 +538,12 @@ enum { CHAOS_PROCMAP_READABLE = 1, CHAOS_PROCMAP_WRITABLE = 2, CHAOS_PROCMAP_EXE
 /// 1: PROCMAP_QUERY works here; 0: it does not (read the text); -1: not tried yet.
 static int procmap_works = -1;
 
-void chaos_elf_use_maps_text(int always) { __atomic_store_n(&procmap_works, always ? 0 : -1, __ATOMIC_RELAXED); }
+static void seen_pages_forget(void);
+
+void chaos_elf_use_maps_text(int always) {
+    __atomic_store_n(&procmap_works, always ? 0 : -1, __ATOMIC_RELAXED);
+    seen_pages_forget();  // so that the next writes ask the kernel the way chosen
+}
 
 typedef struct map_range {
     uintptr_t start, end;
@@ -667,6 +673,59 @@ static int pending_order(const void *a, const void *b) {
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+// The protections seen, per page, while the set of loaded images stays the same. Slots
+// live in RELRO and data pages, whose protection only the loader and these writes change
+// (and the writes give each page its protection back), so the kernel is asked once per
+// page rather than once per write. Under write_lock.
+enum { SEEN_PAGES = 512 };
+static struct { uintptr_t page; int protection; } seen_pages[SEEN_PAGES];
+static size_t seen_count;
+static unsigned long long seen_adds, seen_subs;
+static int seen_valid;
+
+static int read_image_counters(struct dl_phdr_info *info, size_t size, void *data) {
+    unsigned long long *counters = data;
+    int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    counters[0] = counted ? info->dlpi_adds : 0;
+    counters[1] = counted ? info->dlpi_subs : 0;
+    counters[2] = (unsigned long long)counted;
+    return 1;  // the first image carries the counters
+}
+
+static void seen_pages_forget(void) {
+    pthread_mutex_lock(&write_lock);
+    seen_valid = 0;
+    seen_count = 0;
+    pthread_mutex_unlock(&write_lock);
+}
+
+/// Forgets the protections seen when images were loaded or unloaded since.
+static void seen_pages_check(void) {
+    unsigned long long counters[3] = {0, 0, 0};
+    dl_iterate_phdr(read_image_counters, counters);
+    if (!counters[2] || !seen_valid || counters[0] != seen_adds || counters[1] != seen_subs) {
+        seen_count = 0;
+        seen_adds = counters[0];
+        seen_subs = counters[1];
+        seen_valid = counters[2] != 0;
+    }
+}
+
+/// The protection of `page`, from what was seen or else from the kernel (opening
+/// /proc/self/maps on first need).
+static int page_protection(protections *p, uintptr_t page) {
+    for (size_t i = 0; i < seen_count; i++)
+        if (seen_pages[i].page == page) return seen_pages[i].protection;
+    if (p->fd == -2) protections_open(p);
+    int protection = protection_of(p, page);
+    if (protection >= 0 && seen_valid && seen_count < SEEN_PAGES) {
+        seen_pages[seen_count].page = page;
+        seen_pages[seen_count].protection = protection;
+        seen_count++;
+    }
+    return protection;
+}
+
 int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
     if (count == 0) return 0;
     if (writes == NULL) return (int)(count > INT_MAX ? INT_MAX : count);
@@ -691,13 +750,15 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
     }
     if (valid > 1) qsort(order, valid, sizeof(pending), pending_order);
     pthread_mutex_lock(&write_lock);
+    seen_pages_check();
     protections p;
-    protections_open(&p);
+    memset(&p, 0, sizeof p);
+    p.fd = -2;  // not opened yet
     for (size_t first = 0; first < valid;) {
         size_t last = first;
         while (last < valid && order[last].page == order[first].page) last++;
         void *page = (void *)order[first].page;
-        int protection = protection_of(&p, order[first].page);
+        int protection = page_protection(&p, order[first].page);
         int failure = 0;
         int needs_unlock = protection >= 0 && !(protection & PROT_WRITE);
         if (protection < 0) failure = ENOENT;
@@ -719,7 +780,7 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
         if (failure) for (size_t i = first; i < last; i++) writes[order[i].index].result = failure;
         first = last;
     }
-    protections_close(&p);
+    if (p.fd != -2) protections_close(&p);
     pthread_mutex_unlock(&write_lock);
     if (order != &one) free(order);
     int failed = 0;
