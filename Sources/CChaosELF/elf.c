@@ -678,7 +678,7 @@ static int pending_order(const void *a, const void *b) {
 // (and the writes give each page its protection back), so the kernel is asked once per
 // page rather than once per write. Under write_lock.
 enum { SEEN_PAGES = 512 };
-static struct { uintptr_t page; int protection; } seen_pages[SEEN_PAGES];
+static struct { uintptr_t page; int protection; int own_mapping; } seen_pages[SEEN_PAGES];
 static size_t seen_count;
 static unsigned long long seen_adds, seen_subs;
 static int seen_valid;
@@ -721,9 +721,27 @@ static int page_protection(protections *p, uintptr_t page) {
     if (protection >= 0 && seen_valid && seen_count < SEEN_PAGES) {
         seen_pages[seen_count].page = page;
         seen_pages[seen_count].protection = protection;
+        seen_pages[seen_count].own_mapping = 0;
         seen_count++;
     }
     return protection;
+}
+
+// A read-only page inside a larger mapping (a RELRO segment) costs the kernel a split of
+// the mapping when it is made writable and a merge when it is given its protection back:
+// ~7.7 µs a pair here. Marking the page MADV_NOHUGEPAGE, which changes nothing for a
+// 4 KiB data page that could never be part of a huge page, makes it a mapping of its own
+// that no neighbour merges with, so later pairs only change its flags: ~2.3 µs. Done once
+// per page; /proc/self/maps then lists the page on its own line.
+static void give_own_mapping(uintptr_t page, uintptr_t page_size) {
+    for (size_t i = 0; i < seen_count; i++) {
+        if (seen_pages[i].page != page) continue;
+        if (!seen_pages[i].own_mapping) {
+            syscall(SYS_madvise, (void *)page, page_size, MADV_NOHUGEPAGE);  // EINVAL without THP: no matter
+            seen_pages[i].own_mapping = 1;
+        }
+        return;
+    }
 }
 
 int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
@@ -761,6 +779,7 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
         int protection = page_protection(&p, order[first].page);
         int failure = 0;
         int needs_unlock = protection >= 0 && !(protection & PROT_WRITE);
+        if (needs_unlock) give_own_mapping(order[first].page, page_size);
         if (protection < 0) failure = ENOENT;
         else if (needs_unlock && mprotect(page, page_size, protection | PROT_WRITE) != 0) failure = errno;
         if (!failure) {

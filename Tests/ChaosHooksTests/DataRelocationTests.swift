@@ -23,6 +23,10 @@ enum DataFixture {
     struct entry { const char *name; void *current; };
     static struct entry syscalls[] = {{"write", (void *)write}, {"getenv", (void *)getenv}};
     static void *const constants[] = {(void *)write, (void *)getenv};
+    /* 16 KiB more of RELRO (relative relocations, naming no symbol): the read-only
+       segment spans several pages, as a real library's does. */
+    static const char marker = 0;
+    const void *const fx_relro_padding[2048] = {[0 ... 2047] = &marker};
     void **fx_syscall_slot(int i) { return &syscalls[i].current; }
     void *const *fx_constant_slot(int i) { return &constants[i]; }
     long fx_write_via_table(int fd, const void *b, size_t n) { return ((write_fn)syscalls[0].current)(fd, b, n); }
@@ -114,6 +118,11 @@ private let fakeWriteBits = UInt(bitPattern: unsafeBitCast(fakeWrite, to: Unsafe
 
 /// The mapping protections /proc/self/maps lists, parsed here independently of CChaosELF.
 private func mapsProtection(_ address: UInt) -> Int32? {
+    mapsLine(address)?.protection
+}
+
+/// The mapping /proc/self/maps lists for `address`: its range and protection.
+private func mapsLine(_ address: UInt) -> (start: UInt, end: UInt, protection: Int32)? {
     // Read with read(2) until the end: the file reports a size of 0.
     let fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
@@ -133,7 +142,7 @@ private func mapsProtection(_ address: UInt) -> Int32? {
         guard fields.count >= 2, range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16) else { continue }
         guard address >= start && address < end else { continue }
         let perms = Array(fields[1])
-        return (perms[0] == "r" ? PROT_READ : 0) | (perms[1] == "w" ? PROT_WRITE : 0) | (perms[2] == "x" ? PROT_EXEC : 0)
+        return (start, end, (perms[0] == "r" ? PROT_READ : 0) | (perms[1] == "w" ? PROT_WRITE : 0) | (perms[2] == "x" ? PROT_EXEC : 0))
     }
     return nil
 }
@@ -177,6 +186,11 @@ extension ProcessWideHookTests {
         #expect(SlotMemory.read(table) == real && SlotMemory.read(constant) == real)
         #expect(SlotMemory.protection(table) == PROT_READ | PROT_WRITE && SlotMemory.protection(constant) == PROT_READ)
         #expect(SlotMemory.protection(constant) == mapsProtection(constant))
+        // The read-only page became a mapping of its own (MADV_NOHUGEPAGE), so that later
+        // writes change its protection without splitting and merging mappings.
+        let page = constant & ~UInt(getpagesize() - 1)
+        let mapping = try #require(mapsLine(constant))
+        #expect(mapping.start == page && mapping.end == page + UInt(getpagesize()), "\(mapping)")
         errno = 0
         #expect(viaConstant(-1, nil, 1) == -1 && errno == EBADF, "the real write again")
     }
