@@ -62,6 +62,15 @@ static void resolve_all(void) {
     // The engine stamps acted calls with the real time: through the vDSO, not a system call.
     void *real_clock = atomic_load(&real_slot_clock_gettime);
     if (real_clock) chaos_fault_set_real_clock((chaos_real_clock_fn)real_clock);
+    // libc's clock_gettime only calls the vDSO's; when the real one is libc's, the
+    // interceptor calls the vDSO's itself (not under valgrind, which has no vDSO).
+    Dl_info info;
+    if (real_clock && dladdr(real_clock, &info) && info.dli_fname && strstr(info.dli_fname, "/libc.so")) {
+        void *vdso = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+        void *vdso_clock = vdso ? dlsym(vdso, "__vdso_clock_gettime") : NULL;
+        if (vdso_clock) atomic_store(&ix_vdso_clock_gettime, vdso_clock);
+        if (vdso) dlclose(vdso);
+    }
 }
 
 const chaos_intercept *chaos_intercepts(void) {

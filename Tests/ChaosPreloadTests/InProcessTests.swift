@@ -17,6 +17,7 @@ typealias CreatFunction = @convention(c) (UnsafePointer<CChar>?, mode_t) -> Int3
 typealias Dup2Function = @convention(c) (Int32, Int32) -> Int32
 typealias GetenvFunction = @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>?
 typealias TimeFunction = @convention(c) (UnsafeMutablePointer<time_t>?) -> time_t
+typealias ClockGettimeFunction = @convention(c) (clockid_t, UnsafeMutablePointer<timespec>?) -> Int32
 
 /// The in-process interceptor of `symbol`, as a function of type `T`.
 func interceptor<T>(_ symbol: String, as type: T.Type) throws -> T {
@@ -173,6 +174,12 @@ extension EngineTests {
             #expect(getenv("CHAOS_IN_X").map { String(cString: $0) } == "in-process")
             #expect(getenv("PATH").map { String(cString: $0) } == ProcessInfo.processInfo.environment["PATH"])
             #expect(abs(Int(time(nil)) + 1000 - Int(Glibc.time(nil))) <= 2)
+            // clock_gettime calls the vDSO itself: its -errno comes back as libc's -1 and errno.
+            let clockGettime = try interceptor("clock_gettime", as: ClockGettimeFunction.self)
+            var reading = timespec()
+            #expect(clockGettime(CLOCK_REALTIME, &reading) == 0 && abs(Int(reading.tv_sec) + 1000 - Int(Glibc.time(nil))) <= 2)
+            errno = 0
+            #expect(clockGettime(clockid_t(12345), &reading) == -1 && errno == EINVAL)
         }
 
         @Test func askNodesAreAnsweredOnTheCallingThreadAndTheAnswerIsExecuted() throws {
