@@ -405,13 +405,20 @@ static void scan_image(scan *s, cx_image *image) {
     }
 }
 
+/// dl_iterate_phdr's counters of images loaded and unloaded so far, which every image's
+/// info carries (0 and 0 with an older libc); whether it has them.
+static int image_counters(const struct dl_phdr_info *info, size_t size, unsigned long long *adds, unsigned long long *subs) {
+    int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    *adds = counted ? info->dlpi_adds : 0;
+    *subs = counted ? info->dlpi_subs : 0;
+    return counted;
+}
+
 static int visit_image(struct dl_phdr_info *info, size_t size, void *data) {
     scan *s = data;
     if (!s->started) {
         s->started = 1;
-        int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
-        s->adds = counted ? info->dlpi_adds : 0;
-        s->subs = counted ? info->dlpi_subs : 0;
+        int counted = image_counters(info, size, &s->adds, &s->subs);
         pthread_mutex_lock(&cache.lock);
         if (counted && cache.built && cache.adds == s->adds && cache.subs == s->subs) {
             for (size_t i = 0; i < cache.count; i++) scan_image(s, cache.images[i]);
@@ -678,17 +685,19 @@ static int pending_order(const void *a, const void *b) {
 // (and the writes give each page its protection back), so the kernel is asked once per
 // page rather than once per write. Under write_lock.
 enum { SEEN_PAGES = 512 };
-static struct { uintptr_t page; int protection; int own_mapping; } seen_pages[SEEN_PAGES];
+typedef struct seen_page {
+    uintptr_t page;
+    int protection;
+    int own_mapping;  ///< marked MADV_NOHUGEPAGE already (see give_own_mapping)
+} seen_page;
+static seen_page seen_pages[SEEN_PAGES];
 static size_t seen_count;
 static unsigned long long seen_adds, seen_subs;
 static int seen_valid;
 
 static int read_image_counters(struct dl_phdr_info *info, size_t size, void *data) {
     unsigned long long *counters = data;
-    int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
-    counters[0] = counted ? info->dlpi_adds : 0;
-    counters[1] = counted ? info->dlpi_subs : 0;
-    counters[2] = (unsigned long long)counted;
+    counters[2] = (unsigned long long)image_counters(info, size, &counters[0], &counters[1]);
     return 1;  // the first image carries the counters
 }
 
@@ -712,17 +721,20 @@ static void seen_pages_check(void) {
 }
 
 /// The protection of `page`, from what was seen or else from the kernel (opening
-/// /proc/self/maps on first need).
-static int page_protection(protections *p, uintptr_t page) {
-    for (size_t i = 0; i < seen_count; i++)
-        if (seen_pages[i].page == page) return seen_pages[i].protection;
+/// /proc/self/maps on first need). `seen` is set to the page's entry, or NULL when the
+/// cache cannot keep it.
+static int page_protection(protections *p, uintptr_t page, seen_page **seen) {
+    *seen = NULL;
+    for (size_t i = 0; i < seen_count; i++) {
+        if (seen_pages[i].page != page) continue;
+        *seen = &seen_pages[i];
+        return seen_pages[i].protection;
+    }
     if (p->fd == -2) protections_open(p);
     int protection = protection_of(p, page);
     if (protection >= 0 && seen_valid && seen_count < SEEN_PAGES) {
-        seen_pages[seen_count].page = page;
-        seen_pages[seen_count].protection = protection;
-        seen_pages[seen_count].own_mapping = 0;
-        seen_count++;
+        *seen = &seen_pages[seen_count++];
+        **seen = (seen_page){page, protection, 0};
     }
     return protection;
 }
@@ -733,15 +745,10 @@ static int page_protection(protections *p, uintptr_t page) {
 // 4 KiB data page that could never be part of a huge page, makes it a mapping of its own
 // that no neighbour merges with, so later pairs only change its flags: ~2.3 µs. Done once
 // per page; /proc/self/maps then lists the page on its own line.
-static void give_own_mapping(uintptr_t page, uintptr_t page_size) {
-    for (size_t i = 0; i < seen_count; i++) {
-        if (seen_pages[i].page != page) continue;
-        if (!seen_pages[i].own_mapping) {
-            syscall(SYS_madvise, (void *)page, page_size, MADV_NOHUGEPAGE);  // EINVAL without THP: no matter
-            seen_pages[i].own_mapping = 1;
-        }
-        return;
-    }
+static void give_own_mapping(seen_page *seen, uintptr_t page_size) {
+    if (!seen || seen->own_mapping) return;
+    syscall(SYS_madvise, (void *)seen->page, page_size, MADV_NOHUGEPAGE);  // EINVAL without THP: no matter
+    seen->own_mapping = 1;
 }
 
 int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
@@ -776,10 +783,11 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
         size_t last = first;
         while (last < valid && order[last].page == order[first].page) last++;
         void *page = (void *)order[first].page;
-        int protection = page_protection(&p, order[first].page);
+        seen_page *seen;
+        int protection = page_protection(&p, order[first].page, &seen);
         int failure = 0;
         int needs_unlock = protection >= 0 && !(protection & PROT_WRITE);
-        if (needs_unlock) give_own_mapping(order[first].page, page_size);
+        if (needs_unlock) give_own_mapping(seen, page_size);
         if (protection < 0) failure = ENOENT;
         else if (needs_unlock && mprotect(page, page_size, protection | PROT_WRITE) != 0) failure = errno;
         if (!failure) {
