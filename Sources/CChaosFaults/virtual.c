@@ -126,8 +126,6 @@ static struct timespec deadline_in(int64_t ns) {
     return t;
 }
 
-static pid_t thread_id(void) { return (pid_t)syscall(SYS_gettid); }
-
 // MARK: - Threads on real time
 //
 // A thread the test did not start (a server's event loop, a heartbeat, a log flusher) may
@@ -149,7 +147,7 @@ static void register_fork_reset(void) { pthread_atfork(NULL, NULL, forget_thread
 int32_t chaos_vt_current_thread(void) {
     if (!cached_thread_id) {
         pthread_once(&fork_reset_once, register_fork_reset);
-        cached_thread_id = thread_id();
+        cached_thread_id = (pid_t)syscall(SYS_gettid);
     }
     return cached_thread_id;
 }
@@ -435,6 +433,26 @@ void chaos_vt_dispatch_cancel(const void *source) {
 
 // MARK: - Sleepers
 
+/// Lists the calling thread as waiting for `deadline`, under `lock`: an advance in
+/// progress sees the new deadline, and the wait counts as begun.
+static void sleeper_join(vt_sleeper *self, int64_t deadline) {
+    *self = (vt_sleeper){deadline, chaos_vt_current_thread(), 0, sleepers};
+    sleepers = self;
+    atomic_fetch_add(&waits_total, 1);
+    pthread_cond_broadcast(&changed);
+}
+
+/// Takes `self` off the list, under `lock`, and wakes the advance waiting for it to leave.
+static void sleeper_leave(vt_sleeper *self) {
+    for (vt_sleeper **link = &sleepers; *link; link = &(*link)->next) {
+        if (*link == self) {
+            *link = self->next;
+            break;
+        }
+    }
+    pthread_cond_broadcast(&changed);
+}
+
 int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     pthread_once(&once, init_once);
     if (left_when_stopped) *left_when_stopped = 0;
@@ -443,10 +461,8 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
         pthread_mutex_unlock(&lock);
         return 1;
     }
-    vt_sleeper self = {deadline, thread_id(), 0, sleepers};
-    atomic_fetch_add(&waits_total, 1);
-    sleepers = &self;
-    pthread_cond_broadcast(&changed);  // an advance in progress sees the new deadline
+    vt_sleeper self;
+    sleeper_join(&self, deadline);
     int64_t now;
     while (atomic_load(&cf_vt.running) && (now = now_locked_free()) < deadline) {
         int64_t wait = atomic_load(&watchdog_ns);
@@ -456,13 +472,7 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     }
     int stopped = !atomic_load(&cf_vt.running);
     if (stopped && left_when_stopped) *left_when_stopped = deadline - now_locked_free();
-    for (vt_sleeper **link = &sleepers; *link; link = &(*link)->next) {
-        if (*link == &self) {
-            *link = self.next;
-            break;
-        }
-    }
-    pthread_cond_broadcast(&changed);  // the advance waiting for this sleeper to leave
+    sleeper_leave(&self);
     pthread_mutex_unlock(&lock);
     return stopped;
 }
@@ -474,10 +484,8 @@ int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice
         pthread_mutex_unlock(&lock);
         return attempt(context, -2);
     }
-    vt_sleeper self = {deadline, thread_id(), 0, sleepers};
-    sleepers = &self;
-    atomic_fetch_add(&waits_total, 1);
-    pthread_cond_broadcast(&changed);
+    vt_sleeper self;
+    sleeper_join(&self, deadline);
     int result = 0;
     for (;;) {
         int64_t now = now_locked_free();
@@ -497,13 +505,7 @@ int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice
         pthread_mutex_lock(&lock);
         if (result != 0) break;
     }
-    for (vt_sleeper **link = &sleepers; *link; link = &(*link)->next) {
-        if (*link == &self) {
-            *link = self.next;
-            break;
-        }
-    }
-    pthread_cond_broadcast(&changed);
+    sleeper_leave(&self);
     pthread_mutex_unlock(&lock);
     return result;
 }
@@ -656,7 +658,7 @@ static int others_blocked(pid_t self) {
 /// `lock` held.
 static void settle(int64_t now, const int *fired, int fired_count) {
     int64_t limit = real_mono() + atomic_load(&settle_ns);
-    pid_t self = thread_id();
+    pid_t self = chaos_vt_current_thread();
     int quiet_samples = 0;
     for (;;) {
         int pending = 0;
