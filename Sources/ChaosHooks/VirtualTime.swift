@@ -252,9 +252,9 @@ extension VirtualTime {
 
     /// The exempt threads (those of ``exempt(_:)``; not those inside ``inRealTime(_:)``).
     public static var exemptThreads: [ThreadID] {
-        var ids = [ThreadID](repeating: 0, count: 64)
+        var ids = [ThreadID](repeating: 0, count: Int(chaos_vt_exempt_threads(nil, 0)))
         let count = ids.withUnsafeMutableBufferPointer { chaos_vt_exempt_threads($0.baseAddress, Int32($0.count)) }
-        return Array(ids.prefix(Int(max(0, min(count, 64)))))
+        return Array(ids.prefix(Int(max(0, count))))
     }
 
     /// The threads of this process whose name is `name`, as the kernel keeps it: its first
