@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "development.h"
+
 #define MAX_PROFILE (1 << 20)
 #define MAX_CACHED (4 << 20)
 
@@ -292,12 +294,48 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
     return run(cached, seed, preload, argv + command);
 }
 
+// The source folders (below Sources/) each product is built from, as Package.swift says:
+// in a checkout's build folder, a product older than any of them is built again first.
+static const char *const tool_sources[] = {
+    "chaos-tool", "ChaosKit", "ChaosPoints", "ChaosHooks", "ChaosNetwork", "ChaosControl",
+    "CChaosGrace", "CChaosELF", "CChaosFaults", "CChaosIntercept", "CFFI", NULL,
+};
+static const char *const preload_sources[] = { "CChaosPreload", "CChaosFaults", "CChaosIntercept", NULL };
+
+// Whether `chaos run` was given a preload library of its own (--preload, or the variable).
+static int preload_given(int argc, char **argv) {
+    const char *variable = getenv("CHAOS_PRELOAD_LIBRARY");
+    if (variable && *variable) return 1;
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--preload") == 0 || strncmp(argv[i], "--preload=", 10) == 0) return 1;
+    }
+    return 0;
+}
+
+// In a checkout's build folder (`swift run chaos …`), builds the tool and, for `run`, the
+// preload library when they are missing or out of date. Returns 0 when one cannot be had.
+static int ensure_built(int argc, char **argv, const char *tool) {
+    const char *given = getenv("CHAOS_TOOL");
+    char directory[PATH_MAX];
+    struct chaos_development layout;
+    if ((given && *given) || !self_directory(directory, sizeof directory)) return 1;
+    if (!chaos_development_layout(directory, &layout)) return 1;
+    if (!chaos_development_ensure(&layout, tool, "chaos-tool", tool_sources)) return 0;
+    if (argc > 1 && strcmp(argv[1], "run") == 0 && !preload_given(argc, argv)) {
+        char library[PATH_MAX];
+        if (!joined(library, sizeof library, directory, "libChaosPreload.so")) return 1;
+        return chaos_development_ensure(&layout, library, "ChaosPreload", preload_sources);
+    }
+    return 1;
+}
+
 int main(int argc, char **argv) {
     char tool[PATH_MAX];
     if (!tool_path(tool, sizeof tool)) {
         fprintf(stderr, "chaos: cannot find chaos-tool beside this program; set CHAOS_TOOL\n");
         return 127;
     }
+    if (!ensure_built(argc, argv, tool)) return 127;
     if (argc > 1 && strcmp(argv[1], "run") == 0) {
         char cache[PATH_MAX];
         int status = fast_run(argc, argv, tool, cache, sizeof cache);
@@ -314,7 +352,8 @@ int main(int argc, char **argv) {
         }
     }
     execv(tool, argv);
-    fprintf(stderr, "chaos: cannot run %s: %s\n", tool, strerror(errno));
+    fprintf(stderr, "chaos: cannot run %s: %s%s\n", tool, strerror(errno),
+            errno == ENOENT ? " (build it with `swift build`, or install it beside this program)" : "");
     return 127;
 }
 

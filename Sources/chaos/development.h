@@ -1,0 +1,25 @@
+#ifndef CHAOS_DEVELOPMENT_H
+#define CHAOS_DEVELOPMENT_H
+
+#include <limits.h>
+
+/// Where a launcher built from a checkout by SwiftPM sits: the checkout, the scratch
+/// folder and the configuration of the build that made it.
+struct chaos_development {
+    char root[PATH_MAX];
+    char scratch[PATH_MAX];
+    char configuration[16];
+};
+
+/// Whether the launcher in `directory` sits in a SwiftPM build folder (`.build` or
+/// `.build-NAME`) of the checkout it was compiled from; fills `layout` when it does.
+int chaos_development_layout(const char *directory, struct chaos_development *layout);
+
+/// Makes sure `path`, which `swift build --product PRODUCT` makes, exists and is no older
+/// than `Package.swift` and the files below `Sources/NAME` for every NAME in `sources`
+/// (NULL-terminated), building it when needed. Returns 0, having said why on standard
+/// error, when it is still missing.
+int chaos_development_ensure(const struct chaos_development *layout, const char *path, const char *product,
+                             const char *const *sources);
+
+#endif
