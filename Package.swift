@@ -17,7 +17,7 @@ let package = Package(
         .library(name: "ChaosTesting", targets: ["ChaosTesting"]),
         .library(name: "ChaosNetwork", targets: ["ChaosNetwork"]),
         // The control endpoint and web console (HTTP + SSE, on Hummingbird): its own product,
-        // so that apps which do not use it never build the server.
+        // and its server only with the package trait `Console` (see `traits` below).
         .library(name: "ChaosConsole", targets: ["ChaosConsole"]),
         // The control protocol's wire types, the endpoint files and a small client: what
         // `chaos ctl` and a UI-test runner in another process use (no server inside).
@@ -31,11 +31,20 @@ let package = Package(
         // The example apps are executable targets, not products: `swift run weather` works
         // here, and packages that depend on ChaosKit never see them.
     ],
+    // Hummingbird's tree (NIO, swift-crypto, async-http-client …, some 20 packages) is
+    // resolved only for a consumer that asks for the console: SwiftPM leaves out a dependency
+    // whose every use is behind a trait that is off. `swift build --traits Console` here.
+    traits: [
+        .trait(
+            name: "Console",
+            description: "The control endpoint and web console of ChaosConsole, served by Hummingbird."
+        ),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
-        // Only ChaosConsole uses it; swift-configuration support is not needed.
+        // Only ChaosConsole uses it, under the Console trait; swift-configuration is not needed.
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
         // Hummingbird's own lifecycle dependency: the console stops its server gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -90,9 +99,9 @@ let package = Package(
                 "ChaosNetwork",
                 "ChaosControl",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Console"])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Console"])),
             ],
             resources: [.copy("Console")],
             swiftSettings: strictSwift

@@ -6,7 +6,7 @@ let package = Package(
     name: "ChaosBenchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "ChaosKit", path: ".."),
+        .package(name: "ChaosKit", path: "..", traits: ["Console"]),
         .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
     ],
     targets: [

@@ -1,4 +1,6 @@
+#if Console
 import ChaosConsole
+#endif
 import ChaosKit
 import ChaosNetwork
 import Foundation
@@ -50,6 +52,7 @@ try store.add(ResponseSet("weather", matching: .get("/today"), [
 let stubs = StubSet()
 stubs.add(store)
 
+#if Console
 let started = try await Chaos.bootstrap(control: .always(.init(responseSets: [store], program: "ConsoleDemo")))
 if let console = started.console {
     say("ready \(console.url) \(console.consoleURL ?? "-")")
@@ -82,3 +85,7 @@ for _ in 0..<iterations {
     try await Task.sleep(for: .milliseconds(10))
 }
 await started.console?.stop()
+#else
+FileHandle.standardError.write(Data("ConsoleDemo needs the package trait Console: swift run --traits Console ConsoleDemo\n".utf8))
+exit(64)
+#endif

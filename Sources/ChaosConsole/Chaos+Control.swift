@@ -1,13 +1,23 @@
+// The server and its API exist with the package trait `Console` (ConsoleTrait.swift says why).
+#if Console
 public import ChaosKit
 public import Foundation
 
 extension ChaosConsole {
     /// When `Chaos.bootstrap(control:…)` starts the endpoint.
     public enum Activation: Sendable {
-        /// Only when `CHAOS_CONTROL` is set (`127.0.0.1:0`, `PORT`, `HOST:PORT`, `unix:/path`).
-        case environment
+        /// Only when `CHAOS_CONTROL` is set (`127.0.0.1:0`, `PORT`, `HOST:PORT`, `unix:/path`),
+        /// with this configuration; the variable's address replaces its address.
+        case whenRequested(Configuration)
         /// Always, with this configuration; a `CHAOS_CONTROL` address replaces its address.
         case always(Configuration)
+
+        /// Only when `CHAOS_CONTROL` is set, with the default configuration.
+        public static var environment: Activation { .whenRequested(Configuration()) }
+
+        /// Only when `CHAOS_CONTROL` is set, with `configuration` (response sets, a token,
+        /// an endpoint directory …): the same configuration `always(_:)` takes.
+        public static func environment(_ configuration: Configuration) -> Activation { .whenRequested(configuration) }
 
         /// Always, on loopback on a free port.
         public static var loopback: Activation { .always(Configuration()) }
@@ -25,7 +35,7 @@ public struct ChaosBootstrap: Sendable {
 extension Chaos {
     /// Switches chaos on from the environment, as `Chaos.bootstrap(environment:…)` does
     /// (`CHAOS_PROFILE`, `CHAOS`, `CHAOS_SEED`), and starts the control endpoint as
-    /// `control` says (`CHAOS_CONTROL=127.0.0.1:0` with ``ChaosConsole/ChaosConsole/Activation/environment``).
+    /// `control` says (`CHAOS_CONTROL=127.0.0.1:0` with `.environment` or `.environment(configuration)`).
     ///
     /// With `CHAOS_CONTROL_WAIT=1` it then waits until a controller sends `POST /v1/go`
     /// (`chaos ctl go PID`), at most `CHAOS_CONTROL_WAIT_TIMEOUT` (a duration such as `30s`,
@@ -49,9 +59,9 @@ extension Chaos {
         let requested = environment["CHAOS_CONTROL"].flatMap { $0.isEmpty ? nil : $0 }
         var configuration: ChaosConsole.Configuration
         switch control {
-        case .environment:
+        case .whenRequested(let given):
             guard requested != nil else { return ChaosBootstrap(session: session, console: nil) }
-            configuration = ChaosConsole.Configuration()
+            configuration = given
         case .always(let given):
             configuration = given
         }
@@ -119,3 +129,4 @@ extension Chaos {
         }
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// The server and its API exist with the package trait `Console` (ConsoleTrait.swift says why).
+#if Console
 public import ChaosControl
 public import ChaosKit
 public import ChaosNetwork
@@ -436,3 +438,4 @@ private final class StartSignal: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// The server and its API exist with the package trait `Console` (ConsoleTrait.swift says why).
+#if Console
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -52,3 +54,4 @@ extension ChaosConsole {
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
     }
 }
+#endif

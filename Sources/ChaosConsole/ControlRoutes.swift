@@ -1,3 +1,5 @@
+// The server and its API exist with the package trait `Console` (ConsoleTrait.swift says why).
+#if Console
 import ChaosControl
 import ChaosKit
 import ChaosNetwork
@@ -382,3 +384,4 @@ struct ResponseFailure: Error {
     let response: Response
     init(_ response: Response) { self.response = response }
 }
+#endif

@@ -1,3 +1,5 @@
+// The server and its API exist with the package trait `Console` (ConsoleTrait.swift says why).
+#if Console
 import ChaosControl
 import ChaosKit
 import Foundation
@@ -74,3 +76,4 @@ extension ChaosConsole {
         )
     }
 }
+#endif

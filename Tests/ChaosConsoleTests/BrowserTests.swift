@@ -1,3 +1,5 @@
+// Needs the console's server: runs with `swift test --traits Console`.
+#if Console
 import Foundation
 import TestHelpers
 import Testing
@@ -37,3 +39,4 @@ import Testing
         #expect(outcome.1.contains(" passed, 0 failed"))
     }
 }
+#endif

@@ -1,3 +1,5 @@
+// Needs the console's server: runs with `swift test --traits Console`.
+#if Console
 import ChaosControl
 import Foundation
 import TestHelpers
@@ -192,3 +194,4 @@ final class RunningDemo: Sendable {
         #expect(status.errors.contains("no controllable process has this pid"))
     }
 }
+#endif

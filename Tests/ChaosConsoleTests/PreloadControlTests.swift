@@ -45,7 +45,7 @@ final class PreloadChild: Sendable {
         let profileFile = directory.appendingPathComponent("start.json")
         try Data(profile.utf8).write(to: profileFile)
         process = Process()
-        process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
+        process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
         process.arguments = ["run", "--no-cache", "--profile", profileFile.path, "--"] + command
         var environment = ProcessInfo.processInfo.environment
         environment["CHAOS_CONTROL"] = "unix"
@@ -109,7 +109,7 @@ final class PreloadChild: Sendable {
         let directory = self.directory
         return try await offload {
             let process = Process()
-            process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
+            process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
             process.arguments = ["ctl"] + arguments + ["--directory", directory.path, "--timeout", "30"]
             let output = Pipe(), errors = Pipe()
             process.standardOutput = output

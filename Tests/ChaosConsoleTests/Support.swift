@@ -1,8 +1,13 @@
+#if Console
 import ChaosConsole
+#endif
 @testable import ChaosControl
 import ChaosKit
 import Foundation
 import TestHelpers
+#if Console
+import ChaosNetwork
+#endif
 
 /// Runs blocking client calls on a thread of their own, never on the concurrency pool the
 /// in-process endpoint answers from.
@@ -26,6 +31,7 @@ func temporaryDirectory(_ label: String = #function) -> URL {
     return url
 }
 
+#if Console
 /// An in-process endpoint with its client; stop it with `finish()`.
 struct TestEndpoint {
     let console: ChaosConsole
@@ -47,13 +53,12 @@ struct TestEndpoint {
     }
 }
 
-import ChaosNetwork
-
 /// Names a store for `TestEndpoint.start` (keeps the helper's signature free of defaults
 /// that need ChaosNetwork at every call site).
 struct ResponseSetStoreBox {
     let store: ResponseSetStore
 }
+#endif
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A new user's package, written from Docs/GettingStarted.md: its `.product` lines are read
+# from the document, and its package line points at this checkout instead of the URL (CI
+# cannot reach it). Resolves and builds it, and fails when
+#   - it pins more than 5 packages (Hummingbird's tree must stay behind the Console trait),
+#   - the build prints any warning,
+#   - or the same package with traits: ["Console"] does not pin Hummingbird (resolve only).
+# Usage: Scripts/check-consumer.sh
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# The package's identity is its folder's name: "chaoskit", as the documented URL's.
+ln -s "$root" "$work/chaoskit"
+
+products="$(grep -oE '\.product\(name: "[A-Za-z]+", package: "chaoskit"\)' "$root/Docs/GettingStarted.md" | sort -u)"
+names="$(sed -E 's/.*name: "([A-Za-z]+)".*/\1/' <<<"$products")"
+for wanted in ChaosKit ChaosPoints ChaosHooks ChaosNetwork ChaosTesting ChaosConsole; do
+    grep -qx "$wanted" <<<"$names" || { echo "check-consumer: Docs/GettingStarted.md names no .product line for $wanted" >&2; exit 1; }
+done
+grep -q 'branch: "main"' "$root/Docs/GettingStarted.md" \
+    || { echo "check-consumer: Docs/GettingStarted.md's package line must name the branch main until a version is tagged" >&2; exit 1; }
+
+write_consumer() {  # folder, traits clause, product lines
+    mkdir -p "$1/Sources/Consumer"
+    cat >"$1/Package.swift" <<EOF
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Consumer",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(path: "../chaoskit"$2)],
+    targets: [.target(name: "Consumer", dependencies: [
+$(sed 's/^/        /; s/$/,/' <<<"$3")
+    ])]
+)
+EOF
+}
+
+light="$(grep -v ChaosConsole <<<"$products")"
+write_consumer "$work/light" "" "$light"
+cat >"$work/light/Sources/Consumer/Consumer.swift" <<'EOF'
+import ChaosHooks
+import ChaosKit
+import ChaosNetwork
+import ChaosPoints
+import ChaosTesting
+import Foundation
+
+public enum Points {
+    public static let now = InjectionPoint<Void, Date, Never>("consumer.now") { Date() }
+}
+
+public func shifted() throws -> Date {
+    try Chaos.with(ProfileEntry(Points.now, .constant(.distantPast))) { Points.now() }
+}
+EOF
+echo "check-consumer: resolving and building a package that depends on $(tr '\n' ' ' <<<"$(grep -v ChaosConsole <<<"$names")")"
+(cd "$work/light" && swift package resolve >"$work/resolve.log" 2>&1) || { cat "$work/resolve.log"; exit 1; }
+pins="$(grep -c '"identity"' "$work/light/Package.resolved" || true)"
+echo "check-consumer: $pins packages pinned: $(grep -o '"identity" : "[^"]*"' "$work/light/Package.resolved" | cut -d'"' -f4 | tr '\n' ' ')"
+if [ "$pins" -gt 5 ]; then
+    echo "check-consumer: more than 5 packages resolved for a consumer without the console" >&2
+    exit 1
+fi
+(cd "$work/light" && swift build >"$work/build.log" 2>&1) || { cat "$work/build.log"; exit 1; }
+if grep -n "warning:" "$work/build.log"; then
+    echo "check-consumer: the consumer's build printed warnings (above)" >&2
+    exit 1
+fi
+echo "check-consumer: built with no warnings"
+
+write_consumer "$work/console" ', traits: ["Console"]' "$products"
+(cd "$work/console" && swift package resolve >"$work/resolve-console.log" 2>&1) || { cat "$work/resolve-console.log"; exit 1; }
+if ! grep -q '"identity" : "hummingbird"' "$work/console/Package.resolved"; then
+    echo "check-consumer: with traits: [\"Console\"] the consumer does not resolve Hummingbird" >&2
+    exit 1
+fi
+echo "check-consumer: with the Console trait, $(grep -c '"identity"' "$work/console/Package.resolved") packages pinned (Hummingbird among them)"
