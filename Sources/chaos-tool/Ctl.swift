@@ -151,16 +151,19 @@ struct CtlApply: ParsableCommand {
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
-    @Argument(help: "The JSON profile file.") var file: String
+    @Argument(help: "The JSON profile: a file, - for standard input, or /dev/fd/N.") var file: String
 
     func run() throws {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw ValidationError("cannot read \(file); check the path")
+        let data: Data
+        do {
+            data = try ChaosProfile.contents(ofFile: file)
+        } catch {
+            throw CtlFailure(description: "\(error)")
         }
         let endpoint = try ctl { try options.endpoint(pid: pid) }
         // A `chaos run` child has no profile compiler (it is plain C): the profile is
         // compiled here, as `chaos run` does, and only the plan is sent.
-        let plan: String? = endpoint.kind == "preload" ? try compiledPlan() : nil
+        let plan: String? = endpoint.kind == "preload" ? try compiledPlan(data) : nil
         try ctl {
             let client = options.client(endpoint)
             let applied: ControlAPI.Applied
@@ -175,9 +178,9 @@ struct CtlApply: ParsableCommand {
 
     /// The profile's plan with its seed (a fresh one when it names none); a located error
     /// (exit status 1) when it cannot be compiled for a `chaos run` child.
-    private func compiledPlan() throws -> String {
+    private func compiledPlan(_ data: Data) throws -> String {
         do {
-            let compiled = try SystemRunPlan.compile(try ChaosProfile.load(contentsOfFile: file))
+            let compiled = try SystemRunPlan.compile(try ChaosProfile.decode(json: data, file: file))
             return compiled.text(seed: compiled.seed ?? UInt64.random(in: .min ... .max))
         } catch {
             throw CtlFailure(description: "\(error)")

@@ -29,7 +29,7 @@ struct Run: ParsableCommand {
         """
     )
 
-    @Option(help: "The JSON profile whose system entries to apply.")
+    @Option(help: "The JSON profile whose system entries to apply: a file, - for standard input, or /dev/fd/N (bash <(…)).")
     var profile: String
 
     @Option(help: "Replay a run: the seed it printed (default: the profile's seed, else $CHAOS_SEED, else a fresh one).")

@@ -8,7 +8,7 @@ struct Validate: ParsableCommand {
         abstract: "Check chaos profiles: errors give file, line, column and JSON path."
     )
 
-    @Argument(help: "Profile files (JSON).")
+    @Argument(help: "Profile files (JSON); - reads one from standard input.")
     var files: [String]
 
     func run() throws {

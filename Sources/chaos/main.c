@@ -245,6 +245,11 @@ static void restore_signals(void) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
 }
 
+static int regular_file(const char *path) {
+    struct stat info;
+    return strcmp(path, "-") != 0 && stat(path, &info) == 0 && S_ISREG(info.st_mode);
+}
+
 // `chaos run [--profile F] [--seed N] [--preload P] [--no-cache] -- PROGRAM ARGS…` from a
 // compiled plan; returns -1 (and changes nothing) when the Swift tool must do it, having
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
@@ -274,8 +279,8 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         snprintf(path, sizeof path, "%s", compiled);
         unsetenv("CHAOS_RUN_COMPILED");
         restore_signals();
-    } else if (!cache_path(path, sizeof path, profile, tool, preload)) {
-        return -1;
+    } else if (!regular_file(profile) || !cache_path(path, sizeof path, profile, tool, preload)) {
+        return -1;  // a pipe (`-`, `<(…)`) can be read once: by the tool, which compiles it
     }
     size_t length = 0;
     char *cached = read_file(path, MAX_CACHED, &length);

@@ -1,5 +1,11 @@
 public import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A chaos profile: a seed and entries, as a JSON file or a `CHAOS` variable carries them.
 ///
 /// ```json
@@ -52,16 +58,42 @@ public struct ChaosProfile: Sendable {
         self.entries = entries
     }
 
-    /// Reads and decodes the JSON profile at `path`.
+    /// Reads and decodes the JSON profile at `path`: a file, `-` for standard input, or
+    /// anything that can be opened and read to its end (`/dev/fd/N` from a shell's `<(…)`, a
+    /// named pipe).
     public static func load(contentsOfFile path: String) throws(ChaosError) -> ChaosProfile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            let reason = (error as NSError).localizedFailureReason ?? error.localizedDescription
-            throw ChaosError(.invalidProfile, subject: path, "cannot read the profile (\(reason)); check the path and its permissions")
+        try decode(json: try contents(ofFile: path), file: path == "-" ? "<stdin>" : path)
+    }
+
+    /// The largest profile `contents(ofFile:)` reads.
+    public static let largestFile = 64 << 20
+
+    /// The bytes of the profile at `path`, read to the end once: a file, `-` for standard
+    /// input, `/dev/fd/N` or a named pipe (which can be read only once, so callers that need
+    /// the bytes twice keep them).
+    public static func contents(ofFile path: String) throws(ChaosError) -> Data {
+        let subject = path == "-" ? "<stdin>" : path
+        let descriptor = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw ChaosError(.invalidProfile, subject: subject, "cannot read the profile (\(reason)); check the path and its permissions")
         }
-        return try decode(json: data, file: path)
+        defer { close(descriptor) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if got == 0 { return data }
+            if got < 0 {
+                if errno == EINTR { continue }
+                let reason = String(cString: strerror(errno))
+                throw ChaosError(.invalidProfile, subject: subject, "cannot read the profile (\(reason)); check the path and its permissions")
+            }
+            data.append(contentsOf: buffer[0..<got])
+            if data.count > largestFile {
+                throw ChaosError(.invalidProfile, subject: subject, "the profile is larger than \(largestFile >> 20) MiB; split it or remove entries")
+            }
+        }
     }
 
     /// Decodes a JSON profile; errors give file, line, column and the JSON path.
