@@ -275,13 +275,13 @@ public final class ChaosConsole: Sendable {
         if let directory {
             do throws(ControlError) {
                 let file = try endpoint.publish(in: directory)
-                logger.info("chaos control endpoint listening", metadata: ["url": "\(url)", "endpoint file": "\(file.path)"])
+                logger.info("chaos control endpoint listening", metadata: ["url": "\(url)", "console": "\(console.consoleURL ?? "-")", "endpoint file": "\(file.path)"])
             } catch {
                 await console.stop()
                 throw ChaosError(.systemFailure, subject: error.subject, "\(error.message)")
             }
         } else {
-            logger.info("chaos control endpoint listening", metadata: ["url": "\(url)"])
+            logger.info("chaos control endpoint listening", metadata: ["url": "\(url)", "console": "\(console.consoleURL ?? "-")"])
         }
         return console
     }

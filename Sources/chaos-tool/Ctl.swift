@@ -16,7 +16,7 @@ struct Ctl: ParsableCommand {
         CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
         by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
         """,
-        subcommands: [CtlList.self, CtlStatus.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self]
+        subcommands: [CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self]
     )
 }
 
@@ -112,6 +112,31 @@ struct CtlList: ParsableCommand {
             print("\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")")
             for entry in row.entries { print("    \(entry.line)") }
         }
+    }
+}
+
+struct CtlConsole: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "console",
+        abstract: "The web console's URL, token included, of one process (or of every process that serves one)."
+    )
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id (default: every process with a console).") var pid: Int32?
+
+    func run() throws {
+        guard let pid else {
+            let consoles = ControlEndpoint.all(in: options.endpointDirectory).compactMap { endpoint in
+                endpoint.consoleURL.map { "\(endpoint.pid)  \(endpoint.program)  \($0)" }
+            }
+            print(consoles.isEmpty ? "no process serves a web console (endpoint files in \(options.endpointDirectory.path))" : consoles.joined(separator: "\n"))
+            return
+        }
+        let endpoint = try ctl { try options.endpoint(pid: pid) }
+        guard let url = endpoint.consoleURL else {
+            throw CtlFailure(description: "process \(pid) (\(endpoint.program)) serves no web console: its endpoint is \(endpoint.url) (\(endpoint.kind)); steer it with chaos ctl status/apply/revert")
+        }
+        print(url)
     }
 }
 

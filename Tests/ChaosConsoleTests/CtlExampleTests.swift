@@ -112,6 +112,17 @@ final class RunningDemo: Sendable {
         #expect(listed.output.contains("\(demo.pid)  ConsoleDemo  http://127.0.0.1:"))
         #expect(listed.output.contains("no chaos"))
 
+        // The URL `chaos ctl console` prints is the one the program printed, and it opens the page.
+        let console = try await demo.ctl("console", "\(demo.pid)")
+        let consoleURL = console.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(console.status == 0, "\(console.errors)")
+        let ready = try #require(demo.output.first { $0.hasPrefix("ready ") })
+        #expect(ready.split(separator: " ").last.map(String.init) == consoleURL)
+        let page = try await offload { runPython(["-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())", consoleURL]) }
+        #expect(page?.status == 0 && String(decoding: page?.stdout ?? Data(), as: UTF8.self).contains("<html"), "\(page?.stderr ?? "python3 did not start")")
+        let everyConsole = try await demo.ctl("console")
+        #expect(everyConsole.output.contains("\(demo.pid)  ConsoleDemo  \(consoleURL)"))
+
         var seen = demo.output.count
         let applied = try await demo.ctl("apply", "\(demo.pid)", shout)
         #expect(applied.status == 0, "\(applied.errors)")
