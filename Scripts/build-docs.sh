@@ -2,12 +2,13 @@
 # Builds the DocC catalogue of every library module with warnings as errors, so that every
 # ``Symbol`` link in the API docs and articles resolves. Usage: Scripts/build-docs.sh [OUT]
 # (Links across modules are written as code spans: each catalogue is built on its own.)
+# ChaosConsole documents its API, which exists with the package trait Console.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build-docs}"
 # The command also tries the synthesized test-discovery modules and reports failing on
 # them; what matters is the library modules' graphs, which `cp` below insists on.
-swift package --scratch-path "$out/build" dump-symbol-graph --minimum-access-level public >/dev/null 2>&1 || true
+swift package --traits Console --scratch-path "$out/build" dump-symbol-graph --minimum-access-level public >/dev/null 2>&1 || true
 graphs="$(find "$out/build" -type d -name symbolgraph | head -1)"
 for module in ChaosKit ChaosPoints ChaosHooks ChaosNetwork ChaosTesting ChaosControl ChaosConsole; do
     # The catalogue documents its own module: its graph and its extensions of others.

@@ -88,7 +88,9 @@ public enum ControlAPI {
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, kind, choices, unit, requirement, defaultValue = "default", minimum, maximum, summary, description
+            case name, kind, choices, unit, requirement
+            case defaultValue = "default"
+            case minimum, maximum, summary, description
         }
     }
 

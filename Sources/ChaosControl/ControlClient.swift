@@ -430,6 +430,8 @@ struct ControlAddress {
 }
 
 /// `connect(2)`, named apart from the method above.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// Named for the libc function it reaches past the module's own `connect`.
 private func Glibc_connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>!, _ length: socklen_t) -> Int32 {
     connect(fd, address, length)
 }

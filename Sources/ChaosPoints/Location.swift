@@ -43,6 +43,7 @@ public struct Location: Codable, Sendable, Hashable {
     /// Mean Earth radius in metres (IUGG).
     public static let earthRadius = 6_371_008.8
 
+    // swift-format-ignore: IdentifiersMustBeASCII
     /// Great-circle distance to `other` in metres (haversine).
     public func distance(to other: Location) -> Double {
         let φ1 = latitude * .pi / 180, φ2 = other.latitude * .pi / 180
@@ -51,6 +52,7 @@ public struct Location: Codable, Sendable, Hashable {
         return 2 * Self.earthRadius * atan2(sqrt(a), sqrt(max(0, 1 - a)))
     }
 
+    // swift-format-ignore: IdentifiersMustBeASCII
     /// Initial bearing towards `other`, degrees clockwise from north (0…360).
     public func bearing(to other: Location) -> Double {
         let φ1 = latitude * .pi / 180, φ2 = other.latitude * .pi / 180
@@ -61,6 +63,7 @@ public struct Location: Codable, Sendable, Hashable {
         return degrees < 0 ? degrees + 360 : degrees
     }
 
+    // swift-format-ignore: IdentifiersMustBeASCII
     /// The point `distance` metres away along the great circle starting at `bearing` degrees.
     public func moved(distance: Double, bearing: Double) -> Location {
         let δ = distance / Self.earthRadius, θ = bearing * .pi / 180

@@ -101,6 +101,7 @@ extension ProcessWideHookTests {
 }
 
 /// getenv called from C code in the test binary (through its GOT).
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private func chaos_fx_getenv_for_group(_ name: String) -> String? {
     chaos_fx_getenv(name).map { String(cString: $0) }
 }

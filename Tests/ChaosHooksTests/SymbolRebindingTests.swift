@@ -210,6 +210,7 @@ private func realGetenv(_ name: String) -> UnsafePointer<CChar> {
     return function(name) ?? UnsafePointer(strdup("")!)
 }
 
+// swift-format-ignore: AlwaysUseLowerCamelCase
 private func chaos_elf_dlsym_default_for_tests(_ name: String) -> UnsafeMutableRawPointer? {
     dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)
 }

@@ -30,7 +30,8 @@ import TestHelpers
     @Test func formatSpecifierScanner() {
         #expect(StringChaos.formatSpecifiers(in: "%1$@ %2$d %.2f %% %lld %-5s %5.1f %x %ld %@ %hhu %*d %.*f %zu %'d")
             == ["%1$@", "%2$d", "%.2f", "%%", "%lld", "%-5s", "%5.1f", "%x", "%ld", "%@", "%hhu", "%*d", "%.*f", "%zu", "%'d"])
-        #expect(StringChaos.formatSpecifiers(in: "50% off at 50%").isEmpty == false) // "% o" is a real specifier (space flag, octal)
+        // "% o" is a real specifier (space flag, octal).
+        #expect(StringChaos.formatSpecifiers(in: "50% off at 50%").isEmpty == false)
         #expect(StringChaos.formatSpecifiers(in: "100%").isEmpty)
         #expect(StringChaos.formatSpecifiers(in: "%z").isEmpty)
         #expect(StringChaos.formatSpecifiers(in: "Plain text").isEmpty)

@@ -286,7 +286,7 @@ extension EngineTests {
             #expect(writes.withUnsafeMutableBufferPointer { chaos_elf_write_slots($0.baseAddress, $0.count) } == 0)
             chaos_plan_clear()
 
-            #expect(failed == 13 /* SQLITE_FULL */ && message == "database or disk is full", "\(failed): \(message)")
+            #expect(failed == 13 && message == "database or disk is full", "\(failed): \(message)")
             let after = found.slots.map { (chaos_elf_read_slot($0.slot), chaos_elf_protection($0.slot)) }
             #expect(after.map(\.0) == before.map(\.0), "every slot holds its exact bytes again")
             #expect(after.map(\.1) == before.map(\.1), "and its page its protection")
