@@ -264,10 +264,10 @@ public struct LocationScenario: Sendable {
         let center = Location(latitude: latitude, longitude: longitude)
         let cap = min(.pi, max(0, radiusKm * 1000 / Location.earthRadius))
         return LocationScenario(name: "random-region") { context throws(LocationError) in
-            // The spherical cap's area grows with 1 − cos δ: draw that uniformly.
+            // The spherical cap's area grows with 1 − cos(arc): draw that uniformly.
             let u = context.random.nextUnitInterval(), v = context.random.nextUnitInterval()
-            let δ = acos(1 - u * (1 - cos(cap)))
-            var fix = center.moved(distance: δ * Location.earthRadius, bearing: v * 360)
+            let arc = acos(1 - u * (1 - cos(cap)))
+            var fix = center.moved(distance: arc * Location.earthRadius, bearing: v * 360)
             fix.horizontalAccuracy = 10
             fix.timestamp = context.now
             return fix

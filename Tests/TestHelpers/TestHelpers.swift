@@ -69,9 +69,9 @@ public func collect<T>(_ count: Int, _ body: () throws -> T) rethrows -> [T] {
     return results
 }
 
-/// The error a typed-throws call produced, or nil when it returned.
 // swift-format-ignore: AmbiguousTrailingClosureOverload
 // The async twin below shares the name on purpose: callers write `caught { … }` either way.
+/// The error a typed-throws call produced, or nil when it returned.
 public func caught<T, E: Error>(_ body: () throws(E) -> T) -> E? {
     do {
         _ = try body()
