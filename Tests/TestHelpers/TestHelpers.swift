@@ -1,3 +1,5 @@
+// swift-format-ignore-file: AmbiguousTrailingClosureOverload
+// (`caught` has a synchronous and an async form on purpose: callers write `caught { … }` either way.)
 public import ChaosKit
 import Foundation
 #if canImport(Glibc)
@@ -69,8 +71,6 @@ public func collect<T>(_ count: Int, _ body: () throws -> T) rethrows -> [T] {
     return results
 }
 
-// swift-format-ignore: AmbiguousTrailingClosureOverload
-// The async twin below shares the name on purpose: callers write `caught { … }` either way.
 /// The error a typed-throws call produced, or nil when it returned.
 public func caught<T, E: Error>(_ body: () throws(E) -> T) -> E? {
     do {
