@@ -38,14 +38,15 @@ let package = Package(
         .trait(
             name: "Console",
             description: "The control endpoint and web console of ChaosConsole, served by Hummingbird."
-        ),
+        )
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         // Only ChaosConsole uses it, under the Console trait; swift-configuration is not needed.
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(
+            url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: ["FullFoundation"]),
         // Hummingbird's own lifecycle dependency: the console stops its server gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
@@ -58,7 +59,8 @@ let package = Package(
         // The built-in points (clock, strings, location, GPX): their own module, so that
         // apps that only declare their own points never link FoundationXML.
         .target(
-            name: "ChaosPoints", dependencies: ["ChaosKit", .product(name: "Logging", package: "swift-log")], swiftSettings: strictSwift
+            name: "ChaosPoints", dependencies: ["ChaosKit", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSwift
         ),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
         .target(name: "CChaosFaults"),
@@ -101,7 +103,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Console"])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Console"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Console"])),
             ],
             resources: [.copy("Console")],
             swiftSettings: strictSwift
@@ -138,10 +141,13 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Runs the built `chaos` tool; depending on it makes `swift test` build it.
-        .testTarget(name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool", "TestHelpers"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "ChaosToolTests", dependencies: ["chaos", "chaos-tool", "TestHelpers"], swiftSettings: strictSwift),
         // Real programs under the built libChaosPreload.so (found beside this bundle, as
         // `swift build --show-bin-path` names it), and the C engine through its API.
-        .testTarget(name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF", "TestHelpers"], swiftSettings: strictSwift),
+        .testTarget(
+            name: "ChaosPreloadTests", dependencies: ["CChaosFaults", "CChaosIntercept", "CChaosELF", "TestHelpers"],
+            swiftSettings: strictSwift),
         // The system-fault conformance suite (issue #13): one set of scenarios, each run in-process
         // (system points applied from a profile) and under `chaos run` (the built `chaos` and
         // libChaosPreload.so), expecting the same result from both. CSystemProbes holds the C
@@ -171,7 +177,8 @@ let package = Package(
         ),
         .target(name: "CHookFixtures"),
         // CI's leak check (.ci/leakcheck runs it under valgrind).
-        .executableTarget(name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
+        .executableTarget(
+            name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "CChaosFaults", "TestHelpers"],
@@ -190,23 +197,33 @@ let package = Package(
         ),
         // Examples: Dixie's example apps as Linux programs, and their robustness tests.
         .target(
-            name: "ExampleApps", dependencies: ["ChaosKit", "ChaosPoints", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types")],
+            name: "ExampleApps",
+            dependencies: [
+                "ChaosKit", "ChaosPoints", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
             path: "Examples/ExampleApps", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "HalleyCountdown", dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "HalleyCountdown",
+            dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/HalleyCountdown", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "LocationTracker", dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "LocationTracker",
+            dependencies: ["ChaosKit", "ChaosPoints", "ExampleApps", .product(name: "Logging", package: "swift-log")],
             path: "Examples/LocationTracker", swiftSettings: strictSwift
         ),
         .executableTarget(
-            name: "Weather", dependencies: ["ChaosKit", "ChaosPoints", "ChaosNetwork", "ExampleApps", .product(name: "Logging", package: "swift-log")],
+            name: "Weather",
+            dependencies: [
+                "ChaosKit", "ChaosPoints", "ChaosNetwork", "ExampleApps",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Examples/Weather", swiftSettings: strictSwift
         ),
         .testTarget(
-            name: "ExampleTests", dependencies: ["ExampleApps", "ChaosKit", "ChaosPoints", "ChaosTesting", "ChaosNetwork"],
+            name: "ExampleTests",
+            dependencies: ["ExampleApps", "ChaosKit", "ChaosPoints", "ChaosTesting", "ChaosNetwork"],
             swiftSettings: strictSwift
         ),
         // The control endpoint's example: starts the endpoint and calls a point in a loop,
@@ -215,13 +232,17 @@ let package = Package(
             name: "ConsoleDemo",
             dependencies: [
                 "ChaosKit", "ChaosNetwork", "ChaosConsole",
-                .product(name: "HTTPTypes", package: "swift-http-types"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/ConsoleDemo", exclude: ["Profiles"], swiftSettings: strictSwift
         ),
         .testTarget(
             name: "ChaosConsoleTests",
-            dependencies: ["ChaosConsole", "ChaosControl", "ChaosKit", "ChaosNetwork", "TestHelpers", "ConsoleDemo", "chaos", "chaos-tool"],
+            dependencies: [
+                "ChaosConsole", "ChaosControl", "ChaosKit", "ChaosNetwork", "TestHelpers", "ConsoleDemo", "chaos",
+                "chaos-tool",
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,11 +1,12 @@
-#if Console
-import ChaosConsole
-#endif
 import ChaosKit
 import ChaosNetwork
 import Foundation
 import HTTPTypes
 import Logging
+
+#if Console
+import ChaosConsole
+#endif
 
 // The control endpoint's example: a program that greets someone and asks for the weather
 // every 10 ms, printing each answer when it changes, while chaos is steered from outside.
@@ -29,26 +30,39 @@ func say(_ line: String) {
 }
 
 /// The point the console changes: a greeting for a name.
-let greeting = InjectionPoint<String, String, Never>("demo.greeting", catalogue: [
-    CatalogueItem("shout", "the greeting in capitals") { _ in
-        .block { environment in environment.callOriginal().uppercased() }
-    },
-    CatalogueItem("replace", "another greeting", parameters: [.string("text", "what to say instead", default: "go away")]) { parameters in
-        .constant(try parameters.string("text"))
-    },
-    CatalogueItem("stutter", "the name said several times", parameters: [.integer("times", "how many times", default: 3, range: 1...20)]) { parameters in
-        let times = try parameters.int("times")
-        return .block { environment in "hello, " + Array(repeating: environment.arguments, count: times).joined(separator: "-") }
-    },
-]) { name in "hello, \(name)" }
+let greeting = InjectionPoint<String, String, Never>(
+    "demo.greeting",
+    catalogue: [
+        CatalogueItem("shout", "the greeting in capitals") { _ in
+            .block { environment in environment.callOriginal().uppercased() }
+        },
+        CatalogueItem(
+            "replace", "another greeting", parameters: [.string("text", "what to say instead", default: "go away")]
+        ) { parameters in
+            .constant(try parameters.string("text"))
+        },
+        CatalogueItem(
+            "stutter", "the name said several times",
+            parameters: [.integer("times", "how many times", default: 3, range: 1...20)]
+        ) { parameters in
+            let times = try parameters.int("times")
+            return .block { environment in
+                "hello, " + Array(repeating: environment.arguments, count: times).joined(separator: "-")
+            }
+        },
+    ]
+) { name in "hello, \(name)" }
 
 /// MMBarricade's selection: the weather service's answers, switched from the console.
 let store = try ResponseSetStore()
-try store.add(ResponseSet("weather", matching: .get("/today"), [
-    .init("sunny", .string("sunny, 24°C")),
-    .init("storm", .string("storm warning")),
-    .init("server down", .status(503)),
-]))
+try store.add(
+    ResponseSet(
+        "weather", matching: .get("/today"),
+        [
+            .init("sunny", .string("sunny, 24°C")),
+            .init("storm", .string("storm warning")),
+            .init("server down", .status(503)),
+        ]))
 let stubs = StubSet()
 stubs.add(store)
 
@@ -86,6 +100,7 @@ for _ in 0..<iterations {
 }
 await started.console?.stop()
 #else
-FileHandle.standardError.write(Data("ConsoleDemo needs the package trait Console: swift run --traits Console ConsoleDemo\n".utf8))
+FileHandle.standardError.write(
+    Data("ConsoleDemo needs the package trait Console: swift run --traits Console ConsoleDemo\n".utf8))
 exit(64)
 #endif

@@ -26,7 +26,9 @@ public struct HalleyCountdown: Sendable {
     public var message: String {
         let days = daysRemaining
         switch days {
-        case 1...: return "Halley's comet returns in \(days.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))) days (2061-07-28)."
+        case 1...:
+            return
+                "Halley's comet returns in \(days.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))) days (2061-07-28)."
         case 0: return "Halley's comet is at perihelion today!"
         default: return "Halley's comet passed perihelion \(-days) days ago; see you in 2134."
         }

@@ -1,6 +1,6 @@
 public import ChaosKit
-public import ChaosPoints
 public import ChaosNetwork
+public import ChaosPoints
 public import Foundation
 import HTTPTypes
 
@@ -91,7 +91,8 @@ public struct WeatherApp: Sendable {
         } catch {
             return .problem(Message.noLocation)
         }
-        var components = URLComponents(url: baseURL.appendingPathComponent("v1/forecast"), resolvingAgainstBaseURL: false)!
+        var components = URLComponents(
+            url: baseURL.appendingPathComponent("v1/forecast"), resolvingAgainstBaseURL: false)!
         components.queryItems = [
             URLQueryItem(name: "lat", value: String(format: "%.4f", here.latitude)),
             URLQueryItem(name: "lon", value: String(format: "%.4f", here.longitude)),
@@ -107,7 +108,10 @@ public struct WeatherApp: Sendable {
                 switch NetworkError(error) {
                 case .offline, .dnsFailure: return .problem(Message.offline)
                 case .timeout, .transport:
-                    if attempt < retry.attempts { try? await Task.sleep(for: retry.delay); continue }
+                    if attempt < retry.attempts {
+                        try? await Task.sleep(for: retry.delay)
+                        continue
+                    }
                     return .problem(Message.unavailable)
                 default: return .problem(Message.other)
                 }
@@ -115,7 +119,8 @@ public struct WeatherApp: Sendable {
             switch response.status.code {
             case 200..<300:
                 guard let forecast = try? JSONDecoder().decode(Forecast.self, from: body),
-                      forecast.temperature.isFinite, (-100...70).contains(forecast.temperature) else {
+                    forecast.temperature.isFinite, (-100...70).contains(forecast.temperature)
+                else {
                     return .problem(Message.unreadable)
                 }
                 return .forecast(forecast, attempts: attempt)
@@ -130,7 +135,9 @@ public struct WeatherApp: Sendable {
     }
 
     func wait(before response: HTTPResponse) -> Duration {
-        guard let text = response.headerFields[.retryAfter], let seconds = Int(text), seconds >= 0 else { return retry.delay }
+        guard let text = response.headerFields[.retryAfter], let seconds = Int(text), seconds >= 0 else {
+            return retry.delay
+        }
         return min(.seconds(seconds), retry.maxRetryAfter)
     }
 }
@@ -145,8 +152,10 @@ public enum WeatherService {
     public static func stubs() throws(ChaosError) -> StubSet {
         let router = Router(host: host)
         try router.get("/v1/forecast") { request -> Forecast in
-            guard let lat = request.query["lat"].flatMap(Double.init), let lon = request.query["lon"].flatMap(Double.init),
-                  (-90...90).contains(lat), (-180...180).contains(lon) else {
+            guard let lat = request.query["lat"].flatMap(Double.init),
+                let lon = request.query["lon"].flatMap(Double.init),
+                (-90...90).contains(lat), (-180...180).contains(lon)
+            else {
                 throw RouteError.badRequest("lat and lon must be coordinates, e.g. ?lat=55.95&lon=-3.19")
             }
             return forecast(latitude: lat, longitude: lon)
@@ -163,7 +172,10 @@ public enum WeatherService {
             here.distance(to: Location(latitude: $0.latitude, longitude: $0.longitude))
                 < here.distance(to: Location(latitude: $1.latitude, longitude: $1.longitude))
         }
-        let name = nearest.map { $0.name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: " ") } ?? "Nowhere"
+        let name =
+            nearest.map {
+                $0.name.split(separator: "-").map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: " ")
+            } ?? "Nowhere"
         let temperature = (30 - abs(latitude) * 0.5).rounded()
         let summaries = ["Sunny", "Cloudy", "Drizzle", "Showers", "Windy", "Fog"]
         let summary = summaries[abs(Int(latitude * 10 + longitude * 10)) % summaries.count]

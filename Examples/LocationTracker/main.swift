@@ -1,8 +1,8 @@
 import ChaosKit
 import ChaosPoints
 import ExampleApps
-import Logging
 import Foundation
+import Logging
 
 // Plays a GPX route through the location point and logs the walk.
 //   swift run location-tracker                        (the device stands still in London)
@@ -18,7 +18,10 @@ do {
     for fix in log.fixes {
         print(String(format: "%9.5f, %10.5f  ±%4.0f m", fix.latitude, fix.longitude, fix.horizontalAccuracy))
     }
-    print(String(format: "%d fixes, %.0f m, %d jumps%@", log.fixes.count, log.distance, log.jumps, log.failure.map { ", ended: \($0)" } ?? ""))
+    print(
+        String(
+            format: "%d fixes, %.0f m, %d jumps%@", log.fixes.count, log.distance, log.jumps,
+            log.failure.map { ", ended: \($0)" } ?? ""))
     session?.stop()
 } catch {
     print("chaos profile rejected: \(error)")

@@ -1,6 +1,6 @@
 import ChaosKit
-import ChaosPoints
 import ChaosNetwork
+import ChaosPoints
 import ExampleApps
 import Foundation
 import Logging
@@ -25,7 +25,9 @@ do {
     let clock = ContinuousClock()
     let start = clock.now
     let screen = await app.load()
-    if case .forecast(_, let attempts) = screen { logger.info("answered after \(attempts) request(s) in \(clock.now - start)") }
+    if case .forecast(_, let attempts) = screen {
+        logger.info("answered after \(attempts) request(s) in \(clock.now - start)")
+    }
     print(screen.text)
     session?.stop()
 } catch {

@@ -68,7 +68,8 @@ extension Chaos {
         if let requested { configuration.address = try ChaosConsole.Configuration.Address.parse(requested) }
         if allowInReleaseBuilds { configuration.allowInReleaseBuilds = true }
         configuration.buildConfiguration = buildConfiguration
-        if let directory = environment["CHAOS_CONTROL_DIR"], !directory.isEmpty, configuration.endpointDirectory == nil {
+        if let directory = environment["CHAOS_CONTROL_DIR"], !directory.isEmpty, configuration.endpointDirectory == nil
+        {
             configuration.endpointDirectory = URL(fileURLWithPath: directory, isDirectory: true)
         }
         let wait = ["1", "true", "yes"].contains(environment["CHAOS_CONTROL_WAIT"]?.lowercased() ?? "")
@@ -77,18 +78,23 @@ extension Chaos {
             do throws(ChaosError) {
                 bound = try DurationText.duration(text)
             } catch {
-                throw ChaosError(.invalidProfile, subject: "CHAOS_CONTROL_WAIT_TIMEOUT", "\(error.message); give a duration such as 30s or 2m")
+                throw ChaosError(
+                    .invalidProfile, subject: "CHAOS_CONTROL_WAIT_TIMEOUT",
+                    "\(error.message); give a duration such as 30s or 2m")
             }
         }
         guard let console = try await ChaosConsole.start(configuration) else {
             return ChaosBootstrap(session: session, console: nil)
         }
         if wait {
-            ChaosConsole.logger.info("waiting for a controller to say go (POST /v1/go, chaos ctl go \(getpid()))", metadata: ["up to": "\(DurationText.format(bound))"])
+            ChaosConsole.logger.info(
+                "waiting for a controller to say go (POST /v1/go, chaos ctl go \(getpid()))",
+                metadata: ["up to": "\(DurationText.format(bound))"])
             if await console.waitForGo(timeout: bound) {
                 ChaosConsole.logger.info("controller said go")
             } else {
-                ChaosConsole.logger.warning("no controller said go in time; going on", metadata: ["waited": "\(DurationText.format(bound))"])
+                ChaosConsole.logger.warning(
+                    "no controller said go in time; going on", metadata: ["waited": "\(DurationText.format(bound))"])
             }
         }
         return ChaosBootstrap(session: session, console: console)
@@ -111,10 +117,11 @@ extension Chaos {
         Task.detached {
             let result: Result<ChaosBootstrap, ChaosError>
             do throws(ChaosError) {
-                result = .success(try await bootstrap(
-                    control: control, environment: environment, allowInReleaseBuilds: allowInReleaseBuilds,
-                    buildConfiguration: buildConfiguration, watchProfile: watchProfile
-                ))
+                result = .success(
+                    try await bootstrap(
+                        control: control, environment: environment, allowInReleaseBuilds: allowInReleaseBuilds,
+                        buildConfiguration: buildConfiguration, watchProfile: watchProfile
+                    ))
             } catch {
                 result = .failure(error)
             }

@@ -64,7 +64,9 @@ public final class ChaosConsole: Sendable {
                         "'\(InputExcerpt.of(trimmed))' \(why); give 127.0.0.1:0 (loopback, a free port), a PORT, HOST:PORT or unix:/absolute/path"
                     )
                 }
-                if trimmed == "1" || trimmed.lowercased() == "loopback" || trimmed.lowercased() == "true" { return .loopback() }
+                if trimmed == "1" || trimmed.lowercased() == "loopback" || trimmed.lowercased() == "true" {
+                    return .loopback()
+                }
                 if trimmed.hasPrefix("unix:") {
                     let path = String(trimmed.dropFirst(5))
                     guard path.hasPrefix("/") else { throw invalid("names a Unix socket without an absolute path") }
@@ -78,7 +80,9 @@ public final class ChaosConsole: Sendable {
                 let host: Substring
                 let portText: Substring
                 if trimmed.hasPrefix("[") {
-                    guard let close = trimmed.firstIndex(of: "]"), trimmed[trimmed.index(after: close)...].hasPrefix(":") else {
+                    guard let close = trimmed.firstIndex(of: "]"),
+                        trimmed[trimmed.index(after: close)...].hasPrefix(":")
+                    else {
                         throw invalid("is not [IPv6]:PORT")
                     }
                     host = trimmed[trimmed.index(after: trimmed.startIndex)..<close]
@@ -88,7 +92,9 @@ public final class ChaosConsole: Sendable {
                     host = trimmed[..<colon]
                     portText = trimmed[trimmed.index(after: colon)...]
                 }
-                guard let port = Int(portText), (0...65_535).contains(port) else { throw invalid("does not end in a port (0…65535)") }
+                guard let port = Int(portText), (0...65_535).contains(port) else {
+                    throw invalid("does not end in a port (0…65535)")
+                }
                 guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || ".-:".contains($0) }) else {
                     throw invalid("does not name a host")
                 }
@@ -194,9 +200,11 @@ public final class ChaosConsole: Sendable {
     /// Starts an endpoint; nil in a release build that did not opt in (a warning is logged).
     /// A port in use, an address that cannot be bound or an endpoint file that cannot be
     /// written is a `ChaosError` of kind `systemFailure` that says what to change.
-    public static func start(_ configuration: Configuration = Configuration()) async throws(ChaosError) -> ChaosConsole? {
+    public static func start(_ configuration: Configuration = Configuration()) async throws(ChaosError) -> ChaosConsole?
+    {
         guard configuration.buildConfiguration == .debug || configuration.allowInReleaseBuilds else {
-            logger.warning("chaos control endpoint not started: this is a release build; set allowInReleaseBuilds to opt in")
+            logger.warning(
+                "chaos control endpoint not started: this is a release build; set allowInReleaseBuilds to opt in")
             return nil
         }
         if !configuration.address.isLocal {
@@ -233,12 +241,18 @@ public final class ChaosConsole: Sendable {
         let task = Task.detached {
             do {
                 try await group.run()
-                started.resolve(.failure(ChaosError(.systemFailure, subject: "\(configuration.address)", "the control endpoint stopped before it listened")))
+                started.resolve(
+                    .failure(
+                        ChaosError(
+                            .systemFailure, subject: "\(configuration.address)",
+                            "the control endpoint stopped before it listened")))
             } catch {
-                started.resolve(.failure(ChaosError(
-                    .systemFailure, subject: "\(configuration.address)",
-                    "cannot listen there (\(error)); choose a free port, or 127.0.0.1:0 for any free one"
-                )))
+                started.resolve(
+                    .failure(
+                        ChaosError(
+                            .systemFailure, subject: "\(configuration.address)",
+                            "cannot listen there (\(error)); choose a free port, or 127.0.0.1:0 for any free one"
+                        )))
             }
         }
         let port: Int?
@@ -265,7 +279,8 @@ public final class ChaosConsole: Sendable {
             hosts = [named, "127.0.0.1:\(bound)", "localhost:\(bound)"]
         }
         let endpoint = ControlEndpoint(pid: getpid(), program: configuration.program, url: url, token: token)
-        let directory = configuration.publishesEndpointFile ? (configuration.endpointDirectory ?? ControlEndpoint.directory()) : nil
+        let directory =
+            configuration.publishesEndpointFile ? (configuration.endpointDirectory ?? ControlEndpoint.directory()) : nil
         let console = ChaosConsole(
             configuration: configuration, url: url, port: port, token: token, allowedHosts: hosts,
             endpoint: endpoint, endpointFileDirectory: directory
@@ -275,13 +290,19 @@ public final class ChaosConsole: Sendable {
         if let directory {
             do throws(ControlError) {
                 let file = try endpoint.publish(in: directory)
-                logger.info("chaos control endpoint listening", metadata: ["url": "\(url)", "console": "\(console.consoleURL ?? "-")", "endpoint file": "\(file.path)"])
+                logger.info(
+                    "chaos control endpoint listening",
+                    metadata: [
+                        "url": "\(url)", "console": "\(console.consoleURL ?? "-")", "endpoint file": "\(file.path)",
+                    ])
             } catch {
                 await console.stop()
                 throw ChaosError(.systemFailure, subject: error.subject, "\(error.message)")
             }
         } else {
-            logger.info("chaos control endpoint listening", metadata: ["url": "\(url)", "console": "\(console.consoleURL ?? "-")"])
+            logger.info(
+                "chaos control endpoint listening",
+                metadata: ["url": "\(url)", "console": "\(console.consoleURL ?? "-")"])
         }
         return console
     }
@@ -296,10 +317,12 @@ public final class ChaosConsole: Sendable {
         }
         for stream in streams { stream.finish() }
         if let directory = endpointFileDirectory { endpoint.withdraw(from: directory) }
-        guard let running = running.withLock({ running -> Running? in
-            defer { running = nil }
-            return running
-        }) else { return }
+        guard
+            let running = running.withLock({ running -> Running? in
+                defer { running = nil }
+                return running
+            })
+        else { return }
         // Graceful: requests in flight are answered, then the server closes. A connection
         // that does not close within a second is cut.
         await running.group.triggerGracefulShutdown()

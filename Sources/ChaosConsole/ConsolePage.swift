@@ -13,7 +13,9 @@ extension ChaosConsole {
         func read(_ name: String) -> String? {
             try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
         }
-        guard let html = read("console.html"), let css = read("console.css"), let js = read("console.js") else { return nil }
+        guard let html = read("console.html"), let css = read("console.css"), let js = read("console.js") else {
+            return nil
+        }
         return (html, css, js)
     }()
 
@@ -24,9 +26,13 @@ extension ChaosConsole {
         if let resources = Bundle.main.resourceURL { places.append(resources) }
         for place in places {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: place.path) else { continue }
-            for name in names.sorted() where name.hasSuffix("_ChaosConsole.resources") || name.hasSuffix("_ChaosConsole.bundle") {
+            for name in names.sorted()
+            where name.hasSuffix("_ChaosConsole.resources") || name.hasSuffix("_ChaosConsole.bundle") {
                 let bundle = place.appendingPathComponent(name)
-                for candidate in [bundle.appendingPathComponent("Console"), bundle.appendingPathComponent("Contents/Resources/Console")]
+                for candidate in [
+                    bundle.appendingPathComponent("Console"),
+                    bundle.appendingPathComponent("Contents/Resources/Console"),
+                ]
                 where FileManager.default.fileExists(atPath: candidate.appendingPathComponent("console.html").path) {
                     return candidate
                 }

@@ -27,14 +27,16 @@ extension Chaos {
     /// Unavailable: ChaosConsole's server is built only with the package trait `Console`.
     @available(
         *, unavailable,
-        message: "ChaosConsole is built without its server: add traits: [\"Console\"] to the ChaosKit package dependency"
+        message:
+            "ChaosConsole is built without its server: add traits: [\"Console\"] to the ChaosKit package dependency"
     )
     public static func bootstrap<Activation>(control: Activation, environment: [String: String] = [:]) {}
 
     /// Unavailable: ChaosConsole's server is built only with the package trait `Console`.
     @available(
         *, unavailable,
-        message: "ChaosConsole is built without its server: add traits: [\"Console\"] to the ChaosKit package dependency"
+        message:
+            "ChaosConsole is built without its server: add traits: [\"Console\"] to the ChaosKit package dependency"
     )
     public static func bootstrapSynchronously<Activation>(control: Activation, environment: [String: String] = [:]) {}
 }

@@ -20,7 +20,9 @@ extension ChaosConsole {
     func respond(to request: Request) async -> Response {
         if let refusal = refusal(of: request) { return refusal }
         let rawPath = request.uri.path
-        let parts = rawPath.split(separator: "/", omittingEmptySubsequences: true).map { $0.removingPercentEncoding ?? String($0) }
+        let parts = rawPath.split(separator: "/", omittingEmptySubsequences: true).map {
+            $0.removingPercentEncoding ?? String($0)
+        }
         let method = request.method
         switch parts.count {
         case 0:
@@ -31,7 +33,9 @@ extension ChaosConsole {
             break
         }
         guard parts[0] == "v1" else {
-            return failure(.notFound, "notFound", subject: InputExcerpt.of(rawPath), "no such route; the control routes start with /v1/ (see GET /v1/status) and the console is at /console")
+            return failure(
+                .notFound, "notFound", subject: InputExcerpt.of(rawPath),
+                "no such route; the control routes start with /v1/ (see GET /v1/status) and the console is at /console")
         }
         let route = Array(parts.dropFirst())
         switch (route.first, route.count) {
@@ -57,7 +61,9 @@ extension ChaosConsole {
         case ("response-sets", 2):
             switch method {
             case .get:
-                guard let set = responseSets().first(where: { $0.name == route[1] }) else { return unknownSet(route[1]) }
+                guard let set = responseSets().first(where: { $0.name == route[1] }) else {
+                    return unknownSet(route[1])
+                }
                 return json(set)
             case .put, .post: return await select(request, set: route[1])
             default: return notAllowed("GET, PUT")
@@ -101,7 +107,9 @@ extension ChaosConsole {
             }
         }
         if let site = request.headers[HTTPField.Name("Sec-Fetch-Site")!], site == "cross-site" {
-            return failure(.forbidden, "forbiddenOrigin", subject: "Sec-Fetch-Site: cross-site", "cross-site requests are refused; use the console this endpoint serves")
+            return failure(
+                .forbidden, "forbiddenOrigin", subject: "Sec-Fetch-Site: cross-site",
+                "cross-site requests are refused; use the console this endpoint serves")
         }
         var offered: Substring?
         if let authorization = request.headers[.authorization] {
@@ -162,7 +170,8 @@ extension ChaosConsole {
             let chaos = try profile.apply()
             keep(chaos)
             let ids = chaos.appliedEntries.map(\.id.number)
-            Self.logger.info("chaos control: profile applied", metadata: ["entries": "\(ids)", "seed": "\(chaos.seed)"])
+            Self.logger.info(
+                "chaos control: profile applied", metadata: ["entries": "\(ids)", "seed": "\(chaos.seed)"])
             return json(ControlAPI.Applied(entries: ids, seed: String(chaos.seed)), status: .created)
         } catch {
             return failure(error)
@@ -216,10 +225,11 @@ extension ChaosConsole {
         var sets: [ControlAPI.ResponseSet] = []
         for store in stores {
             for set in store.sets where seen.insert(set.name).inserted {
-                sets.append(ControlAPI.ResponseSet(
-                    name: set.name, matcher: "\(set.matcher)", responses: set.responseNames,
-                    selected: store.selection(for: set.name) ?? set.defaultResponseName
-                ))
+                sets.append(
+                    ControlAPI.ResponseSet(
+                        name: set.name, matcher: "\(set.matcher)", responses: set.responseNames,
+                        selected: store.selection(for: set.name) ?? set.defaultResponseName
+                    ))
             }
         }
         return sets
@@ -246,7 +256,8 @@ extension ChaosConsole {
         } catch {
             return failure(.init(code: 422), "\(error.kind)", subject: error.subject, error.message)
         }
-        Self.logger.info("chaos control: response selected", metadata: ["set": "\(name)", "response": "\(selection.response)"])
+        Self.logger.info(
+            "chaos control: response selected", metadata: ["set": "\(name)", "response": "\(selection.response)"])
         guard let set = responseSets().first(where: { $0.name == name }) else { return unknownSet(name) }
         return json(set)
     }
@@ -259,36 +270,38 @@ extension ChaosConsole {
         var headers = Self.commonHeaders
         headers[.contentType] = "text/event-stream"
         let console = self
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            let acts = Chaos.events(bufferingNewest: 1_024)  // subscribed from here on
-            guard let (id, stream, continuation) = console.openStream() else {
+        return Response(
+            status: .ok, headers: headers,
+            body: ResponseBody { writer in
+                let acts = Chaos.events(bufferingNewest: 1_024)  // subscribed from here on
+                guard let (id, stream, continuation) = console.openStream() else {
+                    try await writer.finish(nil)
+                    return
+                }
+                let forward = Task {
+                    let encoder = ControlAPI.encoder()
+                    for await act in acts {
+                        guard let data = try? encoder.encode(ChaosConsole.wire(act)) else { continue }
+                        continuation.yield("event: act\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+                    }
+                }
+                let heartbeat = Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(15))
+                        continuation.yield(": keep-alive\n\n")
+                    }
+                }
+                defer {
+                    forward.cancel()
+                    heartbeat.cancel()
+                    console.closeStream(id)
+                }
+                try await writer.write(ByteBuffer(string: "retry: 1000\n: connected\n\n"))
+                for await text in stream {
+                    try await writer.write(ByteBuffer(string: text))
+                }
                 try await writer.finish(nil)
-                return
-            }
-            let forward = Task {
-                let encoder = ControlAPI.encoder()
-                for await act in acts {
-                    guard let data = try? encoder.encode(ChaosConsole.wire(act)) else { continue }
-                    continuation.yield("event: act\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
-                }
-            }
-            let heartbeat = Task {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(15))
-                    continuation.yield(": keep-alive\n\n")
-                }
-            }
-            defer {
-                forward.cancel()
-                heartbeat.cancel()
-                console.closeStream(id)
-            }
-            try await writer.write(ByteBuffer(string: "retry: 1000\n: connected\n\n"))
-            for await text in stream {
-                try await writer.write(ByteBuffer(string: text))
-            }
-            try await writer.finish(nil)
-        })
+            })
     }
 
     // MARK: Bodies and errors
@@ -307,7 +320,9 @@ extension ChaosConsole {
     }
 
     private static func tooLarge() -> Response {
-        errorResponse(.contentTooLarge, "payloadTooLarge", subject: "body", "the body is larger than \(maximumBody) bytes; split the profile")
+        errorResponse(
+            .contentTooLarge, "payloadTooLarge", subject: "body",
+            "the body is larger than \(maximumBody) bytes; split the profile")
     }
 
     static var commonHeaders: HTTPFields {
@@ -333,7 +348,9 @@ extension ChaosConsole {
         Self.errorResponse(status, kind, subject: subject, message)
     }
 
-    static func errorResponse(_ status: HTTPResponse.Status, _ kind: String, subject: String?, _ message: String) -> Response {
+    static func errorResponse(_ status: HTTPResponse.Status, _ kind: String, subject: String?, _ message: String)
+        -> Response
+    {
         var response = json(ControlAPI.ErrorBody(kind: kind, subject: subject, message: message), status: status)
         if status == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"chaos\"" }
         return response
@@ -342,12 +359,13 @@ extension ChaosConsole {
     /// A ChaosError as the endpoint answers it: 404 for an entry that is not applied,
     /// 409 for conflicts, 500 when the system refused, 422 for every mistake in the input.
     func failure(_ error: ChaosError) -> Response {
-        let status: HTTPResponse.Status = switch error.kind {
-        case .notApplied: .notFound
-        case .alreadyApplied, .alreadyHooked, .duplicatePointName: .conflict
-        case .systemFailure: .internalServerError
-        default: .init(code: 422)
-        }
+        let status: HTTPResponse.Status =
+            switch error.kind {
+            case .notApplied: .notFound
+            case .alreadyApplied, .alreadyHooked, .duplicatePointName: .conflict
+            case .systemFailure: .internalServerError
+            default: .init(code: 422)
+            }
         return failure(status, "\(error.kind)", subject: error.subject, error.message)
     }
 
@@ -358,11 +376,15 @@ extension ChaosConsole {
     }
 
     private func unknownEntry(_ id: Int) -> Response {
-        failure(.notFound, "notApplied", subject: "entry #\(id)", "no live entry has this id; GET /v1/entries (or chaos ctl status PID) lists them")
+        failure(
+            .notFound, "notApplied", subject: "entry #\(id)",
+            "no live entry has this id; GET /v1/entries (or chaos ctl status PID) lists them")
     }
 
     private func badEntryID(_ text: String) -> Response {
-        failure(.badRequest, "badRequest", subject: "entry '\(InputExcerpt.of(text))'", "an entry id is a whole number, as GET /v1/entries lists them")
+        failure(
+            .badRequest, "badRequest", subject: "entry '\(InputExcerpt.of(text))'",
+            "an entry id is a whole number, as GET /v1/entries lists them")
     }
 
     private func unknownSet(_ name: String) -> Response {
@@ -374,7 +396,9 @@ extension ChaosConsole {
     }
 
     static func entryID(_ text: String) -> Int? {
-        guard text.count <= 18, let id = Int(text.hasPrefix("#") ? String(text.dropFirst()) : text), id > 0 else { return nil }
+        guard text.count <= 18, let id = Int(text.hasPrefix("#") ? String(text.dropFirst()) : text), id > 0 else {
+            return nil
+        }
         return id
     }
 }

@@ -9,7 +9,10 @@ extension ChaosConsole {
     static func wire(_ point: PointInfo) -> ControlAPI.Point {
         ControlAPI.Point(
             name: point.name, signature: point.signature,
-            items: point.items.map { ControlAPI.CatalogueItem(name: $0.name, summary: $0.summary, parameters: $0.declaredParameters.map(wire)) },
+            items: point.items.map {
+                ControlAPI.CatalogueItem(
+                    name: $0.name, summary: $0.summary, parameters: $0.declaredParameters.map(wire))
+            },
             match: point.matchConditions.map { $0.map(wire) }
         )
     }
@@ -63,7 +66,9 @@ extension ChaosConsole {
             id: live.entry.id.number, point: live.entry.pointName, provider: live.entry.providerSummary,
             enabled: live.isEnabled, seen: counters.seen, acted: counters.acted, passed: counters.passed,
             lastAct: counters.lastAct.map {
-                ControlAPI.LastAct(callIndex: $0.callIndex, entrySeed: String($0.entrySeed), chaosSeed: $0.chaosSeed.map { String($0) }, date: $0.date)
+                ControlAPI.LastAct(
+                    callIndex: $0.callIndex, entrySeed: String($0.entrySeed),
+                    chaosSeed: $0.chaosSeed.map { String($0) }, date: $0.date)
             },
             leaseEnds: counters.leaseEnds, chaosSeed: String(live.chaosSeed)
         )

@@ -73,7 +73,8 @@ public enum ControlAPI {
         /// A parameter.
         public init(
             name: String, kind: String, choices: [String]? = nil, unit: String? = nil, requirement: String,
-            defaultValue: JSONValue? = nil, minimum: Double? = nil, maximum: Double? = nil, summary: String, description: String
+            defaultValue: JSONValue? = nil, minimum: Double? = nil, maximum: Double? = nil, summary: String,
+            description: String
         ) {
             self.name = name
             self.kind = kind
@@ -263,7 +264,10 @@ public enum ControlAPI {
         public var steps: Int?
 
         /// A virtual time state.
-        public init(running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil, steps: Int? = nil) {
+        public init(
+            running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil,
+            steps: Int? = nil
+        ) {
             self.running = running
             self.now = now
             self.nanosecondsSince1970 = nanosecondsSince1970
@@ -350,7 +354,8 @@ public enum ControlAPI {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             if let date = (try? fractional.parse(text)) ?? (try? whole.parse(text)) { return date }
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text.prefix(80))' is not an ISO-8601 date")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text.prefix(80))' is not an ISO-8601 date")
         }
         return decoder
     }

@@ -1,4 +1,5 @@
 public import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -71,7 +72,8 @@ public struct ControlClient: Sendable {
     /// `POST /v1/entries`: applies a JSON profile, all or nothing. `source` names it in
     /// located errors (e.g. the file's path: `flaky.json:3:17 at $.entries[0]…`).
     public func apply(profile: Data, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
-        try decode(ControlAPI.Applied.self, try checked(send("POST", "/v1/entries" + Self.sourceQuery(source), body: profile)))
+        try decode(
+            ControlAPI.Applied.self, try checked(send("POST", "/v1/entries" + Self.sourceQuery(source), body: profile)))
     }
 
     /// `POST /v1/entries` with fault-plan text (`text/x-chaos-plan`, Docs/FaultPlan.md): what
@@ -79,13 +81,17 @@ public struct ControlClient: Sendable {
     /// cannot compile. Every `entry` of the plan becomes one entry; all or nothing.
     public func apply(plan: String, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
         let path = "/v1/entries" + Self.sourceQuery(source)
-        let response = try send("POST", path, body: Data(plan.utf8), headers: [("Content-Type", "text/x-chaos-plan; charset=utf-8")])
+        let response = try send(
+            "POST", path, body: Data(plan.utf8), headers: [("Content-Type", "text/x-chaos-plan; charset=utf-8")])
         return try decode(ControlAPI.Applied.self, try checked(response))
     }
 
     /// `?source=NAME`, percent-encoded, or nothing.
     private static func sourceQuery(_ source: String?) -> String {
-        guard let source, let encoded = source.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~/"))) else { return "" }
+        guard let source,
+            let encoded = source.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~/")))
+        else { return "" }
         return "?source=\(encoded)"
     }
 
@@ -104,7 +110,8 @@ public struct ControlClient: Sendable {
     /// `POST /v1/entries/ID/enable` or `/disable`.
     @discardableResult
     public func setEnabled(_ enabled: Bool, entry: Int) throws(ControlError) -> ControlAPI.Entry {
-        try decode(ControlAPI.Entry.self, try checked(send("POST", "/v1/entries/\(entry)/\(enabled ? "enable" : "disable")")))
+        try decode(
+            ControlAPI.Entry.self, try checked(send("POST", "/v1/entries/\(entry)/\(enabled ? "enable" : "disable")")))
     }
 
     /// `GET /v1/response-sets`.
@@ -122,7 +129,8 @@ public struct ControlClient: Sendable {
         } catch {
             throw ControlError("badRequest", "the selection cannot be encoded (\(error))")
         }
-        return try decode(ControlAPI.ResponseSet.self, try checked(send("PUT", "/v1/response-sets/\(name)", body: body)))
+        return try decode(
+            ControlAPI.ResponseSet.self, try checked(send("PUT", "/v1/response-sets/\(name)", body: body)))
     }
 
     /// `GET /v1/time`: the process's virtual time.
@@ -135,7 +143,9 @@ public struct ControlClient: Sendable {
     /// way; answers once the last has been taken.
     @discardableResult
     public func advance(by duration: String) throws(ControlError) -> ControlAPI.VirtualTime {
-        let query = duration.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: ".+-"))) ?? duration
+        let query =
+            duration.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: ".+-"))) ?? duration
         return try decode(ControlAPI.VirtualTime.self, try checked(send("POST", "/v1/time/advance?by=\(query)")))
     }
 
@@ -154,7 +164,8 @@ public struct ControlClient: Sendable {
         var opened = false
         let decoder = ControlAPI.decoder()
         var failure: ControlError?
-        try stream("GET", "/v1/events", accept: "text/event-stream", waitForever: true) { (head: HTTPResponseHead, bytes: ArraySlice<UInt8>) throws(ControlError) -> Bool in
+        try stream("GET", "/v1/events", accept: "text/event-stream", waitForever: true) {
+            (head: HTTPResponseHead, bytes: ArraySlice<UInt8>) throws(ControlError) -> Bool in
             guard head.status == 200 else {
                 failure = Self.error(status: head.status, body: Data(bytes))
                 return false
@@ -184,7 +195,9 @@ public struct ControlClient: Sendable {
 
     /// Sends one request and reads the whole answer (at most 64 MiB), whatever its status.
     /// A body is sent as `application/json` unless `headers` name another `Content-Type`.
-    public func send(_ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = []) throws(ControlError) -> ControlResponse {
+    public func send(_ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [])
+        throws(ControlError) -> ControlResponse
+    {
         var collected = Data()
         var answered: HTTPResponseHead?
         try stream(method, path, body: body, headers: headers, waitForever: false) { head, bytes in
@@ -200,39 +213,52 @@ public struct ControlClient: Sendable {
 
     /// The response when it is a success; the endpoint's error otherwise.
     private func checked(_ response: ControlResponse) throws(ControlError) -> ControlResponse {
-        guard (200...299).contains(response.status) else { throw Self.error(status: response.status, body: response.body) }
+        guard (200...299).contains(response.status) else {
+            throw Self.error(status: response.status, body: response.body)
+        }
         return response
     }
 
     static func error(status: Int, body: Data) -> ControlError {
         if let decoded = try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: body) {
-            return ControlError(decoded.error.kind, status: status, subject: decoded.error.subject, decoded.error.message)
+            return ControlError(
+                decoded.error.kind, status: status, subject: decoded.error.subject, decoded.error.message)
         }
         let text = String(decoding: body.prefix(80), as: UTF8.self)
-        return ControlError("badResponse", status: status, "the endpoint answered \(status) without a control-protocol error body ('\(text)'); is this a ChaosKit endpoint?")
+        return ControlError(
+            "badResponse", status: status,
+            "the endpoint answered \(status) without a control-protocol error body ('\(text)'); is this a ChaosKit endpoint?"
+        )
     }
 
     private func decode<T: Decodable>(_ type: T.Type, _ response: ControlResponse) throws(ControlError) -> T {
         do {
             return try ControlAPI.decoder().decode(type, from: response.body)
         } catch {
-            throw ControlError("badResponse", status: response.status, "the endpoint's answer is not a \(T.self) of protocol version \(ControlAPI.version) (\(error)); are client and endpoint the same version?")
+            throw ControlError(
+                "badResponse", status: response.status,
+                "the endpoint's answer is not a \(T.self) of protocol version \(ControlAPI.version) (\(error)); are client and endpoint the same version?"
+            )
         }
     }
 
     /// Sends a request and hands the head and each piece of the body to `deliver` (called
     /// once with an empty piece when the body is empty) until it returns false.
     private func stream(
-        _ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [], accept: String = "application/json",
+        _ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [],
+        accept: String = "application/json",
         waitForever: Bool, _ deliver: (HTTPResponseHead, ArraySlice<UInt8>) throws(ControlError) -> Bool
     ) throws(ControlError) {
         let address = try ControlAddress(url)
         let socket = try address.connect(timeout: timeout)
         defer { close(socket) }
-        var request = "\(method) \(path) HTTP/1.1\r\nHost: \(address.hostHeader)\r\nAuthorization: Bearer \(token)\r\nAccept: \(accept)\r\nConnection: close\r\nUser-Agent: ChaosControl/\(ControlAPI.version)\r\n"
+        var request =
+            "\(method) \(path) HTTP/1.1\r\nHost: \(address.hostHeader)\r\nAuthorization: Bearer \(token)\r\nAccept: \(accept)\r\nConnection: close\r\nUser-Agent: ChaosControl/\(ControlAPI.version)\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         if let body {
-            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) { request += "Content-Type: application/json\r\n" }
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+                request += "Content-Type: application/json\r\n"
+            }
             request += "Content-Length: \(body.count)\r\n"
         } else if method == "POST" || method == "PUT" {
             request += "Content-Length: 0\r\n"
@@ -245,7 +271,8 @@ public struct ControlClient: Sendable {
         var reader = HTTPResponseReader(SocketSource(fd: socket))
         let head = try reader.head()
         var delivered = false
-        try reader.body(of: head, limit: waitForever ? Int.max : 64 << 20) { (piece: ArraySlice<UInt8>) throws(ControlError) -> Bool in
+        try reader.body(of: head, limit: waitForever ? Int.max : 64 << 20) {
+            (piece: ArraySlice<UInt8>) throws(ControlError) -> Bool in
             delivered = true
             return try deliver(head, piece)
         }
@@ -270,7 +297,9 @@ public struct ControlClient: Sendable {
             return false
         }
         if failed {
-            throw ControlError("unreachable", "the request could not be sent (\(ControlEndpoint.lastError())); is the process still running?")
+            throw ControlError(
+                "unreachable",
+                "the request could not be sent (\(ControlEndpoint.lastError())); is the process still running?")
         }
     }
 
@@ -283,7 +312,8 @@ public struct ControlClient: Sendable {
             if seconds <= 0 && value.tv_usec == 0 { value.tv_usec = 1_000 }
         }
         guard setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size)) == 0,
-              setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
+            setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size)) == 0
+        else {
             throw ControlError("unreachable", "cannot set the socket's timeout (\(ControlEndpoint.lastError()))")
         }
     }
@@ -299,7 +329,9 @@ struct SocketSource: ByteSource {
             if count >= 0 { return count }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK {
-                throw ControlError("unreachable", "the endpoint did not answer in time; is the process stopped in a debugger, or busy?")
+                throw ControlError(
+                    "unreachable", "the endpoint did not answer in time; is the process stopped in a debugger, or busy?"
+                )
             }
             if errno == ECONNRESET { return 0 }
             throw ControlError("unreachable", "reading the answer failed (\(ControlEndpoint.lastError()))")
@@ -318,7 +350,9 @@ struct ControlAddress {
 
     init(_ url: String) throws(ControlError) {
         func invalid(_ why: String) -> ControlError {
-            ControlError("invalidEndpoint", subject: String(url.prefix(80)), "\(why); give http://HOST:PORT (e.g. http://127.0.0.1:4567) or unix:/path/to/socket")
+            ControlError(
+                "invalidEndpoint", subject: String(url.prefix(80)),
+                "\(why); give http://HOST:PORT (e.g. http://127.0.0.1:4567) or unix:/path/to/socket")
         }
         if url.hasPrefix("unix:") {
             var path = String(url.dropFirst(5))
@@ -366,7 +400,9 @@ struct ControlAddress {
             #else
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             #endif
-            guard fd >= 0 else { throw ControlError("unreachable", "cannot make a socket (\(ControlEndpoint.lastError()))") }
+            guard fd >= 0 else {
+                throw ControlError("unreachable", "cannot make a socket (\(ControlEndpoint.lastError()))")
+            }
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
             withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -379,12 +415,16 @@ struct ControlAddress {
                 throw error
             }
             let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc_connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc_connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             guard result == 0 else {
                 let reason = ControlEndpoint.lastError()
                 close(fd)
-                throw ControlError("unreachable", subject: path, "nothing listens on this socket (\(reason)); is the process still running?")
+                throw ControlError(
+                    "unreachable", subject: path,
+                    "nothing listens on this socket (\(reason)); is the process still running?")
             }
             return fd
         case .tcp(let host, let port):
@@ -398,7 +438,10 @@ struct ControlAddress {
             var list: UnsafeMutablePointer<addrinfo>?
             let status = getaddrinfo(host, String(port), &hints, &list)
             guard status == 0, let first = list else {
-                throw ControlError("unreachable", subject: host, "the host cannot be resolved (\(String(cString: gai_strerror(status)))); use an address such as 127.0.0.1")
+                throw ControlError(
+                    "unreachable", subject: host,
+                    "the host cannot be resolved (\(String(cString: gai_strerror(status)))); use an address such as 127.0.0.1"
+                )
             }
             defer { freeaddrinfo(list) }
             var reason = "no address"
@@ -424,7 +467,9 @@ struct ControlAddress {
                 reason = ControlEndpoint.lastError()
                 close(fd)
             }
-            throw ControlError("unreachable", subject: "\(host):\(port)", "nothing answers there (\(reason)); is the process still running, and is this its endpoint?")
+            throw ControlError(
+                "unreachable", subject: "\(host):\(port)",
+                "nothing answers there (\(reason)); is the process still running, and is this its endpoint?")
         }
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -31,7 +32,8 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     public var started: Date
 
     /// An endpoint record.
-    public init(pid: Int32, program: String, url: String, token: String, kind: String = "swift", started: Date = Date()) {
+    public init(pid: Int32, program: String, url: String, token: String, kind: String = "swift", started: Date = Date())
+    {
         self.version = 1
         self.pid = pid
         self.program = program
@@ -55,10 +57,12 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
             return URL(fileURLWithPath: explicit, isDirectory: true)
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return URL(fileURLWithPath: runtime, isDirectory: true).appendingPathComponent("chaoskit", isDirectory: true)
+            return URL(fileURLWithPath: runtime, isDirectory: true).appendingPathComponent(
+                "chaoskit", isDirectory: true)
         }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".chaoskit/control", isDirectory: true)
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(
+            ".chaoskit/control", isDirectory: true)
     }
 
     /// Writes this record as `PID.json` into `directory` (made private to the user if
@@ -76,14 +80,18 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         }
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw ControlError("endpointFiles", subject: temporary.path, "cannot create the endpoint file (\(Self.lastError())); check the directory's owner and permissions")
+            throw ControlError(
+                "endpointFiles", subject: temporary.path,
+                "cannot create the endpoint file (\(Self.lastError())); check the directory's owner and permissions")
         }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == data.count, rename(temporary.path, file.path) == 0 else {
             let reason = Self.lastError()
             unlink(temporary.path)
-            throw ControlError("endpointFiles", subject: file.path, "cannot write the endpoint file (\(reason)); check free space and permissions")
+            throw ControlError(
+                "endpointFiles", subject: file.path,
+                "cannot write the endpoint file (\(reason)); check free space and permissions")
         }
         return file
     }
@@ -92,7 +100,8 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     public func withdraw(from directory: URL = ControlEndpoint.directory()) {
         let file = directory.appendingPathComponent("\(pid).json")
         if let data = FileManager.default.contents(atPath: file.path),
-           let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data), record.token != token {
+            let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data), record.token != token
+        {
             return  // another endpoint of this pid replaced it
         }
         unlink(file.path)
@@ -107,12 +116,16 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         for name in names where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let path = directory.appendingPathComponent(name).path
             guard let data = FileManager.default.contents(atPath: path),
-                  let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data) else { continue }
+                let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data)
+            else { continue }
             guard isAlive(record.pid) else {
                 unlink(path)
                 // A `chaos run` child that ended with _exit (as dash does) could not remove
                 // its socket; it is removed with the file, when it lies in this directory.
-                if record.url.hasPrefix("unix:"), URL(fileURLWithPath: String(record.url.dropFirst(5))).deletingLastPathComponent().standardizedFileURL.path == directory.standardizedFileURL.path {
+                if record.url.hasPrefix("unix:"),
+                    URL(fileURLWithPath: String(record.url.dropFirst(5))).deletingLastPathComponent()
+                        .standardizedFileURL.path == directory.standardizedFileURL.path
+                {
                     unlink(String(record.url.dropFirst(5)))
                 }
                 continue
@@ -123,7 +136,9 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     }
 
     /// The live endpoint of process `pid`; an error that says how to find one otherwise.
-    public static func find(pid: Int32, in directory: URL = ControlEndpoint.directory()) throws(ControlError) -> ControlEndpoint {
+    public static func find(pid: Int32, in directory: URL = ControlEndpoint.directory()) throws(ControlError)
+        -> ControlEndpoint
+    {
         if let record = all(in: directory).first(where: { $0.pid == pid }) { return record }
         throw ControlError(
             "noSuchProcess", subject: "pid \(pid)",
@@ -143,22 +158,33 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         var info = stat()
         if lstat(path, &info) != 0 {
             do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw ControlError("endpointFiles", subject: path, "cannot create the directory of endpoint files (\(error.localizedDescription)); set CHAOS_CONTROL_DIR to a directory you own")
+                throw ControlError(
+                    "endpointFiles", subject: path,
+                    "cannot create the directory of endpoint files (\(error.localizedDescription)); set CHAOS_CONTROL_DIR to a directory you own"
+                )
             }
             guard lstat(path, &info) == 0 else {
-                throw ControlError("endpointFiles", subject: path, "the directory of endpoint files vanished (\(lastError()))")
+                throw ControlError(
+                    "endpointFiles", subject: path, "the directory of endpoint files vanished (\(lastError()))")
             }
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw ControlError("endpointFiles", subject: path, "is not a directory (a symbolic link or a file is refused); remove it or set CHAOS_CONTROL_DIR")
+            throw ControlError(
+                "endpointFiles", subject: path,
+                "is not a directory (a symbolic link or a file is refused); remove it or set CHAOS_CONTROL_DIR")
         }
         guard info.st_uid == geteuid() else {
-            throw ControlError("endpointFiles", subject: path, "belongs to another user (uid \(info.st_uid)); set CHAOS_CONTROL_DIR to a directory you own")
+            throw ControlError(
+                "endpointFiles", subject: path,
+                "belongs to another user (uid \(info.st_uid)); set CHAOS_CONTROL_DIR to a directory you own")
         }
         if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
-            throw ControlError("endpointFiles", subject: path, "others may read it and it cannot be made private (\(lastError())); run chmod 700 on it")
+            throw ControlError(
+                "endpointFiles", subject: path,
+                "others may read it and it cannot be made private (\(lastError())); run chmod 700 on it")
         }
     }
 

@@ -34,7 +34,8 @@ struct HTTPResponseReader<Source: ByteSource> {
     }
 
     private static func bad(_ message: String) -> ControlError {
-        ControlError("badResponse", "the endpoint's answer is not HTTP/1.1 as the control protocol speaks it: \(message)")
+        ControlError(
+            "badResponse", "the endpoint's answer is not HTTP/1.1 as the control protocol speaks it: \(message)")
     }
 
     /// Fills the buffer with more bytes; false at the end of the stream.
@@ -79,19 +80,27 @@ struct HTTPResponseReader<Source: ByteSource> {
     mutating func head() throws(ControlError) -> HTTPResponseHead {
         while true {
             guard let statusLine = try line(limit: 8_192) else {
-                throw ControlError("unreachable", "the endpoint closed the connection without answering; is the process still running?")
+                throw ControlError(
+                    "unreachable", "the endpoint closed the connection without answering; is the process still running?"
+                )
             }
             let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]), (100...599).contains(status) else {
+            guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]),
+                (100...599).contains(status)
+            else {
                 throw Self.bad("the status line is '\(statusLine.prefix(80))'")
             }
             var headers: [(String, String)] = []
             var size = statusLine.utf8.count
             while true {
-                guard let header = try line(limit: 8_192) else { throw Self.bad("the connection ended inside the headers") }
+                guard let header = try line(limit: 8_192) else {
+                    throw Self.bad("the connection ended inside the headers")
+                }
                 if header.isEmpty { break }
                 size += header.utf8.count
-                guard size <= Self.maximumHead else { throw Self.bad("the headers are longer than \(Self.maximumHead) bytes") }
+                guard size <= Self.maximumHead else {
+                    throw Self.bad("the headers are longer than \(Self.maximumHead) bytes")
+                }
                 guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
                     throw Self.bad("a header line is '\(header.prefix(80))'")
                 }
@@ -118,8 +127,12 @@ struct HTTPResponseReader<Source: ByteSource> {
         if head.status == 204 || head.status == 304 { return }
         if let encoding = head.header("transfer-encoding"), encoding.lowercased().contains("chunked") {
             while true {
-                guard let sizeLine = try line(limit: 1_024) else { throw Self.bad("the connection ended inside a chunked body") }
-                let hex = sizeLine.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+                guard let sizeLine = try line(limit: 1_024) else {
+                    throw Self.bad("the connection ended inside a chunked body")
+                }
+                let hex =
+                    sizeLine.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) }
+                    ?? ""
                 guard !hex.isEmpty, hex.count <= 15, let size = Int(hex, radix: 16), size >= 0 else {
                     throw Self.bad("a chunk size is '\(sizeLine.prefix(80))'")
                 }
@@ -130,21 +143,31 @@ struct HTTPResponseReader<Source: ByteSource> {
                 guard size <= limit - total else { throw Self.bad("the body is longer than \(limit) bytes") }
                 var remaining = size
                 while remaining > 0 {
-                    if start == buffer.count { guard try fill() else { throw Self.bad("the connection ended inside a chunk") } }
+                    if start == buffer.count {
+                        guard try fill() else { throw Self.bad("the connection ended inside a chunk") }
+                    }
                     let take = min(remaining, buffer.count - start)
                     let piece = buffer[start..<(start + take)]
                     start += take
                     remaining -= take
                     guard try hand(piece) else { return }
                 }
-                guard let end = try line(limit: 2), end.isEmpty else { throw Self.bad("a chunk does not end with CRLF") }
+                guard let end = try line(limit: 2), end.isEmpty else {
+                    throw Self.bad("a chunk does not end with CRLF")
+                }
             }
         } else if let lengthText = head.header("content-length") {
-            guard let length = Int(lengthText), length >= 0 else { throw Self.bad("Content-Length is '\(lengthText.prefix(80))'") }
+            guard let length = Int(lengthText), length >= 0 else {
+                throw Self.bad("Content-Length is '\(lengthText.prefix(80))'")
+            }
             guard length <= limit else { throw Self.bad("the body is longer than \(limit) bytes") }
             var remaining = length
             while remaining > 0 {
-                if start == buffer.count { guard try fill() else { throw Self.bad("the connection ended \(remaining) bytes before the body's end") } }
+                if start == buffer.count {
+                    guard try fill() else {
+                        throw Self.bad("the connection ended \(remaining) bytes before the body's end")
+                    }
+                }
                 let take = min(remaining, buffer.count - start)
                 let piece = buffer[start..<(start + take)]
                 start += take
@@ -192,7 +215,8 @@ struct ServerSentEventParser {
             lineStart = index + 1
             if line.isEmpty {
                 if !data.isEmpty || !name.isEmpty {
-                    items.append(.event(Event(name: name.isEmpty ? "message" : name, data: data.joined(separator: "\n"))))
+                    items.append(
+                        .event(Event(name: name.isEmpty ? "message" : name, data: data.joined(separator: "\n"))))
                 }
                 name = ""
                 data = []

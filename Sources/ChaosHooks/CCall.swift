@@ -41,8 +41,10 @@ public struct CCall {
     /// This thread's `errno`.
     @usableFromInline let errnoLocation: UnsafeMutablePointer<Int32>
 
-    init(interface: FFIInterface, original: UInt, returnBuffer: UnsafeMutableRawPointer,
-         arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, errnoLocation: UnsafeMutablePointer<Int32>) {
+    init(
+        interface: FFIInterface, original: UInt, returnBuffer: UnsafeMutableRawPointer,
+        arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, errnoLocation: UnsafeMutablePointer<Int32>
+    ) {
         self.interface = interface
         self.original = original
         self.returnBuffer = returnBuffer
@@ -62,14 +64,20 @@ public struct CCall {
     @usableFromInline
     func argumentAddress(_ index: Int) throws(ChaosError) -> UnsafeMutableRawPointer {
         guard index >= 0, index < interface.argumentKinds.count, let arguments, let address = arguments[index] else {
-            throw ChaosError(.signatureMismatch, "argument index \(index) is out of range; \(interface.signature) has \(interface.argumentKinds.count) argument(s)")
+            throw ChaosError(
+                .signatureMismatch,
+                "argument index \(index) is out of range; \(interface.signature) has \(interface.argumentKinds.count) argument(s)"
+            )
         }
         return address
     }
 
     @usableFromInline
     func typeMismatch<T>(_ type: T.Type, argument index: Int) -> ChaosError {
-        ChaosError(.signatureMismatch, "argument \(index) is \(interface.argumentTypes[index]), not \(T.self); read it as the Swift type of that C type (Int32 for int32_t, an optional pointer for pointers)")
+        ChaosError(
+            .signatureMismatch,
+            "argument \(index) is \(interface.argumentTypes[index]), not \(T.self); read it as the Swift type of that C type (Int32 for int32_t, an optional pointer for pointers)"
+        )
     }
 
     /// Argument `index` as `T`, which must correspond to its C type (`Int32` for
@@ -112,7 +120,10 @@ public struct CCall {
         let address = try argumentAddress(index)
         let ctype = interface.argumentTypes[index]
         guard case .structure = ctype, ctype.size == MemoryLayout<T>.size else {
-            throw ChaosError(.signatureMismatch, "argument \(index) is \(ctype) (\(ctype.size) bytes), not \(T.self) (\(MemoryLayout<T>.size) bytes); describe the struct's members exactly")
+            throw ChaosError(
+                .signatureMismatch,
+                "argument \(index) is \(ctype) (\(ctype.size) bytes), not \(T.self) (\(MemoryLayout<T>.size) bytes); describe the struct's members exactly"
+            )
         }
         return address.loadUnaligned(as: T.self)
     }
@@ -145,7 +156,9 @@ public struct CCall {
     public mutating func setReturn<T: CScalar>(_ value: T) throws(ChaosError) {
         let kind = ScalarKind(T.cType)
         guard kind == interface.returnKind else {
-            throw ChaosError(.signatureMismatch, "the function returns \(interface.returnType), not \(T.self); return a value of that C type")
+            throw ChaosError(
+                .signatureMismatch,
+                "the function returns \(interface.returnType), not \(T.self); return a value of that C type")
         }
         if kind.widensReturn {
             // libffi expects narrow integer results widened to a full ffi_arg register.
@@ -183,7 +196,9 @@ public struct CCall {
     public mutating func setReturnStructure<T: BitwiseCopyable>(_ value: T) throws(ChaosError) {
         let type = interface.returnType
         guard case .structure = type, type.size == MemoryLayout<T>.size else {
-            throw ChaosError(.signatureMismatch, "the function returns \(type) (\(type.size) bytes), not \(T.self) (\(MemoryLayout<T>.size) bytes)")
+            throw ChaosError(
+                .signatureMismatch,
+                "the function returns \(type) (\(type.size) bytes), not \(T.self) (\(MemoryLayout<T>.size) bytes)")
         }
         returnBuffer.storeBytes(of: value, as: T.self)
         returnWritten = true
@@ -197,7 +212,8 @@ public struct CCall {
             throw ChaosError(.signatureMismatch, "the function returns \(interface.returnType), not \(T.self)")
         }
         if kind.widensReturn {
-            let wide = MemoryLayout<UInt>.size == 8
+            let wide =
+                MemoryLayout<UInt>.size == 8
                 ? returnBuffer.load(as: UInt64.self) : UInt64(returnBuffer.load(as: UInt32.self))
             return withUnsafeBytes(of: wide) { $0.loadUnaligned(as: T.self) }
         }
@@ -328,7 +344,10 @@ public struct CCall {
     /// Throws `.notApplied` when the closure has no original.
     public mutating func callOriginal() throws(ChaosError) {
         guard original != 0 else {
-            throw ChaosError(.notApplied, "this closure has no original function to call; pass original: to FFIClosure or bind it to a slot that holds one")
+            throw ChaosError(
+                .notApplied,
+                "this closure has no original function to call; pass original: to FFIClosure or bind it to a slot that holds one"
+            )
         }
         invokeOriginal()
     }

@@ -83,7 +83,9 @@ public final class CFunctionHook: Sendable {
     }
 
     /// A hook point named `name` over the function-pointer slot at `slotAddress`.
-    public convenience init(name: String, slotAddress: UnsafeMutableRawPointer, signature: CSignature) throws(ChaosError) {
+    public convenience init(name: String, slotAddress: UnsafeMutableRawPointer, signature: CSignature)
+        throws(ChaosError)
+    {
         let slot = try FunctionPointerSlot(slotAddress)
         try self.init(name: name, signature: signature) { closure in SlotBinder(slot: slot, closure: closure) }
     }
@@ -161,7 +163,9 @@ extension CValue: ExpressibleByNilLiteral {
         do {
             _ = try value.converted(to: type)
         } catch {
-            throw ChaosError(.valueTypeMismatch, subject: pointName, "the constant \(value) does not fit the C return type \(type): \(error.message)")
+            throw ChaosError(
+                .valueTypeMismatch, subject: pointName,
+                "the constant \(value) does not fit the C return type \(type): \(error.message)")
         }
     }
 
@@ -268,7 +272,7 @@ final class BinderGroup: HookBinder {
                 do throws(ChaosError) {
                     try member.binder.bind()
                     fresh.append(index)
-                } catch where member.optional && error.kind == .symbolNotFound {
+                } catch  where member.optional && error.kind == .symbolNotFound {
                     continue
                 } catch {
                     for undo in fresh.reversed() { try? members[undo].binder.unbind() }
@@ -276,7 +280,9 @@ final class BinderGroup: HookBinder {
                 }
             }
             guard !fresh.isEmpty else {
-                throw ChaosError(.symbolNotFound, subject: subject, "none of its functions is imported by any loaded image; nothing can be hooked")
+                throw ChaosError(
+                    .symbolNotFound, subject: subject,
+                    "none of its functions is imported by any loaded image; nothing can be hooked")
             }
             done = fresh
         }
@@ -321,7 +327,8 @@ final class HookActivation: PointActivation {
     func activate() throws(ChaosError) {
         try state.withLock { (state: inout State) throws(ChaosError) in
             guard let target = state.target else {
-                throw ChaosError(.notApplied, "the hook owning this point was released; keep the hook alive while its point is used")
+                throw ChaosError(
+                    .notApplied, "the hook owning this point was released; keep the hook alive while its point is used")
             }
             try target.bind()
             state.pinned = target

@@ -10,15 +10,24 @@ enum CFunctionTypeCheck {
         guard let (arguments, result) = parse(spelled) else { return }
         if signature.isVariadic { return }
         guard arguments.count == signature.arguments.count else {
-            throw ChaosError(.signatureMismatch, subject: name, "the slot's type \(spelled) takes \(arguments.count) argument(s) but the signature \(signature) lists \(signature.arguments.count); describe every C parameter, in order")
+            throw ChaosError(
+                .signatureMismatch, subject: name,
+                "the slot's type \(spelled) takes \(arguments.count) argument(s) but the signature \(signature) lists \(signature.arguments.count); describe every C parameter, in order"
+            )
         }
         for (index, (swiftName, ctype)) in zip(arguments, signature.arguments).enumerated() {
             if let expected = kind(of: swiftName), expected != ScalarKind(ctype) {
-                throw ChaosError(.signatureMismatch, subject: name, "argument \(index) of the slot's type is \(swiftName) but the signature says \(ctype); use the C type matching \(swiftName)")
+                throw ChaosError(
+                    .signatureMismatch, subject: name,
+                    "argument \(index) of the slot's type is \(swiftName) but the signature says \(ctype); use the C type matching \(swiftName)"
+                )
             }
         }
         if let expected = kind(of: result), expected != ScalarKind(signature.returns) {
-            throw ChaosError(.signatureMismatch, subject: name, "the slot's type returns \(result) but the signature says \(signature.returns); use the C type matching \(result)")
+            throw ChaosError(
+                .signatureMismatch, subject: name,
+                "the slot's type returns \(result) but the signature says \(signature.returns); use the C type matching \(result)"
+            )
         }
     }
 

@@ -126,11 +126,16 @@ public enum CType: Sendable, Hashable, CustomStringConvertible {
     func validate(as role: String) throws(ChaosError) {
         guard case .structure(let members) = self else { return }
         if members.isEmpty {
-            throw ChaosError(.signatureMismatch, "\(role) is an empty struct; C structs need at least one member (describe a struct you only pass by address as .pointer)")
+            throw ChaosError(
+                .signatureMismatch,
+                "\(role) is an empty struct; C structs need at least one member (describe a struct you only pass by address as .pointer)"
+            )
         }
         for (index, member) in members.enumerated() {
             if member == .void {
-                throw ChaosError(.signatureMismatch, "member \(index) of the struct in \(role) is void; remove it or give it a real type")
+                throw ChaosError(
+                    .signatureMismatch,
+                    "member \(index) of the struct in \(role) is void; remove it or give it a real type")
             }
             try member.validate(as: "member \(index) of \(role)")
         }
@@ -162,20 +167,28 @@ public struct CSignature: Sendable, Hashable, CustomStringConvertible {
         try returns.validate(as: "the return type")
         for (index, argument) in arguments.enumerated() {
             if argument == .void {
-                throw ChaosError(.signatureMismatch, "argument \(index) is void; a C function without parameters has arguments: []")
+                throw ChaosError(
+                    .signatureMismatch, "argument \(index) is void; a C function without parameters has arguments: []")
             }
             try argument.validate(as: "argument \(index)")
         }
         if let fixed = fixedArgumentCount {
             guard fixed >= 1, fixed <= arguments.count else {
-                throw ChaosError(.signatureMismatch, "fixedArgumentCount is \(fixed) but a variadic function needs between 1 and arguments.count (\(arguments.count)) fixed arguments; list the fixed arguments first, then the variadic ones of this call")
+                throw ChaosError(
+                    .signatureMismatch,
+                    "fixedArgumentCount is \(fixed) but a variadic function needs between 1 and arguments.count (\(arguments.count)) fixed arguments; list the fixed arguments first, then the variadic ones of this call"
+                )
             }
             for index in fixed..<arguments.count {
                 switch arguments[index] {
                 case .bool, .int8, .int16, .uint8, .uint16:
-                    throw ChaosError(.signatureMismatch, "variadic argument \(index) is \(arguments[index]); C promotes it, describe it as .int32")
+                    throw ChaosError(
+                        .signatureMismatch,
+                        "variadic argument \(index) is \(arguments[index]); C promotes it, describe it as .int32")
                 case .float:
-                    throw ChaosError(.signatureMismatch, "variadic argument \(index) is float; C promotes it, describe it as .double")
+                    throw ChaosError(
+                        .signatureMismatch, "variadic argument \(index) is float; C promotes it, describe it as .double"
+                    )
                 default:
                     break
                 }

@@ -12,9 +12,16 @@ import Darwin
 public enum CValue: Hashable, CustomStringConvertible {
     case void
     case bool(Bool)
-    case int8(Int8), int16(Int16), int32(Int32), int64(Int64)
-    case uint8(UInt8), uint16(UInt16), uint32(UInt32), uint64(UInt64)
-    case float(Float), double(Double)
+    case int8(Int8)
+    case int16(Int16)
+    case int32(Int32)
+    case int64(Int64)
+    case uint8(UInt8)
+    case uint16(UInt16)
+    case uint32(UInt32)
+    case uint64(UInt64)
+    case float(Float)
+    case double(Double)
     /// A pointer (also used for `.cString` values).
     case pointer(UnsafeMutableRawPointer?)
     /// The raw bytes of a struct passed by value (`CType.size` bytes, C layout).
@@ -44,9 +51,9 @@ public enum CValue: Hashable, CustomStringConvertible {
     public func matches(_ type: CType) -> Bool {
         switch (self, type) {
         case (.void, .void), (.bool, .bool), (.int8, .int8), (.int16, .int16), (.int32, .int32),
-             (.int64, .int64), (.uint8, .uint8), (.uint16, .uint16), (.uint32, .uint32),
-             (.uint64, .uint64), (.float, .float), (.double, .double),
-             (.pointer, .pointer), (.pointer, .cString):
+            (.int64, .int64), (.uint8, .uint8), (.uint16, .uint16), (.uint32, .uint32),
+            (.uint64, .uint64), (.float, .float), (.double, .double),
+            (.pointer, .pointer), (.pointer, .cString):
             return true
         case (.structure(let bytes), .structure):
             return bytes.count == type.size
@@ -284,7 +291,8 @@ enum ScalarKind: UInt8, Sendable {
     var widensReturn: Bool {
         switch self {
         case .bool, .int8, .int16, .int32, .uint8, .uint16, .uint32:
-            return MemoryLayout<UInt>.size > 4 || self == .bool || self == .int8 || self == .int16 || self == .uint8 || self == .uint16
+            return MemoryLayout<UInt>.size > 4 || self == .bool || self == .int8 || self == .int16 || self == .uint8
+                || self == .uint16
         default: return false
         }
     }

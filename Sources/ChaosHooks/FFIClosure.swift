@@ -1,6 +1,6 @@
+import CChaosGrace
 import CFFI
 public import ChaosKit
-import CChaosGrace
 import Synchronization
 
 /// A real C function pointer whose calls run a Swift handler: the closure factory
@@ -58,7 +58,9 @@ public final class FFIClosure: Sendable {
     ///     slot fills it in when `nil`.
     ///   - handler: runs for every call; see ``CCall``.
     /// - Throws: `.systemFailure` when libffi cannot allocate executable memory.
-    public convenience init(signature: CSignature, original: UnsafeRawPointer? = nil, handler: @escaping Handler) throws(ChaosError) {
+    public convenience init(signature: CSignature, original: UnsafeRawPointer? = nil, handler: @escaping Handler)
+        throws(ChaosError)
+    {
         try self.init(signature: signature, original: original, route: .handler(handler))
     }
 
@@ -81,7 +83,10 @@ public final class FFIClosure: Sendable {
         if case .hook(let point) = route { hookPoint = Unmanaged.passUnretained(point) } else { hookPoint = nil }
         var codePointer: UnsafeMutableRawPointer?
         guard let memory = ffi_closure_alloc(chaos_ffi_closure_size(), &codePointer), let codePointer else {
-            throw ChaosError(.systemFailure, "libffi could not allocate an executable closure (ffi_closure_alloc failed); check that the process may map executable memory (SELinux/W^X policy)")
+            throw ChaosError(
+                .systemFailure,
+                "libffi could not allocate an executable closure (ffi_closure_alloc failed); check that the process may map executable memory (SELinux/W^X policy)"
+            )
         }
         self.code = UInt(bitPattern: codePointer)
         self.closureMemory = Locked(UInt(bitPattern: memory))
@@ -90,7 +95,8 @@ public final class FFIClosure: Sendable {
             memory.assumingMemoryBound(to: ffi_closure.self), interface.cif, chaosClosureEntry,
             Unmanaged.passUnretained(self).toOpaque(), codePointer)
         guard status == FFI_OK else {
-            throw ChaosError(.systemFailure, "libffi could not prepare the closure for \(signature) (ffi_status \(status.rawValue))")
+            throw ChaosError(
+                .systemFailure, "libffi could not prepare the closure for \(signature) (ffi_status \(status.rawValue))")
         }
         HookRegistry.state.withLock { _ = $0.liveClosures.insert(code) }
     }
@@ -106,7 +112,8 @@ public final class FFIClosure: Sendable {
     /// Throws `.signatureMismatch` when `F` is not pointer-sized.
     public func functionPointer<F>(as type: F.Type) throws(ChaosError) -> F {
         guard MemoryLayout<F>.size == MemoryLayout<UnsafeRawPointer>.size else {
-            throw ChaosError(.signatureMismatch, "\(F.self) is not a C function pointer type; use a @convention(c) function type")
+            throw ChaosError(
+                .signatureMismatch, "\(F.self) is not a C function pointer type; use a @convention(c) function type")
         }
         return unsafeBitCast(functionPointer, to: F.self)
     }
@@ -137,7 +144,8 @@ public final class FFIClosure: Sendable {
     public func invalidate() throws(ChaosError) {
         let bound = bindings.load(ordering: .acquiring)
         guard bound == 0 else {
-            throw ChaosError(.alreadyApplied, "the closure is still bound to \(bound) hook(s); revert them before invalidating it")
+            throw ChaosError(
+                .alreadyApplied, "the closure is still bound to \(bound) hook(s); revert them before invalidating it")
         }
         release()
     }
@@ -154,7 +162,9 @@ public final class FFIClosure: Sendable {
 
     /// The per-call path: build the call view, run the handler, finish return and errno.
     @inline(__always)
-    fileprivate func dispatch(_ result: UnsafeMutableRawPointer, _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
+    fileprivate func dispatch(
+        _ result: UnsafeMutableRawPointer, _ arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+    ) {
         var call = CCall(
             interface: interface, original: originalBits.load(ordering: .relaxed),
             returnBuffer: result, arguments: arguments, errnoLocation: chaos_errno_location())
@@ -189,11 +199,12 @@ public final class FFIClosure: Sendable {
 
 /// The C entry point libffi calls for every ChaosHooks closure; `userData` is the
 /// unretained `FFIClosure` (kept alive by its owner while the pointer is callable).
-private let chaosClosureEntry: @convention(c) (
-    UnsafeMutablePointer<ffi_cif>?, UnsafeMutableRawPointer?,
-    UnsafeMutablePointer<UnsafeMutableRawPointer?>?, UnsafeMutableRawPointer?
-) -> Void = { _, result, arguments, userData in
-    Unmanaged<FFIClosure>.fromOpaque(userData.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
-        $0.dispatch(result.unsafelyUnwrapped, arguments)
+private let chaosClosureEntry:
+    @convention(c) (
+        UnsafeMutablePointer<ffi_cif>?, UnsafeMutableRawPointer?,
+        UnsafeMutablePointer<UnsafeMutableRawPointer?>?, UnsafeMutableRawPointer?
+    ) -> Void = { _, result, arguments, userData in
+        Unmanaged<FFIClosure>.fromOpaque(userData.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+            $0.dispatch(result.unsafelyUnwrapped, arguments)
+        }
     }
-}

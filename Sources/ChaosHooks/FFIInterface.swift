@@ -48,7 +48,10 @@ final class FFIInterface: @unchecked Sendable {
             status = ffi_prep_cif(cif, chaos_ffi_default_abi(), UInt32(count), returnType, table)
         }
         guard status == FFI_OK else {
-            throw ChaosError(.signatureMismatch, "libffi rejected the signature \(signature) (ffi_status \(status.rawValue)); check struct members and the variadic fixed count")
+            throw ChaosError(
+                .signatureMismatch,
+                "libffi rejected the signature \(signature) (ffi_status \(status.rawValue)); check struct members and the variadic fixed count"
+            )
         }
         // libffi has now laid out every struct type: it must agree with CType.
         for (index, argument) in signature.arguments.enumerated() {
@@ -63,10 +66,14 @@ final class FFIInterface: @unchecked Sendable {
         cif.deallocate()
     }
 
-    private static func check(_ type: CType, _ ffiType: UnsafeMutablePointer<ffi_type>, role: String) throws(ChaosError) {
+    private static func check(_ type: CType, _ ffiType: UnsafeMutablePointer<ffi_type>, role: String) throws(ChaosError)
+    {
         guard case .structure = type else { return }
         if ffiType.pointee.size != type.size || Int(ffiType.pointee.alignment) != type.alignment {
-            throw ChaosError(.signatureMismatch, "\(role): libffi lays out \(type) as \(ffiType.pointee.size) bytes aligned to \(ffiType.pointee.alignment), CType computed \(type.size)/\(type.alignment); this platform's C ABI is not supported, describe the struct as separate arguments")
+            throw ChaosError(
+                .signatureMismatch,
+                "\(role): libffi lays out \(type) as \(ffiType.pointee.size) bytes aligned to \(ffiType.pointee.alignment), CType computed \(type.size)/\(type.alignment); this platform's C ABI is not supported, describe the struct as separate arguments"
+            )
         }
     }
 
@@ -95,7 +102,8 @@ final class FFIInterface: @unchecked Sendable {
             elements[members.count] = nil
             let structType = UnsafeMutablePointer<ffi_type>.allocate(capacity: 1)
             allocations.append(UnsafeMutableRawPointer(structType))
-            structType.initialize(to: ffi_type(size: 0, alignment: 0, type: chaos_ffi_type_struct_tag(), elements: elements))
+            structType.initialize(
+                to: ffi_type(size: 0, alignment: 0, type: chaos_ffi_type_struct_tag(), elements: elements))
             return structType
         }
     }

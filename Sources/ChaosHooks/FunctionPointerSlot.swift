@@ -32,7 +32,10 @@ public final class FunctionPointerSlot: Sendable {
     public init(_ address: UnsafeMutableRawPointer) throws(ChaosError) {
         let bits = UInt(bitPattern: address)
         guard bits % UInt(MemoryLayout<UnsafeRawPointer>.alignment) == 0 else {
-            throw ChaosError(.signatureMismatch, "the slot at \(address) is not pointer-aligned; pass the address of a function-pointer variable or struct member")
+            throw ChaosError(
+                .signatureMismatch,
+                "the slot at \(address) is not pointer-aligned; pass the address of a function-pointer variable or struct member"
+            )
         }
         self.addressBits = bits
     }
@@ -41,7 +44,9 @@ public final class FunctionPointerSlot: Sendable {
     /// function type, usually optional, as C struct members import).
     public convenience init<Function>(_ slot: UnsafeMutablePointer<Function>) throws(ChaosError) {
         guard MemoryLayout<Function>.size == MemoryLayout<UnsafeRawPointer>.size else {
-            throw ChaosError(.signatureMismatch, "\(Function.self) is not pointer-sized; pass a pointer to a C function-pointer member")
+            throw ChaosError(
+                .signatureMismatch,
+                "\(Function.self) is not pointer-sized; pass a pointer to a C function-pointer member")
         }
         try self.init(UnsafeMutableRawPointer(slot))
     }
@@ -69,22 +74,30 @@ public final class FunctionPointerSlot: Sendable {
         let what = "function-pointer slot \(SlotMemory.hex(addressBits))"
         try state.withLock { (binding: inout Binding?) throws(ChaosError) in
             guard binding == nil else {
-                throw ChaosError(.alreadyApplied, subject: what, "this slot is already bound; call revert() before binding it again")
+                throw ChaosError(
+                    .alreadyApplied, subject: what, "this slot is already bound; call revert() before binding it again")
             }
             guard closure.isValid else {
                 throw ChaosError(.notApplied, subject: what, "the closure was invalidated; create a new FFIClosure")
             }
-            binding = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> Binding in
+            binding = try HookRegistry.state.withLock {
+                (registry: inout HookRegistryState) throws(ChaosError) -> Binding in
                 if let owner = registry.ownedSlots[addressBits] {
-                    throw ChaosError(.alreadyHooked, subject: what, "the slot is already hooked by \(owner.description); revert that hook first")
+                    throw ChaosError(
+                        .alreadyHooked, subject: what,
+                        "the slot is already hooked by \(owner.description); revert that hook first")
                 }
                 let current = SlotMemory.read(addressBits)
                 if registry.liveClosures.contains(current) {
-                    throw ChaosError(.alreadyHooked, subject: what, "the slot already points at a ChaosHooks closure that was stored there without bind(to:); restore the slot's real function first")
+                    throw ChaosError(
+                        .alreadyHooked, subject: what,
+                        "the slot already points at a ChaosHooks closure that was stored there without bind(to:); restore the slot's real function first"
+                    )
                 }
                 closure.adoptOriginal(current)
                 let previous = try SlotMemory.write(addressBits, closure.code, what: what)
-                registry.ownedSlots[addressBits] = SlotOwner(owner: ObjectIdentifier(self), description: what, closure: closure)
+                registry.ownedSlots[addressBits] = SlotOwner(
+                    owner: ObjectIdentifier(self), description: what, closure: closure)
                 closure.bindings.add(1, ordering: .relaxed)
                 return Binding(closure: closure, originalBytes: previous)
             }
@@ -102,7 +115,8 @@ public final class FunctionPointerSlot: Sendable {
             guard let bound = binding else {
                 throw ChaosError(.notApplied, subject: what, "the slot is not bound; nothing to revert")
             }
-            let overwritten = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> UInt? in
+            let overwritten = try HookRegistry.state.withLock {
+                (registry: inout HookRegistryState) throws(ChaosError) -> UInt? in
                 let current = SlotMemory.read(addressBits)
                 if current == bound.closure.code {
                     _ = try SlotMemory.write(addressBits, bound.originalBytes, what: what)
@@ -113,7 +127,10 @@ public final class FunctionPointerSlot: Sendable {
             }
             binding = nil
             if let overwritten {
-                throw ChaosError(.alreadyHooked, subject: what, "the slot was changed to \(SlotMemory.hex(overwritten)) by something else after bind; it was left alone, restore it yourself if needed")
+                throw ChaosError(
+                    .alreadyHooked, subject: what,
+                    "the slot was changed to \(SlotMemory.hex(overwritten)) by something else after bind; it was left alone, restore it yourself if needed"
+                )
             }
         }
     }

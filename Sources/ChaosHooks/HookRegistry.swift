@@ -43,7 +43,10 @@ enum SlotMemory {
         let status = chaos_elf_write_slot(slot, UnsafeMutableRawPointer(bitPattern: value), &previous)
         guard status == 0 else {
             let reason = String(cString: strerror(status))
-            throw ChaosError(.systemFailure, subject: what, "could not write the slot at 0x\(String(address, radix: 16)): \(reason); the page may be sealed or the image unloaded")
+            throw ChaosError(
+                .systemFailure, subject: what,
+                "could not write the slot at 0x\(String(address, radix: 16)): \(reason); the page may be sealed or the image unloaded"
+            )
         }
         return UInt(bitPattern: previous)
     }
@@ -55,14 +58,19 @@ enum SlotMemory {
         guard !writes.isEmpty else { return [] }
         var batch = writes.map { write in
             chaos_elf_write(
-                slot: UnsafeMutableRawPointer(bitPattern: write.address)!.assumingMemoryBound(to: UnsafeMutableRawPointer?.self),
+                slot: UnsafeMutableRawPointer(bitPattern: write.address)!.assumingMemoryBound(
+                    to: UnsafeMutableRawPointer?.self),
                 value: UnsafeMutableRawPointer(bitPattern: write.value), previous: nil, result: 0)
         }
         _ = batch.withUnsafeMutableBufferPointer { chaos_elf_write_slots($0.baseAddress, $0.count) }
         return batch.enumerated().map { index, write in
             guard write.result == 0 else {
                 let reason = String(cString: strerror(write.result))
-                return .failure(ChaosError(.systemFailure, subject: what(index), "could not write the slot at 0x\(String(writes[index].address, radix: 16)): \(reason); the page may be sealed or the image unloaded"))
+                return .failure(
+                    ChaosError(
+                        .systemFailure, subject: what(index),
+                        "could not write the slot at 0x\(String(writes[index].address, radix: 16)): \(reason); the page may be sealed or the image unloaded"
+                    ))
             }
             return .success(UInt(bitPattern: write.previous))
         }

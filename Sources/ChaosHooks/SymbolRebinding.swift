@@ -24,7 +24,8 @@ public struct ImageFilter: Sendable, CustomStringConvertible {
     }
 
     /// Images for which `predicate(path)` is true; `description` appears in errors.
-    public static func matching(_ description: String, _ predicate: @escaping @Sendable (String) -> Bool) -> ImageFilter {
+    public static func matching(_ description: String, _ predicate: @escaping @Sendable (String) -> Bool) -> ImageFilter
+    {
         ImageFilter(description: description, predicate: predicate)
     }
 
@@ -121,11 +122,14 @@ public final class SymbolRebinding: Sendable {
     /// - Throws: `.symbolNotFound` when no loaded image defines `symbol`,
     ///   `.signatureMismatch`/`.systemFailure` from closure creation,
     ///   `.unsupportedPlatform` outside Linux.
-    public convenience init(symbol: String, signature: CSignature, images: ImageFilter = .all,
-                            handler: @escaping FFIClosure.Handler) throws(ChaosError) {
+    public convenience init(
+        symbol: String, signature: CSignature, images: ImageFilter = .all,
+        handler: @escaping FFIClosure.Handler
+    ) throws(ChaosError) {
         #if os(Linux)
         let original = try Self.resolve(symbol)
-        let closure = try FFIClosure(signature: signature, original: UnsafeRawPointer(bitPattern: original), handler: handler)
+        let closure = try FFIClosure(
+            signature: signature, original: UnsafeRawPointer(bitPattern: original), handler: handler)
         try self.init(symbol: symbol, closure: closure, images: images)
         #else
         throw Self.unsupported(symbol)
@@ -195,14 +199,20 @@ public final class SymbolRebinding: Sendable {
     /// - Throws: `.alreadyApplied`, `.symbolNotFound`, `.alreadyHooked` (also for one slot
     ///   claimed by two rebindings of the group), `.systemFailure`.
     @discardableResult
-    public static func apply(together rebindings: [SymbolRebinding],
-                             isOptional: (SymbolRebinding) -> Bool = { _ in false }) throws(ChaosError) -> [SymbolRebinding] {
+    public static func apply(
+        together rebindings: [SymbolRebinding],
+        isOptional: (SymbolRebinding) -> Bool = { _ in false }
+    ) throws(ChaosError) -> [SymbolRebinding] {
         let group = unique(rebindings)
-        return try withStates(group) { (states: [UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) -> [SymbolRebinding] in
+        return try withStates(group) {
+            (states: [UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) -> [SymbolRebinding] in
             for (rebinding, state) in zip(group, states) where state.pointee != nil {
-                throw ChaosError(.alreadyApplied, subject: rebinding.symbol, "this rebinding is already applied; call revert() first or use refresh() for newly loaded images")
+                throw ChaosError(
+                    .alreadyApplied, subject: rebinding.symbol,
+                    "this rebinding is already applied; call revert() first or use refresh() for newly loaded images")
             }
-            let applied = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [(Int, [PatchedSlot])] in
+            let applied = try HookRegistry.state.withLock {
+                (registry: inout HookRegistryState) throws(ChaosError) -> [(Int, [PatchedSlot])] in
                 let scans = try ImageScan.slots(of: group)
                 var chosen: [(member: Int, slot: ImageScan.Slot)] = []
                 var claimed: [UInt: Int] = [:]
@@ -214,7 +224,10 @@ public final class SymbolRebinding: Sendable {
                     }
                     for slot in try rebinding.choose(scans[index], registry: registry) {
                         if let other = claimed[slot.address] {
-                            throw ChaosError(.alreadyHooked, subject: rebinding.symbol, "the slot in \(slot.imagePath) is also rebound by the rebinding of \(group[other].symbol) in the same group; apply them separately")
+                            throw ChaosError(
+                                .alreadyHooked, subject: rebinding.symbol,
+                                "the slot in \(slot.imagePath) is also rebound by the rebinding of \(group[other].symbol) in the same group; apply them separately"
+                            )
                         }
                         claimed[slot.address] = index
                         chosen.append((index, slot))
@@ -222,17 +235,21 @@ public final class SymbolRebinding: Sendable {
                     members.append(index)
                 }
                 // One batch: each page's protection is looked up and lifted once.
-                let results = SlotMemory.write(chosen.map { ($0.slot.address, group[$0.member].target) }, what: {
-                    "\(group[chosen[$0].member].symbol) in \(chosen[$0].slot.imagePath)"
-                })
+                let results = SlotMemory.write(
+                    chosen.map { ($0.slot.address, group[$0.member].target) },
+                    what: {
+                        "\(group[chosen[$0].member].symbol) in \(chosen[$0].slot.imagePath)"
+                    })
                 var written: [Int: [PatchedSlot]] = [:]
                 var failure: ChaosError?
                 for ((member, slot), result) in zip(chosen, results) {
                     switch result {
                     case .success(let previous):
-                        written[member, default: []].append(PatchedSlot(
-                            addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot, isData: slot.isData,
-                            originalBytes: previous))
+                        written[member, default: []].append(
+                            PatchedSlot(
+                                addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot,
+                                isData: slot.isData,
+                                originalBytes: previous))
                     case .failure(let error):
                         failure = failure ?? error
                     }
@@ -245,7 +262,9 @@ public final class SymbolRebinding: Sendable {
                 return members.map { member in
                     let slots = written[member] ?? []
                     let rebinding = group[member]
-                    let owner = SlotOwner(owner: ObjectIdentifier(rebinding), description: "the rebinding of \(rebinding.symbol)", closure: rebinding.ownedClosure)
+                    let owner = SlotOwner(
+                        owner: ObjectIdentifier(rebinding), description: "the rebinding of \(rebinding.symbol)",
+                        closure: rebinding.ownedClosure)
                     for slot in slots { registry.ownedSlots[slot.addressBits] = owner }
                     return (member, slots)
                 }
@@ -264,10 +283,13 @@ public final class SymbolRebinding: Sendable {
     public func refresh() throws(ChaosError) -> Int {
         try state.withLock { (patched: inout [PatchedSlot]?) throws(ChaosError) -> Int in
             guard let current = patched else {
-                throw ChaosError(.notApplied, subject: symbol, "refresh() only adds slots to an applied rebinding; call apply() first")
+                throw ChaosError(
+                    .notApplied, subject: symbol,
+                    "refresh() only adds slots to an applied rebinding; call apply() first")
             }
             var kept = current
-            let added = try HookRegistry.state.withLock { (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
+            let added = try HookRegistry.state.withLock {
+                (registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] in
                 let scan = try ImageScan(symbol: symbol, images: images)
                 // Forget slots of images unloaded since (their addresses may be reused).
                 let alive = Set(scan.slots.map { "\($0.address)|\($0.imagePath)" })
@@ -305,7 +327,8 @@ public final class SymbolRebinding: Sendable {
         let group = unique(rebindings)
         try withStates(group) { (states: [UnsafeMutablePointer<[PatchedSlot]?>]) throws(ChaosError) in
             for (rebinding, state) in zip(group, states) where state.pointee == nil {
-                throw ChaosError(.notApplied, subject: rebinding.symbol, "this rebinding is not applied; nothing to revert")
+                throw ChaosError(
+                    .notApplied, subject: rebinding.symbol, "this rebinding is not applied; nothing to revert")
             }
             var failures: [[PatchedSlot]] = Array(repeating: [], count: group.count)
             var foreign: [[String]] = Array(repeating: [], count: group.count)
@@ -331,9 +354,11 @@ public final class SymbolRebinding: Sendable {
                     }
                 }
                 // One batch: each page's protection is looked up and lifted once.
-                let results = SlotMemory.write(restore.map { ($0.slot.addressBits, $0.slot.originalBytes) }, what: {
-                    "\(group[restore[$0].member].symbol) in \(restore[$0].slot.imagePath)"
-                })
+                let results = SlotMemory.write(
+                    restore.map { ($0.slot.addressBits, $0.slot.originalBytes) },
+                    what: {
+                        "\(group[restore[$0].member].symbol) in \(restore[$0].slot.imagePath)"
+                    })
                 for ((member, slot), result) in zip(restore, results) {
                     switch result {
                     case .success: registry.ownedSlots[slot.addressBits] = nil
@@ -352,7 +377,10 @@ public final class SymbolRebinding: Sendable {
                 states[member].pointee = nil
                 rebinding.ownedClosure?.bindings.subtract(1, ordering: .relaxed)
                 if !foreign[member].isEmpty, firstForeign == nil {
-                    firstForeign = ChaosError(.alreadyHooked, subject: rebinding.symbol, "slots changed by something else after apply were left alone: \(foreign[member].joined(separator: ", ")); restore them yourself if needed")
+                    firstForeign = ChaosError(
+                        .alreadyHooked, subject: rebinding.symbol,
+                        "slots changed by something else after apply were left alone: \(foreign[member].joined(separator: ", ")); restore them yourself if needed"
+                    )
                 }
             }
             if let error = firstFailure ?? firstForeign { throw error }
@@ -362,7 +390,9 @@ public final class SymbolRebinding: Sendable {
     /// The group without repeats, in one fixed order (their locks are taken in it).
     private static func unique(_ rebindings: [SymbolRebinding]) -> [SymbolRebinding] {
         var seen = Set<ObjectIdentifier>()
-        return rebindings.filter { seen.insert(ObjectIdentifier($0)).inserted }.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
+        return rebindings.filter { seen.insert(ObjectIdentifier($0)).inserted }.sorted {
+            ObjectIdentifier($0) < ObjectIdentifier($1)
+        }
     }
 
     /// Runs `body` holding the state lock of every rebinding of `group` (taken in order),
@@ -381,7 +411,10 @@ public final class SymbolRebinding: Sendable {
 
     private func notFound() throws(ChaosError) -> ChaosError {
         let searched = try ImageScan(symbol: symbol, images: images, listingImages: true).searched
-        return ChaosError(.symbolNotFound, subject: symbol, "no GOT slot for '\(symbol)' in the \(searched.count) image(s) searched (\(images)): \(searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter")
+        return ChaosError(
+            .symbolNotFound, subject: symbol,
+            "no GOT slot for '\(symbol)' in the \(searched.count) image(s) searched (\(images)): \(searched.joined(separator: ", ")); check the spelling, load the library that calls it first, or widen the image filter"
+        )
     }
 
     /// The slots to patch among `slots`; throws when one is already hooked. A data pointer
@@ -390,7 +423,9 @@ public final class SymbolRebinding: Sendable {
         var chosen: [ImageScan.Slot] = []
         for slot in slots {
             if let owner = registry.ownedSlots[slot.address] {
-                throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) is already hooked by \(owner.description); revert that hook first")
+                throw ChaosError(
+                    .alreadyHooked, subject: symbol,
+                    "the slot in \(slot.imagePath) is already hooked by \(owner.description); revert that hook first")
             }
             let current = SlotMemory.read(slot.address)
             if current == originalBits || slot.valueIsPLTStub {
@@ -398,31 +433,41 @@ public final class SymbolRebinding: Sendable {
                 continue
             }
             if registry.liveClosures.contains(current) {
-                throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) points at a ChaosHooks closure not registered for it; restore the real function first")
+                throw ChaosError(
+                    .alreadyHooked, subject: symbol,
+                    "the slot in \(slot.imagePath) points at a ChaosHooks closure not registered for it; restore the real function first"
+                )
             }
             let (name, image) = Self.describe(current)
-            if name == symbol { // another version of the same symbol
+            if name == symbol {  // another version of the same symbol
                 chosen.append(slot)
                 continue
             }
-            if slot.isData { continue } // the program changed its own pointer: its choice
-            throw ChaosError(.alreadyHooked, subject: symbol, "the slot in \(slot.imagePath) holds \(SlotMemory.hex(current)) (\(name ?? "unknown") in \(image ?? "no image")), not the real \(symbol) at \(SlotMemory.hex(originalBits)): something else already hooks it; remove that hook or exclude the image with images:")
+            if slot.isData { continue }  // the program changed its own pointer: its choice
+            throw ChaosError(
+                .alreadyHooked, subject: symbol,
+                "the slot in \(slot.imagePath) holds \(SlotMemory.hex(current)) (\(name ?? "unknown") in \(image ?? "no image")), not the real \(symbol) at \(SlotMemory.hex(originalBits)): something else already hooks it; remove that hook or exclude the image with images:"
+            )
         }
         return chosen
     }
 
     /// Validates every candidate, then writes them all (undoing on failure) and registers them.
-    private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot] {
+    private func patch(_ slots: [ImageScan.Slot], registry: inout HookRegistryState) throws(ChaosError) -> [PatchedSlot]
+    {
         let chosen = try choose(slots, registry: registry)
         // One batch: each page's protection is looked up and lifted once.
-        let results = SlotMemory.write(chosen.map { ($0.address, target) }, what: { "\(symbol) in \(chosen[$0].imagePath)" })
+        let results = SlotMemory.write(
+            chosen.map { ($0.address, target) }, what: { "\(symbol) in \(chosen[$0].imagePath)" })
         var written: [PatchedSlot] = []
         var failure: ChaosError?
         for (slot, result) in zip(chosen, results) {
             switch result {
             case .success(let previous):
-                written.append(PatchedSlot(addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot,
-                                           isData: slot.isData, originalBytes: previous))
+                written.append(
+                    PatchedSlot(
+                        addressBits: slot.address, imagePath: slot.imagePath, isJumpSlot: slot.isJumpSlot,
+                        isData: slot.isData, originalBytes: previous))
             case .failure(let error):
                 failure = failure ?? error
             }
@@ -431,7 +476,8 @@ public final class SymbolRebinding: Sendable {
             _ = SlotMemory.write(written.map { ($0.addressBits, $0.originalBytes) }, what: { _ in self.symbol })
             throw failure
         }
-        let owner = SlotOwner(owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
+        let owner = SlotOwner(
+            owner: ObjectIdentifier(self), description: "the rebinding of \(symbol)", closure: ownedClosure)
         for slot in written { registry.ownedSlots[slot.addressBits] = owner }
         return written
     }
@@ -444,13 +490,19 @@ public final class SymbolRebinding: Sendable {
 
     private static func resolve(_ symbol: String) throws(ChaosError) -> UInt {
         guard let address = chaos_elf_dlsym_default(symbol) else {
-            throw ChaosError(.symbolNotFound, subject: symbol, "no loaded image defines '\(symbol)' (dlsym failed); check the spelling (C names, no version suffix) or dlopen its library first")
+            throw ChaosError(
+                .symbolNotFound, subject: symbol,
+                "no loaded image defines '\(symbol)' (dlsym failed); check the spelling (C names, no version suffix) or dlopen its library first"
+            )
         }
         return UInt(bitPattern: address)
     }
 
     private static func unsupported(_ symbol: String) -> ChaosError {
-        ChaosError(.unsupportedPlatform, subject: symbol, "symbol rebinding needs ELF (Linux); on this platform hook function-pointer slots with FunctionPointerSlot or use protocol injection points")
+        ChaosError(
+            .unsupportedPlatform, subject: symbol,
+            "symbol rebinding needs ELF (Linux); on this platform hook function-pointer slots with FunctionPointerSlot or use protocol injection points"
+        )
     }
 }
 
@@ -482,13 +534,17 @@ struct ImageScan {
         guard !names.isEmpty else { return [] }
         _ = withExtendedLifetime(check) {
             names.withCStrings { pointers in
-                chaos_elf_find_slots_many(pointers, names.count, nil, { context, _, info in
-                    let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
-                    let info = info!.pointee
-                    let address = UInt(bitPattern: info.slot)
-                    // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
-                    if let path = check.expected[address], strcmp(info.image_path, path) == 0 { check.alive.insert(address) }
-                }, Unmanaged.passUnretained(check).toOpaque())
+                chaos_elf_find_slots_many(
+                    pointers, names.count, nil,
+                    { context, _, info in
+                        let check = Unmanaged<Check>.fromOpaque(context!).takeUnretainedValue()
+                        let info = info!.pointee
+                        let address = UInt(bitPattern: info.slot)
+                        // A native string is contiguous and NUL-terminated: comparing it allocates nothing.
+                        if let path = check.expected[address], strcmp(info.image_path, path) == 0 {
+                            check.alive.insert(address)
+                        }
+                    }, Unmanaged.passUnretained(check).toOpaque())
             }
         }
         return check.alive
@@ -500,12 +556,14 @@ struct ImageScan {
         final class Collector {
             let group: [SymbolRebinding]
             let names: [String]
-            let members: [[Int]] // per name, the rebindings of that symbol
+            let members: [[Int]]  // per name, the rebindings of that symbol
             var slots: [[Slot]]
             var seen: [Set<UInt>]
             init(_ group: [SymbolRebinding]) {
                 self.group = group
-                var names: [String] = [], index: [String: Int] = [:], members: [[Int]] = []
+                var names: [String] = []
+                var index: [String: Int] = [:]
+                var members: [[Int]] = []
                 for (member, rebinding) in group.enumerated() {
                     if let at = index[rebinding.symbol] {
                         members[at].append(member)
@@ -524,30 +582,42 @@ struct ImageScan {
         guard !group.isEmpty else { return [] }
         let collector = Collector(group)
         let everything = group.allSatisfy { $0.images.matchesAll }
-        let onImage: chaos_elf_image_fn? = everything ? nil : { context, path, _ in
-            let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-            let path = String(cString: path!)
-            return collector.group.contains { $0.images.matchesAll || $0.images.predicate(path) } ? 1 : 0
-        }
+        let onImage: chaos_elf_image_fn? =
+            everything
+            ? nil
+            : { context, path, _ in
+                let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                let path = String(cString: path!)
+                return collector.group.contains { $0.images.matchesAll || $0.images.predicate(path) } ? 1 : 0
+            }
         let status = withExtendedLifetime(collector) {
             collector.names.withCStrings { pointers in
-                chaos_elf_find_slots_many(pointers, collector.names.count, onImage, { context, which, info in
-                    let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                    let info = info!.pointee
-                    let address = UInt(bitPattern: info.slot)
-                    let path = String(cString: info.image_path)
-                    for member in collector.members[which] {
-                        let filter = collector.group[member].images
-                        guard filter.matchesAll || filter.predicate(path), collector.seen[member].insert(address).inserted else { continue }
-                        collector.slots[member].append(Slot(
-                            address: address, imagePath: path, isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP),
-                            isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA), valueIsPLTStub: info.value_is_plt_stub != 0))
-                    }
-                }, Unmanaged.passUnretained(collector).toOpaque())
+                chaos_elf_find_slots_many(
+                    pointers, collector.names.count, onImage,
+                    { context, which, info in
+                        let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                        let info = info!.pointee
+                        let address = UInt(bitPattern: info.slot)
+                        let path = String(cString: info.image_path)
+                        for member in collector.members[which] {
+                            let filter = collector.group[member].images
+                            guard filter.matchesAll || filter.predicate(path),
+                                collector.seen[member].insert(address).inserted
+                            else { continue }
+                            collector.slots[member].append(
+                                Slot(
+                                    address: address, imagePath: path,
+                                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP),
+                                    isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA),
+                                    valueIsPLTStub: info.value_is_plt_stub != 0))
+                        }
+                    }, Unmanaged.passUnretained(collector).toOpaque())
             }
         }
         guard status == 0 else {
-            throw ChaosError(.unsupportedPlatform, subject: group.first?.symbol ?? "symbols", "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
+            throw ChaosError(
+                .unsupportedPlatform, subject: group.first?.symbol ?? "symbols",
+                "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
         }
         return collector.slots
     }
@@ -565,27 +635,36 @@ struct ImageScan {
     init(symbol: String, images: ImageFilter, listingImages: Bool = false) throws(ChaosError) {
         let collector = Collector(filter: images)
         let context = Unmanaged.passUnretained(collector).toOpaque()
-        let onImage: chaos_elf_image_fn? = images.matchesAll && !listingImages ? nil : { context, path, _ in
-            let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-            let path = String(cString: path!)
-            guard collector.filter.predicate(path) else { return 0 }
-            collector.searched.append(path)
-            return 1
-        }
-        let status = withExtendedLifetime(collector) {
-            chaos_elf_find_slots(symbol, onImage, { context, info in
+        let onImage: chaos_elf_image_fn? =
+            images.matchesAll && !listingImages
+            ? nil
+            : { context, path, _ in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                let info = info!.pointee
-                let address = UInt(bitPattern: info.slot)
-                guard collector.seen.insert(address).inserted else { return }
-                collector.slots.append(Slot(
-                    address: address, imagePath: String(cString: info.image_path),
-                    isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP), isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA),
-                    valueIsPLTStub: info.value_is_plt_stub != 0))
-            }, context)
+                let path = String(cString: path!)
+                guard collector.filter.predicate(path) else { return 0 }
+                collector.searched.append(path)
+                return 1
+            }
+        let status = withExtendedLifetime(collector) {
+            chaos_elf_find_slots(
+                symbol, onImage,
+                { context, info in
+                    let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+                    let info = info!.pointee
+                    let address = UInt(bitPattern: info.slot)
+                    guard collector.seen.insert(address).inserted else { return }
+                    collector.slots.append(
+                        Slot(
+                            address: address, imagePath: String(cString: info.image_path),
+                            isJumpSlot: info.kind == Int32(CHAOS_ELF_SLOT_JUMP),
+                            isData: info.kind == Int32(CHAOS_ELF_SLOT_DATA),
+                            valueIsPLTStub: info.value_is_plt_stub != 0))
+                }, context)
         }
         guard status == 0 else {
-            throw ChaosError(.unsupportedPlatform, subject: symbol, "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
+            throw ChaosError(
+                .unsupportedPlatform, subject: symbol,
+                "walking loaded ELF images is not supported here (error \(status)); use FunctionPointerSlot instead")
         }
         slots = collector.slots
         searched = collector.searched

@@ -154,8 +154,10 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
     /// A call of `function` (a name from the engine's table, e.g. `"write"`, `"connect"`,
     /// `"getenv"`, `"clock_gettime"`) on `point`: for testing providers without a real call.
     public init(
-        _ point: SystemPointKind, function: String, fileDescriptor: Int32? = nil, path: String? = nil, secondPath: String? = nil,
-        isProtected: Bool = false, family: SocketFamily? = nil, role: SocketRole? = nil, address: String? = nil, port: Int? = nil,
+        _ point: SystemPointKind, function: String, fileDescriptor: Int32? = nil, path: String? = nil,
+        secondPath: String? = nil,
+        isProtected: Bool = false, family: SocketFamily? = nil, role: SocketRole? = nil, address: String? = nil,
+        port: Int? = nil,
         name: String? = nil, clock: ClockSource? = nil
     ) {
         self.point = point
@@ -183,7 +185,8 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
             if inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil { address = CText.string(text) }
         }
         self.init(
-            kind, function: SystemFunctions.name(of: call.fn), fileDescriptor: call.fd >= 0 && Self.hasDescriptor(kind) ? call.fd : nil,
+            kind, function: SystemFunctions.name(of: call.fn),
+            fileDescriptor: call.fd >= 0 && Self.hasDescriptor(kind) ? call.fd : nil,
             path: call.path.map { String(cString: $0) }, secondPath: call.path2.map { String(cString: $0) },
             isProtected: call.special != 0, family: SocketFamily(bit: call.family), role: SocketRole(bit: call.role),
             address: address, port: call.port >= 0 && (kind == .connect || kind == .accept) ? Int(call.port) : nil,
@@ -242,7 +245,11 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
     /// E.g. `pwrite on /srv/db/shop.db`, `connect to 127.0.0.1:8080`.
     public var description: String {
         var parts = [function]
-        if let path { parts.append("on \(path)") } else if let fileDescriptor { parts.append("on fd \(fileDescriptor)") }
+        if let path {
+            parts.append("on \(path)")
+        } else if let fileDescriptor {
+            parts.append("on fd \(fileDescriptor)")
+        }
         if let address { parts.append("to \(address)\(port.map { ":\($0)" } ?? "")") }
         if let name { parts.append("of \(name)") }
         if let clock { parts.append("(\(clock.rawValue))") }
@@ -262,14 +269,18 @@ enum SystemFunctions {
     }
 
     static let all: [Function] = (0..<Int32(CHAOS_FN_COUNT.rawValue)).compactMap { code in
-        guard let info = chaos_fault_fn_info(code)?.pointee, let point = SystemPointKind(rawValue: info.point) else { return nil }
+        guard let info = chaos_fault_fn_info(code)?.pointee, let point = SystemPointKind(rawValue: info.point) else {
+            return nil
+        }
         return Function(
-            code: code, name: String(cString: info.name), covers: String(cString: info.covers).split(separator: " ").map(String.init),
+            code: code, name: String(cString: info.name),
+            covers: String(cString: info.covers).split(separator: " ").map(String.init),
             point: point, operation: info.op, transfers: info.transfers != 0
         )
     }
 
-    private static let codes: [String: Int32] = Dictionary(all.map { ($0.name, $0.code) }, uniquingKeysWith: { first, _ in first })
+    private static let codes: [String: Int32] = Dictionary(
+        all.map { ($0.name, $0.code) }, uniquingKeysWith: { first, _ in first })
 
     static func code(of name: String) -> Int32? { codes[name] }
 

@@ -19,12 +19,16 @@ enum SystemCatalogues {
             items(point),
             matcher: ArgumentMatcher(conditions: targetParameters(point, defaultOperations: nil)) { parameters in
                 guard let target = try target(point, parameters) else {
-                    throw parameters.invalid("give at least one condition: \(targetParameters(point, defaultOperations: nil).map(\.name).joined(separator: ", "))")
+                    throw parameters.invalid(
+                        "give at least one condition: \(targetParameters(point, defaultOperations: nil).map(\.name).joined(separator: ", "))"
+                    )
                 }
                 return target.condition
             },
             resultValidator: { outcome in
-                if let problem = outcome.problem(on: point) { throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem) }
+                if let problem = outcome.problem(on: point) {
+                    throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem)
+                }
             }
         )
     }
@@ -46,11 +50,15 @@ enum SystemCatalogues {
         case .connect:
             return [
                 failure("refused", "the connection is refused (ECONNREFUSED)", ECONNREFUSED, point),
-                CatalogueItem("timeout", "the connection times out (ETIMEDOUT) after waiting", parameters: [
-                    .duration("after", "how long connect waits before it fails", default: .seconds(3)),
-                ] + targetParameters(point)) { parameters in
+                CatalogueItem(
+                    "timeout", "the connection times out (ETIMEDOUT) after waiting",
+                    parameters: [
+                        .duration("after", "how long connect waits before it fails", default: .seconds(3))
+                    ] + targetParameters(point)
+                ) { parameters in
                     let wait = try delay(parameters, "after")
-                    return try targeted(point, parameters, SystemProvider.constant(.fail(errno: ETIMEDOUT)).delayed(by: wait))
+                    return try targeted(
+                        point, parameters, SystemProvider.constant(.fail(errno: ETIMEDOUT)).delayed(by: wait))
                 },
                 failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
                 failure("unreachable", "the network is unreachable (ENETUNREACH)", ENETUNREACH, point),
@@ -80,18 +88,27 @@ enum SystemCatalogues {
             ]
         case .dns:
             return [
-                CatalogueItem("dns-failure", "host names do not resolve (EAI_NONAME)", parameters: targetParameters(point)) { parameters in
+                CatalogueItem(
+                    "dns-failure", "host names do not resolve (EAI_NONAME)", parameters: targetParameters(point)
+                ) { parameters in
                     try targeted(point, parameters, .constant(.resolverFailure(code: EAI_NONAME)))
                 },
-                CatalogueItem("temporary-failure", "the resolver fails for now (EAI_AGAIN)", parameters: targetParameters(point)) { parameters in
+                CatalogueItem(
+                    "temporary-failure", "the resolver fails for now (EAI_AGAIN)", parameters: targetParameters(point)
+                ) { parameters in
                     try targeted(point, parameters, .constant(.resolverFailure(code: EAI_AGAIN)))
                 },
-                CatalogueItem("fail", "lookups fail with a chosen EAI code", parameters: [
-                    .string("code", "the EAI code, e.g. \"EAI_FAIL\""),
-                ] + targetParameters(point)) { parameters in
+                CatalogueItem(
+                    "fail", "lookups fail with a chosen EAI code",
+                    parameters: [
+                        .string("code", "the EAI code, e.g. \"EAI_FAIL\"")
+                    ] + targetParameters(point)
+                ) { parameters in
                     let name = try parameters.string("code")
                     guard let code = SystemErrno.value(name), SystemFunctions.allows(code, on: .dns) else {
-                        throw parameters.invalid("'\(name.prefix(40))' is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))", parameter: "code")
+                        throw parameters.invalid(
+                            "'\(name.prefix(40))' is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))",
+                            parameter: "code")
                     }
                     return try targeted(point, parameters, .constant(.resolverFailure(code: code)))
                 },
@@ -99,43 +116,77 @@ enum SystemCatalogues {
             ]
         case .getenv:
             return [
-                CatalogueItem("set", "the variable has another value", parameters: [
-                    .string("name", "the variable"), .string("value", "what getenv returns for it"),
-                ]) { parameters in
+                CatalogueItem(
+                    "set", "the variable has another value",
+                    parameters: [
+                        .string("name", "the variable"), .string("value", "what getenv returns for it"),
+                    ]
+                ) { parameters in
                     let value = try parameters.string("value")
-                    guard !value.utf8.contains(0) else { throw parameters.invalid("the value contains a NUL byte, which getenv cannot return", parameter: "value") }
+                    guard !value.utf8.contains(0) else {
+                        throw parameters.invalid(
+                            "the value contains a NUL byte, which getenv cannot return", parameter: "value")
+                    }
                     return try targeted(point, parameters, .constant(.set(value)))
                 },
-                CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) { parameters in
+                CatalogueItem("unset", "the variable is not set", parameters: [.string("name", "the variable")]) {
+                    parameters in
                     try targeted(point, parameters, .constant(.unset))
                 },
             ]
         case .clock:
             return [
-                CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters + clockParameters) { parameters in
+                CatalogueItem(
+                    "offset", "the real time, moved", parameters: ClockOffset.catalogueParameters + clockParameters
+                ) { parameters in
                     let seconds = try ClockOffset(parameters: parameters).seconds(from: Date())
-                    return try targeted(point, parameters, .constant(.offset(seconds: seconds, scope: try clockScope(parameters))))
+                    return try targeted(
+                        point, parameters, .constant(.offset(seconds: seconds, scope: try clockScope(parameters))))
                 },
-                CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")] + clockParameters) { parameters in
+                CatalogueItem(
+                    "frozen", "time stands still",
+                    parameters: [.date("date", "the instant the clock shows")] + clockParameters
+                ) { parameters in
                     let instant = Int64((try parameters.date("date").timeIntervalSince1970 * 1e9).rounded())
-                    return try targeted(point, parameters, .constant(.frozen(nanosecondsSince1970: instant, scope: try clockScope(parameters))))
+                    return try targeted(
+                        point, parameters,
+                        .constant(.frozen(nanosecondsSince1970: instant, scope: try clockScope(parameters))))
                 },
-                CatalogueItem("speed", "time runs faster or slower from the apply instant (chaos run: from the program's start)", parameters: [
-                    .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)", range: -1e6...1e6),
-                ] + clockParameters) { parameters in
-                    try targeted(point, parameters, .constant(.speed(try parameters.double("factor"), scope: try clockScope(parameters))))
+                CatalogueItem(
+                    "speed", "time runs faster or slower from the apply instant (chaos run: from the program's start)",
+                    parameters: [
+                        .number(
+                            "factor", "how many times as fast as real time (0 stops it, negative runs it back)",
+                            range: -1e6...1e6)
+                    ] + clockParameters
+                ) { parameters in
+                    try targeted(
+                        point, parameters,
+                        .constant(.speed(try parameters.double("factor"), scope: try clockScope(parameters))))
                 },
-                CatalogueItem("virtual", "every clock, monotonic ones too, reads virtual time that moves only when advanced (VirtualTime, chaos ctl advance); sleeps and timers wait for it", parameters: [
-                    .date("start", "the instant virtual time starts at (the real time at apply when not given)", optional: true),
-                    .boolean("flowing", "virtual time also runs at real pace between advances", default: false),
-                ]) { parameters in
-                    let start = parameters.has("start") ? Int64((try parameters.date("start").timeIntervalSince1970 * 1e9).rounded()) : nil
-                    return .constant(.virtual(startNanosecondsSince1970: start, flowing: try parameters.bool("flowing")))
+                CatalogueItem(
+                    "virtual",
+                    "every clock, monotonic ones too, reads virtual time that moves only when advanced (VirtualTime, chaos ctl advance); sleeps and timers wait for it",
+                    parameters: [
+                        .date(
+                            "start", "the instant virtual time starts at (the real time at apply when not given)",
+                            optional: true),
+                        .boolean("flowing", "virtual time also runs at real pace between advances", default: false),
+                    ]
+                ) { parameters in
+                    let start =
+                        parameters.has("start")
+                        ? Int64((try parameters.date("start").timeIntervalSince1970 * 1e9).rounded()) : nil
+                    return .constant(
+                        .virtual(startNanosecondsSince1970: start, flowing: try parameters.bool("flowing")))
                 },
-                CatalogueItem("jump", "the real time, then a jump after some readings", parameters: [
-                    .offset("by", "how far the clock jumps, e.g. \"+2h\""),
-                    .integer("after", "how many readings stay real first", default: 1, range: 0...100_000),
-                ] + clockParameters) { parameters in
+                CatalogueItem(
+                    "jump", "the real time, then a jump after some readings",
+                    parameters: [
+                        .offset("by", "how far the clock jumps, e.g. \"+2h\""),
+                        .integer("after", "how many readings stay real first", default: 1, range: 0...100_000),
+                    ] + clockParameters
+                ) { parameters in
                     let seconds = try parameters.offset("by").seconds(from: Date())
                     let jumped = SystemProvider.constant(.offset(seconds: seconds, scope: try clockScope(parameters)))
                     let real = Array(repeating: SystemProvider.original, count: try parameters.int("after"))
@@ -147,7 +198,8 @@ enum SystemCatalogues {
 
     /// An item failing the calls it aims at with `code`.
     private static func failure(
-        _ name: String, _ summary: String, _ code: Int32, _ point: SystemPointKind, operations: [FileOperationKind]? = nil
+        _ name: String, _ summary: String, _ code: Int32, _ point: SystemPointKind,
+        operations: [FileOperationKind]? = nil
     ) -> CatalogueItem<SystemProvider> {
         CatalogueItem(name, summary, parameters: targetParameters(point, defaultOperations: operations)) { parameters in
             try targeted(point, parameters, .constant(.fail(errno: code)))
@@ -156,14 +208,23 @@ enum SystemCatalogues {
 
     /// `fail`: the calls aimed at fail with the errno given, which some of them must be
     /// able to return.
-    private static func anyFailure(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
-        CatalogueItem("fail", "calls fail with a chosen errno (one the call can return)", parameters: [
-            .string("errno", "the errno, e.g. \"EROFS\""),
-        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+    private static func anyFailure(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<
+        SystemProvider
+    > {
+        CatalogueItem(
+            "fail", "calls fail with a chosen errno (one the call can return)",
+            parameters: [
+                .string("errno", "the errno, e.g. \"EROFS\"")
+            ] + targetParameters(point, defaultOperations: operations)
+        ) { parameters in
             let name = try parameters.string("errno")
-            let narrowed = try point == .files ? FileOperationKind.bits(fileOperations(parameters) ?? Set(FileOperationKind.allCases)) : nil
+            let narrowed =
+                try point == .files
+                ? FileOperationKind.bits(fileOperations(parameters) ?? Set(FileOperationKind.allCases)) : nil
             guard let code = SystemErrno.value(name), code > 0 else {
-                throw parameters.invalid("'\(name.prefix(40))' is no errno name; write one such as \"EIO\" or \"ENOSPC\"", parameter: "errno")
+                throw parameters.invalid(
+                    "'\(name.prefix(40))' is no errno name; write one such as \"EIO\" or \"ENOSPC\"", parameter: "errno"
+                )
             }
             guard SystemFunctions.allows(code, on: point, operations: narrowed) else {
                 throw parameters.invalid(
@@ -175,19 +236,31 @@ enum SystemCatalogues {
         }
     }
 
-    private static func short(_ name: String, _ summary: String, _ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
-        CatalogueItem(name, summary, parameters: [
-            .integer("maxBytes", "the most bytes a call moves (half of what was asked when not given)", range: 1...Int(Int32.max), optional: true),
-        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+    private static func short(
+        _ name: String, _ summary: String, _ point: SystemPointKind, operations: [FileOperationKind]? = nil
+    ) -> CatalogueItem<SystemProvider> {
+        CatalogueItem(
+            name, summary,
+            parameters: [
+                .integer(
+                    "maxBytes", "the most bytes a call moves (half of what was asked when not given)",
+                    range: 1...Int(Int32.max), optional: true)
+            ] + targetParameters(point, defaultOperations: operations)
+        ) { parameters in
             let maxBytes = parameters.has("maxBytes") ? try parameters.int("maxBytes") : nil
             return try targeted(point, parameters, .constant(.short(maxBytes: maxBytes)))
         }
     }
 
-    private static func latency(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<SystemProvider> {
-        CatalogueItem("latency", "each call waits first, then runs", parameters: [
-            .duration("delay", "how long to wait before the real call"),
-        ] + targetParameters(point, defaultOperations: operations)) { parameters in
+    private static func latency(_ point: SystemPointKind, operations: [FileOperationKind]? = nil) -> CatalogueItem<
+        SystemProvider
+    > {
+        CatalogueItem(
+            "latency", "each call waits first, then runs",
+            parameters: [
+                .duration("delay", "how long to wait before the real call")
+            ] + targetParameters(point, defaultOperations: operations)
+        ) { parameters in
             try targeted(point, parameters, SystemProvider.original.delayed(by: try delay(parameters, "delay")))
         }
     }
@@ -196,7 +269,9 @@ enum SystemCatalogues {
     private static func delay(_ parameters: ProfileParameters, _ name: String) throws(ChaosError) -> Duration {
         let duration = try parameters.duration(name)
         guard duration <= .seconds(86_400) else {
-            throw parameters.invalid("'\(name)' is \(DurationText.format(duration)); a system call waits at most a day (\"24h\")", parameter: name)
+            throw parameters.invalid(
+                "'\(name)' is \(DurationText.format(duration)); a system call waits at most a day (\"24h\")",
+                parameter: name)
         }
         return duration
     }
@@ -204,37 +279,57 @@ enum SystemCatalogues {
     // MARK: Targets
 
     /// `leaf` for the calls the target parameters aim at; other calls pass on.
-    private static func targeted(_ point: SystemPointKind, _ parameters: ProfileParameters, _ provider: SystemProvider) throws(ChaosError) -> SystemProvider {
+    private static func targeted(_ point: SystemPointKind, _ parameters: ProfileParameters, _ provider: SystemProvider)
+        throws(ChaosError) -> SystemProvider
+    {
         guard let target = try target(point, parameters) else { return provider }
         return .on(target, provider)
     }
 
     private static let clockParameters: [CatalogueParameter] = [
-        .strings("clocks", "which clocks: realtime, realtime_coarse, tai, realtime_alarm, monotonic (every realtime clock when not given)"),
+        .strings(
+            "clocks",
+            "which clocks: realtime, realtime_coarse, tai, realtime_alarm, monotonic (every realtime clock when not given)"
+        ),
         .boolean("monotonic", "also move the monotonic and boot-time clocks", default: false),
         .boolean("fileTimes", "shift file times seen through stat by the same amount", default: true),
         .boolean("sleeps", "under speed, scale relative sleeps too", default: true),
     ]
 
     private static func clockScope(_ parameters: ProfileParameters) throws(ChaosError) -> ClockScope {
-        ClockScope(monotonic: try parameters.bool("monotonic"), fileTimes: try parameters.bool("fileTimes"), sleeps: try parameters.bool("sleeps"))
+        ClockScope(
+            monotonic: try parameters.bool("monotonic"), fileTimes: try parameters.bool("fileTimes"),
+            sleeps: try parameters.bool("sleeps"))
     }
 
     /// The parameters that aim an item (or a `match` object) at some calls of `point`.
-    static func targetParameters(_ point: SystemPointKind, defaultOperations: [FileOperationKind]? = nil) -> [CatalogueParameter] {
+    static func targetParameters(_ point: SystemPointKind, defaultOperations: [FileOperationKind]? = nil)
+        -> [CatalogueParameter]
+    {
         switch point {
         case .files:
             let operations = "operations: \(FileOperationKind.allCases.map(\.rawValue).joined(separator: ", ")), or any"
             return [
-                .string("path", "a file or directory (and what is below it, by whole components) or a glob (*, ?, **); every file when not given", optional: true),
+                .string(
+                    "path",
+                    "a file or directory (and what is below it, by whole components) or a glob (*, ?, **); every file when not given",
+                    optional: true),
                 defaultOperations.map { defaults in
-                    CatalogueParameter("operations", .strings, "which \(operations)", requirement: .defaulted(.array(defaults.map { .string($0.rawValue) })))
+                    CatalogueParameter(
+                        "operations", .strings, "which \(operations)",
+                        requirement: .defaulted(.array(defaults.map { .string($0.rawValue) })))
                 } ?? .strings("operations", "which \(operations) (all when not given)"),
             ]
         case .connect, .accept:
             return [
-                .string("host", point == .connect ? "the peer address or CIDR block, e.g. \"127.0.0.1\" or \"10.0.0.0/8\"" : "the listening address or CIDR block", optional: true),
-                .integer("port", point == .connect ? "the peer port" : "the listening port", range: 0...65535, optional: true),
+                .string(
+                    "host",
+                    point == .connect
+                        ? "the peer address or CIDR block, e.g. \"127.0.0.1\" or \"10.0.0.0/8\""
+                        : "the listening address or CIDR block", optional: true),
+                .integer(
+                    "port", point == .connect ? "the peer port" : "the listening port", range: 0...65535, optional: true
+                ),
                 .strings("families", "socket families: inet, inet6, unix, other (inet and inet6 when not given)"),
             ]
         case .send, .recv:
@@ -243,7 +338,11 @@ enum SystemCatalogues {
                 .strings("roles", "which sockets: client (connected here), server (accepted here), other"),
             ]
         case .dns:
-            return [.string("host", "host names matching this pattern (* and ?, any case); every name when not given", optional: true)]
+            return [
+                .string(
+                    "host", "host names matching this pattern (* and ?, any case); every name when not given",
+                    optional: true)
+            ]
         case .getenv:
             return [.string("name", "the variable", optional: true)]
         case .clock:
@@ -265,18 +364,24 @@ enum SystemCatalogues {
             let operations = try fileOperations(parameters)
             guard parameters.has("path") || operations != nil else { return nil }
             let path = parameters.has("path") ? try parameters.string("path") : nil
-            return try located(path != nil ? "path" : "operations") { () throws(ChaosError) in try .files(path: path, operations: operations) }
+            return try located(path != nil ? "path" : "operations") { () throws(ChaosError) in
+                try .files(path: path, operations: operations)
+            }
         case .connect, .accept:
             let families = try choices(parameters, "families", SocketFamily.self)
             let host = parameters.has("host") ? try parameters.string("host") : nil
             let port = parameters.has("port") ? try parameters.int("port") : nil
             return try located(host != nil ? "host" : "families") { () throws(ChaosError) in
-                point == .connect ? try .connections(to: host, port: port, families: families) : try .accepted(on: host, port: port, families: families)
+                point == .connect
+                    ? try .connections(to: host, port: port, families: families)
+                    : try .accepted(on: host, port: port, families: families)
             }
         case .send, .recv:
             let families = try choices(parameters, "families", SocketFamily.self)
             let roles = try choices(parameters, "roles", SocketRole.self)
-            return try located("families") { () throws(ChaosError) in try .sockets(point, families: families, roles: roles) }
+            return try located("families") { () throws(ChaosError) in
+                try .sockets(point, families: families, roles: roles)
+            }
         case .dns:
             guard parameters.has("host") else { return nil }
             let host = try parameters.string("host")
@@ -307,11 +412,16 @@ enum SystemCatalogues {
         var chosen = Set<T>()
         for text in names {
             guard let value = T(rawValue: text) else {
-                throw parameters.invalid("'\(text.prefix(40))' is not one of \(known.joined(separator: ", "))\(Suggestions.hint(for: text, in: known))", parameter: name)
+                throw parameters.invalid(
+                    "'\(text.prefix(40))' is not one of \(known.joined(separator: ", "))\(Suggestions.hint(for: text, in: known))",
+                    parameter: name)
             }
             chosen.insert(value)
         }
-        guard !chosen.isEmpty else { throw parameters.invalid("'\(name)' is empty; name at least one of \(known.joined(separator: ", "))", parameter: name) }
+        guard !chosen.isEmpty else {
+            throw parameters.invalid(
+                "'\(name)' is empty; name at least one of \(known.joined(separator: ", "))", parameter: name)
+        }
         return chosen
     }
 }

@@ -73,7 +73,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .frozen(let ns, _): "frozen(\(ISO8601Date.format(Date(timeIntervalSince1970: Double(ns) / 1e9))))"
         case .speed(let factor, _, _): "speed(×\(factor))"
         case .virtual(let start, let flowing):
-            "virtual(" + (start.map { ISO8601Date.format(Date(timeIntervalSince1970: Double($0) / 1e9)) } ?? "now") + (flowing ? ", flowing)" : ")")
+            "virtual(" + (start.map { ISO8601Date.format(Date(timeIntervalSince1970: Double($0) / 1e9)) } ?? "now")
+                + (flowing ? ", flowing)" : ")")
         case .set(let value): "set(\(value.debugDescription))"
         case .unset: "unset"
         }
@@ -95,21 +96,26 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             return nil
         case .fail(let code):
             guard point != .dns, point != .getenv, point != .clock else {
-                return point == .dns ? "\(point.pointName) fails with an EAI code: use .resolverFailure(code: EAI_AGAIN)"
+                return point == .dns
+                    ? "\(point.pointName) fails with an EAI code: use .resolverFailure(code: EAI_AGAIN)"
                     : "\(point.pointName) cannot fail a call; use its own outcomes"
             }
             guard chaos_fault_errno_name(code) != nil, SystemFunctions.allows(code, on: point) else {
-                return "no function of \(point.pointName) returns errno \(SystemErrno.name(code)); choose one of: \(SystemFunctions.errnoNames(of: point).joined(separator: ", "))"
+                return
+                    "no function of \(point.pointName) returns errno \(SystemErrno.name(code)); choose one of: \(SystemFunctions.errnoNames(of: point).joined(separator: ", "))"
             }
             return nil
         case .resolverFailure(let code):
             guard point == .dns else { return "only system.getaddrinfo answers an EAI code" }
             guard SystemFunctions.allows(code, on: .dns) else {
-                return "\(SystemErrno.name(code)) is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))"
+                return
+                    "\(SystemErrno.name(code)) is no EAI code getaddrinfo returns; choose one of: \(SystemFunctions.errnoNames(of: .dns).joined(separator: ", "))"
             }
             return nil
         case .short(let max):
-            guard point == .files || point == .send || point == .recv else { return "only reads and writes can be short" }
+            guard point == .files || point == .send || point == .recv else {
+                return "only reads and writes can be short"
+            }
             if let max, max < 1 { return "short(maxBytes: \(max)) moves nothing; give 1 or more, or nil for half" }
             return nil
         case .offset, .frozen, .virtual:

@@ -49,12 +49,17 @@ struct SystemPlanCompiler {
     }
 
     /// The `entry` line and `node`/`case` lines of one entry.
-    static func entry(_ tree: Tree, point: SystemPointKind, label: String, delivery: Delivery, salt: UInt64?) throws(Unsupported) -> [String] {
+    static func entry(_ tree: Tree, point: SystemPointKind, label: String, delivery: Delivery, salt: UInt64?)
+        throws(Unsupported) -> [String]
+    {
         var compiler = SystemPlanCompiler(point: point, delivery: delivery, salt: salt)
         _ = try compiler.emit(tree)
         let body = compiler.nodes.compactMap { $0 }
         guard body.count == compiler.nodes.count, body.count <= Int(CHAOS_PLAN_MAX_NODES) else {
-            throw Unsupported(reason: "the provider needs \(compiler.nodes.count) plan nodes; a plan entry holds at most \(Int(CHAOS_PLAN_MAX_NODES))")
+            throw Unsupported(
+                reason:
+                    "the provider needs \(compiler.nodes.count) plan nodes; a plan entry holds at most \(Int(CHAOS_PLAN_MAX_NODES))"
+            )
         }
         return [compiler.entryLine(label: label)] + body
     }
@@ -82,7 +87,8 @@ struct SystemPlanCompiler {
         var words = ["entry", point.planName, PlanText.word("label", label)]
         if point.isSocketPoint {
             let chosen = families.union([.inet, .inet6])
-            words.append("family=" + SocketFamily.allCases.filter(chosen.contains).map(\.rawValue).joined(separator: ","))
+            words.append(
+                "family=" + SocketFamily.allCases.filter(chosen.contains).map(\.rawValue).joined(separator: ","))
         }
         if point == .clock, !scopes.isEmpty {
             // Options are per entry: any outcome that asks for one turns it on.
@@ -106,7 +112,9 @@ struct SystemPlanCompiler {
             // after 10,000 readings stays two nodes.
             var runs: [(child: Int, count: Int, leaf: String?)] = []
             for child in children {
-                if case .leaf(let leaf) = child, let last = runs.last, let text = last.leaf, text == (try leafText(leaf)) {
+                if case .leaf(let leaf) = child, let last = runs.last, let text = last.leaf,
+                    text == (try leafText(leaf))
+                {
                     runs[runs.count - 1].count += 1
                     continue
                 }
@@ -114,14 +122,19 @@ struct SystemPlanCompiler {
                 if case .leaf(let leaf) = child { text = try leafText(leaf) }
                 runs.append((try emit(child), 1, text))
             }
-            nodes[index] = "node \(index) sequential children=" + runs.map { $0.count == 1 ? "\($0.child)" : "\($0.child)*\($0.count)" }.joined(separator: ",")
+            nodes[index] =
+                "node \(index) sequential children="
+                + runs.map { $0.count == 1 ? "\($0.child)" : "\($0.child)*\($0.count)" }.joined(separator: ",")
             return index
         case .composite(let branches, let otherwise):
             let index = reserve()
             var cases: [String] = []
             for branch in branches {
                 guard let target = branch.condition.tag as? SystemTarget, target.point == point else {
-                    throw Unsupported(reason: "the condition '\(branch.condition.summary)' is Swift code; only \(point.pointName)'s own conditions (a match object, an item's target parameters, or .on(SystemTarget, …)) have a plan form")
+                    throw Unsupported(
+                        reason:
+                            "the condition '\(branch.condition.summary)' is Swift code; only \(point.pointName)'s own conditions (a match object, an item's target parameters, or .on(SystemTarget, …)) have a plan form"
+                    )
                 }
                 families.formUnion(target.families)
                 let child = try emit(branch.provider)
@@ -144,10 +157,15 @@ struct SystemPlanCompiler {
                 guard point != .clock, point != .getenv else {
                     throw Unsupported(reason: "\(point.pointName) answers at once; it takes no delay")
                 }
-                guard duration <= .seconds(86_400) else { throw Unsupported(reason: "a system call waits at most a day, not \(DurationText.format(duration))") }
+                guard duration <= .seconds(86_400) else {
+                    throw Unsupported(reason: "a system call waits at most a day, not \(DurationText.format(duration))")
+                }
                 nodes[index] = "node \(index) delay by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
             case .lease:
-                throw Unsupported(reason: "a lease reverts an entry in a running ChaosKit; chaos run cannot revert one inside another program (use times, or drop the lease)")
+                throw Unsupported(
+                    reason:
+                        "a lease reverts an entry in a running ChaosKit; chaos run cannot revert one inside another program (use times, or drop the lease)"
+                )
             }
             return index
         }
@@ -158,7 +176,9 @@ struct SystemPlanCompiler {
         return nodes.count - 1
     }
 
-    private mutating func leafText(_ leaf: ProviderLeaf<SystemOutcome, Never, SystemProvider.Body>) throws(Unsupported) -> String {
+    private mutating func leafText(_ leaf: ProviderLeaf<SystemOutcome, Never, SystemProvider.Body>) throws(Unsupported)
+        -> String
+    {
         switch leaf {
         case .original:
             return "original"

@@ -82,7 +82,9 @@ public enum SystemPoints: LazyPointSource {
     }
 
     private static func makePoint(_ kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
-        InjectionPoint(kind.pointName, catalogue: SystemCatalogues.catalogue(kind), activation: SystemPointActivation(kind: kind)) { _ in .real }
+        InjectionPoint(
+            kind.pointName, catalogue: SystemCatalogues.catalogue(kind), activation: SystemPointActivation(kind: kind)
+        ) { _ in .real }
     }
 }
 
@@ -136,12 +138,16 @@ final class InProcessDelivery: Sendable {
                     state.bound[rebinding.symbol] = rebinding
                 }
             } catch {
-                throw ChaosError(error.kind, subject: kind.pointName, "could not hook \(error.subject ?? "a function"): \(error.message)")
+                throw ChaosError(
+                    error.kind, subject: kind.pointName,
+                    "could not hook \(error.subject ?? "a function"): \(error.message)")
             }
             state.active.insert(kind)
         }
         #else
-        throw ChaosError(.unsupportedPlatform, subject: kind.pointName, "system points need Linux and glibc; use a protocol injection point instead")
+        throw ChaosError(
+            .unsupportedPlatform, subject: kind.pointName,
+            "system points need Linux and glibc; use a protocol injection point instead")
         #endif
     }
 
@@ -155,7 +161,8 @@ final class InProcessDelivery: Sendable {
             do throws(ChaosError) {
                 try SymbolRebinding.revert(together: Array(unneeded.values))
             } catch {
-                Self.logger.warning("reverting \(kind.pointName)'s functions reported a problem", metadata: ["error": "\(error)"])
+                Self.logger.warning(
+                    "reverting \(kind.pointName)'s functions reported a problem", metadata: ["error": "\(error)"])
             }
             for symbol in unneeded.keys { state.bound[symbol] = nil }
         }
@@ -176,10 +183,14 @@ final class InProcessDelivery: Sendable {
             let point = SystemPoints.point(for: kind)
             let entries = point.globalEntries
             alive.formUnion(entries.map(\.entry))
-            let compiled: [[String]]? = point.hasLiveScopes ? nil : try? entries.reversed().map { entry throws(SystemPlanCompiler.Unsupported) in
-                try SystemPlanCompiler.entry(entry.tree, point: kind, label: "\(kind.pointName) ← \(entry.tree.summary.prefix(200))",
-                                             delivery: .inProcess, salt: entry.seed)
-            }
+            let compiled: [[String]]? =
+                point.hasLiveScopes
+                ? nil
+                : try? entries.reversed().map { entry throws(SystemPlanCompiler.Unsupported) in
+                    try SystemPlanCompiler.entry(
+                        entry.tree, point: kind, label: "\(kind.pointName) ← \(entry.tree.summary.prefix(200))",
+                        delivery: .inProcess, salt: entry.seed)
+                }
             if let compiled {
                 for (offset, entry) in entries.reversed().enumerated() {
                     lines += compiled[offset]
@@ -188,15 +199,17 @@ final class InProcessDelivery: Sendable {
                 }
             } else if !entries.isEmpty || point.hasLiveScopes {
                 // Swift answers every call: blocks, random outcomes, Swift conditions, scopes.
-                lines += SystemPlanCompiler.askingEntry(point: kind, label: "\(kind.pointName) (Swift)",
-                                                        scopes: entries.flatMap { SystemPlanCompiler.clockScopes(in: $0.tree) })
+                lines += SystemPlanCompiler.askingEntry(
+                    point: kind, label: "\(kind.pointName) (Swift)",
+                    scopes: entries.flatMap { SystemPlanCompiler.clockScopes(in: $0.tree) })
                 index += 1
             }
         }
         for (planIndex, entry) in state.planEntries {
             var counters = chaos_entry_counters()
             guard chaos_fault_counters(planIndex, &counters) == 0 else { continue }
-            state.carried[entry, default: ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)].add(counters)
+            state.carried[entry, default: ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)].add(
+                counters)
         }
         let text = lines.joined(separator: "\n") + "\n"
         var error = chaos_plan_error()
@@ -204,9 +217,13 @@ final class InProcessDelivery: Sendable {
             chaos_plan_clear()
         } else if chaos_plan_load_text(text, text.utf8.count, &error) != 0 {
             // The compiler writes only what the engine reads: this is a defect, not input.
-            Self.logger.error("the fault engine refused a compiled plan", metadata: [
-                "line": "\(error.line)", "column": "\(error.column)", "message": "\(withUnsafeBytes(of: error.message) { CText.string(Array($0.bindMemory(to: CChar.self))) })",
-            ])
+            Self.logger.error(
+                "the fault engine refused a compiled plan",
+                metadata: [
+                    "line": "\(error.line)", "column": "\(error.column)",
+                    "message":
+                        "\(withUnsafeBytes(of: error.message) { CText.string(Array($0.bindMemory(to: CChar.self))) })",
+                ])
             chaos_plan_clear()
             planEntries = [:]
         }
@@ -221,7 +238,9 @@ final class InProcessDelivery: Sendable {
     /// What the engine counted for an entry: earlier plans' counts plus the current one's.
     private func counts(of id: ObjectIdentifier, planIndex: Int32) -> ExternalCounts? {
         state.withLock { state in
-            guard let entry = state.carried.keys.first(where: { $0.id == id }) ?? state.planEntries[planIndex].flatMap({ $0.id == id ? $0 : nil })
+            guard
+                let entry = state.carried.keys.first(where: { $0.id == id })
+                    ?? state.planEntries[planIndex].flatMap({ $0.id == id ? $0 : nil })
             else { return nil }
             var total = state.carried[entry] ?? ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)
             if state.planEntries[planIndex]?.id == id {
@@ -239,7 +258,8 @@ final class InProcessDelivery: Sendable {
         var element = chaos_intercepts()
         while let current = element, let symbol = current.pointee.symbol {
             if current.pointee.points & (1 << UInt32(kind.rawValue)) != 0, let target = current.pointee.replacement,
-               dlsym(nil, symbol) != nil {  // RTLD_DEFAULT: libc defines it
+                dlsym(nil, symbol) != nil
+            {  // RTLD_DEFAULT: libc defines it
                 found.append((String(cString: symbol), UnsafeRawPointer(target)))
             }
             element = current + 1
@@ -265,14 +285,18 @@ private let systemAsk: chaos_ask_fn = { call, _, _, out in
     let systemCall = SystemCall(call.pointee)
     // A target a fault must name (the program's own stdout, /dev, /proc) is left alone
     // when Swift decides: only a compiled path condition can name it.
-    if kind == .files, systemCall.isProtected || (systemCall.path.map(SystemTarget.isUnderSpecialDirectory) ?? false) { return 0 }
+    if kind == .files, systemCall.isProtected || (systemCall.path.map(SystemTarget.isUnderSpecialDirectory) ?? false) {
+        return 0
+    }
     return SystemOutcomeAnswer.fill(out, with: SystemPoints.point(for: kind)(systemCall), for: systemCall) ? 1 : 0
 }
 
 /// An outcome as the engine's interceptors execute it.
 enum SystemOutcomeAnswer {
     /// Fills `out`; false for the original (or an errno the function cannot return).
-    static func fill(_ out: UnsafeMutablePointer<chaos_outcome>, with outcome: SystemOutcome, for call: SystemCall) -> Bool {
+    static func fill(_ out: UnsafeMutablePointer<chaos_outcome>, with outcome: SystemOutcome, for call: SystemCall)
+        -> Bool
+    {
         switch outcome {
         case .real, .pass:
             return false

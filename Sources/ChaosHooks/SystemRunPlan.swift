@@ -43,10 +43,11 @@ public struct SystemRunPlan: Sendable, Equatable {
         var environment: [EnvironmentChange] = []
         for (number, entry) in profile.entries.enumerated() where entry.enabled {
             guard let kind = SystemPointKind(pointName: entry.pointName) else {
-                throw entry.located(ChaosError(
-                    .invalidProfile, subject: entry.pointName,
-                    "chaos run reaches another program through its system calls only; \(entry.pointName) lives in a Swift program (apply it there), while chaos run takes \(SystemPointKind.allCases.map(\.pointName).joined(separator: ", "))"
-                ))
+                throw entry.located(
+                    ChaosError(
+                        .invalidProfile, subject: entry.pointName,
+                        "chaos run reaches another program through its system calls only; \(entry.pointName) lives in a Swift program (apply it there), while chaos run takes \(SystemPointKind.allCases.map(\.pointName).joined(separator: ", "))"
+                    ))
             }
             let tree: SystemPlanCompiler.Tree
             do throws(ChaosError) {
@@ -65,15 +66,21 @@ public struct SystemRunPlan: Sendable, Equatable {
                 do throws(SystemPlanCompiler.Unsupported) {
                     owners.append((lines.count + 3, item.entry))  // after `chaos-plan 1` and `seed`
                     lines += try SystemPlanCompiler.entry(
-                        item.tree, point: kind, label: "#\(item.number + 1) \(kind.pointName) ← \(item.entry.provider.summary.prefix(200))",
+                        item.tree, point: kind,
+                        label: "#\(item.number + 1) \(kind.pointName) ← \(item.entry.provider.summary.prefix(200))",
                         delivery: .program, salt: nil
                     )
                 } catch {
-                    throw item.entry.located(ChaosError(.invalidProvider, subject: kind.pointName, "chaos run cannot apply \(item.entry.provider.summary.prefix(120)): \(error.reason)"))
+                    throw item.entry.located(
+                        ChaosError(
+                            .invalidProvider, subject: kind.pointName,
+                            "chaos run cannot apply \(item.entry.provider.summary.prefix(120)): \(error.reason)"))
                 }
             }
         }
-        let plan = SystemRunPlan(body: lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n", environment: environment, seed: profile.seed)
+        let plan = SystemRunPlan(
+            body: lines.isEmpty ? "" : lines.joined(separator: "\n") + "\n", environment: environment,
+            seed: profile.seed)
         // The preload library must be able to run it: check with its own parser.
         let text = plan.text(seed: 0)
         var error = chaos_plan_error()
@@ -82,7 +89,8 @@ public struct SystemRunPlan: Sendable, Equatable {
         } else {
             let message = withUnsafeBytes(of: error.message) { CText.string(Array($0.bindMemory(to: CChar.self))) }
             let owner = owners.last { $0.firstLine <= Int(error.line) }
-            let refused = ChaosError(.invalidProvider, subject: "chaos run", "the fault engine cannot execute this entry: \(message)")
+            let refused = ChaosError(
+                .invalidProvider, subject: "chaos run", "the fault engine cannot execute this entry: \(message)")
             throw owner.map { $0.entry.located(refused) } ?? refused
         }
         return plan
@@ -91,9 +99,9 @@ public struct SystemRunPlan: Sendable, Equatable {
     /// The variable a `system.getenv` entry sets or unsets on every call, if that is all it does.
     private static func environmentChange(_ tree: SystemPlanCompiler.Tree) -> EnvironmentChange? {
         guard case .composite(let branches, otherwise: .leaf(.constant(.pass))) = tree, branches.count == 1,
-              let target = branches[0].condition.tag as? SystemTarget, target.point == .getenv,
-              case .leaf(.constant(let outcome)) = branches[0].provider,
-              let name = target.variableName
+            let target = branches[0].condition.tag as? SystemTarget, target.point == .getenv,
+            case .leaf(.constant(let outcome)) = branches[0].provider,
+            let name = target.variableName
         else { return nil }
         switch outcome {
         case .set(let value): return EnvironmentChange(name: name, value: value)

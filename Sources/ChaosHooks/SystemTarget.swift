@@ -59,7 +59,9 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// The conditions, as the plan writes them.
     public var description: String { planText }
 
-    private init(_ point: SystemPointKind, _ words: [String], families: Set<SocketFamily> = [], variableName: String? = nil) {
+    private init(
+        _ point: SystemPointKind, _ words: [String], families: Set<SocketFamily> = [], variableName: String? = nil
+    ) {
         self.point = point
         self.planText = words.joined(separator: " ")
         self.families = families
@@ -71,38 +73,55 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// component, `**` across components) — doing one of `operations` (all when nil).
     /// A relative path is taken from the current directory; `.`, `..` and `//` are folded
     /// and the existing part resolved, as the kernel will see the files.
-    public static func files(path: String? = nil, operations: Set<FileOperationKind>? = nil) throws(ChaosError) -> SystemTarget {
+    public static func files(path: String? = nil, operations: Set<FileOperationKind>? = nil) throws(ChaosError)
+        -> SystemTarget
+    {
         var words: [String] = []
         if let path { words.append(PlanText.word("path", try PathPattern.resolve(path))) }
         if let operations {
             guard !operations.isEmpty else {
-                throw ChaosError(.invalidProvider, subject: "system.files", "no operations given; name at least one of \(FileOperationKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ChaosError(
+                    .invalidProvider, subject: "system.files",
+                    "no operations given; name at least one of \(FileOperationKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
             }
-            words.append("ops=" + FileOperationKind.allCases.filter(operations.contains).map(\.rawValue).joined(separator: ","))
+            words.append(
+                "ops=" + FileOperationKind.allCases.filter(operations.contains).map(\.rawValue).joined(separator: ","))
         }
         return SystemTarget(.files, words)
     }
 
     /// Connections (`connect`) to `host` — an IPv4 or IPv6 address, or a CIDR block such as
     /// `10.0.0.0/8` — and `port`, on sockets of `families` (IPv4 and IPv6 when nil).
-    public static func connections(to host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil) throws(ChaosError) -> SystemTarget {
+    public static func connections(to host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil)
+        throws(ChaosError) -> SystemTarget
+    {
         try addressed(.connect, host: host, port: port, families: families)
     }
 
     /// Connections accepted (`accept`) on the listening `host` and `port`.
-    public static func accepted(on host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil) throws(ChaosError) -> SystemTarget {
+    public static func accepted(on host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil)
+        throws(ChaosError) -> SystemTarget
+    {
         try addressed(.accept, host: host, port: port, families: families)
     }
 
     /// Sends or receives (`point`: `.send` or `.recv`) on sockets of `families` (IPv4 and
     /// IPv6 when nil) and `roles` (any when nil).
-    public static func sockets(_ point: SystemPointKind, families: Set<SocketFamily>? = nil, roles: Set<SocketRole>? = nil) throws(ChaosError) -> SystemTarget {
+    public static func sockets(
+        _ point: SystemPointKind, families: Set<SocketFamily>? = nil, roles: Set<SocketRole>? = nil
+    ) throws(ChaosError) -> SystemTarget {
         guard point == .send || point == .recv else {
-            throw ChaosError(.invalidProvider, subject: point.pointName, "socket roles are for system.send and system.recv; use connections(to:) or accepted(on:)")
+            throw ChaosError(
+                .invalidProvider, subject: point.pointName,
+                "socket roles are for system.send and system.recv; use connections(to:) or accepted(on:)")
         }
         var words = [try familyWord(families, point)]
         if let roles {
-            guard !roles.isEmpty else { throw ChaosError(.invalidProvider, subject: point.pointName, "no roles given; name client, server or other") }
+            guard !roles.isEmpty else {
+                throw ChaosError(
+                    .invalidProvider, subject: point.pointName, "no roles given; name client, server or other")
+            }
             words.append("role=" + SocketRole.allCases.filter(roles.contains).map(\.rawValue).joined(separator: ","))
         }
         return SystemTarget(point, words, families: families ?? [.inet, .inet6])
@@ -111,7 +130,9 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// Name lookups of host names matching `pattern` (`*` and `?` wildcards, any case).
     public static func hosts(_ pattern: String) throws(ChaosError) -> SystemTarget {
         guard !pattern.isEmpty, !pattern.utf8.contains(0) else {
-            throw ChaosError(.invalidProvider, subject: "system.getaddrinfo", "the host pattern is empty; give a name such as \"api.example.com\" or \"*.example.com\"")
+            throw ChaosError(
+                .invalidProvider, subject: "system.getaddrinfo",
+                "the host pattern is empty; give a name such as \"api.example.com\" or \"*.example.com\"")
         }
         return SystemTarget(.dns, [PlanText.word("host", pattern)])
     }
@@ -119,7 +140,10 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// `getenv` of exactly this variable.
     public static func variable(_ name: String) throws(ChaosError) -> SystemTarget {
         guard !name.isEmpty, !name.contains("="), !name.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
-            throw ChaosError(.invalidProvider, subject: "system.getenv", "'\(name.prefix(80))' is no variable name; give a name without '=' or control characters, such as \"HOME\"")
+            throw ChaosError(
+                .invalidProvider, subject: "system.getenv",
+                "'\(name.prefix(80))' is no variable name; give a name without '=' or control characters, such as \"HOME\""
+            )
         }
         return SystemTarget(.getenv, [PlanText.word("name", name)], variableName: name)
     }
@@ -127,16 +151,24 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// Readings of these clocks.
     public static func clocks(_ sources: Set<ClockSource>) throws(ChaosError) -> SystemTarget {
         guard !sources.isEmpty else {
-            throw ChaosError(.invalidProvider, subject: "system.clock", "no clocks given; name at least one of \(ClockSource.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw ChaosError(
+                .invalidProvider, subject: "system.clock",
+                "no clocks given; name at least one of \(ClockSource.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        return SystemTarget(.clock, ["clock=" + ClockSource.allCases.filter(sources.contains).map(\.rawValue).joined(separator: ",")])
+        return SystemTarget(
+            .clock, ["clock=" + ClockSource.allCases.filter(sources.contains).map(\.rawValue).joined(separator: ",")])
     }
 
-    private static func addressed(_ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?) throws(ChaosError) -> SystemTarget {
+    private static func addressed(_ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?)
+        throws(ChaosError) -> SystemTarget
+    {
         var words = [try familyWord(families, point)]
         if let host {
             guard AddressPattern.isValid(host) else {
-                throw ChaosError(.invalidProvider, subject: point.pointName, "'\(host.prefix(80))' is no address; give an IPv4 or IPv6 address or a CIDR block such as \"127.0.0.1\" or \"10.0.0.0/8\" (host names are matched on system.getaddrinfo)")
+                throw ChaosError(
+                    .invalidProvider, subject: point.pointName,
+                    "'\(host.prefix(80))' is no address; give an IPv4 or IPv6 address or a CIDR block such as \"127.0.0.1\" or \"10.0.0.0/8\" (host names are matched on system.getaddrinfo)"
+                )
             }
             words.append(PlanText.word("host", host))
         }
@@ -149,10 +181,13 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         return SystemTarget(point, words, families: families ?? [.inet, .inet6])
     }
 
-    private static func familyWord(_ families: Set<SocketFamily>?, _ point: SystemPointKind) throws(ChaosError) -> String {
+    private static func familyWord(_ families: Set<SocketFamily>?, _ point: SystemPointKind) throws(ChaosError)
+        -> String
+    {
         let chosen = families ?? [.inet, .inet6]
         guard !chosen.isEmpty else {
-            throw ChaosError(.invalidProvider, subject: point.pointName, "no socket families given; name inet, inet6, unix or other")
+            throw ChaosError(
+                .invalidProvider, subject: point.pointName, "no socket families given; name inet, inet6, unix or other")
         }
         return "family=" + SocketFamily.allCases.filter(chosen.contains).map(\.rawValue).joined(separator: ",")
     }
@@ -169,7 +204,10 @@ extension ChaosProvider where Arguments == SystemCall, Result == SystemOutcome, 
     /// `provider` for the calls `target` names; every other call passes to the point's
     /// next older entry (and, after the last, to the real function).
     public static func on(_ target: SystemTarget, _ provider: Self) -> Self {
-        Self(node: .composite([ProviderBranch(condition: target.condition, provider: provider.node)], otherwise: .leaf(.constant(.pass))))
+        Self(
+            node: .composite(
+                [ProviderBranch(condition: target.condition, provider: provider.node)],
+                otherwise: .leaf(.constant(.pass))))
     }
 }
 
@@ -196,16 +234,23 @@ final class CaseTest: @unchecked Sendable {
 enum PathPattern {
     static func resolve(_ given: String) throws(ChaosError) -> String {
         guard !given.isEmpty, !given.utf8.contains(0) else {
-            throw ChaosError(.invalidProvider, subject: "system.files", "the path is empty; give a file or directory such as \"/srv/app/db\", or a glob such as \"/tmp/**/*.log\"")
+            throw ChaosError(
+                .invalidProvider, subject: "system.files",
+                "the path is empty; give a file or directory such as \"/srv/app/db\", or a glob such as \"/tmp/**/*.log\""
+            )
         }
         var folded = [CChar](repeating: 0, count: Int(PATH_MAX) * 2)
         guard chaos_path_resolve(AT_FDCWD, given, &folded, folded.count) >= 0 else {
-            throw ChaosError(.invalidProvider, subject: "system.files", "the path '\(given.prefix(120))' is too long or its directory is unknown")
+            throw ChaosError(
+                .invalidProvider, subject: "system.files",
+                "the path '\(given.prefix(120))' is too long or its directory is unknown")
         }
         let pattern = physical(CText.string(folded))
         var why = [CChar](repeating: 0, count: 320)
         guard chaos_path_pattern_check(pattern, &why, why.count) == 0 else {
-            throw ChaosError(.invalidProvider, subject: "system.files", "the path pattern '\(given.prefix(120))' cannot match: \(CText.string(why))")
+            throw ChaosError(
+                .invalidProvider, subject: "system.files",
+                "the path pattern '\(given.prefix(120))' cannot match: \(CText.string(why))")
         }
         return pattern
     }
@@ -264,7 +309,8 @@ enum PlanText {
             case UInt8(ascii: "\\"), UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), byte]
             case UInt8(ascii: "\n"): bytes += Array("\\n".utf8)
             case UInt8(ascii: "\t"): bytes += Array("\\t".utf8)
-            case 0..<0x20, 0x7F: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            case 0..<0x20, 0x7F:
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
             default: bytes.append(byte)
             }
         }

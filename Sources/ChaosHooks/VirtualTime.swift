@@ -1,6 +1,6 @@
+import CChaosFaults
 public import ChaosKit
 public import Foundation
-import CChaosFaults
 
 #if canImport(Glibc)
 import Glibc
@@ -45,17 +45,24 @@ public enum VirtualTime {
     public static func start(at start: Date? = nil, flowing: Bool = false) throws(ChaosError) {
         let nanoseconds = start.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) }
         if let nanoseconds, nanoseconds <= 0 {
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "virtual time starts after 1970; \(start.map { ISO8601Date.format($0) } ?? "") is not")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "virtual time starts after 1970; \(start.map { ISO8601Date.format($0) } ?? "") is not")
         }
         try applied.withLock { (chaos: inout Chaos?) throws(ChaosError) in
             guard chaos == nil, chaos_vt_running() == 0 else {
                 throw ChaosError(.alreadyApplied, subject: "VirtualTime", "virtual time already runs; stop it first")
             }
             let made = Chaos(seed: 0)  // nothing in it draws
-            try made.profile(ProfileEntry(SystemPoints.clock, .constant(.virtual(startNanosecondsSince1970: nanoseconds, flowing: flowing)))).apply()
+            try made.profile(
+                ProfileEntry(
+                    SystemPoints.clock, .constant(.virtual(startNanosecondsSince1970: nanoseconds, flowing: flowing)))
+            ).apply()
             guard chaos_vt_running() != 0 else {
                 made.revertAll()
-                throw ChaosError(.systemFailure, subject: "VirtualTime", "the clock point did not start virtual time (is a scoped clock entry live?)")
+                throw ChaosError(
+                    .systemFailure, subject: "VirtualTime",
+                    "the clock point did not start virtual time (is a scoped clock entry live?)")
             }
             chaos = made
         }
@@ -76,7 +83,9 @@ public enum VirtualTime {
 
     /// The virtual wall-clock time (the real time when virtual time is off).
     public static var now: Date {
-        Date(timeIntervalSince1970: Double(isRunning ? chaos_vt_reading_ns(CLOCK_REALTIME) : chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9)
+        Date(
+            timeIntervalSince1970: Double(
+                isRunning ? chaos_vt_reading_ns(CLOCK_REALTIME) : chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9)
     }
 
     /// How far ahead of now the earliest pending sleep or timer is due (nil: none).
@@ -117,7 +126,9 @@ public enum VirtualTime {
     public static func advance(by duration: Duration) throws(ChaosError) {
         let nanoseconds = duration.wholeNanosecondsForPlan
         guard nanoseconds >= 0 else {
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "advance(by: \(duration)) goes back; virtual time only moves forward")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "advance(by: \(duration)) goes back; virtual time only moves forward")
         }
         try advanceMonotonic(to: saturatingAdd(chaos_vt_monotonic_ns(), nanoseconds))
     }
@@ -133,7 +144,10 @@ public enum VirtualTime {
         guard isRunning else { throw notRunning() }
         let target = chaos_vt_to_monotonic(CLOCK_REALTIME, Int64((date.timeIntervalSince1970 * 1e9).rounded()))
         guard target >= chaos_vt_monotonic_ns() else {
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "advance(to: \(ISO8601Date.format(date))) is before the virtual now \(ISO8601Date.format(now)); virtual time only moves forward")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "advance(to: \(ISO8601Date.format(date))) is before the virtual now \(ISO8601Date.format(now)); virtual time only moves forward"
+            )
         }
         try advanceMonotonic(to: target)
     }
@@ -158,7 +172,10 @@ public enum VirtualTime {
             steps += max(1, Int(taken))
         }
         guard chaos_vt_next_deadline() == Int64.max else {
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "run() took \(maxSteps) steps and deadlines are still pending (the next in \(nextDeadline.map { DurationText.format($0) } ?? "?")); a repeating timer never runs out: advance(by:) instead")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "run() took \(maxSteps) steps and deadlines are still pending (the next in \(nextDeadline.map { DurationText.format($0) } ?? "?")); a repeating timer never runs out: advance(by:) instead"
+            )
         }
         return steps
     }
@@ -239,9 +256,13 @@ extension VirtualTime {
         switch chaos_vt_set_thread_exempt(thread, 1) {
         case 0: return
         case ENOSPC:
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "64 threads are exempt from virtual time already; remove an exemption first")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "64 threads are exempt from virtual time already; remove an exemption first")
         default:
-            throw ChaosError(.invalidProvider, subject: "VirtualTime", "no thread of this process has id \(thread); use VirtualTime.currentThread or threads(named:)")
+            throw ChaosError(
+                .invalidProvider, subject: "VirtualTime",
+                "no thread of this process has id \(thread); use VirtualTime.currentThread or threads(named:)")
         }
     }
 
@@ -266,15 +287,18 @@ extension VirtualTime {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { entry -> ThreadID? in
             guard let id = ThreadID(entry),
-                  let comm = try? String(contentsOfFile: "/proc/self/task/\(entry)/comm", encoding: .utf8),
-                  comm.trimmingCharacters(in: .newlines) == kept else { return nil }
+                let comm = try? String(contentsOfFile: "/proc/self/task/\(entry)/comm", encoding: .utf8),
+                comm.trimmingCharacters(in: .newlines) == kept
+            else { return nil }
             return id
         }.sorted()
     }
 
     /// Runs `body` with the calling thread on real time, as ``exempt(_:)`` would put it;
     /// scopes nest, and take no place among the 64 exempt threads.
-    public static func inRealTime<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+    public static func inRealTime<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure)
+        -> Result
+    {
         chaos_vt_real_time_scope(1)
         defer { chaos_vt_real_time_scope(0) }
         return try body()

@@ -20,7 +20,8 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         _ original: @escaping @Sendable (Arguments) async throws(Failure) -> Result
     ) {
         self.original = original
-        let signature = "(\(Arguments.self)) async \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+        let signature =
+            "(\(Arguments.self)) async \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
         self.core = PointCore(name: name, signature: signature, catalogue: catalogue, activation: activation)
     }
 
@@ -29,7 +30,9 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         _ name: String, catalogue: PointCatalogue<Provider> = [], activation: (any PointActivation)? = nil,
         _ original: @escaping @Sendable () async throws(Failure) -> Result
     ) where Arguments == Void {
-        self.init(name, catalogue: catalogue, activation: activation) { (_: Void) async throws(Failure) -> Result in try await original() }
+        self.init(name, catalogue: catalogue, activation: activation) { (_: Void) async throws(Failure) -> Result in
+            try await original()
+        }
     }
 
     /// The stable name profiles use for this point.
@@ -73,7 +76,9 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         // The scope keeps its entry alive while the task runs; a reference costs nothing
         // next to a suspension.
         if let scoped = core.scopedEntry() {
-            if let value = scoped._withUnsafeGuaranteedRef({ $0.scopedConstant(observed: core.observed) }) { return value }
+            if let value = scoped._withUnsafeGuaranteedRef({ $0.scopedConstant(observed: core.observed) }) {
+                return value
+            }
             return try await run(scoped.takeUnretainedValue(), arguments)
         }
         switch core.readTop() {
@@ -92,7 +97,8 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
             return value
         }
         var delay = Duration.zero
-        let (leaf, salt) = installed.root.resolve(arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
+        let (leaf, salt) = installed.root.resolve(
+            arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
         if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if delay > .zero {
             // A cancelled sleep still answers: chaos must not turn into a CancellationError
@@ -110,7 +116,9 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         case .throwing(let error):
             throw error
         case .block(let body):
-            return try await body(AsyncCallEnvironment(arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self))
+            return try await body(
+                AsyncCallEnvironment(arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self)
+            )
         }
     }
 }

@@ -79,7 +79,9 @@ public struct CatalogueParameter: Sendable, Hashable {
         _ name: String, _ summary: String, unit: String? = nil, default value: Double? = nil,
         range: ClosedRange<Double>? = nil, optional: Bool = false
     ) -> CatalogueParameter {
-        CatalogueParameter(name, .number, summary, unit: unit, requirement: requirement(value.map(ProfileValue.number), optional: optional), range: range)
+        CatalogueParameter(
+            name, .number, summary, unit: unit,
+            requirement: requirement(value.map(ProfileValue.number), optional: optional), range: range)
     }
 
     /// A whole number, optionally within `range`.
@@ -88,24 +90,32 @@ public struct CatalogueParameter: Sendable, Hashable {
         range: ClosedRange<Int>? = nil, optional: Bool = false
     ) -> CatalogueParameter {
         CatalogueParameter(
-            name, .integer, summary, unit: unit, requirement: requirement(value.map { .number(Double($0)) }, optional: optional),
+            name, .integer, summary, unit: unit,
+            requirement: requirement(value.map { .number(Double($0)) }, optional: optional),
             range: range.map { Double($0.lowerBound)...Double($0.upperBound) }
         )
     }
 
     /// `true` or `false`.
     public static func boolean(_ name: String, _ summary: String, default value: Bool? = nil) -> CatalogueParameter {
-        CatalogueParameter(name, .boolean, summary, requirement: requirement(value.map(ProfileValue.bool), optional: false))
+        CatalogueParameter(
+            name, .boolean, summary, requirement: requirement(value.map(ProfileValue.bool), optional: false))
     }
 
     /// Any string.
-    public static func string(_ name: String, _ summary: String, default value: String? = nil, optional: Bool = false) -> CatalogueParameter {
-        CatalogueParameter(name, .string, summary, requirement: requirement(value.map(ProfileValue.string), optional: optional))
+    public static func string(_ name: String, _ summary: String, default value: String? = nil, optional: Bool = false)
+        -> CatalogueParameter
+    {
+        CatalogueParameter(
+            name, .string, summary, requirement: requirement(value.map(ProfileValue.string), optional: optional))
     }
 
     /// One of `choices`.
-    public static func choice(_ name: String, _ summary: String, _ choices: [String], default value: String? = nil) -> CatalogueParameter {
-        CatalogueParameter(name, .choice(choices), summary, requirement: requirement(value.map(ProfileValue.string), optional: false))
+    public static func choice(_ name: String, _ summary: String, _ choices: [String], default value: String? = nil)
+        -> CatalogueParameter
+    {
+        CatalogueParameter(
+            name, .choice(choices), summary, requirement: requirement(value.map(ProfileValue.string), optional: false))
     }
 
     /// A duration of zero or more (a bare number counts `unit`s: `"ms"` or `"s"`).
@@ -124,9 +134,12 @@ public struct CatalogueParameter: Sendable, Hashable {
     }
 
     /// An instant (ISO-8601 or seconds since 1970).
-    public static func date(_ name: String, _ summary: String, default value: Date? = nil, optional: Bool = false) -> CatalogueParameter {
+    public static func date(_ name: String, _ summary: String, default value: Date? = nil, optional: Bool = false)
+        -> CatalogueParameter
+    {
         CatalogueParameter(
-            name, .date, summary, requirement: requirement(value.map { .string(ISO8601Date.format($0)) }, optional: optional)
+            name, .date, summary,
+            requirement: requirement(value.map { .string(ISO8601Date.format($0)) }, optional: optional)
         )
     }
 
@@ -182,7 +195,9 @@ public struct CatalogueParameter: Sendable, Hashable {
         func inRange(_ number: Double) -> Result<ProfileValue, CheckFailure> {
             if let range, !range.contains(number) {
                 let bounds = "\(ProfileValue.numberText(range.lowerBound))…\(ProfileValue.numberText(range.upperBound))"
-                return .failure(CheckFailure("is \(ProfileValue.numberText(number)), outside \(bounds)\(unit.map { " \($0)" } ?? "")"))
+                return .failure(
+                    CheckFailure(
+                        "is \(ProfileValue.numberText(number)), outside \(bounds)\(unit.map { " \($0)" } ?? "")"))
             }
             return .success(.number(number))
         }
@@ -206,10 +221,13 @@ public struct CatalogueParameter: Sendable, Hashable {
         case (.choice(let choices), .string(let text)):
             if choices.contains(text) { return .success(value) }
             // Names are matched without regard to case, and then spelled as declared.
-            if let canonical = choices.first(where: { $0.lowercased() == text.lowercased() }) { return .success(.string(canonical)) }
-            return .failure(CheckFailure(
-                "is '\(InputExcerpt.of(text))', which is not one of its choices\(Suggestions.hint(for: text, in: choices)); choose one of: \(choices.joined(separator: ", "))"
-            ))
+            if let canonical = choices.first(where: { $0.lowercased() == text.lowercased() }) {
+                return .success(.string(canonical))
+            }
+            return .failure(
+                CheckFailure(
+                    "is '\(InputExcerpt.of(text))', which is not one of its choices\(Suggestions.hint(for: text, in: choices)); choose one of: \(choices.joined(separator: ", "))"
+                ))
         case (.choice(let choices), _):
             return fail("one of: \(choices.joined(separator: ", "))")
         case (.duration, .string(let text)):
@@ -235,7 +253,10 @@ public struct CatalogueParameter: Sendable, Hashable {
             return fail("an offset such as \"-1d\" or \"+30y\", or a number of seconds")
         case (.date, .string(let text)):
             if ISO8601Date.parse(text) != nil { return .success(value) }
-            return .failure(CheckFailure("is '\(InputExcerpt.of(text))', which is not an ISO-8601 date; write e.g. \"2026-03-29T01:00:00Z\""))
+            return .failure(
+                CheckFailure(
+                    "is '\(InputExcerpt.of(text))', which is not an ISO-8601 date; write e.g. \"2026-03-29T01:00:00Z\"")
+            )
         case (.date, .number(let seconds)) where seconds.isFinite:
             return .success(value)
         case (.date, _):
@@ -317,13 +338,17 @@ extension ProfileParameters {
                 throw invalid("\(owner) takes no parameters; remove the value in parentheses")
             }
             guard values[first.name] == nil else {
-                throw invalid("'\(first.name)' is given twice, by position and by name; keep one", parameter: first.name)
+                throw invalid(
+                    "'\(first.name)' is given twice, by position and by name; keep one", parameter: first.name)
             }
             result.values[first.name] = positional
         }
         for name in result.values.keys.sorted() where !names.contains(name) {
-            let takes = names.isEmpty ? "\(owner) takes no parameters" : "\(owner) takes: \(names.joined(separator: ", "))"
-            throw invalid("unknown parameter '\(InputExcerpt.of(name))'\(Suggestions.hint(for: name, in: names)); \(takes)", parameter: name)
+            let takes =
+                names.isEmpty ? "\(owner) takes no parameters" : "\(owner) takes: \(names.joined(separator: ", "))"
+            throw invalid(
+                "unknown parameter '\(InputExcerpt.of(name))'\(Suggestions.hint(for: name, in: names)); \(takes)",
+                parameter: name)
         }
         for parameter in declared {
             if let value = result.values[parameter.name] {

@@ -69,7 +69,9 @@ public final class Chaos: Sendable {
             for entry in pending {
                 // A linear scan: a builder applies a handful of entries, where hashing costs more.
                 let id = entry.id
-                guard !state.applied.contains(where: { $0.entry.id == id }), !prepared.contains(where: { $0.entry.id == id }) else {
+                guard !state.applied.contains(where: { $0.entry.id == id }),
+                    !prepared.contains(where: { $0.entry.id == id })
+                else {
                     return ChaosError(
                         .alreadyApplied, subject: "entry \(entry.id) (\(entry))",
                         "this entry is already applied by this Chaos; revert it first or make a new entry"
@@ -97,7 +99,9 @@ public final class Chaos: Sendable {
             }
             for item in prepared { item.prepared.core.notifyChanged() }
             for item in prepared {
-                if let lease = item.prepared.installation.lease { scheduleLeaseEnd(item.entry, item.prepared.installation, after: lease) }
+                if let lease = item.prepared.installation.lease {
+                    scheduleLeaseEnd(item.entry, item.prepared.installation, after: lease)
+                }
             }
             return nil
         }
@@ -110,12 +114,16 @@ public final class Chaos: Sendable {
         let nanoseconds = Int(clamping: lease.wholeNanoseconds)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
             let ended = state.withLock { state -> Bool in
-                guard let index = state.applied.firstIndex(where: { $0.prepared.installation === installation }) else { return false }
+                guard let index = state.applied.firstIndex(where: { $0.prepared.installation === installation }) else {
+                    return false
+                }
                 Self.uninstall(state.applied.remove(at: index))
                 return true
             }
             if ended {
-                Self.logger.info("chaos lease ended; entry reverted", metadata: ["entry": "\(entry)", "lease": "\(DurationText.format(lease))"])
+                Self.logger.info(
+                    "chaos lease ended; entry reverted",
+                    metadata: ["entry": "\(entry)", "lease": "\(DurationText.format(lease))"])
             }
         }
     }
@@ -148,7 +156,9 @@ public final class Chaos: Sendable {
 
     /// Activates the points that need it (C hooks) before any entry takes effect; when one
     /// refuses, the activations already made are undone and its entry's error is thrown.
-    private static func activateAll(_ prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)]) throws(ChaosError) {
+    private static func activateAll(_ prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)])
+        throws(ChaosError)
+    {
         for (index, item) in prepared.enumerated() {
             do throws(ChaosError) {
                 try item.prepared.core.retainActivation()
@@ -236,7 +246,9 @@ public final class Chaos: Sendable {
         return builders.flatMap { chaos in
             chaos.state.withLock { state in
                 state.applied.map {
-                    LiveEntry(entry: $0.entry, isEnabled: $0.enabled, counters: $0.prepared.installation.counters(chaosSeed: chaos.seed), chaosSeed: chaos.seed)
+                    LiveEntry(
+                        entry: $0.entry, isEnabled: $0.enabled,
+                        counters: $0.prepared.installation.counters(chaosSeed: chaos.seed), chaosSeed: chaos.seed)
                 }
             }
         }.sorted { $0.entry.id.number < $1.entry.id.number }
@@ -256,9 +268,13 @@ public final class Chaos: Sendable {
     private static func owner(of id: ProfileEntry.ID) throws(ChaosError) -> (chaos: Chaos, entry: ProfileEntry) {
         let builders = live.withLock { $0.values.compactMap(\.chaos) }
         for chaos in builders {
-            if let entry = chaos.state.withLock({ $0.applied.first { $0.entry.id == id }?.entry }) { return (chaos, entry) }
+            if let entry = chaos.state.withLock({ $0.applied.first { $0.entry.id == id }?.entry }) {
+                return (chaos, entry)
+            }
         }
-        throw ChaosError(.notApplied, subject: "entry \(id)", "no live entry has this id; list them (Chaos.liveEntries) and pick one")
+        throw ChaosError(
+            .notApplied, subject: "entry \(id)", "no live entry has this id; list them (Chaos.liveEntries) and pick one"
+        )
     }
 
     /// Turns on observation for the whole process: from now on every act also records its
@@ -302,7 +318,9 @@ extension Chaos {
     /// The scoped chaos the current task sees, or nil outside `Chaos.with`.
     public static var currentScope: ChaosScopeInfo? {
         ScopeFrame.current.map { frame in
-            ChaosScopeInfo(seed: frame.seed, entries: frame.profileEntries, counters: frame.installedEntries.map { $0.counters(chaosSeed: frame.seed) })
+            ChaosScopeInfo(
+                seed: frame.seed, entries: frame.profileEntries,
+                counters: frame.installedEntries.map { $0.counters(chaosSeed: frame.seed) })
         }
     }
 

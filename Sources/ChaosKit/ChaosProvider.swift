@@ -52,10 +52,14 @@ extension ChaosProviderProtocol {
     /// The first case whose condition holds for the arguments wins; otherwise `otherwise`
     /// (the original unless given).
     public static func composite(_ cases: [ChaosCase<Arguments, Self>], otherwise: Self = .original) -> Self {
-        Self(node: .composite(
-            cases.map { ProviderBranch(condition: ArgumentCondition("a condition", $0.condition), provider: $0.provider.node) },
-            otherwise: otherwise.node
-        ))
+        Self(
+            node: .composite(
+                cases.map {
+                    ProviderBranch(
+                        condition: ArgumentCondition("a condition", $0.condition), provider: $0.provider.node)
+                },
+                otherwise: otherwise.node
+            ))
     }
 
     /// A branch for ``composite(_:otherwise:)``: use `provider` when `condition` holds.

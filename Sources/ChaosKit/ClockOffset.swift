@@ -14,7 +14,9 @@ public struct ClockOffset: Sendable, Hashable, CustomStringConvertible {
     public var seconds: Double
 
     /// An offset made of calendar years and months and fixed-length days, hours, minutes, seconds.
-    public init(years: Int = 0, months: Int = 0, days: Double = 0, hours: Double = 0, minutes: Double = 0, seconds: Double = 0) {
+    public init(
+        years: Int = 0, months: Int = 0, days: Double = 0, hours: Double = 0, minutes: Double = 0, seconds: Double = 0
+    ) {
         self.years = years
         self.months = months
         self.seconds = days * 86_400 + hours * 3_600 + minutes * 60 + seconds
@@ -90,13 +92,15 @@ public struct ClockOffset: Sendable, Hashable, CustomStringConvertible {
         let parts = ["years", "months", "days", "hours", "minutes", "seconds"]
         if parameters.has("by") {
             if let extra = parts.first(where: parameters.has) {
-                throw parameters.invalid("give either 'by' or numeric parts such as '\(extra)', not both", parameter: extra)
+                throw parameters.invalid(
+                    "give either 'by' or numeric parts such as '\(extra)', not both", parameter: extra)
             }
             self = try parameters.offset("by")
             return
         }
         guard parts.contains(where: parameters.has) else {
-            throw parameters.invalid("give 'by' (e.g. \"-1d\", \"+30y\", \"90m\") or any of \(parts.joined(separator: ", ")) as numbers")
+            throw parameters.invalid(
+                "give 'by' (e.g. \"-1d\", \"+30y\", \"90m\") or any of \(parts.joined(separator: ", ")) as numbers")
         }
         self.init(
             years: try parameters.int("years", default: 0), months: try parameters.int("months", default: 0),

@@ -23,7 +23,9 @@ public enum DurationText {
     public static func duration(_ text: String) throws(ChaosError) -> Duration {
         let span = try TimeSpanSyntax.parse(text, example: durationExample)
         if span.negative {
-            throw ChaosError(.invalidProvider, "'\(InputExcerpt.of(text))' is negative; a duration is zero or more, \(durationExample)")
+            throw ChaosError(
+                .invalidProvider,
+                "'\(InputExcerpt.of(text))' is negative; a duration is zero or more, \(durationExample)")
         }
         if span.years != 0 || span.months != 0 {
             throw ChaosError(
@@ -66,7 +68,8 @@ public enum DurationText {
     }
 
     /// A regular expression for a duration string, for JSON Schemas.
-    public static let schemaPattern = "^\\s*[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w)([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w))*\\s*$"
+    public static let schemaPattern =
+        "^\\s*[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w)([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w))*\\s*$"
 
     static let durationExample = "e.g. \"250ms\", \"2s\", \"1m\" or \"1h30m\""
 }
@@ -116,7 +119,8 @@ struct TimeSpanSyntax {
             switch unit {
             case "y", "mo":
                 guard value.rounded() == value, value < 1_000_000 else {
-                    throw ChaosError(.invalidProvider, "'\(quoted)': years and months must be whole numbers; \(example)")
+                    throw ChaosError(
+                        .invalidProvider, "'\(quoted)': years and months must be whole numbers; \(example)")
                 }
                 if unit == "y" { span.years += Int(value) } else { span.months += Int(value) }
             default:

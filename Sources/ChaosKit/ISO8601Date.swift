@@ -11,15 +11,15 @@ public enum ISO8601Date {
     public static func parse(_ text: String) -> Date? {
         var scanner = Scanner8(Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
         guard let year = scanner.digits(4), scanner.take(UInt8(ascii: "-")),
-              let month = scanner.digits(2), scanner.take(UInt8(ascii: "-")),
-              let day = scanner.digits(2),
-              (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
+            let month = scanner.digits(2), scanner.take(UInt8(ascii: "-")),
+            let day = scanner.digits(2),
+            (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
         else { return nil }
         var seconds = Double(daysFromCivil(year: year, month: month, day: day)) * 86_400
         if scanner.atEnd { return Date(timeIntervalSince1970: seconds) }
         guard scanner.take(UInt8(ascii: "T")) || scanner.take(UInt8(ascii: "t")) || scanner.take(UInt8(ascii: " ")),
-              let hour = scanner.digits(2), scanner.take(UInt8(ascii: ":")), let minute = scanner.digits(2),
-              hour <= 24, minute <= 59
+            let hour = scanner.digits(2), scanner.take(UInt8(ascii: ":")), let minute = scanner.digits(2),
+            hour <= 24, minute <= 59
         else { return nil }
         var second = 0.0
         if scanner.take(UInt8(ascii: ":")) {
@@ -42,7 +42,13 @@ public enum ISO8601Date {
             return scanner.atEnd ? Date(timeIntervalSince1970: seconds) : nil
         }
         let sign: Double
-        if scanner.take(UInt8(ascii: "+")) { sign = 1 } else if scanner.take(UInt8(ascii: "-")) { sign = -1 } else { return nil }
+        if scanner.take(UInt8(ascii: "+")) {
+            sign = 1
+        } else if scanner.take(UInt8(ascii: "-")) {
+            sign = -1
+        } else {
+            return nil
+        }
         guard let offsetHours = scanner.digits(2), offsetHours <= 18 else { return nil }
         var offsetMinutes = 0
         if !scanner.atEnd {
@@ -59,7 +65,10 @@ public enum ISO8601Date {
         let total = Int(date.timeIntervalSince1970.rounded(.down))
         var days = total / 86_400
         var rest = total % 86_400
-        if rest < 0 { rest += 86_400; days -= 1 }
+        if rest < 0 {
+            rest += 86_400
+            days -= 1
+        }
         let (year, month, day) = civilFromDays(days)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)

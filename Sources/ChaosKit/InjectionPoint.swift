@@ -1,5 +1,5 @@
-public import Synchronization
 import Foundation
+public import Synchronization
 
 /// A named, replaceable synchronous function: the place where chaos can take over.
 ///
@@ -42,7 +42,8 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         _ original: @escaping @Sendable (Arguments) throws(Failure) -> Result
     ) {
         self.original = original
-        let signature = "(\(Arguments.self)) \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+        let signature =
+            "(\(Arguments.self)) \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
         self.core = PointCore(name: name, signature: signature, catalogue: catalogue, activation: activation)
     }
 
@@ -51,7 +52,9 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         _ name: String, catalogue: PointCatalogue<Provider> = [], activation: (any PointActivation)? = nil,
         _ original: @escaping @Sendable () throws(Failure) -> Result
     ) where Arguments == Void {
-        self.init(name, catalogue: catalogue, activation: activation) { (_: Void) throws(Failure) -> Result in try original() }
+        self.init(name, catalogue: catalogue, activation: activation) { (_: Void) throws(Failure) -> Result in
+            try original()
+        }
     }
 
     /// The stable name profiles use for this point.
@@ -74,14 +77,24 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     /// The newest global entry's provider tree and seed, when one is applied: for points
     /// whose activation mirrors them into another engine.
-    @_spi(Hooks) public var globalTop: (tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64, entry: InstalledEntryReference)? {
+    @_spi(Hooks) public var globalTop:
+        (
+            tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64,
+            entry: InstalledEntryReference
+        )?
+    {
         guard let top = core.top() else { return nil }
         return (top.tree, top.seed, InstalledEntryReference(top))
     }
 
     /// Every global entry, oldest first (the newest decides): for points whose activation
     /// compiles the whole stack into another engine.
-    @_spi(Hooks) public var globalEntries: [(tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64, entry: InstalledEntryReference)] {
+    @_spi(Hooks) public var globalEntries:
+        [(
+            tree: ChaosProviderNode<Arguments, Result, Failure, Provider.Body>, seed: UInt64,
+            entry: InstalledEntryReference
+        )]
+    {
         core.globalInstallations().map { ($0.tree, $0.seed, InstalledEntryReference($0)) }
     }
 
@@ -124,7 +137,9 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     /// Runs an entry that something else keeps alive (a scope, a hook section) without
     /// taking a reference to it.
-    @inlinable @inline(__always) func runGuaranteed(_ installed: Unmanaged<Installed>, _ arguments: Arguments) throws(Failure) -> Result {
+    @inlinable @inline(__always) func runGuaranteed(_ installed: Unmanaged<Installed>, _ arguments: Arguments)
+        throws(Failure) -> Result
+    {
         do {
             return try installed._withUnsafeGuaranteedRef { installed in
                 if let value = installed.scopedConstant(observed: core.observed) { return value }
@@ -145,7 +160,8 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
             return value
         }
         var delay = Duration.zero
-        let (leaf, salt) = installed.root.resolve(arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
+        let (leaf, salt) = installed.root.resolve(
+            arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
         if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if delay > .zero { sleepBlocking(for: delay) }
         switch leaf {
@@ -159,7 +175,8 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         case .throwing(let error):
             throw error
         case .block(let body):
-            return try body(CallEnvironment(arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self))
+            return try body(
+                CallEnvironment(arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self))
         }
     }
 
@@ -185,9 +202,11 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
                 if installed.rootBlock != nil {
                     let callIndex = installed.recordCall()
                     installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
-                    if let result = try installed.rootBlock?(CallEnvironment(
-                        arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self
-                    )) {
+                    if let result = try installed.rootBlock?(
+                        CallEnvironment(
+                            arguments: arguments, callIndex: callIndex, entrySeed: installed.seed, point: self
+                        ))
+                    {
                         return result
                     }
                 }

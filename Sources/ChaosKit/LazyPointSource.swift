@@ -22,7 +22,8 @@ extension PointRegistry {
     func createLazily(_ name: String) -> Bool {
         for typeName in Self.lazySourceTypeNames {
             guard let source = _typeByName(typeName) as? any LazyPointSource.Type,
-                  name.hasPrefix(source.pointNamePrefix) else { continue }
+                name.hasPrefix(source.pointNamePrefix)
+            else { continue }
             source.register()
             return true
         }

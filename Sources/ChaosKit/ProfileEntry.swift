@@ -97,7 +97,8 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     func attributed(_ error: ChaosError) -> ChaosError {
         let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
         // A point name is code, not input, but a profile may spell a junk one: cut generously.
-        var attributed = ChaosError(error.kind, subject: "entry \(id) (\(InputExcerpt.of(description, limit: 200)))", detail)
+        var attributed = ChaosError(
+            error.kind, subject: "entry \(id) (\(InputExcerpt.of(description, limit: 200)))", detail)
         attributed.sourceLocation = error.sourceLocation
         return attributed
     }

@@ -77,7 +77,9 @@ public enum ProfileValue: Sendable, Hashable, CustomStringConvertible {
     package static func quote(_ text: String, into output: inout String) {
         output += "\""
         // The common case: nothing to escape.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2 }) {
+        if !text.utf8.contains(where: {
+            $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 == 0xE2
+        }) {
             output += text
             output += "\""
             return

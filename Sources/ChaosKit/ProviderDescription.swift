@@ -97,7 +97,8 @@ extension PointCore {
             return .leaf(.constant(try decodeConstant(value)))
         case .nil:
             guard let optional = Result.self as? any ExpressibleByNilLiteral.Type,
-                  let none = optional.init(nilLiteral: ()) as? Result else {
+                let none = optional.init(nilLiteral: ()) as? Result
+            else {
                 throw ChaosError(
                     .valueTypeMismatch, subject: name,
                     "the point returns \(Result.self), which cannot be nil; use constant or original instead"
@@ -113,14 +114,19 @@ extension PointCore {
                     "\(Result.self) has no ready random values; conform it to RandomChaosValue or use a catalogue item"
                 )
             }
-            return .leaf(.random(RandomGenerator { source in
-                // Checked above: the result type is this RandomChaosValue type.
-                randomType.randomChaosValue(using: &source) as! Result
-            }))
+            return .leaf(
+                .random(
+                    RandomGenerator { source in
+                        // Checked above: the result type is this RandomChaosValue type.
+                        randomType.randomChaosValue(using: &source) as! Result
+                    }))
         case .throwing(let error):
             guard let typed = error as? Failure else {
-                let fix = Failure.self == Never.self ? "this point cannot throw; use a value provider instead" : "throw a \(Failure.self)"
-                throw ChaosError(.valueTypeMismatch, subject: name, "\(type(of: error)) is not the point's error type: \(fix)")
+                let fix =
+                    Failure.self == Never.self
+                    ? "this point cannot throw; use a value provider instead" : "throw a \(Failure.self)"
+                throw ChaosError(
+                    .valueTypeMismatch, subject: name, "\(type(of: error)) is not the point's error type: \(fix)")
             }
             return .leaf(.throwing(typed))
         case .catalogue(let itemName, let parameters):
@@ -145,7 +151,8 @@ extension PointCore {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             guard let date = ISO8601Date.parse(text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an ISO-8601 date")
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "'\(text)' is not an ISO-8601 date")
             }
             return date
         }
@@ -153,7 +160,9 @@ extension PointCore {
             // Wrapped in an array so that plain numbers and strings decode too.
             let data = Data("[\(value)]".utf8)
             let decoded: Any = try decodeFirst(decodable, from: data, decoder)
-            guard let typed = decoded as? Result else { throw DecodingError.typeMismatch(Result.self, .init(codingPath: [], debugDescription: "")) }
+            guard let typed = decoded as? Result else {
+                throw DecodingError.typeMismatch(Result.self, .init(codingPath: [], debugDescription: ""))
+            }
             return typed
         } catch {
             throw ChaosError(

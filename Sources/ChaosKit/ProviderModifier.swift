@@ -52,7 +52,9 @@ public enum ProviderModifier: Sendable, Hashable {
         case .delay(let delay):
             delay >= .zero ? nil : "delayed(by: \(delay)) is negative; use a duration of zero or more"
         case .lease(let lease):
-            lease > .zero ? nil : "lease(\(DurationText.format(lease))) ends before it starts; give a duration above zero, e.g. .seconds(30)"
+            lease > .zero
+                ? nil
+                : "lease(\(DurationText.format(lease))) ends before it starts; give a duration above zero, e.g. .seconds(30)"
         }
     }
 
@@ -93,7 +95,8 @@ public enum ProviderModifier: Sendable, Hashable {
                     return .failure(ModifierSyntaxError("delay: \(error.message)"))
                 }
             default:
-                return .failure(ModifierSyntaxError("delay must be milliseconds or a duration such as \"250ms\", \"2s\" or \"1m\""))
+                return .failure(
+                    ModifierSyntaxError("delay must be milliseconds or a duration such as \"250ms\", \"2s\" or \"1m\""))
             }
         case "lease":
             guard case .string(let text) = value else {
@@ -101,7 +104,9 @@ public enum ProviderModifier: Sendable, Hashable {
             }
             do throws(ChaosError) {
                 let lease = try DurationText.duration(text)
-                guard lease > .zero else { return .failure(ModifierSyntaxError("lease must be longer than zero, e.g. \"30s\"")) }
+                guard lease > .zero else {
+                    return .failure(ModifierSyntaxError("lease must be longer than zero, e.g. \"30s\""))
+                }
                 return .success(.lease(lease))
             } catch {
                 return .failure(ModifierSyntaxError("lease: \(error.message)"))
@@ -125,25 +130,39 @@ public enum ProviderModifier: Sendable, Hashable {
     /// (what `chaos list` shows).
     public static var schemaProperties: [(key: String, schema: ProfileValue)] {
         [
-            ("probability", .object([
-                "description": .string("Apply the provider with this probability (0…1), otherwise call the original."),
-                "type": .string("number"), "minimum": .number(0), "maximum": .number(1),
-            ])),
-            ("times", .object([
-                "description": .string("Apply the provider to the first N calls, then call the original."),
-                "type": .string("integer"), "minimum": .number(1),
-            ])),
-            ("delay", .object([
-                "description": .string("Wait before answering: milliseconds, or a duration such as \"250ms\"."),
-                "oneOf": .array([
-                    .object(["type": .string("number"), "minimum": .number(0)]),
-                    .object(["type": .string("string"), "pattern": .string(DurationText.schemaPattern)]),
-                ]),
-            ])),
-            ("lease", .object([
-                "description": .string("Revert the entry by itself this long after it is applied (outermost only), e.g. \"30s\"."),
-                "type": .string("string"), "pattern": .string(DurationText.schemaPattern),
-            ])),
+            (
+                "probability",
+                .object([
+                    "description": .string(
+                        "Apply the provider with this probability (0…1), otherwise call the original."),
+                    "type": .string("number"), "minimum": .number(0), "maximum": .number(1),
+                ])
+            ),
+            (
+                "times",
+                .object([
+                    "description": .string("Apply the provider to the first N calls, then call the original."),
+                    "type": .string("integer"), "minimum": .number(1),
+                ])
+            ),
+            (
+                "delay",
+                .object([
+                    "description": .string("Wait before answering: milliseconds, or a duration such as \"250ms\"."),
+                    "oneOf": .array([
+                        .object(["type": .string("number"), "minimum": .number(0)]),
+                        .object(["type": .string("string"), "pattern": .string(DurationText.schemaPattern)]),
+                    ]),
+                ])
+            ),
+            (
+                "lease",
+                .object([
+                    "description": .string(
+                        "Revert the entry by itself this long after it is applied (outermost only), e.g. \"30s\"."),
+                    "type": .string("string"), "pattern": .string(DurationText.schemaPattern),
+                ])
+            ),
         ]
     }
 
@@ -157,36 +176,54 @@ public enum ProviderModifier: Sendable, Hashable {
     }
 
     /// The grammar's modifiers: their form and how their text becomes a modifier.
-    static let grammar: [(form: GrammarForm, read: @Sendable (String) -> Result<ProviderModifier, ModifierSyntaxError>)] = [
-        (.prefix(terminator: "%"), { text in
-            guard let percent = Double(text), (0...100).contains(percent) else {
-                return .failure(ModifierSyntaxError("'\(text)%' is not a probability; write a percentage from 0 to 100, e.g. 20%"))
-            }
-            return .success(.probability(percent / 100))
-        }),
-        (.prefix(terminator: "*"), { text in
-            guard let count = Int(text), count >= 1 else {
-                return .failure(ModifierSyntaxError("'\(text)*' is not a count; write 1* or more, e.g. 3*"))
-            }
-            return .success(.times(count))
-        }),
-        (.suffix(introducer: "@"), { text in
-            do throws(ChaosError) {
-                return .success(.delay(try DurationText.duration(text)))
-            } catch {
-                return .failure(ModifierSyntaxError("'@\(text)' is not a delay: \(error.message)"))
-            }
-        }),
-        (.suffix(introducer: "~"), { text in
-            do throws(ChaosError) {
-                let lease = try DurationText.duration(text)
-                guard lease > .zero else { return .failure(ModifierSyntaxError("'~\(text)' is not a lease: give a duration above zero, e.g. ~30s")) }
-                return .success(.lease(lease))
-            } catch {
-                return .failure(ModifierSyntaxError("'~\(text)' is not a lease: \(error.message)"))
-            }
-        }),
-    ]
+    static let grammar:
+        [(form: GrammarForm, read: @Sendable (String) -> Result<ProviderModifier, ModifierSyntaxError>)] = [
+            (
+                .prefix(terminator: "%"),
+                { text in
+                    guard let percent = Double(text), (0...100).contains(percent) else {
+                        return .failure(
+                            ModifierSyntaxError(
+                                "'\(text)%' is not a probability; write a percentage from 0 to 100, e.g. 20%"))
+                    }
+                    return .success(.probability(percent / 100))
+                }
+            ),
+            (
+                .prefix(terminator: "*"),
+                { text in
+                    guard let count = Int(text), count >= 1 else {
+                        return .failure(ModifierSyntaxError("'\(text)*' is not a count; write 1* or more, e.g. 3*"))
+                    }
+                    return .success(.times(count))
+                }
+            ),
+            (
+                .suffix(introducer: "@"),
+                { text in
+                    do throws(ChaosError) {
+                        return .success(.delay(try DurationText.duration(text)))
+                    } catch {
+                        return .failure(ModifierSyntaxError("'@\(text)' is not a delay: \(error.message)"))
+                    }
+                }
+            ),
+            (
+                .suffix(introducer: "~"),
+                { text in
+                    do throws(ChaosError) {
+                        let lease = try DurationText.duration(text)
+                        guard lease > .zero else {
+                            return .failure(
+                                ModifierSyntaxError("'~\(text)' is not a lease: give a duration above zero, e.g. ~30s"))
+                        }
+                        return .success(.lease(lease))
+                    } catch {
+                        return .failure(ModifierSyntaxError("'~\(text)' is not a lease: \(error.message)"))
+                    }
+                }
+            ),
+        ]
 
     // MARK: Calls
 

@@ -70,7 +70,9 @@ extension ProviderTree {
         case .leaf:
             return nil
         case .sequential(let children):
-            if children.isEmpty { return "sequential([]) has no providers; give it at least one (the last one repeats)" }
+            if children.isEmpty {
+                return "sequential([]) has no providers; give it at least one (the last one repeats)"
+            }
             return children.lazy.compactMap(\.problem).first
         case .composite(let branches, let otherwise):
             return branches.lazy.compactMap(\.provider.problem).first ?? otherwise.problem
@@ -112,12 +114,14 @@ extension ProviderTree {
         case .composite(let branches, let otherwise):
             var result: [ProviderBranch<OtherCondition, ProviderTree<OtherLeaf, OtherCondition>>] = []
             for branch in branches {
-                result.append(ProviderBranch(
-                    condition: try transformCondition(branch.condition),
-                    provider: try branch.provider.transformed(leaf: transformLeaf, condition: transformCondition)
-                ))
+                result.append(
+                    ProviderBranch(
+                        condition: try transformCondition(branch.condition),
+                        provider: try branch.provider.transformed(leaf: transformLeaf, condition: transformCondition)
+                    ))
             }
-            return .composite(result, otherwise: try otherwise.transformed(leaf: transformLeaf, condition: transformCondition))
+            return .composite(
+                result, otherwise: try otherwise.transformed(leaf: transformLeaf, condition: transformCondition))
         case .modified(let modifier, let child):
             return .modified(modifier, try child.transformed(leaf: transformLeaf, condition: transformCondition))
         }
@@ -128,7 +132,8 @@ extension ProviderTree {
         switch self {
         case .leaf: return []
         case .sequential(let children): return children.flatMap(\.modifiers)
-        case .composite(let branches, let otherwise): return branches.flatMap(\.provider.modifiers) + otherwise.modifiers
+        case .composite(let branches, let otherwise):
+            return branches.flatMap(\.provider.modifiers) + otherwise.modifiers
         case .modified(let modifier, let child): return [modifier] + child.modifiers
         }
     }
@@ -145,7 +150,10 @@ public struct ArgumentCondition<Arguments>: Sendable, ProviderSummarizable {
     public let tag: (any Hashable & Sendable)?
 
     /// A condition that holds when `test` returns true.
-    public init(_ summary: String = "a condition", tag: (any Hashable & Sendable)? = nil, _ test: @escaping @Sendable (Arguments) -> Bool) {
+    public init(
+        _ summary: String = "a condition", tag: (any Hashable & Sendable)? = nil,
+        _ test: @escaping @Sendable (Arguments) -> Bool
+    ) {
         self.test = test
         self.summary = summary
         self.tag = tag

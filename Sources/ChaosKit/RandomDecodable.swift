@@ -105,11 +105,14 @@ final class Invention {
     }
 
     /// Plain strings, tried in order when random ones are refused.
-    static let plainStrings = ["a", "0", "https://example.com/", "2025-01-01T00:00:00Z", "00000000-0000-0000-0000-000000000000", "true"]
+    static let plainStrings = [
+        "a", "0", "https://example.com/", "2025-01-01T00:00:00Z", "00000000-0000-0000-0000-000000000000", "true",
+    ]
 
     /// Strings that break code: empty, blank, long, look-alikes of other types, invisible characters.
     static let edgeStrings: [String] = [
-        "", " ", "null", "0", "-1", "true", "NaN", "\u{0}", "\u{202E}evil", "👩‍👩‍👧‍👦", "e\u{0301}", "<script>alert(1)</script>",
+        "", " ", "null", "0", "-1", "true", "NaN", "\u{0}", "\u{202E}evil", "👩‍👩‍👧‍👦", "e\u{0301}",
+        "<script>alert(1)</script>",
         "'; DROP TABLE users; --", "%s%n", "\n", String(repeating: "W", count: 1_000),
         String(repeating: "🙂", count: 300),
     ]
@@ -138,7 +141,8 @@ final class Invention {
             }
         }
         impossible.insert(key)
-        throw last ?? DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(T.self) cannot be invented"))
+        throw last
+            ?? DecodingError.dataCorrupted(.init(codingPath: path, debugDescription: "\(T.self) cannot be invented"))
     }
 
     /// Values for the Foundation types whose decoding validates, and for types that draw
@@ -150,23 +154,39 @@ final class Invention {
             return (plain ? RandomGenerator<Date>.defaultCentre : Date.randomChaosValue(using: &random)) as? T
         case is URL.Type:
             let urls = [
-                "https://example.com/", "https://example.com/a%20b?q=1&q=2#top", "http://[::1]:8080/", "https://xn--bcher-kva.example/",
-                "file:///tmp/x", "https://example.com/" + String(repeating: "p/", count: 500), "mailto:a@example.com", "https://user:pw@example.com:1/",
+                "https://example.com/", "https://example.com/a%20b?q=1&q=2#top", "http://[::1]:8080/",
+                "https://xn--bcher-kva.example/",
+                "file:///tmp/x", "https://example.com/" + String(repeating: "p/", count: 500), "mailto:a@example.com",
+                "https://user:pw@example.com:1/",
             ]
             return URL(string: plain ? urls[0] : pick(urls)) as? T
         case is UUID.Type:
             if plain { return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) as? T }
-            let a = random.next(), b = random.next()
-            let bytes = (0..<8).map { UInt8(truncatingIfNeeded: a >> ($0 * 8)) } + (0..<8).map { UInt8(truncatingIfNeeded: b >> ($0 * 8)) }
-            return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                               bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15])) as? T
+            let a = random.next()
+            let b = random.next()
+            let bytes =
+                (0..<8).map { UInt8(truncatingIfNeeded: a >> ($0 * 8)) }
+                + (0..<8).map { UInt8(truncatingIfNeeded: b >> ($0 * 8)) }
+            return UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                    bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+                )) as? T
         case is Data.Type:
             if plain || chance(options.emptyProbability) { return Data() as? T }
-            return Data((0..<Int.random(in: 1...(options.maxCount * 16), using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }) as? T
+            return Data(
+                (0..<Int.random(in: 1...(options.maxCount * 16), using: &random)).map { _ in
+                    UInt8.random(in: 0...255, using: &random)
+                }) as? T
         case is Decimal.Type:
             if plain { return Decimal(0) as? T }
-            let edges: [Decimal] = [0, -1, Decimal.greatestFiniteMagnitude, Decimal.leastFiniteMagnitude, Decimal(string: "0.000000000000000000000000000001")!]
-            return (chance(options.edgeProbability) ? pick(edges) : Decimal(Double.random(in: -1e9...1e9, using: &random))) as? T
+            let edges: [Decimal] = [
+                0, -1, Decimal.greatestFiniteMagnitude, Decimal.leastFiniteMagnitude,
+                Decimal(string: "0.000000000000000000000000000001")!,
+            ]
+            return
+                (chance(options.edgeProbability) ? pick(edges) : Decimal(Double.random(in: -1e9...1e9, using: &random)))
+                as? T
         case is any StandardInvented.Type:
             return nil
         case let own as any RandomChaosValue.Type:
@@ -183,7 +203,10 @@ final class Invention {
     func bool(_ mode: InventionMode) -> Bool { mode == .random ? Bool.randomChaosValue(using: &random) : false }
 
     func integer<I: FixedWidthInteger & RandomChaosValue>(_ type: I.Type, _ mode: InventionMode) -> I {
-        guard mode == .random else { if case .plain(let k) = mode { return I(k % 2) }; return 0 }
+        guard mode == .random else {
+            if case .plain(let k) = mode { return I(k % 2) }
+            return 0
+        }
         if chance(options.edgeProbability) {
             return pick([I.min, I.max, 0, I.isSigned ? 0 &- 1 : 1, 1])
         }
@@ -191,9 +214,15 @@ final class Invention {
     }
 
     func double(_ mode: InventionMode) -> Double {
-        guard mode == .random else { if case .plain(let k) = mode { return Double(k % 2) }; return 0 }
+        guard mode == .random else {
+            if case .plain(let k) = mode { return Double(k % 2) }
+            return 0
+        }
         if chance(options.edgeProbability) {
-            var edges: [Double] = [0, -0.0, -1, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 9_007_199_254_740_992, 1e-300]
+            var edges: [Double] = [
+                0, -0.0, -1, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+                9_007_199_254_740_992, 1e-300,
+            ]
             if options.nonFiniteNumbers { edges += [.nan, .infinity, -.infinity] }
             return pick(edges)
         }
@@ -201,9 +230,14 @@ final class Invention {
     }
 
     func float(_ mode: InventionMode) -> Float {
-        guard mode == .random else { if case .plain(let k) = mode { return Float(k % 2) }; return 0 }
+        guard mode == .random else {
+            if case .plain(let k) = mode { return Float(k % 2) }
+            return 0
+        }
         if chance(options.edgeProbability) {
-            var edges: [Float] = [0, -0.0, -1, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 16_777_216]
+            var edges: [Float] = [
+                0, -0.0, -1, .leastNonzeroMagnitude, .greatestFiniteMagnitude, -.greatestFiniteMagnitude, 16_777_216,
+            ]
             if options.nonFiniteNumbers { edges += [.nan, .infinity, -.infinity] }
             return pick(edges)
         }
@@ -230,13 +264,15 @@ final class Invention {
         }
         if case .plain(let k) = mode { return Self.plainStrings[k % Self.plainStrings.count] }
         if chance(options.edgeProbability) { return pick(Self.edgeStrings) }
-        return RandomGenerator<String>.string(length: options.stringLength, alphabet: options.alphabet).generate(using: &random)
+        return RandomGenerator<String>.string(length: options.stringLength, alphabet: options.alphabet).generate(
+            using: &random)
     }
 
     /// A raw value that is none of the enum's cases: a case with a suffix, or any string.
     private func unknownCase(of hint: EnumHint) -> String {
         for _ in 0..<8 {
-            let candidate = chance(0.5) ? pick(hint.cases) + "_unknown" : pick(Self.edgeStrings + ["UNKNOWN", "other", "v2"])
+            let candidate =
+                chance(0.5) ? pick(hint.cases) + "_unknown" : pick(Self.edgeStrings + ["UNKNOWN", "other", "v2"])
             if !hint.cases.contains(candidate) { return candidate }
         }
         return "\u{1F9EA}unknown-\(random.next() % 1_000_000)"
@@ -353,7 +389,9 @@ struct InventedKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         var keys: [Key] = []
         var seen: Set<String> = []
         for _ in 0..<invention.count(mode, depth: decoder.depth) {
-            let text = invention.chance(1.0 / 3) ? String(Int.random(in: -1_000...1_000_000, using: &invention.random))
+            let text =
+                invention.chance(1.0 / 3)
+                ? String(Int.random(in: -1_000...1_000_000, using: &invention.random))
                 : invention.string(.random, hint: nil)
             if !seen.contains(text), let key = Key(stringValue: text) {
                 seen.insert(text)
@@ -384,26 +422,56 @@ struct InventedKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
         invention.isNil(mode, depth: decoder.depth) ? nil : try decoder.child(type, at: key)
     }
-    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try optional { try decode(type, forKey: key) } }
-    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try optional { try decode(type, forKey: key) } }
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
+        try optional { try decode(type, forKey: key) }
+    }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
+        try optional { try decode(type, forKey: key) }
+    }
 
     private func optional<T>(_ value: () throws -> T) throws -> T? {
         invention.isNil(mode, depth: decoder.depth) ? nil : try value()
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
         try below(key).container(keyedBy: type)
     }
 
@@ -435,7 +503,9 @@ struct InventedUnkeyedContainer: UnkeyedDecodingContainer {
     /// Moves to the next element; past the end is an error, as from a real decoder.
     private mutating func advance<T>(_ type: T.Type) throws -> InventionMode {
         guard !isAtEnd else {
-            throw DecodingError.valueNotFound(T.self, .init(codingPath: codingPath, debugDescription: "the invented array has \(count ?? 0) elements"))
+            throw DecodingError.valueNotFound(
+                T.self, .init(codingPath: codingPath, debugDescription: "the invented array has \(count ?? 0) elements")
+            )
         }
         currentIndex += 1
         return decoder.mode
@@ -513,7 +583,9 @@ struct InventedUnkeyedContainer: UnkeyedDecodingContainer {
         return try decoder.child(type, at: key)
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<
+        NestedKey
+    > {
         try nestedDecoder().container(keyedBy: type)
     }
 

@@ -154,7 +154,9 @@ extension Double: RandomChaosValue {
     /// Any finite value, with zero, negative zero, infinities, NaN and tiny values among them.
     public static func randomChaosValue(using source: inout SeededRandom) -> Double {
         if source.next() % 4 == 0 {
-            let edges: [Double] = [0, -0.0, .infinity, -.infinity, .nan, .leastNonzeroMagnitude, .greatestFiniteMagnitude]
+            let edges: [Double] = [
+                0, -0.0, .infinity, -.infinity, .nan, .leastNonzeroMagnitude, .greatestFiniteMagnitude,
+            ]
             return edges[Int(source.next() % UInt64(edges.count))]
         }
         return Double.random(in: -1e12...1e12, using: &source)

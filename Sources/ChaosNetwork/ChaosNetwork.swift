@@ -45,58 +45,106 @@ public enum ChaosNetwork {
     static let catalogue = PointCatalogue<Provider>(
         [
             CatalogueItem("offline", "no network at all") { _ in NetworkCondition.offline.provider },
-            CatalogueItem("dns-failure", "the host name does not resolve") { _ in NetworkCondition.dnsFailure.provider },
-            CatalogueItem("refused", "the connection is refused, as by a closed port") { _ in NetworkCondition.refused.provider },
-            CatalogueItem("connection-reset", "the connection is reset partway through the body", parameters: [
-                .number("fraction", "how much of the body arrives before the reset", default: 0.5, range: 0...1),
-            ]) { parameters in
+            CatalogueItem("dns-failure", "the host name does not resolve") { _ in NetworkCondition.dnsFailure.provider
+            },
+            CatalogueItem("refused", "the connection is refused, as by a closed port") { _ in
+                NetworkCondition.refused.provider
+            },
+            CatalogueItem(
+                "connection-reset", "the connection is reset partway through the body",
+                parameters: [
+                    .number("fraction", "how much of the body arrives before the reset", default: 0.5, range: 0...1)
+                ]
+            ) { parameters in
                 NetworkCondition.connectionReset(keeping: try parameters.double("fraction")).provider
             },
-            CatalogueItem("timeout", "the request times out", parameters: [
-                .duration("after", "how long the request hangs before it fails", default: .zero),
-            ]) { parameters in
+            CatalogueItem(
+                "timeout", "the request times out",
+                parameters: [
+                    .duration("after", "how long the request hangs before it fails", default: .zero)
+                ]
+            ) { parameters in
                 NetworkCondition.timeout(after: try parameters.duration("after")).provider
             },
-            CatalogueItem("status", "an HTTP error response", parameters: [
-                .integer("code", "the HTTP status", range: 100...599),
-                .integer("retryAfter", "a Retry-After header", unit: "seconds", range: 0...31_536_000, optional: true),
-            ]) { parameters in
-                NetworkCondition.status(try parameters.int("code"), retryAfter: parameters.has("retryAfter") ? try parameters.int("retryAfter") : nil).provider
+            CatalogueItem(
+                "status", "an HTTP error response",
+                parameters: [
+                    .integer("code", "the HTTP status", range: 100...599),
+                    .integer(
+                        "retryAfter", "a Retry-After header", unit: "seconds", range: 0...31_536_000, optional: true),
+                ]
+            ) { parameters in
+                NetworkCondition.status(
+                    try parameters.int("code"),
+                    retryAfter: parameters.has("retryAfter") ? try parameters.int("retryAfter") : nil
+                ).provider
             },
-            CatalogueItem("latency", "the response comes late", parameters: [
-                .duration("delay", "how long to wait before answering"),
-                .duration("jitter", "a random extra wait of up to this much", default: .zero),
-            ]) { parameters in
-                NetworkCondition.latency(try parameters.duration("delay"), jitter: try parameters.duration("jitter")).provider
+            CatalogueItem(
+                "latency", "the response comes late",
+                parameters: [
+                    .duration("delay", "how long to wait before answering"),
+                    .duration("jitter", "a random extra wait of up to this much", default: .zero),
+                ]
+            ) { parameters in
+                NetworkCondition.latency(try parameters.duration("delay"), jitter: try parameters.duration("jitter"))
+                    .provider
             },
-            CatalogueItem("bandwidth", "a slow link", parameters: [
-                .choice("preset", "a named link (or give bytesPerSecond)", BandwidthPreset.allCases.map(\.rawValue), default: BandwidthPreset.threeG.rawValue),
-                .number("bytesPerSecond", "the link's speed, instead of a preset", unit: "bytes/s", range: 1...1e12, optional: true),
-                .duration("latency", "extra delay before the first byte, with bytesPerSecond", default: .zero),
-            ]) { parameters in
+            CatalogueItem(
+                "bandwidth", "a slow link",
+                parameters: [
+                    .choice(
+                        "preset", "a named link (or give bytesPerSecond)", BandwidthPreset.allCases.map(\.rawValue),
+                        default: BandwidthPreset.threeG.rawValue),
+                    .number(
+                        "bytesPerSecond", "the link's speed, instead of a preset", unit: "bytes/s", range: 1...1e12,
+                        optional: true),
+                    .duration("latency", "extra delay before the first byte, with bytesPerSecond", default: .zero),
+                ]
+            ) { parameters in
                 if parameters.has("bytesPerSecond") {
-                    return NetworkCondition.bandwidth(bytesPerSecond: try parameters.double("bytesPerSecond"), latency: try parameters.duration("latency")).provider
+                    return NetworkCondition.bandwidth(
+                        bytesPerSecond: try parameters.double("bytesPerSecond"),
+                        latency: try parameters.duration("latency")
+                    ).provider
                 }
                 return NetworkCondition.bandwidth(BandwidthPreset(rawValue: try parameters.string("preset"))!).provider
             },
-            CatalogueItem("truncated", "the body stops early", parameters: [
-                .number("fraction", "how much of the body arrives", default: 0.5, range: 0...1),
-                .boolean("declaredLength", "whether Content-Length still promises the whole body", default: false),
-            ]) { parameters in
-                NetworkCondition.truncated(keeping: try parameters.double("fraction"), declaredLength: try parameters.bool("declaredLength")).provider
+            CatalogueItem(
+                "truncated", "the body stops early",
+                parameters: [
+                    .number("fraction", "how much of the body arrives", default: 0.5, range: 0...1),
+                    .boolean("declaredLength", "whether Content-Length still promises the whole body", default: false),
+                ]
+            ) { parameters in
+                NetworkCondition.truncated(
+                    keeping: try parameters.double("fraction"), declaredLength: try parameters.bool("declaredLength")
+                ).provider
             },
-            CatalogueItem("corrupted", "bytes of the body flipped", parameters: [
-                .integer("bytes", "how many bytes are changed", default: 8, range: 1...1_000_000),
-            ]) { parameters in
+            CatalogueItem(
+                "corrupted", "bytes of the body flipped",
+                parameters: [
+                    .integer("bytes", "how many bytes are changed", default: 8, range: 1...1_000_000)
+                ]
+            ) { parameters in
                 NetworkCondition.corrupted(bytes: try parameters.int("bytes")).provider
             },
-            CatalogueItem("mutated-json", "fields of the JSON body changed: null, missing, wrong type, huge, long, unknown", parameters: [
-                .integer("count", "how many values of each body are changed", default: 1, range: 1...10_000),
-                .strings("kinds", "which changes: \(JSONMutation.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)"),
-                .strings("paths", "JSON paths whose values may change, e.g. [\"$.user\"] (default: any)"),
-                .integer("seed", "the same changes to every body (default: drawn from the chaos seed)", range: 0...9_000_000_000_000_000, optional: true),
-                .integer("stringLength", "how long a long-string is", unit: "characters", default: 10_000, range: 1...10_000_000),
-            ]) { parameters in
+            CatalogueItem(
+                "mutated-json", "fields of the JSON body changed: null, missing, wrong type, huge, long, unknown",
+                parameters: [
+                    .integer("count", "how many values of each body are changed", default: 1, range: 1...10_000),
+                    .strings(
+                        "kinds",
+                        "which changes: \(JSONMutation.Kind.allCases.map(\.rawValue).joined(separator: ", ")) (default: all)"
+                    ),
+                    .strings("paths", "JSON paths whose values may change, e.g. [\"$.user\"] (default: any)"),
+                    .integer(
+                        "seed", "the same changes to every body (default: drawn from the chaos seed)",
+                        range: 0...9_000_000_000_000_000, optional: true),
+                    .integer(
+                        "stringLength", "how long a long-string is", unit: "characters", default: 10_000,
+                        range: 1...10_000_000),
+                ]
+            ) { parameters in
                 try mutatedJSON(parameters).provider
             },
         ],
@@ -122,24 +170,32 @@ public enum ChaosNetwork {
                 }
                 kinds.insert(kind)
             }
-            guard !kinds.isEmpty else { throw parameters.invalid("parameter 'kinds' is empty; leave it out for every kind", parameter: "kinds") }
+            guard !kinds.isEmpty else {
+                throw parameters.invalid("parameter 'kinds' is empty; leave it out for every kind", parameter: "kinds")
+            }
         }
         let paths = try parameters.strings("paths")
         for path in paths ?? [] where !path.hasPrefix("$") {
-            throw parameters.invalid("parameter 'paths' has '\(InputExcerpt.of(path))'; a JSON path starts with '$', e.g. \"$.user.name\"", parameter: "paths")
+            throw parameters.invalid(
+                "parameter 'paths' has '\(InputExcerpt.of(path))'; a JSON path starts with '$', e.g. \"$.user.name\"",
+                parameter: "paths")
         }
-        let mutator = JSONMutator(kinds: kinds, count: try parameters.int("count"), paths: paths, longStringLength: try parameters.int("stringLength"))
+        let mutator = JSONMutator(
+            kinds: kinds, count: try parameters.int("count"), paths: paths,
+            longStringLength: try parameters.int("stringLength"))
         let seed = parameters.has("seed") ? UInt64(try parameters.int("seed")) : nil
         return .mutatedJSON(mutator, seed: seed, log: .shared)
     }
 
     /// The test a profile's `match` object stands for (its conditions already checked).
-    static func profileMatcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (NetworkRequest) -> Bool {
+    static func profileMatcher(_ conditions: ProfileParameters) throws(ChaosError) -> @Sendable (NetworkRequest) -> Bool
+    {
         let method = conditions.has("method") ? try conditions.string("method").uppercased() : nil
         let host = conditions.has("host") ? try conditions.string("host").lowercased() : nil
         let path = conditions.has("path") ? try conditions.string("path") : nil
         if let path, !path.hasPrefix("/") {
-            throw conditions.invalid("path '\(path.prefix(80))' must start with '/', e.g. \"/v1/users\"", parameter: "path")
+            throw conditions.invalid(
+                "path '\(path.prefix(80))' must start with '/', e.g. \"/v1/users\"", parameter: "path")
         }
         return { request in
             if let method, request.method.rawValue != method { return false }

@@ -1,10 +1,11 @@
 import ChaosKit
 import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
-import HTTPTypes
-import HTTPTypesFoundation
 
 /// Intercepts URLSession traffic: requests go through the ``ChaosNetwork/send`` point and
 /// are answered by a ``StubSet`` (its stubs, responders, conditions and unmatched policy).
@@ -88,7 +89,9 @@ public class ChaosURLProtocol: URLProtocol {
     /// Whether this protocol handles `request`: HTTP(S) requests of a session with a stub
     /// set, or any HTTP(S) request while registered globally; never a pass-through.
     public override class func canInit(with request: URLRequest) -> Bool {
-        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return false
+        }
         if URLProtocol.property(forKey: PassThroughClient.markKey, in: request) != nil { return false }
         return stubSet(slot: slot) != nil
     }
@@ -102,11 +105,17 @@ public class ChaosURLProtocol: URLProtocol {
     public override func startLoading() {
         let urlRequest = request
         guard let stubs = Self.stubSet(slot: Self.slot) else {
-            fail(NetworkError.transport("the stub set of this session no longer exists; keep a reference to it while the session is used"), url: urlRequest.url)
+            fail(
+                NetworkError.transport(
+                    "the stub set of this session no longer exists; keep a reference to it while the session is used"),
+                url: urlRequest.url)
             return
         }
         guard let head = urlRequest.httpRequest else {
-            fail(NetworkError.transport("\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"), url: urlRequest.url)
+            fail(
+                NetworkError.transport(
+                    "\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"),
+                url: urlRequest.url)
             return
         }
         let body = Self.body(of: urlRequest, task: task)
@@ -165,7 +174,10 @@ public class ChaosURLProtocol: URLProtocol {
     }
 
     private func send(_ response: PreparedResponse, url: URL?) {
-        guard let url, let http = HTTPURLResponse(url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers) else {
+        guard let url,
+            let http = HTTPURLResponse(
+                url: url, statusCode: response.status, httpVersion: "HTTP/1.1", headerFields: response.headers)
+        else {
             sendFailure(.transport("the stubbed response cannot be expressed as an HTTPURLResponse"), url: url)
             return
         }
@@ -198,19 +210,24 @@ public class ChaosURLProtocol: URLProtocol {
             return
         }
         #if canImport(FoundationNetworking)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ChaosKit-download-\(UUID().uuidString).tmp")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ChaosKit-download-\(UUID().uuidString).tmp")
         do {
             try response.body.write(to: file)
         } catch {
-            sendFailure(.urlError(code: URLError.Code.cannotCreateFile.rawValue, "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
+            sendFailure(
+                .urlError(
+                    code: URLError.Code.cannotCreateFile.rawValue,
+                    "the downloaded body cannot be written to \(file.path): \(error.localizedDescription)"), url: url)
             return
         }
         guard DownloadLocation.record(file, in: self) else {
             try? FileManager.default.removeItem(at: file)
-            sendFailure(.urlError(
-                code: URLError.Code.cannotCreateFile.rawValue,
-                "this Foundation gives a URLProtocol no way to hand a download task its file; use a data task (data(for:)) for stubbed downloads"
-            ), url: url)
+            sendFailure(
+                .urlError(
+                    code: URLError.Code.cannotCreateFile.rawValue,
+                    "this Foundation gives a URLProtocol no way to hand a download task its file; use a data task (data(for:)) for stubbed downloads"
+                ), url: url)
             return
         }
         client?.urlProtocol(self, didReceive: head, cacheStoragePolicy: .notAllowed)
@@ -285,7 +302,9 @@ struct SlotTable {
     private var entries: [Entry] = []
 
     mutating func slot(for stubs: StubSet) -> Int {
-        if let index = entries.firstIndex(where: { $0.identifier == stubs.identifier && $0.set != nil }) { return index }
+        if let index = entries.firstIndex(where: { $0.identifier == stubs.identifier && $0.set != nil }) {
+            return index
+        }
         let entry = Entry(set: stubs, identifier: stubs.identifier)
         if let free = entries.firstIndex(where: { $0.set == nil }) {
             entries[free] = entry

@@ -55,7 +55,8 @@ enum DownloadLocation {
             mirror = current.superclassMirror
         }
         guard let properties = mirror?.children.first, properties.label == "properties",
-              let table = properties.value as? any TemporaryFileTable else { return false }
+            let table = properties.value as? any TemporaryFileTable
+        else { return false }
         guard table.storing(file, in: instance) else { return false }
         // Read back: the dictionary now holds the file under the key Foundation reads.
         var check: Mirror? = Mirror(reflecting: instance)

@@ -48,7 +48,11 @@ struct HARArchive: Sendable {
     static func empty(comment: String) -> HARArchive {
         let log: HARJSON = .object([
             .init(key: "version", value: .string("1.2")),
-            .init(key: "creator", value: .object([.init(key: "name", value: .string("ChaosKit")), .init(key: "version", value: .string("1.0"))])),
+            .init(
+                key: "creator",
+                value: .object([
+                    .init(key: "name", value: .string("ChaosKit")), .init(key: "version", value: .string("1.0")),
+                ])),
             .init(key: "entries", value: .array([])),
             .init(key: "comment", value: .string(comment)),
         ])
@@ -64,17 +68,34 @@ struct HARArchive: Sendable {
         } catch {
             throw HARProblem(path: "$", message: error.message)
         }
-        guard case .object = root else { throw HARProblem(path: "$", message: "expected an object with a 'log' member, found \(root.kind)") }
-        guard let log = root["log"] else { throw HARProblem(path: "log", message: "the member is missing; a HAR file is {\"log\": {\"entries\": [...]}}") }
-        guard case .object = log else { throw HARProblem(path: "log", message: "expected an object, found \(log.kind)") }
+        guard case .object = root else {
+            throw HARProblem(path: "$", message: "expected an object with a 'log' member, found \(root.kind)")
+        }
+        guard let log = root["log"] else {
+            throw HARProblem(
+                path: "log", message: "the member is missing; a HAR file is {\"log\": {\"entries\": [...]}}")
+        }
+        guard case .object = log else {
+            throw HARProblem(path: "log", message: "expected an object, found \(log.kind)")
+        }
         if let version = log["version"] {
-            guard let text = version.string else { throw HARProblem(path: "log.version", message: "expected a string such as \"1.2\", found \(version.kind)") }
+            guard let text = version.string else {
+                throw HARProblem(
+                    path: "log.version", message: "expected a string such as \"1.2\", found \(version.kind)")
+            }
             guard text.hasPrefix("1.") else {
-                throw HARProblem(path: "log.version", message: "version '\(HARText.quote(text))' is not HAR 1.x; ChaosKit reads HAR 1.1 and 1.2")
+                throw HARProblem(
+                    path: "log.version",
+                    message: "version '\(HARText.quote(text))' is not HAR 1.x; ChaosKit reads HAR 1.1 and 1.2")
             }
         }
-        guard let entries = log["entries"] else { throw HARProblem(path: "log.entries", message: "the member is missing; give an array of entries (it may be empty)") }
-        guard let list = entries.array else { throw HARProblem(path: "log.entries", message: "expected an array, found \(entries.kind)") }
+        guard let entries = log["entries"] else {
+            throw HARProblem(
+                path: "log.entries", message: "the member is missing; give an array of entries (it may be empty)")
+        }
+        guard let list = entries.array else {
+            throw HARProblem(path: "log.entries", message: "expected an array, found \(entries.kind)")
+        }
         return HARArchive(root: root, entries: list)
     }
 
@@ -113,31 +134,55 @@ struct HARRecord: Sendable {
         let at = "log.entries[\(index)]"
         var problems: [HARProblem] = []
         guard case .object = entry else {
-            return .failure(HARProblemList([HARProblem(path: at, message: "expected an entry object, found \(entry.kind)")]))
+            return .failure(
+                HARProblemList([HARProblem(path: at, message: "expected an entry object, found \(entry.kind)")]))
         }
         // The request: method and URL are what matching uses.
         let request = entry["request"]
-        var method = "", url = ""
+        var method = ""
+        var url = ""
         if let request, case .object = request {
             switch request["method"] {
             case .string(let text)? where HTTPRequest.Method(text.uppercased()) != nil: method = text.uppercased()
             case .string(let text)?:
-                problems.append(HARProblem(path: at + ".request.method", message: "'\(HARText.quote(text))' is not an HTTP method; write one such as \"GET\""))
-            case nil: problems.append(HARProblem(path: at + ".request.method", message: "the member is missing; give the method, e.g. \"GET\""))
-            case let other?: problems.append(HARProblem(path: at + ".request.method", message: "expected a string such as \"GET\", found \(other.kind)"))
+                problems.append(
+                    HARProblem(
+                        path: at + ".request.method",
+                        message: "'\(HARText.quote(text))' is not an HTTP method; write one such as \"GET\""))
+            case nil:
+                problems.append(
+                    HARProblem(
+                        path: at + ".request.method", message: "the member is missing; give the method, e.g. \"GET\""))
+            case let other?:
+                problems.append(
+                    HARProblem(
+                        path: at + ".request.method", message: "expected a string such as \"GET\", found \(other.kind)")
+                )
             }
             switch request["url"] {
             case .string(let text)?:
                 if let absolute = HARText.absoluteURL(text) {
                     url = absolute
                 } else {
-                    problems.append(HARProblem(path: at + ".request.url", message: "'\(HARText.quote(text))' is not an absolute URL; write it with scheme and host, e.g. \"https://api.example.com/v1\""))
+                    problems.append(
+                        HARProblem(
+                            path: at + ".request.url",
+                            message:
+                                "'\(HARText.quote(text))' is not an absolute URL; write it with scheme and host, e.g. \"https://api.example.com/v1\""
+                        ))
                 }
-            case nil: problems.append(HARProblem(path: at + ".request.url", message: "the member is missing; give the absolute URL"))
-            case let other?: problems.append(HARProblem(path: at + ".request.url", message: "expected a string, found \(other.kind)"))
+            case nil:
+                problems.append(
+                    HARProblem(path: at + ".request.url", message: "the member is missing; give the absolute URL"))
+            case let other?:
+                problems.append(
+                    HARProblem(path: at + ".request.url", message: "expected a string, found \(other.kind)"))
             }
         } else {
-            problems.append(HARProblem(path: at + ".request", message: request == nil ? "the member is missing" : "expected an object, found \(request!.kind)"))
+            problems.append(
+                HARProblem(
+                    path: at + ".request",
+                    message: request == nil ? "the member is missing" : "expected an object, found \(request!.kind)"))
         }
         var requestBody = Data()
         if let post = entry["request"]?["postData"] {
@@ -153,26 +198,39 @@ struct HARRecord: Sendable {
         if let response, case .object = response {
             switch response["status"] {
             case nil:
-                problems.append(HARProblem(path: at + ".response.status", message: "the member is missing; give the HTTP status (100…999), or 0 for a request that failed"))
+                problems.append(
+                    HARProblem(
+                        path: at + ".response.status",
+                        message: "the member is missing; give the HTTP status (100…999), or 0 for a request that failed"
+                    ))
             case let value?:
                 guard let status = value.integer else {
                     let found = value.string.map { "a string (\"\(HARText.quote($0))\")" } ?? value.kind
-                    problems.append(HARProblem(path: at + ".response.status", message: "expected a number, found \(found); write the status as a number, e.g. 200"))
+                    problems.append(
+                        HARProblem(
+                            path: at + ".response.status",
+                            message: "expected a number, found \(found); write the status as a number, e.g. 200"))
                     break
                 }
                 if status == 0 || status == -1 {
-                    outcome = .failure(HARFailure.error(for: response, entry: entry, host: URLComponents(string: url)?.host ?? ""))
+                    outcome = .failure(
+                        HARFailure.error(for: response, entry: entry, host: URLComponents(string: url)?.host ?? ""))
                 } else if (100...999).contains(status) {
                     var headers = HARText.nameValues(response["headers"], path: at + ".response.headers", notes: &notes)
                     headers.removeAll { name, _ in
                         let lower = name.lowercased()
-                        return lower.hasPrefix(":") || HARRecord.transferHeaders.contains(lower) || HTTPField.Name(name) == nil
+                        return lower.hasPrefix(":") || HARRecord.transferHeaders.contains(lower)
+                            || HTTPField.Name(name) == nil
                     }
                     let reason = response["statusText"]?.string ?? ""
-                    switch HARBody.responseBody(response["content"], status: status, path: at + ".response.content", notes: &notes) {
+                    switch HARBody.responseBody(
+                        response["content"], status: status, path: at + ".response.content", notes: &notes)
+                    {
                     case .success(let body?):
                         outcome = .response(status: status, reason: reason, headers: headers, body: body.data)
-                        if !headers.contains(where: { $0.name.lowercased() == "content-type" }), let mime = body.mimeType, !mime.isEmpty {
+                        if !headers.contains(where: { $0.name.lowercased() == "content-type" }),
+                            let mime = body.mimeType, !mime.isEmpty
+                        {
                             headers.append((name: "Content-Type", value: mime))
                             outcome = .response(status: status, reason: reason, headers: headers, body: body.data)
                         }
@@ -183,24 +241,38 @@ struct HARRecord: Sendable {
                         problems.append(problem)
                     }
                 } else {
-                    problems.append(HARProblem(path: at + ".response.status", message: "\(status) is not an HTTP status; use 100…999, or 0 (or -1) for a request that failed"))
+                    problems.append(
+                        HARProblem(
+                            path: at + ".response.status",
+                            message:
+                                "\(status) is not an HTTP status; use 100…999, or 0 (or -1) for a request that failed"))
                 }
             }
         } else {
-            problems.append(HARProblem(path: at + ".response", message: response == nil ? "the member is missing" : "expected an object, found \(response!.kind)"))
+            problems.append(
+                HARProblem(
+                    path: at + ".response",
+                    message: response == nil ? "the member is missing" : "expected an object, found \(response!.kind)"))
         }
         guard problems.isEmpty, let outcome else { return .failure(HARProblemList(problems)) }
         var ignored: [HARProblem] = []
-        let contentType = entry["request"]?["postData"]?["mimeType"]?.string
-            ?? HARText.nameValues(entry["request"]?["headers"], path: "", notes: &ignored).first { $0.name.lowercased() == "content-type" }?.value
-        return .success(HARRecord(
-            index: index, method: method, url: url, requestBody: requestBody, requestContentType: contentType, outcome: outcome, bodyMissing: bodyMissing
-        ))
+        let contentType =
+            entry["request"]?["postData"]?["mimeType"]?.string
+            ?? HARText.nameValues(entry["request"]?["headers"], path: "", notes: &ignored).first {
+                $0.name.lowercased() == "content-type"
+            }?.value
+        return .success(
+            HARRecord(
+                index: index, method: method, url: url, requestBody: requestBody, requestContentType: contentType,
+                outcome: outcome, bodyMissing: bodyMissing
+            ))
     }
 
     /// Headers a replayed response does not repeat: HTTP/2 pseudo-headers and those that
     /// describe the transfer rather than the (decoded) content HAR holds.
-    static let transferHeaders: Set<String> = ["content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"]
+    static let transferHeaders: Set<String> = [
+        "content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive",
+    ]
 
     /// The response to replay (or the failure to throw).
     func response() throws(NetworkError) -> NetworkResponse {
@@ -213,7 +285,9 @@ struct HARRecord: Sendable {
                 if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
             }
             // `status` was checked to be within 100…999 when the entry was read.
-            return NetworkResponse(HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reason), headerFields: fields), body: body)
+            return NetworkResponse(
+                HTTPResponse(status: HTTPResponse.Status(code: status, reasonPhrase: reason), headerFields: fields),
+                body: body)
         }
     }
 }
@@ -232,20 +306,29 @@ enum HARBody {
     }
 
     /// The bytes of a response's `content`, nil when the archive has none for it.
-    static func responseBody(_ content: HARJSON?, status: Int, path: String, notes: inout [HARProblem]) -> Result<Content?, HARProblem> {
+    static func responseBody(_ content: HARJSON?, status: Int, path: String, notes: inout [HARProblem]) -> Result<
+        Content?, HARProblem
+    > {
         let noBodyStatus = (100..<200).contains(status) || status == 204 || status == 304
         guard let content else { return .success(noBodyStatus ? Content(data: Data(), mimeType: nil) : nil) }
         guard case .object = content else {
-            notes.append(HARProblem(path: path, message: "expected an object, found \(content.kind); read as content without a body"))
+            notes.append(
+                HARProblem(
+                    path: path, message: "expected an object, found \(content.kind); read as content without a body"))
             return .success(noBodyStatus ? Content(data: Data(), mimeType: nil) : nil)
         }
         let mimeType = content["mimeType"]?.string
         guard let textValue = content["text"], case .string(let text) = textValue else {
             if let other = content["text"], other != .null {
-                notes.append(HARProblem(path: path + ".text", message: "expected a string, found \(other.kind); read as content without a body"))
+                notes.append(
+                    HARProblem(
+                        path: path + ".text",
+                        message: "expected a string, found \(other.kind); read as content without a body"))
             }
             // A size of 0 says the body was empty; anything else (-1, absent, more) that it was not kept.
-            if noBodyStatus || content["size"]?.integer == 0 { return .success(Content(data: Data(), mimeType: mimeType)) }
+            if noBodyStatus || content["size"]?.integer == 0 {
+                return .success(Content(data: Data(), mimeType: mimeType))
+            }
             return .success(nil)
         }
         switch content["encoding"] {
@@ -255,27 +338,48 @@ enum HARBody {
             return .success(Content(data: data, mimeType: mimeType))
         case .string(let encoding)? where encoding.lowercased() == "base64":
             guard let data = HARText.base64(text) else {
-                return .failure(HARProblem(path: path + ".text", message: "the text is not base64 although encoding says so; fix the text or remove \"encoding\""))
+                return .failure(
+                    HARProblem(
+                        path: path + ".text",
+                        message: "the text is not base64 although encoding says so; fix the text or remove \"encoding\""
+                    ))
             }
             return .success(Content(data: data, mimeType: mimeType))
         case .string(let encoding)?:
-            return .failure(HARProblem(path: path + ".encoding", message: "'\(HARText.quote(encoding))' is not an encoding HAR uses; write \"base64\" or leave it out for text"))
+            return .failure(
+                HARProblem(
+                    path: path + ".encoding",
+                    message:
+                        "'\(HARText.quote(encoding))' is not an encoding HAR uses; write \"base64\" or leave it out for text"
+                ))
         case let other?:
-            return .failure(HARProblem(path: path + ".encoding", message: "expected a string such as \"base64\", found \(other.kind)"))
+            return .failure(
+                HARProblem(
+                    path: path + ".encoding", message: "expected a string such as \"base64\", found \(other.kind)"))
         }
     }
 
     /// The bytes of a request's `postData` (text, base64 text, or form `params`).
     static func requestBody(_ post: HARJSON, path: String, notes: inout [HARProblem]) -> Result<Data, HARProblem> {
         guard case .object = post else {
-            if post != .null { notes.append(HARProblem(path: path, message: "expected an object, found \(post.kind); the request is matched as having no body")) }
+            if post != .null {
+                notes.append(
+                    HARProblem(
+                        path: path,
+                        message: "expected an object, found \(post.kind); the request is matched as having no body"))
+            }
             return .success(Data())
         }
         let mimeType = post["mimeType"]?.string
         if case .string(let text)? = post["text"] {
             if case .string(let encoding)? = post["encoding"], encoding.lowercased() == "base64" {
                 guard let data = HARText.base64(text) else {
-                    return .failure(HARProblem(path: path + ".text", message: "the text is not base64 although encoding says so; fix the text or remove \"encoding\""))
+                    return .failure(
+                        HARProblem(
+                            path: path + ".text",
+                            message:
+                                "the text is not base64 although encoding says so; fix the text or remove \"encoding\"")
+                    )
                 }
                 return .success(data)
             }
@@ -316,7 +420,9 @@ enum HARText {
     static func absoluteURL(_ text: String) -> String? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         for candidate in [trimmed, trimmed.addingPercentEncoding(withAllowedCharacters: urlAllowed) ?? trimmed] {
-            if let components = URLComponents(string: candidate), let host = components.host, !host.isEmpty, components.scheme != nil {
+            if let components = URLComponents(string: candidate), let host = components.host, !host.isEmpty,
+                components.scheme != nil
+            {
                 return candidate
             }
         }
@@ -341,7 +447,9 @@ enum HARText {
         guard let mimeType else { return nil }
         for parameter in mimeType.split(separator: ";").dropFirst() {
             let parts = parameter.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else { continue }
+            guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "charset" else {
+                continue
+            }
             return parts[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"'")).lowercased()
         }
         return nil
@@ -373,9 +481,13 @@ enum HARText {
     /// iso-8859-1 is encoded back to iso-8859-1 (its exact recorded bytes). A charset that
     /// is unknown, or cannot write the text, leaves UTF-8 and a note.
     static func bytes(of text: String, mimeType: String?) -> (Data, String?) {
-        guard let charset = charset(in: mimeType), charset != "utf-8", charset != "utf8" else { return (Data(text.utf8), nil) }
+        guard let charset = charset(in: mimeType), charset != "utf-8", charset != "utf8" else {
+            return (Data(text.utf8), nil)
+        }
         guard let encoding = encoding(named: charset) else {
-            return (Data(text.utf8), "charset '\(quote(charset))' is not known to ChaosKit; the text is replayed as UTF-8")
+            return (
+                Data(text.utf8), "charset '\(quote(charset))' is not known to ChaosKit; the text is replayed as UTF-8"
+            )
         }
         guard let data = text.data(using: encoding, allowLossyConversion: false) else {
             return (Data(text.utf8), "the text has characters charset \(charset) cannot write; it is replayed as UTF-8")
@@ -389,7 +501,8 @@ enum HARText {
         if body.isEmpty { return ("", nil) }
         if let text = String(data: body, encoding: .utf8) { return (text, nil) }
         if let charset = charset(in: mimeType), let encoding = encoding(named: charset),
-           let text = String(data: body, encoding: encoding), text.data(using: encoding) == body {
+            let text = String(data: body, encoding: encoding), text.data(using: encoding) == body
+        {
             return (text, nil)
         }
         return (body.base64EncodedString(), "base64")
@@ -398,7 +511,8 @@ enum HARText {
     /// A `[{name, value}]` list, read leniently: values that are arrays (Polly.JS) become one
     /// pair per value, numbers and booleans become text, an object map (`{"name": "value"}`)
     /// is read as pairs, and items without a name are passed over with a note.
-    static func nameValues(_ json: HARJSON?, path: String, notes: inout [HARProblem]) -> [(name: String, value: String)] {
+    static func nameValues(_ json: HARJSON?, path: String, notes: inout [HARProblem]) -> [(name: String, value: String)]
+    {
         guard let json, json != .null else { return [] }
         func text(_ value: HARJSON?) -> [String]? {
             switch value {
@@ -415,7 +529,11 @@ enum HARText {
         case .array(let items):
             for (position, item) in items.enumerated() {
                 guard let name = item["name"]?.string, let values = text(item["value"]) else {
-                    notes.append(HARProblem(path: "\(path)[\(position)]", message: "expected {\"name\": …, \"value\": …}, found \(item.kind) without them; passed over"))
+                    notes.append(
+                        HARProblem(
+                            path: "\(path)[\(position)]",
+                            message:
+                                "expected {\"name\": …, \"value\": …}, found \(item.kind) without them; passed over"))
                     continue
                 }
                 pairs += values.map { (name: name, value: $0) }
@@ -426,7 +544,8 @@ enum HARText {
                 pairs += values.map { (name: member.key, value: $0) }
             }
         default:
-            notes.append(HARProblem(path: path, message: "expected an array of {name, value}, found \(json.kind); passed over"))
+            notes.append(
+                HARProblem(path: path, message: "expected an array of {name, value}, found \(json.kind); passed over"))
         }
         return pairs
     }
@@ -439,7 +558,8 @@ enum HARFailure {
     /// Where tools put the note of a failed request.
     static func note(in response: HARJSON, entry: HARJSON) -> String {
         let candidates = [
-            response["_failureText"], response["_error"], response["_errorText"], entry["_error"], entry["_failureText"], response["statusText"],
+            response["_failureText"], response["_error"], response["_errorText"], entry["_error"],
+            entry["_failureText"], response["statusText"],
             response["comment"], entry["comment"],
         ]
         for candidate in candidates {
@@ -452,31 +572,57 @@ enum HARFailure {
         let note = note(in: response, entry: entry)
         // ChaosKit's own recordings carry the URLError code, which says it exactly.
         if let code = response["_urlErrorCode"]?.integer, (-9_999...0).contains(code) {
-            return NetworkError(URLError(NetworkError.urlError(code: code, "").urlErrorCode, userInfo: [NSLocalizedDescriptionKey: note]), host: host)
+            return NetworkError(
+                URLError(
+                    NetworkError.urlError(code: code, "").urlErrorCode, userInfo: [NSLocalizedDescriptionKey: note]),
+                host: host)
         }
         return error(fromNote: note, host: host)
     }
 
     /// Rules in order: the first whose words appear in the note wins.
     private static let rules: [(words: [String], make: @Sendable (String, String) -> NetworkError)] = [
-        (["connection_refused", "connection refused", "econnrefused", "errno 111", "connect call failed", "ns_error_connection_refused", "err_address_unreachable"],
-         { host, _ in .refused(host: host) }),
-        (["name_not_resolved", "name_resolution_failed", "err_name", "unknown host", "unknownhost", "ns_error_unknown_host", "could not resolve", "couldn't resolve",
-          "name or service not known", "nodename nor servname", "getaddrinfo", "errno -2", "errno -3", "dns failure", "dns"],
-         { host, _ in .dnsFailure(host: host) }),
+        (
+            [
+                "connection_refused", "connection refused", "econnrefused", "errno 111", "connect call failed",
+                "ns_error_connection_refused", "err_address_unreachable",
+            ],
+            { host, _ in .refused(host: host) }
+        ),
+        (
+            [
+                "name_not_resolved", "name_resolution_failed", "err_name", "unknown host", "unknownhost",
+                "ns_error_unknown_host", "could not resolve", "couldn't resolve",
+                "name or service not known", "nodename nor servname", "getaddrinfo", "errno -2", "errno -3",
+                "dns failure", "dns",
+            ],
+            { host, _ in .dnsFailure(host: host) }
+        ),
         (["timed_out", "timed out", "timeout", "ns_error_net_timeout", "errno 110"], { _, _ in .timeout }),
         (["internet_disconnected", "ns_error_offline", "offline", "network_changed"], { _, _ in .offline }),
-        (["connection_reset", "connection reset", "econnreset", "errno 104", "connection_closed", "connection closed", "empty_response",
-          "content_length_mismatch", "incomplete_chunked", "connection_aborted", "ns_error_net_reset", "ns_error_net_interrupt", "ns_error_net_partial_transfer",
-          "connection lost", "broken pipe"],
-         { _, _ in .connectionLost }),
+        (
+            [
+                "connection_reset", "connection reset", "econnreset", "errno 104", "connection_closed",
+                "connection closed", "empty_response",
+                "content_length_mismatch", "incomplete_chunked", "connection_aborted", "ns_error_net_reset",
+                "ns_error_net_interrupt", "ns_error_net_partial_transfer",
+                "connection lost", "broken pipe",
+            ],
+            { _, _ in .connectionLost }
+        ),
         (["err_aborted", "ns_binding_aborted", "aborted", "cancel"], { _, _ in .cancelled }),
-        (["cert_authority", "certificate verify failed", "self signed", "self-signed", "untrusted"],
-         { _, note in .urlError(code: URLError.Code.serverCertificateUntrusted.rawValue, note) }),
-        (["err_cert", "cert", "ssl", "tls", "ns_error_generate_failure"],
-         { _, note in .urlError(code: URLError.Code.secureConnectionFailed.rawValue, note) }),
-        (["err_blocked", "blocked", "ns_error_dom_bad_uri", "cors"],
-         { _, note in .urlError(code: URLError.Code.cancelled.rawValue, note) }),
+        (
+            ["cert_authority", "certificate verify failed", "self signed", "self-signed", "untrusted"],
+            { _, note in .urlError(code: URLError.Code.serverCertificateUntrusted.rawValue, note) }
+        ),
+        (
+            ["err_cert", "cert", "ssl", "tls", "ns_error_generate_failure"],
+            { _, note in .urlError(code: URLError.Code.secureConnectionFailed.rawValue, note) }
+        ),
+        (
+            ["err_blocked", "blocked", "ns_error_dom_bad_uri", "cors"],
+            { _, note in .urlError(code: URLError.Code.cancelled.rawValue, note) }
+        ),
     ]
 
     static func error(fromNote raw: String, host: String = "") -> NetworkError {

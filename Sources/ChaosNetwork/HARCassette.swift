@@ -137,15 +137,22 @@ public final class HARCassette: Sendable {
             do {
                 data = try Data(contentsOf: file)
             } catch {
-                throw ChaosError(.invalidNetworkConfiguration, subject: file.path, "the HAR file cannot be read (\(error.localizedDescription))")
+                throw ChaosError(
+                    .invalidNetworkConfiguration, subject: file.path,
+                    "the HAR file cannot be read (\(error.localizedDescription))")
             }
-            let loaded = try Self.load(data, source: file.path, redaction: self.redaction, skippingBadEntries: skippingBadEntries)
+            let loaded = try Self.load(
+                data, source: file.path, redaction: self.redaction, skippingBadEntries: skippingBadEntries)
             state.archive = loaded.archive
             skippedProblems = loaded.skipped
             notes = loaded.notes
-            for record in loaded.records { Self.index(record, into: &state, redaction: self.redaction, missingBody: missingBody) }
+            for record in loaded.records {
+                Self.index(record, into: &state, redaction: self.redaction, missingBody: missingBody)
+            }
             for note in loaded.notes { Self.logger.notice("\(note)", metadata: ["file": "\(file.lastPathComponent)"]) }
-            for problem in loaded.skipped { Self.logger.warning("HAR entry skipped: \(problem)", metadata: ["file": "\(file.lastPathComponent)"]) }
+            for problem in loaded.skipped {
+                Self.logger.warning("HAR entry skipped: \(problem)", metadata: ["file": "\(file.lastPathComponent)"])
+            }
         } else {
             skippedProblems = []
             notes = []
@@ -178,10 +185,13 @@ public final class HARCassette: Sendable {
         for index in archive.entries.indices { redaction.redact(entry: &archive.entries[index]) }
         let data = archive.encoded()
         do {
-            try FileManager.default.createDirectory(at: fileURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: fileURL.deletingLastPathComponent(), withIntermediateDirectories: true)
             try data.write(to: fileURL, options: .atomic)
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: fileURL.path, "the HAR file cannot be written (\(error.localizedDescription)); check that its folder is writable")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: fileURL.path,
+                "the HAR file cannot be written (\(error.localizedDescription)); check that its folder is writable")
         }
     }
 
@@ -196,13 +206,19 @@ public final class HARCassette: Sendable {
 
     /// Reads and checks a HAR document; every problem is located. Without
     /// `skippingBadEntries` one bad entry fails the whole load, and the error lists them all.
-    static func load(_ data: Data, source: String, redaction: HARRedaction, skippingBadEntries: Bool) throws(ChaosError) -> Loaded {
+    static func load(_ data: Data, source: String, redaction: HARRedaction, skippingBadEntries: Bool) throws(ChaosError)
+        -> Loaded
+    {
         var archive: HARArchive
         do throws(HARProblem) {
             archive = try HARArchive.read(data)
         } catch {
-            let located = error.path == "$" ? "malformed HAR: \(error.message)" : "malformed HAR at \(error.path): \(error.message)"
-            throw ChaosError(.invalidNetworkConfiguration, subject: source, located + "; fix it, or delete the file and record it again")
+            let located =
+                error.path == "$"
+                ? "malformed HAR: \(error.message)" : "malformed HAR at \(error.path): \(error.message)"
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: source,
+                located + "; fix it, or delete the file and record it again")
         }
         var records: [HARRecord] = []
         var problems: [HARProblem] = []
@@ -211,7 +227,12 @@ public final class HARCassette: Sendable {
             switch HARRecord.read(archive.entries[index], index: index, notes: &notes) {
             case .success(let record):
                 if record.bodyMissing {
-                    notes.append(HARProblem(path: record.path + ".response.content", message: "recorded without its body; replayed with an empty body unless missingBody is .unmatched"))
+                    notes.append(
+                        HARProblem(
+                            path: record.path + ".response.content",
+                            message:
+                                "recorded without its body; replayed with an empty body unless missingBody is .unmatched"
+                        ))
                 }
                 records.append(record)
             case .failure(let list):
@@ -231,10 +252,13 @@ public final class HARCassette: Sendable {
         return Loaded(archive: archive, records: records, skipped: problems, notes: notes)
     }
 
-    private static func index(_ record: HARRecord, into state: inout State, redaction: HARRedaction, missingBody: HARMissingBodyPolicy) {
+    private static func index(
+        _ record: HARRecord, into state: inout State, redaction: HARRedaction, missingBody: HARMissingBodyPolicy
+    ) {
         state.records.append(record)
         if record.bodyMissing && missingBody == .unmatched { return }
-        state.byKey[key(method: record.method, url: record.url, redaction: redaction), default: []].append(state.records.count - 1)
+        state.byKey[key(method: record.method, url: record.url, redaction: redaction), default: []].append(
+            state.records.count - 1)
     }
 
     // MARK: Keys and matching
@@ -246,12 +270,16 @@ public final class HARCassette: Sendable {
         let scheme = components.scheme?.lowercased() ?? "https"
         let port = components.port ?? (scheme == "http" ? 80 : 443)
         let query = (components.queryItems ?? []).map { "\($0.name)=\($0.value ?? "")" }.sorted().joined(separator: "&")
-        let path = components.percentEncodedPath.isEmpty ? "/" : (components.path.isEmpty ? components.percentEncodedPath : components.path)
+        let path =
+            components.percentEncodedPath.isEmpty
+            ? "/" : (components.path.isEmpty ? components.percentEncodedPath : components.path)
         return "\(method.uppercased()) \(components.host?.lowercased() ?? ""):\(port) \(path) \(query)"
     }
 
     func key(_ request: NetworkRequest) -> String {
-        Self.key(method: request.method.rawValue, url: request.url?.absoluteString ?? request.description, redaction: redaction)
+        Self.key(
+            method: request.method.rawValue, url: request.url?.absoluteString ?? request.description,
+            redaction: redaction)
     }
 
     /// Whether a recorded body accepts `body`: an entry recorded without a body accepts any
@@ -259,7 +287,8 @@ public final class HARCassette: Sendable {
     static func bodyMatches(recorded: Data, _ body: Data) -> Bool {
         if recorded.isEmpty || recorded == body { return true }
         guard let left = try? ProfileValue(json: recorded, duplicateMembers: .lastWins),
-              let right = try? ProfileValue(json: body, duplicateMembers: .lastWins) else { return false }
+            let right = try? ProfileValue(json: body, duplicateMembers: .lastWins)
+        else { return false }
         return left == right
     }
 
@@ -305,7 +334,9 @@ public final class HARCassette: Sendable {
             let recordedQuery = Set((recorded?.queryItems ?? []).map { "\($0.name)=\($0.value ?? "")" })
             let wantedQuery = Set((wanted?.queryItems ?? []).map { "\($0.name)=\($0.value ?? "")" })
             if recordedQuery != wantedQuery { result.append("query \(recorded?.percentEncodedQuery ?? "(none)")") }
-            if !Self.bodyMatches(recorded: matchedBody(of: record), body) { result.append("body (\(record.requestBody.count) bytes recorded, \(body.count) sent)") }
+            if !Self.bodyMatches(recorded: matchedBody(of: record), body) {
+                result.append("body (\(record.requestBody.count) bytes recorded, \(body.count) sent)")
+            }
             if !indexed.contains(position) {
                 result.append("it was recorded without its response body and missingBody is .unmatched")
             }
@@ -313,7 +344,9 @@ public final class HARCassette: Sendable {
         }
         func weight(_ differences: [String]) -> Int {
             differences.reduce(0) { total, difference in
-                total + (difference.hasPrefix("host") ? 8 : difference.hasPrefix("path") ? 6 : difference.hasPrefix("method") ? 4 : 1)
+                total
+                    + (difference.hasPrefix("host")
+                        ? 8 : difference.hasPrefix("path") ? 6 : difference.hasPrefix("method") ? 4 : 1)
             }
         }
         var best: (position: Int, differences: [String])?
@@ -323,18 +356,24 @@ public final class HARCassette: Sendable {
         }
         guard let best else { return "no recorded entry in \(file) matches \(request)" }
         let closest = records[best.position]
-        return "no recorded entry in \(file) matches \(request); the closest is \(closest.method) \(HARText.quote(closest.url)) "
+        return
+            "no recorded entry in \(file) matches \(request); the closest is \(closest.method) \(HARText.quote(closest.url)) "
             + "(entry \(closest.index), log.entries[\(closest.index)]), which differs in: \(best.differences.joined(separator: ", "))"
     }
 
     // MARK: Recording
 
     /// The HAR entry for `request` and its outcome, redacted.
-    func entry(request: NetworkRequest, outcome: Result<NetworkResponse, NetworkError>, started: Date, elapsed: Duration) -> HARJSON {
+    func entry(
+        request: NetworkRequest, outcome: Result<NetworkResponse, NetworkError>, started: Date, elapsed: Duration
+    ) -> HARJSON {
         let milliseconds = Double(elapsed.components.seconds) * 1_000 + Double(elapsed.components.attoseconds) / 1e15
         let url = request.url?.absoluteString ?? request.description
         func pairs(_ list: [(String, String)]) -> HARJSON {
-            .array(list.map { .object([.init(key: "name", value: .string($0.0)), .init(key: "value", value: .string($0.1))]) })
+            .array(
+                list.map {
+                    .object([.init(key: "name", value: .string($0.0)), .init(key: "value", value: .string($0.1))])
+                })
         }
         func cookies(_ header: String?, separator: Character) -> HARJSON {
             guard let header else { return .array([]) }
@@ -357,18 +396,24 @@ public final class HARCassette: Sendable {
         if let body = request.body, !body.isEmpty {
             let mimeType = request.head.headerFields[.contentType] ?? "application/octet-stream"
             let (text, encoding) = HARText.text(body, mimeType: mimeType)
-            var post: [HARJSON.Member] = [.init(key: "mimeType", value: .string(mimeType)), .init(key: "text", value: .string(text))]
+            var post: [HARJSON.Member] = [
+                .init(key: "mimeType", value: .string(mimeType)), .init(key: "text", value: .string(text)),
+            ]
             if let encoding { post.append(.init(key: "encoding", value: .string(encoding))) }
             requestMembers.append(.init(key: "postData", value: .object(post)))
         }
-        requestMembers += [.init(key: "headersSize", value: .number(-1)), .init(key: "bodySize", value: .number(request.body?.count ?? 0))]
+        requestMembers += [
+            .init(key: "headersSize", value: .number(-1)),
+            .init(key: "bodySize", value: .number(request.body?.count ?? 0)),
+        ]
         let response: HARJSON
         switch outcome {
         case .success(let answer):
             let mimeType = answer.head.headerFields[.contentType] ?? ""
             let (text, encoding) = HARText.text(answer.body, mimeType: mimeType)
             var content: [HARJSON.Member] = [
-                .init(key: "size", value: .number(answer.body.count)), .init(key: "mimeType", value: .string(mimeType)), .init(key: "text", value: .string(text)),
+                .init(key: "size", value: .number(answer.body.count)), .init(key: "mimeType", value: .string(mimeType)),
+                .init(key: "text", value: .string(text)),
             ]
             if let encoding { content.append(.init(key: "encoding", value: .string(encoding))) }
             let setCookies = answer.head.headerFields[values: .setCookie]
@@ -376,7 +421,9 @@ public final class HARCassette: Sendable {
                 .init(key: "status", value: .number(answer.statusCode)),
                 .init(key: "statusText", value: .string(answer.head.status.reasonPhrase)),
                 .init(key: "httpVersion", value: .string("HTTP/1.1")),
-                .init(key: "cookies", value: cookies(setCookies.isEmpty ? nil : setCookies.joined(separator: "\n"), separator: "\n")),
+                .init(
+                    key: "cookies",
+                    value: cookies(setCookies.isEmpty ? nil : setCookies.joined(separator: "\n"), separator: "\n")),
                 .init(key: "headers", value: pairs(answer.head.headerFields.map { ($0.name.rawName, $0.value) })),
                 .init(key: "content", value: .object(content)),
                 .init(key: "redirectURL", value: .string(answer.head.headerFields[.location] ?? "")),
@@ -390,7 +437,9 @@ public final class HARCassette: Sendable {
                 .init(key: "httpVersion", value: .string("")),
                 .init(key: "cookies", value: .array([])),
                 .init(key: "headers", value: .array([])),
-                .init(key: "content", value: .object([.init(key: "size", value: .number(0)), .init(key: "mimeType", value: .string(""))])),
+                .init(
+                    key: "content",
+                    value: .object([.init(key: "size", value: .number(0)), .init(key: "mimeType", value: .string(""))])),
                 .init(key: "redirectURL", value: .string("")),
                 .init(key: "headersSize", value: .number(-1)),
                 .init(key: "bodySize", value: .number(-1)),
@@ -399,16 +448,22 @@ public final class HARCassette: Sendable {
             ])
         }
         var entry: HARJSON = .object([
-            .init(key: "startedDateTime", value: .string(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(started))),
+            .init(
+                key: "startedDateTime",
+                value: .string(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(started))),
             .init(key: "time", value: .number(milliseconds)),
             .init(key: "request", value: .object(requestMembers)),
             .init(key: "response", value: response),
             .init(key: "cache", value: .object([])),
-            .init(key: "timings", value: .object([
-                .init(key: "blocked", value: .number(-1)), .init(key: "dns", value: .number(-1)), .init(key: "connect", value: .number(-1)),
-                .init(key: "send", value: .number(0)), .init(key: "wait", value: .number(milliseconds)), .init(key: "receive", value: .number(0)),
-                .init(key: "ssl", value: .number(-1)),
-            ])),
+            .init(
+                key: "timings",
+                value: .object([
+                    .init(key: "blocked", value: .number(-1)), .init(key: "dns", value: .number(-1)),
+                    .init(key: "connect", value: .number(-1)),
+                    .init(key: "send", value: .number(0)), .init(key: "wait", value: .number(milliseconds)),
+                    .init(key: "receive", value: .number(0)),
+                    .init(key: "ssl", value: .number(-1)),
+                ])),
         ])
         redaction.redact(entry: &entry)
         return entry
@@ -432,13 +487,16 @@ public final class HARCassette: Sendable {
         }
     }
 
-    private func fetchAndRecord(_ request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
+    private func fetchAndRecord(_ request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
+    {
         let started = Date()
         let clock = ContinuousClock()
         let start = clock.now
         let outcome: Result<NetworkResponse, NetworkError>
         do throws(NetworkError) {
-            outcome = .success(try await NetworkRequest(request.head, body: request.body, transport: network ?? passThrough).perform())
+            outcome = .success(
+                try await NetworkRequest(request.head, body: request.body, transport: network ?? passThrough).perform())
         } catch {
             outcome = .failure(error)
         }
@@ -452,7 +510,9 @@ extension HARCassette: StubResponder {
 
     func handles(_ facts: inout RequestFacts) -> Bool { true }
 
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
+    {
         if isRecording {
             return try await fetchAndRecord(request, passThrough: passThrough)
         }

@@ -134,7 +134,10 @@ enum HARJSON: Sendable, Equatable {
         case .number(let text): output += text
         case .string(let text): Self.quote(text, into: &output)
         case .array(let items):
-            guard !items.isEmpty else { output += "[]"; return }
+            guard !items.isEmpty else {
+                output += "[]"
+                return
+            }
             output += "["
             for (position, item) in items.enumerated() {
                 if position > 0 { output += "," }
@@ -144,7 +147,10 @@ enum HARJSON: Sendable, Equatable {
             if let indent { output += "\n" + String(repeating: "  ", count: indent) }
             output += "]"
         case .object(let members):
-            guard !members.isEmpty else { output += "{}"; return }
+            guard !members.isEmpty else {
+                output += "{}"
+                return
+            }
             output += "{"
             for (position, member) in members.enumerated() {
                 if position > 0 { output += "," }

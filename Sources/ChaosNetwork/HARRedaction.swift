@@ -63,8 +63,14 @@ public struct HARRedaction: Sendable, Equatable {
     /// `password`, `token`, `client_secret`; and every cookie's value.
     public static let `default` = HARRedaction(
         headers: ["authorization", "proxy-authorization", "x-api-key", "x-auth-token", "x-csrf-token"],
-        queryParameters: ["access_token", "id_token", "refresh_token", "api_key", "apikey", "client_secret", "password", "secret", "token", "sig", "signature"],
-        jsonFields: ["password", "passwd", "secret", "client_secret", "token", "access_token", "refresh_token", "id_token", "api_key", "apikey"],
+        queryParameters: [
+            "access_token", "id_token", "refresh_token", "api_key", "apikey", "client_secret", "password", "secret",
+            "token", "sig", "signature",
+        ],
+        jsonFields: [
+            "password", "passwd", "secret", "client_secret", "token", "access_token", "refresh_token", "id_token",
+            "api_key", "apikey",
+        ],
         cookies: .all
     )
 
@@ -116,9 +122,13 @@ public struct HARRedaction: Sendable, Equatable {
         for index in items.indices {
             guard let name = items[index]["name"]?.string?.lowercased() else { continue }
             if name == "cookie" {
-                items[index].update("value") { value in if let text = value.string { value = .string(redact(cookieHeader: text)) } }
+                items[index].update("value") { value in
+                    if let text = value.string { value = .string(redact(cookieHeader: text)) }
+                }
             } else if name == "set-cookie" {
-                items[index].update("value") { value in if let text = value.string { value = .string(redact(setCookie: text)) } }
+                items[index].update("value") { value in
+                    if let text = value.string { value = .string(redact(setCookie: text)) }
+                }
             } else if headers.contains(name) {
                 items[index].set("value", .string(replacement))
             }
@@ -146,11 +156,14 @@ public struct HARRedaction: Sendable, Equatable {
 
     /// The URL with the values of redacted query parameters replaced.
     func redact(url text: String) -> String {
-        guard !queryParameters.isEmpty, var components = URLComponents(string: text), let items = components.percentEncodedQueryItems,
-              items.contains(where: { queryParameters.contains($0.name.removingPercentEncoding ?? $0.name) }) else { return text }
+        guard !queryParameters.isEmpty, var components = URLComponents(string: text),
+            let items = components.percentEncodedQueryItems,
+            items.contains(where: { queryParameters.contains($0.name.removingPercentEncoding ?? $0.name) })
+        else { return text }
         let encoded = replacement.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? replacement
         components.percentEncodedQueryItems = items.map { item in
-            queryParameters.contains(item.name.removingPercentEncoding ?? item.name) ? URLQueryItem(name: item.name, value: encoded) : item
+            queryParameters.contains(item.name.removingPercentEncoding ?? item.name)
+                ? URLQueryItem(name: item.name, value: encoded) : item
         }
         return components.string ?? text
     }
@@ -180,15 +193,20 @@ public struct HARRedaction: Sendable, Equatable {
     func redact(bodyText text: String, mimeType: String?) -> String {
         let mime = mimeType?.lowercased() ?? ""
         if !jsonFields.isEmpty, let first = text.first(where: { !$0.isWhitespace }), first == "{" || first == "[",
-           var json = try? HARJSON.parse(Data(text.utf8)) {
+            var json = try? HARJSON.parse(Data(text.utf8))
+        {
             return redactJSON(&json) ? json.text(pretty: false) : text
         }
         if !queryParameters.isEmpty, mime.contains("x-www-form-urlencoded") {
             var components = URLComponents()
             components.percentEncodedQuery = text
-            guard let items = components.percentEncodedQueryItems, items.contains(where: { queryParameters.contains($0.name) }) else { return text }
+            guard let items = components.percentEncodedQueryItems,
+                items.contains(where: { queryParameters.contains($0.name) })
+            else { return text }
             let encoded = replacement.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? replacement
-            components.percentEncodedQueryItems = items.map { queryParameters.contains($0.name) ? URLQueryItem(name: $0.name, value: encoded) : $0 }
+            components.percentEncodedQueryItems = items.map {
+                queryParameters.contains($0.name) ? URLQueryItem(name: $0.name, value: encoded) : $0
+            }
             return components.percentEncodedQuery ?? text
         }
         return text

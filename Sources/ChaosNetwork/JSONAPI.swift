@@ -185,7 +185,9 @@ public struct JSONAPISerializer: Sendable {
         do {
             attributes = try context.capture(resource, path: [], resourceRoot: true).resolved
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "JSON:API \(typeName)", "the resource does not encode (\(error)); check its Encodable conformance")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "JSON:API \(typeName)",
+                "the resource does not encode (\(error)); check its Encodable conformance")
         }
         guard case .object(var members) = attributes else {
             throw ChaosError(
@@ -227,11 +229,15 @@ public struct JSONAPISerializer: Sendable {
                 member["data"] = .array(resources.map(Self.identifier))
                 related.append((name, resources))
             }
-            if let links = relationshipLinks[property], !links.isEmpty { member["links"] = .object(links.mapValues(ProfileValue.string)) }
+            if let links = relationshipLinks[property], !links.isEmpty {
+                member["links"] = .object(links.mapValues(ProfileValue.string))
+            }
             relationships[name] = .object(member)
         }
         if !relationships.isEmpty { object["relationships"] = .object(relationships) }
-        if !resource.jsonAPILinks.isEmpty { object["links"] = .object(resource.jsonAPILinks.mapValues(ProfileValue.string)) }
+        if !resource.jsonAPILinks.isEmpty {
+            object["links"] = .object(resource.jsonAPILinks.mapValues(ProfileValue.string))
+        }
         if let meta = resource.jsonAPIMeta { object["meta"] = meta }
         return Serialized(object: .object(object), related: related)
     }

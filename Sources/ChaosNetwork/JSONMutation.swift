@@ -123,16 +123,19 @@ public struct JSONMutator: Sendable, Hashable {
         while mutations.count < count, !candidates.isEmpty {
             let candidate = candidates.remove(at: Int.random(in: 0..<candidates.count, using: &random))
             // Never a value inside (or around) one already changed: each change stands alone.
-            if chosen.contains(where: { $0.starts(with: candidate.steps) || candidate.steps.starts(with: $0) }) { continue }
+            if chosen.contains(where: { $0.starts(with: candidate.steps) || candidate.steps.starts(with: $0) }) {
+                continue
+            }
             let kind = candidate.kinds[Int.random(in: 0..<candidate.kinds.count, using: &random)]
             guard let original = Self.value(at: candidate.steps, in: tree) else { continue }
             let replacement = kind == .missingKey ? nil : replacement(for: original, kind: kind, random: &random)
             Self.replace(at: candidate.steps[...], in: &tree, with: replacement)
             chosen.append(candidate.steps)
-            mutations.append(JSONMutation(
-                kind: kind, path: candidate.path, original: Self.profileValue(original),
-                replacement: replacement.map(Self.profileValue), seed: seed
-            ))
+            mutations.append(
+                JSONMutation(
+                    kind: kind, path: candidate.path, original: Self.profileValue(original),
+                    replacement: replacement.map(Self.profileValue), seed: seed
+                ))
         }
         return mutations.sorted { $0.path < $1.path }
     }
@@ -162,7 +165,9 @@ public struct JSONMutator: Sendable, Hashable {
         switch node {
         case .object(let members):
             for member in members {
-                collect(member.value, steps: steps + [.key(member.key)], path: path + Self.pathComponent(member.key), into: &candidates)
+                collect(
+                    member.value, steps: steps + [.key(member.key)], path: path + Self.pathComponent(member.key),
+                    into: &candidates)
             }
         case .array(let items):
             for (index, item) in items.enumerated() {
@@ -174,7 +179,9 @@ public struct JSONMutator: Sendable, Hashable {
 
     /// `.name`, or `['odd key']` for a key that is not an identifier.
     static func pathComponent(_ key: String) -> String {
-        let identifier = !key.isEmpty && key.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0 == "_" || ("0"..."9").contains($0) }
+        let identifier =
+            !key.isEmpty
+            && key.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0 == "_" || ("0"..."9").contains($0) }
             && !("0"..."9").contains(key.unicodeScalars.first!)
         if identifier { return "." + key }
         return "['" + key.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "']"
@@ -184,9 +191,11 @@ public struct JSONMutator: Sendable, Hashable {
     /// values in JSON look like, unlike names, sentences, dates or URLs.
     static func looksLikeEnumValue(_ text: String) -> Bool {
         guard (1...40).contains(text.utf8.count), let first = text.utf8.first,
-              (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20) else { return false }
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first | 0x20)
+        else { return false }
         return text.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
                 || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
         }
     }
@@ -200,7 +209,11 @@ public struct JSONMutator: Sendable, Hashable {
             return .null
         case .wrongType:
             switch original {
-            case .string(let text): return pick([.number(Double(text).map { HARJSON.number($0).text(pretty: false) } ?? "0"), .bool(true), .array([]), .object([])])
+            case .string(let text):
+                return pick([
+                    .number(Double(text).map { HARJSON.number($0).text(pretty: false) } ?? "0"), .bool(true),
+                    .array([]), .object([]),
+                ])
             case .number(let text): return pick([.string(text), .bool(text != "0"), .array([])])
             case .bool(let flag): return pick([.string(flag ? "true" : "false"), .number(flag ? "1" : "0")])
             case .object: return pick([.array([]), .string(""), .number("0")])
@@ -208,8 +221,10 @@ public struct JSONMutator: Sendable, Hashable {
             case .null: return pick([.string(""), .number("0"), .bool(false), .object([])])
             }
         case .hugeNumber:
-            return pick([.number("9223372036854775808"), .number("18446744073709551616"), .number("1.7976931348623157e308"),
-                         .number("9007199254740993"), .number("-9223372036854775809")])
+            return pick([
+                .number("9223372036854775808"), .number("18446744073709551616"), .number("1.7976931348623157e308"),
+                .number("9007199254740993"), .number("-9223372036854775809"),
+            ])
         case .negativeNumber:
             guard case .number(let text) = original, !text.hasPrefix("-") else { return original }
             return .number(Double(text) == 0 ? "-1" : "-" + text)
@@ -269,7 +284,8 @@ public struct JSONMutator: Sendable, Hashable {
         case .number(let text): .number(Double(text) ?? .infinity)
         case .string(let text): .string(text)
         case .array(let items): .array(items.map(profileValue))
-        case .object(let members): .object(Dictionary(members.map { ($0.key, profileValue($0.value)) }, uniquingKeysWith: { _, last in last }))
+        case .object(let members):
+            .object(Dictionary(members.map { ($0.key, profileValue($0.value)) }, uniquingKeysWith: { _, last in last }))
         }
     }
 }

@@ -168,7 +168,9 @@ public struct JSONValueEncoder: Sendable {
         do {
             return try context.capture(value, path: []).resolved
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "\(T.self)", "the value does not encode as JSON (\(error)); check its Encodable conformance")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "\(T.self)",
+                "the value does not encode as JSON (\(error)); check its Encodable conformance")
         }
     }
 
@@ -180,7 +182,8 @@ public struct JSONValueEncoder: Sendable {
         do {
             return try writer.encode(tree)
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "\(T.self)", "the value does not encode as JSON (\(error))")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "\(T.self)", "the value does not encode as JSON (\(error))")
         }
     }
 }
@@ -296,7 +299,8 @@ struct CaptureEncoder: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         if case .object = box.content {} else { box.content = .object([:]) }
-        return KeyedEncodingContainer(CaptureKeyed<Key>(box: box, context: context, codingPath: codingPath, resourceRoot: resourceRoot))
+        return KeyedEncodingContainer(
+            CaptureKeyed<Key>(box: box, context: context, codingPath: codingPath, resourceRoot: resourceRoot))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -312,7 +316,8 @@ struct CaptureEncoder: Encoder {
 /// A number as a JSON value; JSON has no NaN or infinity, as `JSONEncoder` says too.
 private func number(_ value: Double, _ path: [any CodingKey]) throws -> ProfileValue {
     guard value.isFinite else {
-        throw EncodingError.invalidValue(value, .init(codingPath: path, debugDescription: "\(value) is not a JSON number"))
+        throw EncodingError.invalidValue(
+            value, .init(codingPath: path, debugDescription: "\(value) is not a JSON number"))
     }
     return .number(value)
 }
@@ -342,7 +347,9 @@ struct CaptureKeyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
     mutating func encode(_ value: Double, forKey key: Key) throws { put(try number(value, codingPath + [key]), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { put(try number(Double(value), codingPath + [key]), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws {
+        put(try number(Double(value), codingPath + [key]), key)
+    }
     mutating func encode(_ value: Int, forKey key: Key) throws { put(.number(Double(value)), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { put(.number(Double(value)), key) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { put(.number(Double(value)), key) }
@@ -367,38 +374,71 @@ struct CaptureKeyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
         // A nil to-one relationship is one with no resource (left out under .omit).
         if resourceRoot, T.self is any JSONAPIResource.Type || T.self is any JSONAPIToMany.Type {
             if context.nilValues != .omit {
-                context.relationships.append((key.stringValue, T.self is any JSONAPIToMany.Type ? .toMany([]) : .toOne(nil)))
+                context.relationships.append(
+                    (key.stringValue, T.self is any JSONAPIToMany.Type ? .toMany([]) : .toOne(nil)))
             }
             return
         }
         absent(key)
     }
 
-    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
-    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws { if let value { try encode(value, forKey: key) } else { absent(key) } }
+    mutating func encodeIfPresent(_ value: Bool?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: String?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Double?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Float?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Int?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Int8?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Int16?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Int32?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: Int64?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: UInt?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: UInt8?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: UInt16?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: UInt32?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
+    mutating func encodeIfPresent(_ value: UInt64?, forKey key: Key) throws {
+        if let value { try encode(value, forKey: key) } else { absent(key) }
+    }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
+        -> KeyedEncodingContainer<NestedKey>
+    {
         let child = CaptureBox()
         box.set(context.keys(key.stringValue), child)
-        return CaptureEncoder(box: child, context: context, codingPath: codingPath + [key], resourceRoot: false).container(keyedBy: keyType)
+        return CaptureEncoder(box: child, context: context, codingPath: codingPath + [key], resourceRoot: false)
+            .container(keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = CaptureBox()
         box.set(context.keys(key.stringValue), child)
-        return CaptureEncoder(box: child, context: context, codingPath: codingPath + [key], resourceRoot: false).unkeyedContainer()
+        return CaptureEncoder(box: child, context: context, codingPath: codingPath + [key], resourceRoot: false)
+            .unkeyedContainer()
     }
 
     mutating func superEncoder() -> any Encoder {
@@ -447,11 +487,14 @@ struct CaptureUnkeyed: UnkeyedEncodingContainer {
         box.append(try context.capture(value, path: codingPath + [nextKey]))
     }
 
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<
+        NestedKey
+    > {
         let child = CaptureBox()
         let path = codingPath + [nextKey]
         box.append(child)
-        return CaptureEncoder(box: child, context: context, codingPath: path, resourceRoot: false).container(keyedBy: keyType)
+        return CaptureEncoder(box: child, context: context, codingPath: path, resourceRoot: false).container(
+            keyedBy: keyType)
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {

@@ -124,10 +124,11 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder, logger: Logger = JSONMutator.logger
     ) -> NetworkCondition {
         let generator = RandomGenerator<T>.decodable(type, options: options)
-        return NetworkCondition(kind: .randomModel(name: "\(T.self)", seed: seed, logger: logger) { seed in
-            var source = SeededRandom(seed: seed)
-            return try encoder().encode(generator.generate(using: &source))
-        })
+        return NetworkCondition(
+            kind: .randomModel(name: "\(T.self)", seed: seed, logger: logger) { seed in
+                var source = SeededRandom(seed: seed)
+                return try encoder().encode(generator.generate(using: &source))
+            })
     }
 
     /// `latency(200ms)`, `offline`, `status(503, retryAfter: 5)` …
@@ -141,7 +142,8 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
         case .refused: "refused"
         case .reset(let fraction): "connection-reset(\(fraction))"
         case .status(let code, let retry): retry.map { "status(\(code), retryAfter: \($0))" } ?? "status(\(code))"
-        case .truncated(let fraction, let declared): declared ? "truncated(\(fraction), declared length)" : "truncated(\(fraction))"
+        case .truncated(let fraction, let declared):
+            declared ? "truncated(\(fraction), declared length)" : "truncated(\(fraction))"
         case .corrupted(let count): "corrupted(\(count) bytes)"
         case .mutatedJSON(let mutator, let seed, _, _):
             "mutated-json(\(mutator.count)\(seed.map { ", seed: \($0)" } ?? ""))"
@@ -241,11 +243,16 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
                 return response
             }
             response.body = body
-            if response.head.headerFields[.contentLength] != nil { response.head.headerFields[.contentLength] = String(body.count) }
+            if response.head.headerFields[.contentLength] != nil {
+                response.head.headerFields[.contentLength] = String(body.count)
+            }
             for mutation in mutations {
-                logger.notice("JSON body mutated: \(mutation)", metadata: [
-                    "request": "\(request)", "path": "\(mutation.path)", "kind": "\(mutation.kind.rawValue)", "seed": "\(seed)",
-                ])
+                logger.notice(
+                    "JSON body mutated: \(mutation)",
+                    metadata: [
+                        "request": "\(request)", "path": "\(mutation.path)", "kind": "\(mutation.kind.rawValue)",
+                        "seed": "\(seed)",
+                    ])
             }
             log?.record(JSONMutationLog.Entry(request: request.description, seed: seed, mutations: mutations))
             return response
@@ -255,12 +262,18 @@ public struct NetworkCondition: Sendable, CustomStringConvertible {
             do {
                 response.body = try make(seed)
             } catch {
-                logger.error("random-model: a random \(name) does not encode (\(error)); the body is left alone", metadata: ["request": "\(request)", "seed": "\(seed)"])
+                logger.error(
+                    "random-model: a random \(name) does not encode (\(error)); the body is left alone",
+                    metadata: ["request": "\(request)", "seed": "\(seed)"])
                 return response
             }
             response.head.headerFields[.contentType] = StubResponse.defaultContentType
-            if response.head.headerFields[.contentLength] != nil { response.head.headerFields[.contentLength] = String(response.body.count) }
-            logger.notice("body replaced by a random \(name) (seed \(seed))", metadata: ["request": "\(request)", "seed": "\(seed)", "model": "\(name)"])
+            if response.head.headerFields[.contentLength] != nil {
+                response.head.headerFields[.contentLength] = String(response.body.count)
+            }
+            logger.notice(
+                "body replaced by a random \(name) (seed \(seed))",
+                metadata: ["request": "\(request)", "seed": "\(seed)", "model": "\(name)"])
             return response
         }
     }

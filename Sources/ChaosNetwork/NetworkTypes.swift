@@ -1,9 +1,10 @@
 import ChaosKit
 public import Foundation
+public import HTTPTypes
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-public import HTTPTypes
 
 /// Something that sends HTTP requests: the dependency an app injects instead of calling
 /// `URLSession` directly. ``URLSessionNetworkClient`` is the live one, ``ChaosNetworkClient``
@@ -43,7 +44,9 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
     /// The path without the query (`/users/7`).
     public var path: String {
         let full = head.path ?? "/"
-        guard let mark = full.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else { return full }
+        guard let mark = full.utf8.firstIndex(where: { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) else {
+            return full
+        }
         return String(full[..<mark])
     }
 
@@ -82,7 +85,9 @@ public struct NetworkRequest: Sendable, CustomStringConvertible {
         var text = Substring(authority)
         if let at = text.lastIndex(of: "@") { text = text[text.index(after: at)...] }
         if text.hasPrefix("[") {
-            if let close = text.firstIndex(of: "]") { return text[text.index(after: text.startIndex)..<close].lowercased() }
+            if let close = text.firstIndex(of: "]") {
+                return text[text.index(after: text.startIndex)..<close].lowercased()
+            }
             return text.lowercased()
         }
         if let colon = text.lastIndex(of: ":") { text = text[..<colon] }
@@ -138,7 +143,8 @@ public struct NetworkResponse: Sendable, CustomStringConvertible {
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
         }
-        self.init(HTTPResponse(status: .init(code: NetworkResponse.checkedStatus(status)), headerFields: fields), body: body)
+        self.init(
+            HTTPResponse(status: .init(code: NetworkResponse.checkedStatus(status)), headerFields: fields), body: body)
     }
 
     /// `code` when `HTTPResponse.Status` takes it (0…999, which it traps outside of), else 500:
@@ -198,8 +204,14 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// Classifies any error: URL errors by code, `NetworkError`s as they are.
     public init(_ error: any Error) {
-        if let network = error as? NetworkError { self = network; return }
-        if error is CancellationError { self = .cancelled; return }
+        if let network = error as? NetworkError {
+            self = network
+            return
+        }
+        if error is CancellationError {
+            self = .cancelled
+            return
+        }
         if let url = error as? URLError {
             switch url.code {
             case .notConnectedToInternet, .dataNotAllowed: self = .offline
@@ -264,7 +276,8 @@ public enum NetworkError: Error, Sendable, Equatable, CustomStringConvertible {
         case .offline: "offline: the device is not connected to the internet"
         case .timeout: "timeout: the request timed out"
         case .dnsFailure(let host): "DNS failure: \(host.isEmpty ? "the host" : host) could not be resolved"
-        case .refused(let host): "connection refused: \(host.isEmpty ? "the host" : host) does not accept connections on that port"
+        case .refused(let host):
+            "connection refused: \(host.isEmpty ? "the host" : host) does not accept connections on that port"
         case .connectionLost: "connection lost: the connection broke while the response was arriving"
         case .cancelled: "cancelled"
         case .noStub(let message): message

@@ -23,9 +23,12 @@ public struct PathPattern: Sendable, CustomStringConvertible {
     /// named groups `(?<id>…)` become path parameters. An invalid pattern is an error.
     public static func regex(_ pattern: String) throws(ChaosError) -> PathPattern {
         do {
-            return PathPattern(kind: .regex(pattern, RegexBox(try NSRegularExpression(pattern: "^(?:\(pattern))$"), pattern: pattern)))
+            return PathPattern(
+                kind: .regex(pattern, RegexBox(try NSRegularExpression(pattern: "^(?:\(pattern))$"), pattern: pattern)))
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: pattern, "not a valid regular expression (\(error.localizedDescription)); fix the pattern")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: pattern,
+                "not a valid regular expression (\(error.localizedDescription)); fix the pattern")
         }
     }
 
@@ -111,20 +114,28 @@ struct PathTemplate: Sendable {
             ChaosError(.invalidNetworkConfiguration, subject: "path template '\(text)'", message)
         }
         guard text.hasPrefix("/") else { throw fail("a template starts with '/', e.g. /users/:id") }
-        guard !text.contains("?") else { throw fail("a template has no query; match query parameters with the matcher's query instead") }
+        guard !text.contains("?") else {
+            throw fail("a template has no query; match query parameters with the matcher's query instead")
+        }
         var segments: [Segment] = []
         var seen = Set<String>()
         for raw in text.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             if raw.hasPrefix(":") {
                 let name = String(raw.dropFirst())
                 guard let first = name.first, first.isLetter || first == "_",
-                      name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) else {
-                    throw fail("':\(name)' is not a parameter name; write a name of letters, digits and _ after ':', e.g. :id")
+                    name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
+                else {
+                    throw fail(
+                        "':\(name)' is not a parameter name; write a name of letters, digits and _ after ':', e.g. :id")
                 }
-                guard seen.insert(name).inserted else { throw fail("the parameter ':\(name)' appears twice; give each its own name") }
+                guard seen.insert(name).inserted else {
+                    throw fail("the parameter ':\(name)' appears twice; give each its own name")
+                }
                 segments.append(.parameter(name))
             } else {
-                if raw.contains(":") { throw fail("'\(raw)' mixes text and ':'; a parameter takes a whole segment, e.g. /users/:id") }
+                if raw.contains(":") {
+                    throw fail("'\(raw)' mixes text and ':'; a parameter takes a whole segment, e.g. /users/:id")
+                }
                 segments.append(.literal(String(raw)))
             }
         }
@@ -178,7 +189,9 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
         do {
             data = try JSONEncoder().encode(value)
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "body matcher", "the value does not encode as JSON (\(error)); give an Encodable value")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "body matcher",
+                "the value does not encode as JSON (\(error)); give an Encodable value")
         }
         return try jsonText(String(decoding: data, as: UTF8.self))
     }
@@ -186,7 +199,9 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
     /// The body is JSON equal to `text` (which must be JSON).
     public static func jsonText(_ text: String) throws(ChaosError) -> BodyMatcher {
         guard let value = try? ProfileValue(json: Data(text.utf8), duplicateMembers: .lastWins) else {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "body matcher", "'\(text.prefix(60))' is not JSON; fix it or use .string(_:)")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "body matcher",
+                "'\(text.prefix(60))' is not JSON; fix it or use .string(_:)")
         }
         return BodyMatcher(kind: .json(value))
     }
@@ -209,7 +224,6 @@ public struct BodyMatcher: Sendable, CustomStringConvertible {
         }
     }
 }
-
 
 /// What a stub, response set or route matches: method, host, path, query, headers, body.
 /// Every criterion left nil (or empty) matches anything.
@@ -246,15 +260,25 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
     }
 
     /// `GET` on `path` (a template when it has `:name` segments).
-    public static func get(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher { try RequestMatcher(.get, path, host: host) }
+    public static func get(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher {
+        try RequestMatcher(.get, path, host: host)
+    }
     /// `POST` on `path`.
-    public static func post(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher { try RequestMatcher(.post, path, host: host) }
+    public static func post(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher {
+        try RequestMatcher(.post, path, host: host)
+    }
     /// `PUT` on `path`.
-    public static func put(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher { try RequestMatcher(.put, path, host: host) }
+    public static func put(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher {
+        try RequestMatcher(.put, path, host: host)
+    }
     /// `PATCH` on `path`.
-    public static func patch(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher { try RequestMatcher(.patch, path, host: host) }
+    public static func patch(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher {
+        try RequestMatcher(.patch, path, host: host)
+    }
     /// `DELETE` on `path`.
-    public static func delete(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher { try RequestMatcher(.delete, path, host: host) }
+    public static func delete(_ path: String, host: String? = nil) throws(ChaosError) -> RequestMatcher {
+        try RequestMatcher(.delete, path, host: host)
+    }
 
     /// `GET api.example.com template /users/:id query[page] …`.
     public var description: String {
@@ -289,7 +313,9 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
             }
         }
         for (name, value) in headers {
-            guard let fieldName = HTTPField.Name(name), facts.request.head.headerFields[fieldName] == value else { return nil }
+            guard let fieldName = HTTPField.Name(name), facts.request.head.headerFields[fieldName] == value else {
+                return nil
+            }
         }
         if let body, !body.matches(facts.request.body) { return nil }
         return parameters
@@ -298,7 +324,9 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
     /// What differs between this matcher and `facts`, for "closest stub" messages.
     func mismatches(_ facts: inout RequestFacts) -> [String] {
         var result: [String] = []
-        if let method, facts.request.head.method != method { result.append("method is \(facts.request.head.method.rawValue), not \(method.rawValue)") }
+        if let method, facts.request.head.method != method {
+            result.append("method is \(facts.request.head.method.rawValue), not \(method.rawValue)")
+        }
         if let host, facts.host != host { result.append("host is \(facts.host ?? "missing"), not \(host)") }
         if let path, path.match(facts.path) == nil { result.append("path \(facts.path) does not match \(path)") }
         let items = facts.query
@@ -311,7 +339,9 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
         }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             let actual = HTTPField.Name(name).flatMap { facts.request.head.headerFields[$0] }
-            if actual != value { result.append("header \(name) is \(actual.map { "'\($0)'" } ?? "missing"), not '\(value)'") }
+            if actual != value {
+                result.append("header \(name) is \(actual.map { "'\($0)'" } ?? "missing"), not '\(value)'")
+            }
         }
         if let body, !body.matches(facts.request.body) { result.append("body does not match \(body)") }
         return result

@@ -215,7 +215,9 @@ extension ResponseSetStore: StubResponder {
     }
 
     /// The newest set matching `facts` and its selected response.
-    private func answer(_ facts: inout RequestFacts) -> (set: ResponseSet, response: ResponseSet.Response, parameters: [String: String])? {
+    private func answer(_ facts: inout RequestFacts) -> (
+        set: ResponseSet, response: ResponseSet.Response, parameters: [String: String]
+    )? {
         let (sets, selections) = state.withLock { ($0.sets, $0.selections) }
         for set in sets.reversed() {
             if let parameters = set.matcher.match(&facts) {
@@ -225,13 +227,17 @@ extension ResponseSetStore: StubResponder {
         return nil
     }
 
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
+    {
         var facts = RequestFacts(request)
         guard let (_, response, parameters) = answer(&facts) else {
-            throw .noStub("no response set matches \(request) any more (it was removed while the request was in flight)")
+            throw .noStub(
+                "no response set matches \(request) any more (it was removed while the request was in flight)")
         }
         var random = SeededRandom(seed: 0)
-        return try await NetworkCondition.run(response.conditions[...], request: request, random: &random) { () async throws(NetworkError) in
+        return try await NetworkCondition.run(response.conditions[...], request: request, random: &random) {
+            () async throws(NetworkError) in
             try await response.response.respond(to: MatchedRequest(request: request, pathParameters: parameters))
         }
     }

@@ -54,7 +54,9 @@ public final class Router: Sendable {
         _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse
     ) throws(ChaosError) {
         guard path.hasPrefix("/") else {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "route \(method.rawValue) \(path)", "a route path starts with '/', e.g. /users/:id")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "route \(method.rawValue) \(path)",
+                "a route path starts with '/', e.g. /users/:id")
         }
         // Any ':' makes it a template, so that a misplaced one is reported, not matched literally.
         let pattern: PathPattern = path.contains(":") ? try .template(path) : .exact(path)
@@ -65,7 +67,8 @@ public final class Router: Sendable {
     /// Adds a route whose handler returns a value sent as JSON with `status` (a
     /// ``JSONAPIDocument`` as `application/vnd.api+json`).
     public func route<Value: Encodable & Sendable>(
-        _ method: HTTPRequest.Method, _ path: String, status: Int = 200, encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder,
+        _ method: HTTPRequest.Method, _ path: String, status: Int = 200,
+        encoder: @escaping @Sendable () -> JSONEncoder = Router.defaultEncoder,
         _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
     ) throws(ChaosError) {
         let typeName = String(describing: Value.self)
@@ -94,52 +97,72 @@ public final class Router: Sendable {
     // MARK: Verbs
 
     /// `GET path` answered with a complete response.
-    public func get(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) throws(ChaosError) {
+    public func get(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        throws(ChaosError)
+    {
         try route(.get, path, handler)
     }
 
     /// `GET path` answered with JSON.
-    public func get<Value: Encodable & Sendable>(_ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value) throws(ChaosError) {
+    public func get<Value: Encodable & Sendable>(
+        _ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
+    ) throws(ChaosError) {
         try route(.get, path, status: status, handler)
     }
 
     /// `POST path` answered with a complete response.
-    public func post(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) throws(ChaosError) {
+    public func post(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        throws(ChaosError)
+    {
         try route(.post, path, handler)
     }
 
     /// `POST path` answered with JSON (status 201 unless told otherwise).
-    public func post<Value: Encodable & Sendable>(_ path: String, status: Int = 201, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value) throws(ChaosError) {
+    public func post<Value: Encodable & Sendable>(
+        _ path: String, status: Int = 201, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
+    ) throws(ChaosError) {
         try route(.post, path, status: status, handler)
     }
 
     /// `PUT path` answered with a complete response.
-    public func put(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) throws(ChaosError) {
+    public func put(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        throws(ChaosError)
+    {
         try route(.put, path, handler)
     }
 
     /// `PUT path` answered with JSON.
-    public func put<Value: Encodable & Sendable>(_ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value) throws(ChaosError) {
+    public func put<Value: Encodable & Sendable>(
+        _ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
+    ) throws(ChaosError) {
         try route(.put, path, status: status, handler)
     }
 
     /// `PATCH path` answered with a complete response.
-    public func patch(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) throws(ChaosError) {
+    public func patch(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        throws(ChaosError)
+    {
         try route(.patch, path, handler)
     }
 
     /// `PATCH path` answered with JSON.
-    public func patch<Value: Encodable & Sendable>(_ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value) throws(ChaosError) {
+    public func patch<Value: Encodable & Sendable>(
+        _ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
+    ) throws(ChaosError) {
         try route(.patch, path, status: status, handler)
     }
 
     /// `DELETE path` answered with a complete response.
-    public func delete(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) throws(ChaosError) {
+    public func delete(_ path: String, _ handler: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        throws(ChaosError)
+    {
         try route(.delete, path, handler)
     }
 
     /// `DELETE path` answered with JSON.
-    public func delete<Value: Encodable & Sendable>(_ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value) throws(ChaosError) {
+    public func delete<Value: Encodable & Sendable>(
+        _ path: String, status: Int = 200, _ handler: @escaping @Sendable (MatchedRequest) async throws -> Value
+    ) throws(ChaosError) {
         try route(.delete, path, status: status, handler)
     }
 
@@ -176,7 +199,9 @@ extension Router: StubResponder {
         match(&facts) != nil
     }
 
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
+    {
         guard let response = try await respond(to: request) else {
             throw .noStub("no route matches \(request) any more")
         }
@@ -292,7 +317,9 @@ public final class Store: Sendable {
 
     /// Creates `count` values with `factory`, which receives fresh ids (1, 2, 3 … per type).
     @discardableResult
-    public func create<T: Identifiable & Sendable>(_ type: T.Type, count: Int, _ factory: (Int) throws -> T) rethrows -> [T] where T.ID == Int {
+    public func create<T: Identifiable & Sendable>(_ type: T.Type, count: Int, _ factory: (Int) throws -> T) rethrows
+        -> [T] where T.ID == Int
+    {
         let entities = try reserve(type, count).map(factory)
         put(entities)
         return entities
@@ -322,7 +349,8 @@ public final class Store: Sendable {
     }
 
     /// The values of `type` for which `isIncluded` holds, by id.
-    public func filter<T: Identifiable & Sendable>(_ type: T.Type, _ isIncluded: (T) throws -> Bool) rethrows -> [T] where T.ID == Int {
+    public func filter<T: Identifiable & Sendable>(_ type: T.Type, _ isIncluded: (T) throws -> Bool) rethrows -> [T]
+    where T.ID == Int {
         try findAll(type).filter(isIncluded)
     }
 
@@ -340,7 +368,8 @@ public final class Store: Sendable {
     /// Changes the value of `type` with `id` in place (atomically); returns the new value,
     /// or nil when there is none.
     @discardableResult
-    public func update<T: Identifiable & Sendable>(_ type: T.Type, id: Int, _ change: (inout T) -> Void) -> T? where T.ID == Int {
+    public func update<T: Identifiable & Sendable>(_ type: T.Type, id: Int, _ change: (inout T) -> Void) -> T?
+    where T.ID == Int {
         tables.withLock { tables in
             let key = ObjectIdentifier(type)
             guard var value = tables[key]?.rows[id] as? T else { return nil }

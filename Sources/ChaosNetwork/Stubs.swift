@@ -56,19 +56,23 @@ public struct StubResponse: Sendable {
 
     /// The UTF-8 of `text` (`text/plain` unless told otherwise).
     public static func string(
-        _ text: String, status: Int = 200, headers: [String: String] = [:], contentType: String = "text/plain; charset=utf-8"
+        _ text: String, status: Int = 200, headers: [String: String] = [:],
+        contentType: String = "text/plain; charset=utf-8"
     ) -> StubResponse {
         .data(Data(text.utf8), status: status, headers: headers, contentType: contentType)
     }
 
     /// `value` encoded as JSON with `encoder`.
     public static func json(
-        _ value: some Encodable, status: Int = 200, headers: [String: String] = [:], encoder: JSONEncoder = JSONEncoder()
+        _ value: some Encodable, status: Int = 200, headers: [String: String] = [:],
+        encoder: JSONEncoder = JSONEncoder()
     ) throws(ChaosError) -> StubResponse {
         do {
             return .data(try encoder.encode(value), status: status, headers: headers)
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: "json stub", "the value does not encode as JSON (\(error)); check its Encodable conformance")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: "json stub",
+                "the value does not encode as JSON (\(error)); check its Encodable conformance")
         }
     }
 
@@ -87,7 +91,9 @@ public struct StubResponse: Sendable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            throw ChaosError(.invalidNetworkConfiguration, subject: path, "the stub file cannot be read (\(error.localizedDescription))")
+            throw ChaosError(
+                .invalidNetworkConfiguration, subject: path,
+                "the stub file cannot be read (\(error.localizedDescription))")
         }
         return .data(data, status: status, headers: headers, contentType: contentType ?? mimeType(forPath: path))
     }
@@ -116,7 +122,9 @@ public struct StubResponse: Sendable {
 
     /// Computes the response from the request (path parameters, query, body). Errors it
     /// throws become ``NetworkError``s (see ``NetworkError/init(_:)``).
-    public static func block(_ body: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse) -> StubResponse {
+    public static func block(_ body: @escaping @Sendable (MatchedRequest) async throws -> NetworkResponse)
+        -> StubResponse
+    {
         StubResponse(kind: .block(body))
     }
 
@@ -315,10 +323,14 @@ public final class StubSet: NetworkClient, Sendable {
         try await respond(to: request, passThrough: nil)
     }
 
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse {
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
+    {
         var request = request
         request.transport = nil
-        let (index, conditions, unmatched, responders) = state.withLock { ($0.index, $0.conditions, $0.unmatched, $0.responders) }
+        let (index, conditions, unmatched, responders) = state.withLock {
+            ($0.index, $0.conditions, $0.unmatched, $0.responders)
+        }
         let stubs = index.stubs
         var facts = RequestFacts(request)
         let found = index.newestMatch(&facts)
@@ -329,15 +341,19 @@ public final class StubSet: NetworkClient, Sendable {
                 break
             }
         }
-        if logCapacity > 0 { log(LoggedRequest(request: request, stubName: found?.stub.name ?? responder?.name, date: Date())) }
+        if logCapacity > 0 {
+            log(LoggedRequest(request: request, stubName: found?.stub.name ?? responder?.name, date: Date()))
+        }
         let call = calls.wrappingAdd(1, ordering: .relaxed).oldValue
         var random = SeededRandom(seed: seed ^ (call &* 0x9E37_79B9_7F4A_7C15))
         let request2 = request
-        return try await NetworkCondition.run(conditions[...], request: request, random: &random) { () async throws(NetworkError) -> NetworkResponse in
+        return try await NetworkCondition.run(conditions[...], request: request, random: &random) {
+            () async throws(NetworkError) -> NetworkResponse in
             if let (stub, parameters) = found {
                 var mixer = SeededRandom(seed: UInt64(stub.hit()))
                 var stubRandom = SeededRandom(seed: self.seed ^ mixer.next())
-                return try await NetworkCondition.run(stub.conditions[...], request: request2, random: &stubRandom) { () async throws(NetworkError) in
+                return try await NetworkCondition.run(stub.conditions[...], request: request2, random: &stubRandom) {
+                    () async throws(NetworkError) in
                     try await stub.response.respond(to: MatchedRequest(request: request2, pathParameters: parameters))
                 }
             }
@@ -415,7 +431,8 @@ final class StubIndex: Sendable {
 
     func newestMatch(_ facts: inout RequestFacts) -> (stub: Stub, parameters: [String: String])? {
         let exact = byExactPath[facts.path] ?? []
-        var i = exact.count - 1, j = other.count - 1
+        var i = exact.count - 1
+        var j = other.count - 1
         while i >= 0 || j >= 0 {
             let position: Int
             if j < 0 || (i >= 0 && exact[i] > other[j]) {
@@ -466,5 +483,6 @@ extension StubSet: ResponseProducing {
 protocol StubResponder: Sendable {
     var name: String { get }
     func handles(_ facts: inout RequestFacts) -> Bool
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError) -> NetworkResponse
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
+        -> NetworkResponse
 }

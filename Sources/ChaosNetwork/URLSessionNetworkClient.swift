@@ -1,9 +1,10 @@
 public import Foundation
+public import HTTPTypes
+import HTTPTypesFoundation
+
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
-public import HTTPTypes
-import HTTPTypesFoundation
 
 /// The live ``NetworkClient``: sends requests with a `URLSession`.
 ///
@@ -23,13 +24,16 @@ public struct URLSessionNetworkClient: NetworkClient {
     /// Sends `request` with `body`.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         guard var urlRequest = URLRequest(httpRequest: request) else {
-            throw NetworkError.transport("\(request.method.rawValue) \(request.path ?? "") has no usable URL; give it a scheme and an authority")
+            throw NetworkError.transport(
+                "\(request.method.rawValue) \(request.path ?? "") has no usable URL; give it a scheme and an authority")
         }
         urlRequest.httpBody = body
         return try await Self.perform(urlRequest, on: session)
     }
 
-    static func perform(_ urlRequest: URLRequest, on session: URLSession) async throws(NetworkError) -> (HTTPResponse, Data) {
+    static func perform(_ urlRequest: URLRequest, on session: URLSession) async throws(NetworkError) -> (
+        HTTPResponse, Data
+    ) {
         let data: Data
         let response: URLResponse
         do {
@@ -38,7 +42,8 @@ public struct URLSessionNetworkClient: NetworkClient {
             throw NetworkError(error)
         }
         guard let http = response as? HTTPURLResponse, let head = http.httpResponse else {
-            throw NetworkError.transport("the response to \(urlRequest.url?.absoluteString ?? "the request") is not HTTP")
+            throw NetworkError.transport(
+                "the response to \(urlRequest.url?.absoluteString ?? "the request") is not HTTP")
         }
         return (head, data)
     }
@@ -53,7 +58,9 @@ struct PassThroughClient: NetworkClient {
 
     let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.protocolClasses = (configuration.protocolClasses ?? []).filter { ($0 as? ChaosURLProtocol.Type) == nil }
+        configuration.protocolClasses = (configuration.protocolClasses ?? []).filter {
+            ($0 as? ChaosURLProtocol.Type) == nil
+        }
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         return URLSession(configuration: configuration)
     }()

@@ -61,17 +61,18 @@ public enum ClockEdge: String, CaseIterable, Sendable {
 
     /// The edge instant.
     public var date: Date {
-        let text = switch self {
-        case .feb29: "2024-02-29T12:00:00Z"
-        case .newYearEve: "2026-12-31T23:59:59Z"
-        case .dstSpring: "2026-03-29T01:00:00Z"
-        case .dstFall: "2026-10-25T01:00:00Z"
-        case .dstSpringUS: "2026-03-08T07:00:00Z"
-        case .dstFallUS: "2026-11-01T06:00:00Z"
-        case .y2038: "2038-01-19T03:14:08Z"
-        case .epoch: "1970-01-01T00:00:00Z"
-        case .year9999: "9999-12-31T23:59:59Z"
-        }
+        let text =
+            switch self {
+            case .feb29: "2024-02-29T12:00:00Z"
+            case .newYearEve: "2026-12-31T23:59:59Z"
+            case .dstSpring: "2026-03-29T01:00:00Z"
+            case .dstFall: "2026-10-25T01:00:00Z"
+            case .dstSpringUS: "2026-03-08T07:00:00Z"
+            case .dstFallUS: "2026-11-01T06:00:00Z"
+            case .y2038: "2038-01-19T03:14:08Z"
+            case .epoch: "1970-01-01T00:00:00Z"
+            case .year9999: "9999-12-31T23:59:59Z"
+            }
         return ISO8601Date.parse(text)!
     }
 
@@ -145,7 +146,8 @@ public struct ChaosSleepClock<Base: Clock>: Clock where Base.Duration == Swift.D
     /// Sleeps until `deadline` through the `clock.sleep` point.
     public func sleep(until deadline: Base.Instant, tolerance: Swift.Duration? = nil) async throws {
         let base = self.base
-        let request = SleepRequest(duration: base.now.duration(to: deadline), tolerance: tolerance) { duration, tolerance in
+        let request = SleepRequest(duration: base.now.duration(to: deadline), tolerance: tolerance) {
+            duration, tolerance in
             try await base.sleep(until: base.now.advanced(by: duration), tolerance: tolerance)
         }
         try await ChaosClock.sleep(request)
@@ -180,69 +182,107 @@ public enum ChaosClock {
     public typealias SleepProvider = AsyncChaosProvider<SleepRequest, Void, any Error>
 
     /// `clock.now`: the current date; the original is `Date()`.
-    public static let now: InjectionPoint<Void, Date, Never> = InjectionPoint("clock.now", catalogue: [
-        CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")]) { parameters in
-            frozen(at: try parameters.date("date"))
-        },
-        CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters) { parameters in
-            offset(by: try ClockOffset(parameters: parameters))
-        },
-        CatalogueItem("speed", "time runs faster or slower from the apply instant", parameters: [
-            .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)"),
-        ]) { parameters in
-            speed(factor: try parameters.double("factor"))
-        },
-        CatalogueItem("random-date", "a random date on every read, from the seed", parameters: [
-            .integer("days", "how far from the centre, either way", unit: "days", default: 10_000, range: 0...1_000_000),
-            .date("around", "the centre of the range", default: RandomGenerator<Date>.defaultCentre),
-        ]) { parameters in
-            randomDate(withinDays: try parameters.int("days"), of: try parameters.date("around"))
-        },
-        CatalogueItem("backwards", "every read earlier than the one before", parameters: [
-            .number("step", "how much earlier each read is", unit: "seconds", default: 1, range: 0.000_001...1e12),
-        ]) { parameters in
-            backwards(step: try parameters.double("step"))
-        },
-        CatalogueItem("edge", "a date that breaks date code", parameters: [
-            .choice("name", "which edge", ClockEdge.allCases.map(\.rawValue)),
-            .number("lead", "how long before the edge the clock stands", unit: "seconds", default: 0, range: 0...1e12),
-            .boolean("running", "whether the clock runs on from there at real speed", default: false),
-        ]) { parameters in
-            edge(ClockEdge(rawValue: try parameters.string("name"))!, lead: try parameters.double("lead"), running: try parameters.bool("running"))
-        },
-    ]) { Date() }
+    public static let now: InjectionPoint<Void, Date, Never> = InjectionPoint(
+        "clock.now",
+        catalogue: [
+            CatalogueItem("frozen", "time stands still", parameters: [.date("date", "the instant the clock shows")]) {
+                parameters in
+                frozen(at: try parameters.date("date"))
+            },
+            CatalogueItem("offset", "the real time, moved", parameters: ClockOffset.catalogueParameters) { parameters in
+                offset(by: try ClockOffset(parameters: parameters))
+            },
+            CatalogueItem(
+                "speed", "time runs faster or slower from the apply instant",
+                parameters: [
+                    .number("factor", "how many times as fast as real time (0 stops it, negative runs it back)")
+                ]
+            ) { parameters in
+                speed(factor: try parameters.double("factor"))
+            },
+            CatalogueItem(
+                "random-date", "a random date on every read, from the seed",
+                parameters: [
+                    .integer(
+                        "days", "how far from the centre, either way", unit: "days", default: 10_000,
+                        range: 0...1_000_000),
+                    .date("around", "the centre of the range", default: RandomGenerator<Date>.defaultCentre),
+                ]
+            ) { parameters in
+                randomDate(withinDays: try parameters.int("days"), of: try parameters.date("around"))
+            },
+            CatalogueItem(
+                "backwards", "every read earlier than the one before",
+                parameters: [
+                    .number(
+                        "step", "how much earlier each read is", unit: "seconds", default: 1, range: 0.000_001...1e12)
+                ]
+            ) { parameters in
+                backwards(step: try parameters.double("step"))
+            },
+            CatalogueItem(
+                "edge", "a date that breaks date code",
+                parameters: [
+                    .choice("name", "which edge", ClockEdge.allCases.map(\.rawValue)),
+                    .number(
+                        "lead", "how long before the edge the clock stands", unit: "seconds", default: 0,
+                        range: 0...1e12),
+                    .boolean("running", "whether the clock runs on from there at real speed", default: false),
+                ]
+            ) { parameters in
+                edge(
+                    ClockEdge(rawValue: try parameters.string("name"))!, lead: try parameters.double("lead"),
+                    running: try parameters.bool("running"))
+            },
+        ]
+    ) { Date() }
 
     /// `clock.timeZone`: the time zone; the original is `TimeZone.current`.
-    public static let timeZone: InjectionPoint<Void, TimeZone, Never> = InjectionPoint("clock.timeZone", catalogue: [
-        CatalogueItem("timezone", "the program lives in another zone", parameters: [
-            .string("identifier", "an IANA time zone such as \"Asia/Kathmandu\""),
-        ]) { parameters in
-            let identifier = try parameters.string("identifier")
-            guard let zone = TimeZone(identifier: identifier) else {
-                throw parameters.invalid(
-                    "'\(identifier.prefix(80))' is not a known time zone; give an IANA identifier such as \"Asia/Kathmandu\" or \"Pacific/Kiritimati\"",
-                    parameter: "identifier"
-                )
-            }
-            return timeZone(zone)
-        },
-        CatalogueItem("random-timezone", "a random known zone on every read") { _ in randomTimeZone },
-    ]) { TimeZone.current }
+    public static let timeZone: InjectionPoint<Void, TimeZone, Never> = InjectionPoint(
+        "clock.timeZone",
+        catalogue: [
+            CatalogueItem(
+                "timezone", "the program lives in another zone",
+                parameters: [
+                    .string("identifier", "an IANA time zone such as \"Asia/Kathmandu\"")
+                ]
+            ) { parameters in
+                let identifier = try parameters.string("identifier")
+                guard let zone = TimeZone(identifier: identifier) else {
+                    throw parameters.invalid(
+                        "'\(identifier.prefix(80))' is not a known time zone; give an IANA identifier such as \"Asia/Kathmandu\" or \"Pacific/Kiritimati\"",
+                        parameter: "identifier"
+                    )
+                }
+                return timeZone(zone)
+            },
+            CatalogueItem("random-timezone", "a random known zone on every read") { _ in randomTimeZone },
+        ]
+    ) { TimeZone.current }
 
     /// `clock.sleep`: every sleep of a ``ChaosSleepClock``; the original really sleeps.
-    public static let sleep: AsyncInjectionPoint<SleepRequest, Void, any Error> = AsyncInjectionPoint("clock.sleep", catalogue: [
-        CatalogueItem("skip", "sleeps return at once") { _ in skippedSleeps },
-        CatalogueItem("stretch", "sleeps last longer or shorter", parameters: [
-            .number("factor", "how many times as long as asked", range: 0...1_000_000),
-        ]) { parameters in
-            stretchedSleeps(factor: try parameters.double("factor"))
-        },
-        CatalogueItem("fail", "sleeps throw at once", parameters: [
-            .boolean("cancellation", "throw CancellationError instead of SleepChaosError", default: false),
-        ]) { parameters in
-            try parameters.bool("cancellation") ? failingSleeps(CancellationError()) : failingSleeps()
-        },
-    ]) { request in
+    public static let sleep: AsyncInjectionPoint<SleepRequest, Void, any Error> = AsyncInjectionPoint(
+        "clock.sleep",
+        catalogue: [
+            CatalogueItem("skip", "sleeps return at once") { _ in skippedSleeps },
+            CatalogueItem(
+                "stretch", "sleeps last longer or shorter",
+                parameters: [
+                    .number("factor", "how many times as long as asked", range: 0...1_000_000)
+                ]
+            ) { parameters in
+                stretchedSleeps(factor: try parameters.double("factor"))
+            },
+            CatalogueItem(
+                "fail", "sleeps throw at once",
+                parameters: [
+                    .boolean("cancellation", "throw CancellationError instead of SleepChaosError", default: false)
+                ]
+            ) { parameters in
+                try parameters.bool("cancellation") ? failingSleeps(CancellationError()) : failingSleeps()
+            },
+        ]
+    ) { request in
         try await request.perform(request.duration, request.tolerance)
     }
 
@@ -307,10 +347,13 @@ public enum ChaosClock {
     /// A random known time zone on every read, from the seeded source (`"random-timezone"`).
     public static var randomTimeZone: TimeZoneProvider {
         let identifiers = TimeZone.knownTimeZoneIdentifiers.sorted()
-        return .random(RandomGenerator { source in
-            identifiers.isEmpty ? TimeZone(secondsFromGMT: 0)!
-                : TimeZone(identifier: identifiers[Int.random(in: 0..<identifiers.count, using: &source)]) ?? TimeZone(secondsFromGMT: 0)!
-        })
+        return .random(
+            RandomGenerator { source in
+                identifiers.isEmpty
+                    ? TimeZone(secondsFromGMT: 0)!
+                    : TimeZone(identifier: identifiers[Int.random(in: 0..<identifiers.count, using: &source)])
+                        ?? TimeZone(secondsFromGMT: 0)!
+            })
     }
 
     // MARK: clock.sleep providers

@@ -1,9 +1,10 @@
 public import ChaosKit
 public import Foundation
+public import Logging
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-public import Logging
 
 /// One GPX point (`wpt`, `rtept` or `trkpt`).
 public struct GPXPoint: Sendable, Hashable, Codable {
@@ -144,7 +145,9 @@ public struct GPXDocument: Sendable, Hashable {
             )
         }
         guard let document = reader.document else {
-            throw GPXError(line: parser.lineNumber, column: parser.columnNumber, message: "there is no <gpx> element; this is not a GPX file")
+            throw GPXError(
+                line: parser.lineNumber, column: parser.columnNumber,
+                message: "there is no <gpx> element; this is not a GPX file")
         }
         return document
     }
@@ -158,7 +161,9 @@ public struct GPXDocument: Sendable, Hashable {
         // UTF-16 with a byte order mark: converted.
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
             guard let text = String(data: data, encoding: .utf16) else {
-                throw GPXError(line: 1, column: 1, message: "the file starts as UTF-16 but does not decode as UTF-16; save it as UTF-8")
+                throw GPXError(
+                    line: 1, column: 1,
+                    message: "the file starts as UTF-16 but does not decode as UTF-16; save it as UTF-8")
             }
             return Data(declaringUTF8(text).utf8)
         }
@@ -171,11 +176,19 @@ public struct GPXDocument: Sendable, Hashable {
         case "us-ascii", "ascii": converted = .ascii
         case "utf-16", "utf16": converted = .utf16
         default:
-            throw GPXError(line: 1, column: 1, message: "the file declares encoding \"\(InputExcerpt.of(encoding ?? ""))\", which is not read here; save it as UTF-8")
+            throw GPXError(
+                line: 1, column: 1,
+                message:
+                    "the file declares encoding \"\(InputExcerpt.of(encoding ?? ""))\", which is not read here; save it as UTF-8"
+            )
         }
         if let converted {
             guard let text = String(data: data, encoding: converted) else {
-                throw GPXError(line: 1, column: 1, message: "the file does not decode as its declared encoding \"\(InputExcerpt.of(encoding ?? ""))\"; save it as UTF-8")
+                throw GPXError(
+                    line: 1, column: 1,
+                    message:
+                        "the file does not decode as its declared encoding \"\(InputExcerpt.of(encoding ?? ""))\"; save it as UTF-8"
+                )
             }
             return Data(declaringUTF8(text).utf8)
         }
@@ -193,7 +206,9 @@ public struct GPXDocument: Sendable, Hashable {
     private static func declaredEncoding(_ bytes: [UInt8]) -> String? {
         var start = 0
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { start = 3 }
-        guard bytes[start...].starts(with: Array("<?xml".utf8)), let end = bytes[start...].firstIndex(of: UInt8(ascii: ">")) else { return nil }
+        guard bytes[start...].starts(with: Array("<?xml".utf8)),
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: ">"))
+        else { return nil }
         let declaration = String(decoding: bytes[start..<end], as: UTF8.self)
         guard let range = declaration.range(of: "encoding") else { return nil }
         let rest = declaration[range.upperBound...].drop { $0 == " " || $0 == "=" || $0 == "\t" }
@@ -210,7 +225,7 @@ public struct GPXDocument: Sendable, Hashable {
         guard let range = declaration.range(of: "encoding") else { return String(text) }
         let rest = declaration[range.upperBound...]
         guard let open = rest.firstIndex(where: { $0 == "\"" || $0 == "'" }),
-              let close = rest[rest.index(after: open)...].firstIndex(of: rest[open])
+            let close = rest[rest.index(after: open)...].firstIndex(of: rest[open])
         else { return String(text) }
         return String(text[..<rest.index(after: open)]) + "UTF-8" + String(text[close...])
     }
@@ -221,19 +236,24 @@ public struct GPXDocument: Sendable, Hashable {
         do {
             return try parse(data)
         } catch {
-            throw ChaosError(.invalidProvider, subject: source, "invalid GPX at line \(error.line), column \(error.column): \(error.message)")
+            throw ChaosError(
+                .invalidProvider, subject: source,
+                "invalid GPX at line \(error.line), column \(error.column): \(error.message)")
         }
     }
 
     /// Reads and parses the GPX file at `url`; errors are `ChaosError`s naming the file and
     /// line. Each field left out is logged as a warning to `logger` (label `ChaosKit.GPX`
     /// unless given).
-    public static func load(contentsOf url: URL, logger: Logger = GPXDocument.logger) throws(ChaosError) -> GPXDocument {
+    public static func load(contentsOf url: URL, logger: Logger = GPXDocument.logger) throws(ChaosError) -> GPXDocument
+    {
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw ChaosError(.invalidProvider, subject: url.path, "cannot read the GPX file (\(error.localizedDescription)); give the path of a readable .gpx file")
+            throw ChaosError(
+                .invalidProvider, subject: url.path,
+                "cannot read the GPX file (\(error.localizedDescription)); give the path of a readable .gpx file")
         }
         let document = try parse(data, source: url.path)
         for warning in document.warnings {
@@ -342,12 +362,24 @@ private final class GPXReader: NSObject, XMLParserDelegate {
         case ("name", "rte"?): route?.name = asWritten
         case ("name", "trk"?): track?.name = asWritten
         case ("name", "metadata"?), ("name", "gpx"?): document?.name = asWritten
-        case ("wpt", _): if let point { document?.waypoints.append(point) }; point = nil
-        case ("rtept", _): if let point { route?.points.append(point) }; point = nil
-        case ("trkpt", _): if let point { segment?.append(point) }; point = nil
-        case ("rte", _): if let route { document?.routes.append(route) }; route = nil
-        case ("trkseg", _): if let segment { track?.segments.append(segment) }; segment = nil
-        case ("trk", _): if let track { document?.tracks.append(track) }; track = nil
+        case ("wpt", _):
+            if let point { document?.waypoints.append(point) }
+            point = nil
+        case ("rtept", _):
+            if let point { route?.points.append(point) }
+            point = nil
+        case ("trkpt", _):
+            if let point { segment?.append(point) }
+            point = nil
+        case ("rte", _):
+            if let route { document?.routes.append(route) }
+            route = nil
+        case ("trkseg", _):
+            if let segment { track?.segments.append(segment) }
+            segment = nil
+        case ("trk", _):
+            if let track { document?.tracks.append(track) }
+            track = nil
         default: break
         }
     }
@@ -374,10 +406,11 @@ private final class GPXReader: NSObject, XMLParserDelegate {
     /// Records that an optional field was left out, and why.
     private func skip(_ parser: XMLParser, _ element: String, _ value: String, _ expected: String) {
         let found = value.isEmpty ? "empty" : "\"\(InputExcerpt.of(value))\""
-        document?.warnings.append(GPXWarning(
-            line: parser.lineNumber, column: parser.columnNumber,
-            message: "\(element) is \(found), not \(expected); the field is left out"
-        ))
+        document?.warnings.append(
+            GPXWarning(
+                line: parser.lineNumber, column: parser.columnNumber,
+                message: "\(element) is \(found), not \(expected); the field is left out"
+            ))
     }
 
     func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {

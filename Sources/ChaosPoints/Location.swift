@@ -46,8 +46,10 @@ public struct Location: Codable, Sendable, Hashable {
     // swift-format-ignore: IdentifiersMustBeASCII
     /// Great-circle distance to `other` in metres (haversine).
     public func distance(to other: Location) -> Double {
-        let φ1 = latitude * .pi / 180, φ2 = other.latitude * .pi / 180
-        let Δφ = φ2 - φ1, Δλ = (other.longitude - longitude) * .pi / 180
+        let φ1 = latitude * .pi / 180
+        let φ2 = other.latitude * .pi / 180
+        let Δφ = φ2 - φ1
+        let Δλ = (other.longitude - longitude) * .pi / 180
         let a = sin(Δφ / 2) * sin(Δφ / 2) + cos(φ1) * cos(φ2) * sin(Δλ / 2) * sin(Δλ / 2)
         return 2 * Self.earthRadius * atan2(sqrt(a), sqrt(max(0, 1 - a)))
     }
@@ -55,7 +57,8 @@ public struct Location: Codable, Sendable, Hashable {
     // swift-format-ignore: IdentifiersMustBeASCII
     /// Initial bearing towards `other`, degrees clockwise from north (0…360).
     public func bearing(to other: Location) -> Double {
-        let φ1 = latitude * .pi / 180, φ2 = other.latitude * .pi / 180
+        let φ1 = latitude * .pi / 180
+        let φ2 = other.latitude * .pi / 180
         let Δλ = (other.longitude - longitude) * .pi / 180
         let y = sin(Δλ) * cos(φ2)
         let x = cos(φ1) * sin(φ2) - sin(φ1) * cos(φ2) * cos(Δλ)
@@ -66,8 +69,10 @@ public struct Location: Codable, Sendable, Hashable {
     // swift-format-ignore: IdentifiersMustBeASCII
     /// The point `distance` metres away along the great circle starting at `bearing` degrees.
     public func moved(distance: Double, bearing: Double) -> Location {
-        let δ = distance / Self.earthRadius, θ = bearing * .pi / 180
-        let φ1 = latitude * .pi / 180, λ1 = longitude * .pi / 180
+        let δ = distance / Self.earthRadius
+        let θ = bearing * .pi / 180
+        let φ1 = latitude * .pi / 180
+        let λ1 = longitude * .pi / 180
         let φ2 = asin(min(1, max(-1, sin(φ1) * cos(δ) + cos(φ1) * sin(δ) * cos(θ))))
         let λ2 = λ1 + atan2(sin(θ) * sin(δ) * cos(φ1), cos(δ) - sin(φ1) * sin(φ2))
         var moved = self
@@ -265,7 +270,8 @@ public struct LocationScenario: Sendable {
         let cap = min(.pi, max(0, radiusKm * 1000 / Location.earthRadius))
         return LocationScenario(name: "random-region") { context throws(LocationError) in
             // The spherical cap's area grows with 1 − cos(arc): draw that uniformly.
-            let u = context.random.nextUnitInterval(), v = context.random.nextUnitInterval()
+            let u = context.random.nextUnitInterval()
+            let v = context.random.nextUnitInterval()
             let arc = acos(1 - u * (1 - cos(cap)))
             var fix = center.moved(distance: arc * Location.earthRadius, bearing: v * 360)
             fix.horizontalAccuracy = 10
@@ -331,10 +337,12 @@ public struct LocationScenario: Sendable {
         clock: any WallClock = LiveWallClock()
     ) throws(ChaosError) -> LocationScenario {
         guard !points.isEmpty else {
-            throw ChaosError(.invalidProvider, "the route has no points; give a GPX file with a track, a route or waypoints")
+            throw ChaosError(
+                .invalidProvider, "the route has no points; give a GPX file with a track, a route or waypoints")
         }
         guard speed.isFinite, speed >= 0 else {
-            throw ChaosError(.invalidProvider, "speed \(speed) is not usable; give 0 or more (1 plays back in real time)")
+            throw ChaosError(
+                .invalidProvider, "speed \(speed) is not usable; give 0 or more (1 plays back in real time)")
         }
         guard metersPerSecond.isFinite, metersPerSecond > 0 else {
             throw ChaosError(.invalidProvider, "metersPerSecond \(metersPerSecond) is not usable; give a speed above 0")
@@ -353,7 +361,8 @@ public struct LocationScenario: Sendable {
         clock: any WallClock = LiveWallClock()
     ) throws(ChaosError) -> LocationScenario {
         let document = try GPXDocument.load(contentsOf: url)
-        return try route(document.playbackPoints, speed: speed, metersPerSecond: metersPerSecond, loop: loop, clock: clock)
+        return try route(
+            document.playbackPoints, speed: speed, metersPerSecond: metersPerSecond, loop: loop, clock: clock)
     }
 
     static func randomGlobePoint(_ random: inout SeededRandom, at timestamp: Date) -> Location {
@@ -408,12 +417,14 @@ struct RoutePlayback: Sendable {
             fix.speed = 0
         } else {
             // The last point whose offset is ≤ time.
-            var low = 0, high = offsets.count - 1
+            var low = 0
+            var high = offsets.count - 1
             while low < high {
                 let mid = (low + high + 1) / 2
                 if offsets[mid] <= time { low = mid } else { high = mid - 1 }
             }
-            let a = points[low].location, b = points[low + 1].location
+            let a = points[low].location
+            let b = points[low + 1].location
             let span = offsets[low + 1] - offsets[low]
             let f = span > 0 ? (time - offsets[low]) / span : 0
             fix = a
@@ -458,11 +469,12 @@ public enum ChaosLocation {
     /// `location.current`: one fix; the original asks the request's base provider.
     public static let current = AsyncInjectionPoint<LocationRequest, Location, LocationError>(
         "location.current",
-        catalogue: PointCatalogue(itemNames.map { name in
-            CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name)) { parameters in
-                try scenario(named: name, parameters).current
-            }
-        })
+        catalogue: PointCatalogue(
+            itemNames.map { name in
+                CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name)) { parameters in
+                    try scenario(named: name, parameters).current
+                }
+            })
     ) { request throws(LocationError) in
         try await request.base.currentLocation()
     }
@@ -470,51 +482,63 @@ public enum ChaosLocation {
     /// `location.updates`: a stream of fixes; the original is the base provider's stream.
     public static let updates = InjectionPoint<LocationRequest, AsyncThrowingStream<Location, any Error>, Never>(
         "location.updates",
-        catalogue: PointCatalogue(itemNames.map { name in
-            CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name) + [interval]) { parameters in
-                var scenarioParameters = parameters
-                scenarioParameters.values["interval"] = nil
-                return try scenario(named: name, scenarioParameters).updates(every: .seconds(try parameters.double("interval")))
-            }
-        })
+        catalogue: PointCatalogue(
+            itemNames.map { name in
+                CatalogueItem(name, itemSummaries[name] ?? "", parameters: parameters(of: name) + [interval]) {
+                    parameters in
+                    var scenarioParameters = parameters
+                    scenarioParameters.values["interval"] = nil
+                    return try scenario(named: name, scenarioParameters).updates(
+                        every: .seconds(try parameters.double("interval")))
+                }
+            })
     ) { request in
         request.base.updates()
     }
 
     /// The catalogue item names.
     public static let itemNames = [
-        "city", "random-region", "random-globe", "gpx", "teleport", "degraded-accuracy", "denied", "unavailable", "timeout",
+        "city", "random-region", "random-globe", "gpx", "teleport", "degraded-accuracy", "denied", "unavailable",
+        "timeout",
     ]
 
     static let itemSummaries = [
         "city": "a fixed city", "random-region": "random places in a circle", "random-globe": "random places anywhere",
-        "gpx": "a recorded route, played back", "teleport": "jumps between far places", "degraded-accuracy": "a poor fix",
+        "gpx": "a recorded route, played back", "teleport": "jumps between far places",
+        "degraded-accuracy": "a poor fix",
         "denied": "permission denied", "unavailable": "no fix available", "timeout": "no fix in time",
     ]
 
     /// What `location.updates` items take on top: the time between fixes.
-    static let interval = CatalogueParameter.number("interval", "time between fixes", unit: "seconds", default: 1, range: 0...86_400)
+    static let interval = CatalogueParameter.number(
+        "interval", "time between fixes", unit: "seconds", default: 1, range: 0...86_400)
 
     /// The parameters the item `name` takes (the first is the one the `CHAOS` grammar's
     /// unnamed value fills).
     public static func parameters(of name: String) -> [CatalogueParameter] {
         switch name {
         case "city": [.choice("name", "the city", City.all.map(\.name))]
-        case "random-region": [
-            .number("latitude", "the centre's latitude", unit: "degrees", range: -90...90),
-            .number("longitude", "the centre's longitude", unit: "degrees", range: -180...180),
-            .number("radiusKm", "the circle's radius", unit: "km", range: 0.001...20_000),
-        ]
-        case "gpx": [
-            .string("path", "the GPX file: its track, route or waypoints"),
-            .number("speed", "playback speed (1: real time, 0: stand at the start)", default: 1, range: 0...1_000_000),
-            .number("metersPerSecond", "speed along points without times", unit: "m/s", default: 5, range: 0.001...1_000_000),
-            .boolean("loop", "start again from the first point after the last", default: false),
-        ]
-        case "teleport": [
-            .strings("cities", "city names to jump between (default: random places far apart)"),
-            .number("minimumKm", "how far each jump goes at least", unit: "km", default: 5_000, range: 0...15_000),
-        ]
+        case "random-region":
+            [
+                .number("latitude", "the centre's latitude", unit: "degrees", range: -90...90),
+                .number("longitude", "the centre's longitude", unit: "degrees", range: -180...180),
+                .number("radiusKm", "the circle's radius", unit: "km", range: 0.001...20_000),
+            ]
+        case "gpx":
+            [
+                .string("path", "the GPX file: its track, route or waypoints"),
+                .number(
+                    "speed", "playback speed (1: real time, 0: stand at the start)", default: 1, range: 0...1_000_000),
+                .number(
+                    "metersPerSecond", "speed along points without times", unit: "m/s", default: 5,
+                    range: 0.001...1_000_000),
+                .boolean("loop", "start again from the first point after the last", default: false),
+            ]
+        case "teleport":
+            [
+                .strings("cities", "city names to jump between (default: random places far apart)"),
+                .number("minimumKm", "how far each jump goes at least", unit: "km", default: 5_000, range: 0...15_000),
+            ]
         case "degraded-accuracy": [.number("meters", "the radius of uncertainty", unit: "m", range: 0.001...10_000_000)]
         default: []
         }
@@ -522,9 +546,12 @@ public enum ChaosLocation {
 
     /// The scenario a profile names, with its parameters (checked against
     /// ``parameters(of:)`` first, as the catalogue does).
-    public static func scenario(named name: String, _ parameters: ProfileParameters) throws(ChaosError) -> LocationScenario {
+    public static func scenario(named name: String, _ parameters: ProfileParameters) throws(ChaosError)
+        -> LocationScenario
+    {
         guard itemNames.contains(name) else {
-            throw parameters.invalid("no location chaos named '\(name.prefix(80))'; choose one of: \(itemNames.joined(separator: ", "))")
+            throw parameters.invalid(
+                "no location chaos named '\(name.prefix(80))'; choose one of: \(itemNames.joined(separator: ", "))")
         }
         let parameters = try parameters.checked(against: Self.parameters(of: name), owner: "'\(name)'")
         switch name {
@@ -551,7 +578,8 @@ public enum ChaosLocation {
         case "teleport":
             if let names = try parameters.strings("cities") {
                 guard names.count >= 2 else {
-                    throw parameters.invalid("parameter 'cities' needs at least two city names to jump between", parameter: "cities")
+                    throw parameters.invalid(
+                        "parameter 'cities' needs at least two city names to jump between", parameter: "cities")
                 }
                 var locations: [Location] = []
                 for cityName in names { locations.append(try city(cityName, parameters).location(at: Date())) }
@@ -568,7 +596,8 @@ public enum ChaosLocation {
 
     private static func city(_ name: String, _ parameters: ProfileParameters) throws(ChaosError) -> City {
         guard let city = City.named(name) else {
-            throw parameters.invalid("no city named '\(name.prefix(80))'; choose one of: \(City.all.map(\.name).joined(separator: ", "))")
+            throw parameters.invalid(
+                "no city named '\(name.prefix(80))'; choose one of: \(City.all.map(\.name).joined(separator: ", "))")
         }
         return city
     }

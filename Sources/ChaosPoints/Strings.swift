@@ -146,9 +146,16 @@ public enum StringTransformation: Sendable, Hashable {
     public var parameters: [CatalogueParameter] {
         switch self {
         case .rightToLeft:
-            [.choice("mode", "how the text is wrapped in bidi controls", BidiMode.allCases.map(\.rawValue), default: BidiMode.override.rawValue)]
+            [
+                .choice(
+                    "mode", "how the text is wrapped in bidi controls", BidiMode.allCases.map(\.rawValue),
+                    default: BidiMode.override.rawValue)
+            ]
         case .veryLong:
-            [.integer("length", "how long the text becomes", unit: "characters", default: 10_000, range: 0...10_000_000)]
+            [
+                .integer(
+                    "length", "how long the text becomes", unit: "characters", default: 10_000, range: 0...10_000_000)
+            ]
         case .combiningMarks:
             [.integer("count", "how many combining marks on every letter", default: 3, range: 1...64)]
         default:
@@ -205,7 +212,8 @@ public enum StringTransformation: Sendable, Hashable {
     public init(name: String, parameters: ProfileParameters = ProfileParameters()) throws(ChaosError) {
         guard let named = Self.allDefaults.first(where: { $0.name == name }) else {
             let names = Self.allDefaults.map(\.name)
-            throw parameters.invalid("no string transformation named '\(name.prefix(80))'; choose one of: \(names.joined(separator: ", "))")
+            throw parameters.invalid(
+                "no string transformation named '\(name.prefix(80))'; choose one of: \(names.joined(separator: ", "))")
         }
         let checked = try parameters.checked(against: named.parameters, owner: "'\(name)'")
         switch named {
@@ -236,7 +244,10 @@ public enum StringChaos {
         var text = String.UnicodeScalarView()
         var i = 0
         func flushText() {
-            if !text.isEmpty { tokens.append(.text(String(text))); text = String.UnicodeScalarView() }
+            if !text.isEmpty {
+                tokens.append(.text(String(text)))
+                text = String.UnicodeScalarView()
+            }
         }
         while i < scalars.count {
             if scalars[i] == "%", let end = specifierEnd(scalars, from: i) {
@@ -348,7 +359,9 @@ public enum StringChaos {
         return format + padding
     }
 
-    private static let marks: [Unicode.Scalar] = ["\u{0301}", "\u{0308}", "\u{0323}", "\u{0330}", "\u{0311}", "\u{0332}", "\u{0360}", "\u{0489}"]
+    private static let marks: [Unicode.Scalar] = [
+        "\u{0301}", "\u{0308}", "\u{0323}", "\u{0330}", "\u{0311}", "\u{0332}", "\u{0360}", "\u{0489}",
+    ]
 
     /// `count` combining diacritics stacked on every letter (`"Zalgo"`-like text).
     public static func combiningMarks(_ format: String, count: Int = 3) -> String {
@@ -372,7 +385,10 @@ public enum StringChaos {
     /// A zero-width-joiner emoji sequence after every word.
     public static func emojiZWJ(_ format: String) -> String {
         var n = 0
-        return afterEachWord(format) { defer { n += 1 }; return zwjSequences[n % zwjSequences.count] }
+        return afterEachWord(format) {
+            defer { n += 1 }
+            return zwjSequences[n % zwjSequences.count]
+        }
     }
 
     private static let scriptSamples = ["مرحبا", "שלום", "世界", "Привет", "नमस्ते", "สวัสดี", "안녕", "Γειά", "ሰላም"]
@@ -381,7 +397,10 @@ public enum StringChaos {
     /// Greek, Ethiopic) after every word.
     public static func mixedScripts(_ format: String) -> String {
         var n = 0
-        return afterEachWord(format) { defer { n += 1 }; return " " + scriptSamples[n % scriptSamples.count] }
+        return afterEachWord(format) {
+            defer { n += 1 }
+            return " " + scriptSamples[n % scriptSamples.count]
+        }
     }
 
     /// Inserts `insertion()` after every word of the text runs; after the whole text when it has no words.
@@ -398,7 +417,10 @@ public enum StringChaos {
                 inWord = c.isLetter || c.isNumber
                 out.append(c)
             }
-            if inWord { out += insertion(); inserted = true }
+            if inWord {
+                out += insertion()
+                inserted = true
+            }
             return out
         }
         if !inserted { result += insertion() }
@@ -452,7 +474,8 @@ public enum ChaosStrings {
         "strings.localized",
         catalogue: PointCatalogue(
             StringTransformation.allDefaults.map { transformation in
-                CatalogueItem(transformation.name, transformation.summary, parameters: transformation.parameters) { parameters in
+                CatalogueItem(transformation.name, transformation.summary, parameters: transformation.parameters) {
+                    parameters in
                     transformed(try StringTransformation(name: transformation.name, parameters: parameters))
                 }
             },

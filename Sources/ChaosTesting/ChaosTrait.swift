@@ -1,6 +1,6 @@
 public import ChaosKit
-public import Testing
 public import Foundation
+public import Testing
 
 /// A Swift Testing trait that runs each test case under chaos.
 ///
@@ -89,7 +89,8 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
             let counted = counters.first { $0.entry == entry.id }
             guard counted?.hasFired != true else { continue }
             let seen = counted.map { " (\($0.seen) calls reached it)" } ?? ""
-            Issue.record("armed but never fired: entry \(entry.id) (\(entry))\(seen)", sourceLocation: test.sourceLocation)
+            Issue.record(
+                "armed but never fired: entry \(entry.id) (\(entry))\(seen)", sourceLocation: test.sourceLocation)
         }
     }
 
@@ -166,13 +167,16 @@ extension Trait where Self == ChaosTrait {
         profile path: String, seed: UInt64? = nil, points: any Sendable..., relativeTo file: String = #filePath
     ) -> Self {
         _ = points
-        let resolved = path.hasPrefix("/")
+        let resolved =
+            path.hasPrefix("/")
             ? path
             : URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path).path
         let loaded = Result { () throws(ChaosError) -> ChaosProfile in try ChaosProfile.load(contentsOfFile: resolved) }
-        return ChaosTrait(mode: .scoped, seed: seed ?? (try? loaded.get())?.seed, entries: {
-            try loaded.get().profileEntries
-        })
+        return ChaosTrait(
+            mode: .scoped, seed: seed ?? (try? loaded.get())?.seed,
+            entries: {
+                try loaded.get().profileEntries
+            })
     }
 
     /// Applies `entries` process-wide (`Chaos(seed:).apply()`) for each test case, while
@@ -204,11 +208,13 @@ extension Trait where Self == ChaosTrait {
     /// clock, see it too. Keep such tests in a suite of their own, or in a process of their
     /// own.
     public static func virtualTime(start: Date? = nil, flowing: Bool = false) -> Self {
-        ChaosTrait(mode: .processWide, seed: 0, entries: {
-            var parameters: [String: ProfileValue] = ["flowing": .bool(flowing)]
-            if let start { parameters["start"] = .string(ISO8601Date.format(start)) }
-            return [ProfileEntry(point: "system.clock", .catalogue("virtual", ProfileParameters(parameters)))]
-        })
+        ChaosTrait(
+            mode: .processWide, seed: 0,
+            entries: {
+                var parameters: [String: ProfileValue] = ["flowing": .bool(flowing)]
+                if let start { parameters["start"] = .string(ISO8601Date.format(start)) }
+                return [ProfileEntry(point: "system.clock", .catalogue("virtual", ProfileParameters(parameters)))]
+            })
     }
 
     /// Holds the process-wide lock for each test case without applying anything: for

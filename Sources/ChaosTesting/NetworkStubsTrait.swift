@@ -1,9 +1,10 @@
 public import ChaosNetwork
 import Foundation
+public import Testing
+
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
-public import Testing
 
 /// Per-test network stubs: a fresh `StubSet` for every test case, with a URLSession and a
 /// chaos-aware client wired to it, readable in the test body through ``current``.
@@ -40,7 +41,9 @@ public struct ChaosNetworkTest: Sendable {
     public var directClient: ChaosNetworkClient { ChaosNetworkClient(stubs) }
 
     /// A new configuration (ephemeral unless given) with `stubs` installed.
-    public static func configuration(stubs: StubSet, base: URLSessionConfiguration = .ephemeral) -> URLSessionConfiguration {
+    public static func configuration(stubs: StubSet, base: URLSessionConfiguration = .ephemeral)
+        -> URLSessionConfiguration
+    {
         ChaosURLProtocol.install(stubs, into: base)
         return base
     }

@@ -25,7 +25,8 @@ for index in 0..<cycles {
 }
 
 for _ in 0..<20 {
-    let hook = try CFunctionHook(name: "leakcheck.getenv", symbol: "getenv", signature: CSignature(returns: .cString, arguments: [.cString]))
+    let hook = try CFunctionHook(
+        name: "leakcheck.getenv", symbol: "getenv", signature: CSignature(returns: .cString, arguments: [.cString]))
     let chaos = Chaos(seed: 1)
     try chaos.profile(hook.entry(.nil)).apply()
     chaos.revertAll()

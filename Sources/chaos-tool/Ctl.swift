@@ -9,20 +9,27 @@ import Foundation
 /// set — found by the endpoint files in the per-user directory.
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
+        abstract:
+            "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
         discussion: """
-        Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
-        else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
-        CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
-        by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
-        """,
-        subcommands: [CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self]
+            Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
+            else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
+            CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
+            by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
+            """,
+        subcommands: [
+            CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self,
+            CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self,
+        ]
     )
 }
 
 /// Options every `chaos ctl` verb shares.
 struct CtlOptions: ParsableArguments {
-    @Option(help: "The directory of endpoint files (default: CHAOS_CONTROL_DIR, $XDG_RUNTIME_DIR/chaoskit or ~/.chaoskit/control).")
+    @Option(
+        help:
+            "The directory of endpoint files (default: CHAOS_CONTROL_DIR, $XDG_RUNTIME_DIR/chaoskit or ~/.chaoskit/control)."
+    )
     var directory: String?
 
     @Option(help: "Seconds to wait for an answer.")
@@ -63,7 +70,8 @@ func ctl<T>(_ body: () throws -> T) throws -> T {
 func entryNumber(_ text: String) throws -> Int {
     let digits = text.hasPrefix("#") ? String(text.dropFirst()) : text
     guard let number = Int(digits), number > 0 else {
-        throw ValidationError("'\(text.prefix(80))' is not an entry id; give the number `chaos ctl status PID` shows, e.g. 3 or #3")
+        throw ValidationError(
+            "'\(text.prefix(80))' is not an entry id; give the number `chaos ctl status PID` shows, e.g. 3 or #3")
     }
     return number
 }
@@ -80,7 +88,8 @@ extension ControlAPI.Entry {
 }
 
 struct CtlList: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "The controllable processes on this machine, with what is applied.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "The controllable processes on this machine, with what is applied.")
 
     @OptionGroup var options: CtlOptions
     @Flag(help: "Print JSON: one status object per process, with its entries.")
@@ -92,14 +101,20 @@ struct CtlList: ParsableCommand {
             let client = ControlClient(endpoint, timeout: .seconds(1))
             // Skip processes that do not answer, or a recycled pid's endpoint.
             guard let status = try? client.status(), status.pid == endpoint.pid,
-                  let entries = try? client.entries() else { continue }
+                let entries = try? client.entries()
+            else { continue }
             rows.append((endpoint, status, entries))
         }
         if json {
             struct Row: Encodable {
                 let pid: Int32, program: String, url: String, kind: String, waiting: Bool, entries: [ControlAPI.Entry]
             }
-            let data = try ControlAPI.encoder().encode(rows.map { Row(pid: $0.endpoint.pid, program: $0.status.program, url: $0.endpoint.url, kind: $0.status.kind, waiting: $0.status.waiting, entries: $0.entries) })
+            let data = try ControlAPI.encoder().encode(
+                rows.map {
+                    Row(
+                        pid: $0.endpoint.pid, program: $0.status.program, url: $0.endpoint.url, kind: $0.status.kind,
+                        waiting: $0.status.waiting, entries: $0.entries)
+                })
             print(String(decoding: data, as: UTF8.self))
             return
         }
@@ -108,8 +123,12 @@ struct CtlList: ParsableCommand {
             return
         }
         for row in rows {
-            let on = row.status.enabledEntries > 0 ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
-            print("\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")")
+            let on =
+                row.status.enabledEntries > 0
+                ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
+            print(
+                "\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")"
+            )
             for entry in row.entries { print("    \(entry.line)") }
         }
     }
@@ -129,19 +148,26 @@ struct CtlConsole: ParsableCommand {
             let consoles = ControlEndpoint.all(in: options.endpointDirectory).compactMap { endpoint in
                 endpoint.consoleURL.map { "\(endpoint.pid)  \(endpoint.program)  \($0)" }
             }
-            print(consoles.isEmpty ? "no process serves a web console (endpoint files in \(options.endpointDirectory.path))" : consoles.joined(separator: "\n"))
+            print(
+                consoles.isEmpty
+                    ? "no process serves a web console (endpoint files in \(options.endpointDirectory.path))"
+                    : consoles.joined(separator: "\n"))
             return
         }
         let endpoint = try ctl { try options.endpoint(pid: pid) }
         guard let url = endpoint.consoleURL else {
-            throw CtlFailure(description: "process \(pid) (\(endpoint.program)) serves no web console: its endpoint is \(endpoint.url) (\(endpoint.kind)); steer it with chaos ctl status/apply/revert")
+            throw CtlFailure(
+                description:
+                    "process \(pid) (\(endpoint.program)) serves no web console: its endpoint is \(endpoint.url) (\(endpoint.kind)); steer it with chaos ctl status/apply/revert"
+            )
         }
         print(url)
     }
 }
 
 struct CtlStatus: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "status", abstract: "One process: its entries with counters, and its response sets.")
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "One process: its entries with counters, and its response sets.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -157,22 +183,32 @@ struct CtlStatus: ParsableCommand {
                 struct Report: Encodable {
                     let status: ControlAPI.Status, entries: [ControlAPI.Entry], responseSets: [ControlAPI.ResponseSet]
                 }
-                print(String(decoding: try ControlAPI.encoder().encode(Report(status: status, entries: entries, responseSets: sets)), as: UTF8.self))
+                print(
+                    String(
+                        decoding: try ControlAPI.encoder().encode(
+                            Report(status: status, entries: entries, responseSets: sets)), as: UTF8.self))
                 return
             }
-            print("\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")")
+            print(
+                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")"
+            )
             print(entries.isEmpty ? "entries: none" : "entries:")
             for entry in entries { print("  \(entry.line)") }
             if !sets.isEmpty {
                 print("response sets:")
-                for set in sets { print("  \(set.name) (\(set.matcher)): \(set.responses.map { $0 == set.selected ? "[\($0)]" : $0 }.joined(separator: ", "))") }
+                for set in sets {
+                    print(
+                        "  \(set.name) (\(set.matcher)): \(set.responses.map { $0 == set.selected ? "[\($0)]" : $0 }.joined(separator: ", "))"
+                    )
+                }
             }
         }
     }
 }
 
 struct CtlApply: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "apply", abstract: "Apply a JSON profile to a process, all or nothing.")
+    static let configuration = CommandConfiguration(
+        commandName: "apply", abstract: "Apply a JSON profile to a process, all or nothing.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -214,7 +250,8 @@ struct CtlApply: ParsableCommand {
 }
 
 struct CtlRevert: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "revert", abstract: "Revert one entry, or every entry when none is named.")
+    static let configuration = CommandConfiguration(
+        commandName: "revert", abstract: "Revert one entry, or every entry when none is named.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -225,7 +262,9 @@ struct CtlRevert: ParsableCommand {
         try ctl {
             let client = try options.client(pid: pid)
             let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
-            print(reverted.entries.isEmpty ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))")
+            print(
+                reverted.entries.isEmpty
+                    ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))")
         }
     }
 }
@@ -244,7 +283,8 @@ struct CtlEnable: ParsableCommand {
 }
 
 struct CtlDisable: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Switch an applied entry off (it stays listed, with its counters).")
+    static let configuration = CommandConfiguration(
+        commandName: "disable", abstract: "Switch an applied entry off (it stays listed, with its counters).")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -257,7 +297,8 @@ struct CtlDisable: ParsableCommand {
 }
 
 struct CtlEvents: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "events", abstract: "Follow a process's events: what fired, where, and the seed that replays it.")
+    static let configuration = CommandConfiguration(
+        commandName: "events", abstract: "Follow a process's events: what fired, where, and the seed that replays it.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -269,7 +310,10 @@ struct CtlEvents: ParsableCommand {
         try ctl {
             let endpoint = try options.endpoint(pid: pid)
             guard endpoint.kind != "preload" else {
-                throw CtlFailure(description: "pid \(pid): a chaos run child (preload endpoint) serves no events; `chaos ctl status \(pid)` shows its counters and last acts")
+                throw CtlFailure(
+                    description:
+                        "pid \(pid): a chaos run child (preload endpoint) serves no events; `chaos ctl status \(pid)` shows its counters and last acts"
+                )
             }
             let client = options.client(endpoint)
             let encoder = ControlAPI.encoder()
@@ -283,7 +327,8 @@ struct CtlEvents: ParsableCommand {
                     data.append(UInt8(ascii: "\n"))
                     FileHandle.standardOutput.write(data)
                 } else {
-                    let line = "\(event.date.formatted(.iso8601))  \(event.entry.map { "#\($0) " } ?? "")\(event.point) ← \(event.provider)  call \(event.callIndex)  entry seed \(event.entrySeed)\n"
+                    let line =
+                        "\(event.date.formatted(.iso8601))  \(event.entry.map { "#\($0) " } ?? "")\(event.point) ← \(event.provider)  call \(event.callIndex)  entry seed \(event.entrySeed)\n"
                     FileHandle.standardOutput.write(Data(line.utf8))
                 }
                 seen += 1
@@ -294,7 +339,8 @@ struct CtlEvents: ParsableCommand {
 }
 
 struct CtlSelect: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "select", abstract: "Select a response in one of a process's response sets.")
+    static let configuration = CommandConfiguration(
+        commandName: "select", abstract: "Select a response in one of a process's response sets.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -304,13 +350,16 @@ struct CtlSelect: ParsableCommand {
     func run() throws {
         try ctl {
             let selected = try options.client(pid: pid).select(response, in: set)
-            print("\(selected.name): \(selected.responses.map { $0 == selected.selected ? "[\($0)]" : $0 }.joined(separator: ", "))")
+            print(
+                "\(selected.name): \(selected.responses.map { $0 == selected.selected ? "[\($0)]" : $0 }.joined(separator: ", "))"
+            )
         }
     }
 }
 
 struct CtlGo: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "go", abstract: "Let a process waiting in bootstrap (CHAOS_CONTROL_WAIT=1) go on.")
+    static let configuration = CommandConfiguration(
+        commandName: "go", abstract: "Let a process waiting in bootstrap (CHAOS_CONTROL_WAIT=1) go on.")
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
@@ -326,8 +375,10 @@ struct CtlGo: ParsableCommand {
 struct CtlAdvance: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "advance",
-        abstract: "Move the virtual time of a `chaos run` child forward (its profile has the system.clock item virtual).",
-        discussion: "Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the last has been taken."
+        abstract:
+            "Move the virtual time of a `chaos run` child forward (its profile has the system.clock item virtual).",
+        discussion:
+            "Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the last has been taken."
     )
 
     @OptionGroup var options: CtlOptions
@@ -337,7 +388,9 @@ struct CtlAdvance: ParsableCommand {
     func run() throws {
         try ctl {
             let time = try options.client(pid: pid).advance(by: duration)
-            print("\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending")
+            print(
+                "\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending"
+            )
         }
     }
 }

@@ -35,7 +35,8 @@ extension Tour {
         Chaos.registerBuiltInPoints()
         let clock = ChaosWallClock()
         let strings = ChaosLocalizedStrings(base: DemoStrings())
-        let location = ChaosLocationProvider(base: FixedLocationProvider(Location(latitude: 51.5072, longitude: -0.1276)))
+        let location = ChaosLocationProvider(
+            base: FixedLocationProvider(Location(latitude: 51.5072, longitude: -0.1276)))
         func describe(_ provider: ChaosLocationProvider) async -> String {
             do {
                 let fix = try await provider.currentLocation()
@@ -49,18 +50,21 @@ extension Tour {
         show("clock.now", clock.now.formatted(day))
         show("strings: greeting", strings.string(forKey: "greeting", value: nil, table: nil))
         show("location.current", await describe(location))
-        let profile = try ChaosProfile.decode(json: """
-        { "seed": \(seed), "entries": [
-          { "point": "clock.now", "provider": { "item": "offset", "parameters": { "by": "-30y" } } },
-          { "point": "strings.localized", "provider": { "item": "right-to-left" }, "match": { "key": "greeting" } },
-          { "point": "location.current", "provider": { "sequential": [ { "item": "city", "parameters": { "name": "tokyo" } }, "denied" ] } }
-        ] }
-        """, file: "demo-profile.json")
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "seed": \(seed), "entries": [
+                  { "point": "clock.now", "provider": { "item": "offset", "parameters": { "by": "-30y" } } },
+                  { "point": "strings.localized", "provider": { "item": "right-to-left" }, "match": { "key": "greeting" } },
+                  { "point": "location.current", "provider": { "sequential": [ { "item": "city", "parameters": { "name": "tokyo" } }, "denied" ] } }
+                ] }
+                """, file: "demo-profile.json")
         let chaos = try profile.apply()
         show("clock.now (offset -30y)", clock.now.formatted(day))
         show("strings: farewell (not matched)", strings.string(forKey: "farewell", value: nil, table: nil))
         let rtl = strings.string(forKey: "greeting", value: nil, table: nil)
-        show("strings: greeting (right-to-left)", rtl.unicodeScalars.map { $0.value < 128 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())
+        show(
+            "strings: greeting (right-to-left)",
+            rtl.unicodeScalars.map { $0.value < 128 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())
         show("location.current (city tokyo)", await describe(location))
         show("location.current (then denied)", await describe(location))
         chaos.revertAll()
@@ -76,11 +80,15 @@ extension Tour {
         SystemPoints.register()
         heading("System points (C hooks): Foundation's own Date() and getenv, no app change.")
         show("Date()", Date().formatted(day))
-        show("getenv(\"HOME\")", ProcessInfo.processInfo.environment["HOME"].map { _ in String(cString: getenv("HOME")) } ?? "-")
+        show(
+            "getenv(\"HOME\")",
+            ProcessInfo.processInfo.environment["HOME"].map { _ in String(cString: getenv("HOME")) } ?? "-")
         let chaos = Chaos(seed: seed)
         try chaos.profile(
             SystemPoints.clock.entry(.constant(.offset(seconds: try ClockOffset.parse("-30y").seconds(from: Date())))),
-            ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("HOME"), "value": .string("/nowhere")])))
+            ProfileEntry(
+                point: "system.getenv",
+                .catalogue("set", ProfileParameters(["name": .string("HOME"), "value": .string("/nowhere")])))
         ).apply()
         show("Date() under system.clock offset -30y", Date().formatted(day))
         show("getenv(\"HOME\") under system.getenv", String(cString: getenv("HOME")))
@@ -135,7 +143,8 @@ struct Tour {
         let chaos = Chaos(seed: seed)
         let past = ProfileEntry(DemoApp.today, .constant(Date(timeIntervalSince1970: -86_400 * 365 * 30)))
         let randomGreeting = ProfileEntry(DemoApp.greeting, .random(.string(length: 8...16)))
-        let offline = ProfileEntry(DemoApp.fetchScore, .sequential([.throwing(.offline), .throwing(.offline), .original]))
+        let offline = ProfileEntry(
+            DemoApp.fetchScore, .sequential([.throwing(.offline), .throwing(.offline), .original]))
         try chaos.profile(past, randomGreeting, offline).apply()
         show("today()", DemoApp.today().formatted(day))
         show("greeting(\"Ada\")", DemoApp.greeting("Ada"))
@@ -157,7 +166,9 @@ struct Tour {
         heading("Task-scoped chaos: only the task inside Chaos.with sees it.")
         let rtl = ProfileEntry(DemoApp.greeting, .block { env in "\u{202E}" + env.callOriginal() })
         let inside = try Chaos.with(rtl, seed: seed) { DemoApp.greeting("Ada") }
-        show("inside the scope", inside.unicodeScalars.map { $0.value < 128 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())
+        show(
+            "inside the scope",
+            inside.unicodeScalars.map { $0.value < 128 ? String($0) : "\\u{\(String($0.value, radix: 16))}" }.joined())
         show("outside the scope", DemoApp.greeting("Ada"))
 
         heading("Mistakes are typed errors, and nothing is half applied.")

@@ -2,6 +2,7 @@ import ArgumentParser
 import ChaosHooks
 import ChaosKit
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,21 +19,23 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a program with a profile's system entries (files, sockets, DNS, environment, clock) applied.",
         discussion: """
-        Entries on system.files, system.connect, system.accept, system.send, system.recv,
-        system.getaddrinfo, system.getenv and system.clock reach the program through its C
-        library calls (LD_PRELOAD), with probability, times, delay, sequential and match
-        meaning what they mean in-process. Without a seed one is drawn and printed, so a run
-        can be replayed with --seed or CHAOS_SEED.
-        Exit status: the program's own; 125 when chaos run itself fails (a profile error,
-        no preload library), 126 when the program cannot be run, 127 when it is not found.
-        Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
-        """
+            Entries on system.files, system.connect, system.accept, system.send, system.recv,
+            system.getaddrinfo, system.getenv and system.clock reach the program through its C
+            library calls (LD_PRELOAD), with probability, times, delay, sequential and match
+            meaning what they mean in-process. Without a seed one is drawn and printed, so a run
+            can be replayed with --seed or CHAOS_SEED.
+            Exit status: the program's own; 125 when chaos run itself fails (a profile error,
+            no preload library), 126 when the program cannot be run, 127 when it is not found.
+            Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
+            """
     )
 
-    @Option(help: "The JSON profile whose system entries to apply: a file, - for standard input, or /dev/fd/N (bash <(…)).")
+    @Option(
+        help: "The JSON profile whose system entries to apply: a file, - for standard input, or /dev/fd/N (bash <(…)).")
     var profile: String
 
-    @Option(help: "Replay a run: the seed it printed (default: the profile's seed, else $CHAOS_SEED, else a fresh one).")
+    @Option(
+        help: "Replay a run: the seed it printed (default: the profile's seed, else $CHAOS_SEED, else a fresh one).")
     var seed: UInt64?
 
     @Option(help: "The preload library (default: $CHAOS_PRELOAD_LIBRARY, or libChaosPreload.so beside chaos).")
@@ -63,7 +66,10 @@ struct Run: ParsableCommand {
         if !noCache, let cache = environment["CHAOS_RUN_CACHE"], !cache.isEmpty {
             compiled = cache
         } else {
-            compiled = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-run-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).plan").path
+            compiled =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "chaos-run-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).plan"
+                ).path
             temporary = true
         }
         do {
@@ -93,14 +99,17 @@ struct Run: ParsableCommand {
         if let given = ProcessInfo.processInfo.environment["CHAOS_LAUNCHER"], access(given, X_OK) == 0 { return given }
         let beside = executableDirectory().appendingPathComponent("chaos").path
         guard access(beside, X_OK) == 0 else {
-            printError("chaos run: the chaos launcher was not found beside \(executableDirectory().path); build it with `swift build --product chaos`")
+            printError(
+                "chaos run: the chaos launcher was not found beside \(executableDirectory().path); build it with `swift build --product chaos`"
+            )
             throw ExitCode(125)
         }
         return beside
     }
 
     private func executableDirectory() -> URL {
-        let path = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let path =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: path).deletingLastPathComponent()
     }
 
@@ -138,7 +147,8 @@ enum RunPlanFile {
             switch byte {
             case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
             case UInt8(ascii: "\n"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0..<0x20, 0x7F: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            case 0..<0x20, 0x7F:
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
             default: bytes.append(byte)
             }
         }

@@ -21,11 +21,13 @@ struct Validate: ParsableCommand {
                 let unknown = profile.entries.map(\.pointName).filter { !known.contains($0) }
                 // Entries on the tool's own points are checked fully; an app's points only
                 // exist in the app, so for those the structure is what can be checked here.
-                let checkable = ChaosProfile(seed: profile.seed, entries: profile.entries.filter { known.contains($0.pointName) })
+                let checkable = ChaosProfile(
+                    seed: profile.seed, entries: profile.entries.filter { known.contains($0.pointName) })
                 try checkable.validate()
                 print("\(file): ok (\(profile.entries.count) entries)")
                 for name in Set(unknown).sorted() {
-                    print("\(file): note: '\(name)' is not a built-in point; its entries were checked for structure only")
+                    print(
+                        "\(file): note: '\(name)' is not a built-in point; its entries were checked for structure only")
                 }
                 // System entries also run under `chaos run`: say when one could not.
                 let system = profile.entries.filter { SystemPointKind(pointName: $0.pointName) != nil }
@@ -47,7 +49,8 @@ struct Validate: ParsableCommand {
 
 /// `chaos list`: every point and provider, with the parameters each item declares.
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the built-in points, providers, catalogue items and their parameters.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the built-in points, providers, catalogue items and their parameters.")
 
     func run() {
         BuiltInPoints.register()
@@ -89,7 +92,8 @@ struct List: ParsableCommand {
 /// `chaos schema`: the profile JSON Schema for the built-in points, from their declarations.
 struct Schema: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print the JSON Schema of profiles, made from the built-in points' declarations (Docs/profile.schema.json)."
+        abstract:
+            "Print the JSON Schema of profiles, made from the built-in points' declarations (Docs/profile.schema.json)."
     )
 
     func run() {

@@ -14,18 +14,24 @@ import Testing
     }
 
     @Test(
-        .enabled(if: BrowserTests.available, "needs chromium at /usr/bin/chromium (apt) and the playwright Python package (pip)"),
-        .disabled(if: Sanitizers.thread, "a browser driving a ThreadSanitizer build finds no races and only costs time; the plain run drives it")
+        .enabled(
+            if: BrowserTests.available,
+            "needs chromium at /usr/bin/chromium (apt) and the playwright Python package (pip)"),
+        .disabled(
+            if: Sanitizers.thread,
+            "a browser driving a ThreadSanitizer build finds no races and only costs time; the plain run drives it")
     )
     func theConsoleAppliesAFaultWithTheKeyboardAndReverts() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let screenshot = root.appendingPathComponent(".build-artifacts/console.png").path
         let outcome = try await offload { () throws -> (Int32, String) in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = [
                 "python3", root.appendingPathComponent("Scripts/console-browser-test.py").path,
-                "--build-dir", RunningDemo.buildDirectory.path, "--screenshot", screenshot, "--chromium", BrowserTests.chromium,
+                "--build-dir", RunningDemo.buildDirectory.path, "--screenshot", screenshot, "--chromium",
+                BrowserTests.chromium,
             ]
             let output = Pipe()
             process.standardOutput = output

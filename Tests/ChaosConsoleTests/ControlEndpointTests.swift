@@ -15,7 +15,9 @@ import Testing
         let name = uniqueName()
         let point = makePoint(name)
         let client = endpoint.client
-        let applied = try await offload { try client.apply(profile: profile(name, item: "add", parameters: #"{"amount": 5}"#)) }
+        let applied = try await offload {
+            try client.apply(profile: profile(name, item: "add", parameters: #"{"amount": 5}"#))
+        }
         #expect(applied.entries.count == 1)
         #expect(point(1) == 6)
         #expect(point(2) == 7)
@@ -41,12 +43,13 @@ import Testing
         let point = makePoint(name)
         let client = endpoint.client
         // The first entry is fine, the second one's parameter is out of range: nothing applies.
-        let body = Data(#"""
-        {"entries": [
-          {"point": "\#(name)", "provider": {"item": "double"}},
-          {"point": "\#(name)", "provider": {"item": "add", "parameters": {"amount": 500}}}
-        ]}
-        """#.utf8)
+        let body = Data(
+            #"""
+            {"entries": [
+              {"point": "\#(name)", "provider": {"item": "double"}},
+              {"point": "\#(name)", "provider": {"item": "add", "parameters": {"amount": 500}}}
+            ]}
+            """#.utf8)
         let error = await #expect(throws: ControlError.self) {
             _ = try await offload { try client.apply(profile: body, source: "flaky.json") }
         }
@@ -89,7 +92,9 @@ import Testing
         let again = await #expect(throws: ControlError.self) { _ = try await offload { try client.revert(entry: id) } }
         #expect(again?.status == 404)
         #expect(again?.kind == "notApplied")
-        let missing = await #expect(throws: ControlError.self) { _ = try await offload { try client.setEnabled(true, entry: id) } }
+        let missing = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.setEnabled(true, entry: id) }
+        }
         #expect(missing?.status == 404)
         await endpoint.finish()
     }
@@ -97,9 +102,12 @@ import Testing
     @Test func selectsAResponseInAResponseSet() async throws {
         let store = try ResponseSetStore()
         let setName = uniqueName()
-        try store.add(ResponseSet(setName, matching: .get("/login"), [
-            .init("success", .status(200)), .init("offline", .error(.offline)),
-        ]))
+        try store.add(
+            ResponseSet(
+                setName, matching: .get("/login"),
+                [
+                    .init("success", .status(200)), .init("offline", .error(.offline)),
+                ]))
         let endpoint = try await TestEndpoint.start(responseSets: [ResponseSetStoreBox(store: store)])
         let client = endpoint.client
         let sets = try await offload { try client.responseSets() }
@@ -109,10 +117,14 @@ import Testing
         let selected = try await offload { try client.select("offline", in: setName) }
         #expect(selected.selected == "offline")
         #expect(store.selection(for: setName) == "offline")
-        let wrong = await #expect(throws: ControlError.self) { _ = try await offload { try client.select("nope", in: setName) } }
+        let wrong = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.select("nope", in: setName) }
+        }
         #expect(wrong?.status == 422)
         #expect(wrong?.message.contains("'success', 'offline'") == true)
-        let unknown = await #expect(throws: ControlError.self) { _ = try await offload { try client.select("offline", in: "no-such-set") } }
+        let unknown = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.select("offline", in: "no-such-set") }
+        }
         #expect(unknown?.status == 404)
         await endpoint.finish()
     }
@@ -185,7 +197,10 @@ import Testing
                 try client.send("POST", "/v1/entries", body: Data(repeating: 32, count: (1 << 20) + 1))
             )
         }
-        for (response, status, kind) in [(route, 404, "notFound"), (method, 405, "methodNotAllowed"), (id, 400, "badRequest"), (large, 413, "payloadTooLarge")] {
+        for (response, status, kind) in [
+            (route, 404, "notFound"), (method, 405, "methodNotAllowed"), (id, 400, "badRequest"),
+            (large, 413, "payloadTooLarge"),
+        ] {
             #expect(response.status == status)
             let body = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body)
             #expect(body.error.kind == kind)
@@ -215,7 +230,8 @@ import Testing
     @Test func aUnixSocketEndpointAnswers() async throws {
         let directory = temporaryDirectory()
         let path = "/tmp/chaos-\(getpid())-\(UInt32.random(in: 0 ... .max)).sock"
-        let console = try #require(try await ChaosConsole.start(.init(address: .unixSocket(path: path), endpointDirectory: directory)))
+        let console = try #require(
+            try await ChaosConsole.start(.init(address: .unixSocket(path: path), endpointDirectory: directory)))
         #expect(console.url == "unix:\(path)")
         let client = ControlClient(url: console.url, token: console.token, timeout: testTimeout)
         let status = try await offload { try client.status() }
@@ -230,10 +246,13 @@ import Testing
         let refused = try await ChaosConsole.start(.init(endpointDirectory: directory, buildConfiguration: .release))
         #expect(refused == nil)
         #expect(ControlEndpoint.all(in: directory).isEmpty)
-        let opted = try #require(try await ChaosConsole.start(.init(endpointDirectory: directory, allowInReleaseBuilds: true, buildConfiguration: .release)))
+        let opted = try #require(
+            try await ChaosConsole.start(
+                .init(endpointDirectory: directory, allowInReleaseBuilds: true, buildConfiguration: .release)))
         await opted.stop()
         let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
-        let bootstrapped = try await Chaos.bootstrap(control: .environment, environment: environment, buildConfiguration: .release)
+        let bootstrapped = try await Chaos.bootstrap(
+            control: .environment, environment: environment, buildConfiguration: .release)
         #expect(bootstrapped.console == nil)
         let none = try await Chaos.bootstrap(control: .environment, environment: ["CHAOS_CONTROL_DIR": directory.path])
         #expect(none.console == nil && none.session == nil)
@@ -243,7 +262,8 @@ import Testing
     @Test func bootstrapWaitsForGoUpToItsBound() async throws {
         let directory = temporaryDirectory()
         let environment = [
-            "CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path, "CHAOS_CONTROL_WAIT": "1", "CHAOS_CONTROL_WAIT_TIMEOUT": "90s",
+            "CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path, "CHAOS_CONTROL_WAIT": "1",
+            "CHAOS_CONTROL_WAIT_TIMEOUT": "90s",
         ]
         let bootstrap = Task { try await Chaos.bootstrap(control: .environment, environment: environment) }
         // The runner side: find the process, see it waiting, say go.
@@ -252,7 +272,8 @@ import Testing
             // clocks (a jumped Date() once ended this loop before its first look).
             for _ in 0..<12_000 {
                 if let endpoint = ControlEndpoint.all(in: directory).first(where: { $0.pid == getpid() }),
-                   let status = try? ControlClient(endpoint, timeout: testTimeout).status(), status.waiting {
+                    let status = try? ControlClient(endpoint, timeout: testTimeout).status(), status.waiting
+                {
                     try ControlClient(endpoint, timeout: testTimeout).go()
                     return status
                 }
@@ -274,7 +295,9 @@ import Testing
         await alone.console?.stop()
 
         short["CHAOS_CONTROL_WAIT_TIMEOUT"] = "soon"
-        await #expect(throws: ChaosError.self) { _ = try await Chaos.bootstrap(control: .environment, environment: short) }
+        await #expect(throws: ChaosError.self) {
+            _ = try await Chaos.bootstrap(control: .environment, environment: short)
+        }
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -282,13 +305,19 @@ import Testing
         let directory = temporaryDirectory()
         let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
         // On a thread of its own, as an app's synchronous start runs.
-        let started = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: environment) }
+        let started = try await offload {
+            try Chaos.bootstrapSynchronously(control: .environment, environment: environment)
+        }
         let console = try #require(started.console)
-        let status = try await offload { try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory), timeout: testTimeout).status() }
+        let status = try await offload {
+            try ControlClient(try ControlEndpoint.find(pid: getpid(), in: directory), timeout: testTimeout).status()
+        }
         #expect(status.pid == getpid())
         await console.stop()
         let refused = await #expect(throws: ChaosError.self) {
-            _ = try await offload { try Chaos.bootstrapSynchronously(control: .environment, environment: ["CHAOS_CONTROL": "nowhere"]) }
+            _ = try await offload {
+                try Chaos.bootstrapSynchronously(control: .environment, environment: ["CHAOS_CONTROL": "nowhere"])
+            }
         }
         #expect(refused?.subject == "CHAOS_CONTROL")
         try? FileManager.default.removeItem(at: directory)

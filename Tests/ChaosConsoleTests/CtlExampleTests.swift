@@ -49,7 +49,9 @@ final class RunningDemo: Sendable {
 
     /// Waits (at most `timeout`) for a line containing `text` after the first `skip` lines;
     /// returns its index and the unix milliseconds the demo printed with it.
-    func line(containing text: String, after skip: Int = 0, timeout: Duration = .seconds(10)) async throws -> (index: Int, milliseconds: Int) {
+    func line(containing text: String, after skip: Int = 0, timeout: Duration = .seconds(10)) async throws -> (
+        index: Int, milliseconds: Int
+    ) {
         let deadline = ContinuousClock.now + timeout
         while true {
             // Looked at once more after the deadline: on a busy machine this task may first
@@ -72,14 +74,18 @@ final class RunningDemo: Sendable {
             let process = Process()
             process.executableURL = RunningDemo.buildDirectory.appendingPathComponent("chaos")
             process.arguments = ["ctl"] + arguments + ["--directory", directory.path]
-            let output = Pipe(), errors = Pipe()
+            let output = Pipe()
+            let errors = Pipe()
             process.standardOutput = output
             process.standardError = errors
             try process.run()
             let outputData = output.fileHandleForReading.readDataToEndOfFile()
             let errorData = errors.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+            return (
+                process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+                String(decoding: errorData, as: UTF8.self)
+            )
         }
     }
 
@@ -118,8 +124,15 @@ final class RunningDemo: Sendable {
         #expect(console.status == 0, "\(console.errors)")
         let ready = try #require(demo.output.first { $0.hasPrefix("ready ") })
         #expect(ready.split(separator: " ").last.map(String.init) == consoleURL)
-        let page = try await offload { runPython(["-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())", consoleURL]) }
-        #expect(page?.status == 0 && String(decoding: page?.stdout ?? Data(), as: UTF8.self).contains("<html"), "\(page?.stderr ?? "python3 did not start")")
+        let page = try await offload {
+            runPython([
+                "-c", "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())",
+                consoleURL,
+            ])
+        }
+        #expect(
+            page?.status == 0 && String(decoding: page?.stdout ?? Data(), as: UTF8.self).contains("<html"),
+            "\(page?.stderr ?? "python3 did not start")")
         let everyConsole = try await demo.ctl("console")
         #expect(everyConsole.output.contains("\(demo.pid)  ConsoleDemo  \(consoleURL)"))
 
@@ -158,7 +171,8 @@ final class RunningDemo: Sendable {
         _ = try await demo.line(containing: "greeting: hello, world", after: seen)
 
         // A bad profile: the located error, exit status 1, nothing applied.
-        let bad = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 50}}}]}"#)
+        let bad = try demo.profile(
+            #"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 50}}}]}"#)
         let refused = try await demo.ctl("apply", "\(demo.pid)", bad)
         #expect(refused.status != 0)
         #expect(refused.errors.contains("\(bad):1:"))
@@ -181,7 +195,8 @@ final class RunningDemo: Sendable {
         #expect(listed.contains("waiting for go"))
         #expect(!demo.output.contains { $0.contains("greeting:") })
         // Chaos set before the first call: the program's first greeting is already changed.
-        let stutter = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 2}}}]}"#)
+        let stutter = try demo.profile(
+            #"{"entries": [{"point": "demo.greeting", "provider": {"item": "stutter", "parameters": {"times": 2}}}]}"#)
         #expect(try await demo.ctl("apply", "\(demo.pid)", stutter).status == 0)
         #expect(try await demo.ctl("go", "\(demo.pid)").status == 0)
         let first = try await demo.line(containing: "greeting:")

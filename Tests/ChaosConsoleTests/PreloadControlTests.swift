@@ -1,8 +1,9 @@
-@testable import ChaosControl
 import ChaosKit
 import Foundation
 import TestHelpers
 import Testing
+
+@testable import ChaosControl
 
 /// A Python loop started by the built `chaos run` with CHAOS_CONTROL set: it connects to a
 /// listener of its own every 20 ms and prints `ok` or `refused`, so what `chaos ctl` changes
@@ -13,29 +14,29 @@ final class PreloadChild: Sendable {
     private let lines = Recorder<String>()
 
     static let loop = """
-    import socket, sys, time
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(128)
-    server.setblocking(False)
-    port = server.getsockname()[1]
-    print("port", port, flush=True)
-    while True:
-        client = socket.socket()
-        try:
-            client.connect(("127.0.0.1", port))
-            print("ok", flush=True)
-        except OSError as error:
-            print("refused", error.errno, flush=True)
-        finally:
-            client.close()
-        try:
-            while True:
-                server.accept()[0].close()
-        except BlockingIOError:
-            pass
-        time.sleep(0.02)
-    """
+        import socket, sys, time
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(128)
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        print("port", port, flush=True)
+        while True:
+            client = socket.socket()
+            try:
+                client.connect(("127.0.0.1", port))
+                print("ok", flush=True)
+            except OSError as error:
+                print("refused", error.errno, flush=True)
+            finally:
+                client.close()
+            try:
+                while True:
+                    server.accept()[0].close()
+            except BlockingIOError:
+                pass
+            time.sleep(0.02)
+        """
 
     /// Starts `chaos run --profile PROFILE -- COMMAND…` (the loop when no command is given).
     init(profile: String, command: [String] = ["python3", "-c", PreloadChild.loop]) throws {
@@ -79,7 +80,8 @@ final class PreloadChild: Sendable {
 
     /// Waits (at most `timeout`) for a line starting with `prefix` after the first `skip` lines.
     @discardableResult
-    func line(startingWith prefix: String, after skip: Int = 0, timeout: Duration = .seconds(30)) async throws -> String {
+    func line(startingWith prefix: String, after skip: Int = 0, timeout: Duration = .seconds(30)) async throws -> String
+    {
         let deadline = ContinuousClock.now + timeout
         while true {
             // Looked at once more after the deadline: a busy machine may run this task late.
@@ -89,7 +91,8 @@ final class PreloadChild: Sendable {
             if late { break }
             try await Task.sleep(for: .milliseconds(5))
         }
-        throw TestFailure("the program printed no line starting with '\(prefix)' in time; it printed: \(output.suffix(5))")
+        throw TestFailure(
+            "the program printed no line starting with '\(prefix)' in time; it printed: \(output.suffix(5))")
     }
 
     /// The endpoint file the preload library wrote, once it is there.
@@ -101,7 +104,9 @@ final class PreloadChild: Sendable {
             if late { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw TestFailure("no endpoint file for pid \(pid) in \(directory.path): \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])")
+        throw TestFailure(
+            "no endpoint file for pid \(pid) in \(directory.path): \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])"
+        )
     }
 
     /// Runs `chaos ctl ARGS --directory DIR`.
@@ -111,14 +116,18 @@ final class PreloadChild: Sendable {
             let process = Process()
             process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
             process.arguments = ["ctl"] + arguments + ["--directory", directory.path, "--timeout", "30"]
-            let output = Pipe(), errors = Pipe()
+            let output = Pipe()
+            let errors = Pipe()
             process.standardOutput = output
             process.standardError = errors
             try process.run()
             let outputData = output.fileHandleForReading.readDataToEndOfFile()
             let errorData = errors.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+            return (
+                process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+                String(decoding: errorData, as: UTF8.self)
+            )
         }
     }
 
@@ -143,7 +152,8 @@ final class PreloadChild: Sendable {
 @Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct PreloadControlTests {
     /// A start entry nobody meets (nothing listens on port 1 here): it shows that the plan
     /// a program starts with is listed like applied entries.
-    static let harmless = #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 1}}}]}"#
+    static let harmless =
+        #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 1}}}]}"#
 
     @Test func chaosCtlSteersAChaosRunChild() async throws {
         let child = try PreloadChild(profile: Self.harmless)
@@ -162,7 +172,10 @@ final class PreloadChild: Sendable {
         #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries)"))
         #expect(listed.output.contains("#1 system.connect ← refused"))
 
-        let refusedProfile = try child.file("refused.json", #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": \#(port)}}}]}"#)
+        let refusedProfile = try child.file(
+            "refused.json",
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": \#(port)}}}]}"#
+        )
         var seen = child.output.count
         let applied = try await child.ctl("apply", "\(child.pid)", refusedProfile)
         #expect(applied.status == 0, "\(applied.errors)")
@@ -210,17 +223,25 @@ final class PreloadChild: Sendable {
         // No token, a wrong token, a foreign Host: refused before anything is read.
         for token in ["", String(repeating: "0", count: 64)] {
             let stranger = ControlClient(url: endpoint.url, token: token, timeout: .seconds(30))
-            let response = try await offload { try stranger.send("POST", "/v1/entries", body: Data("chaos-plan 1\n".utf8), headers: [("Content-Type", "text/x-chaos-plan")]) }
+            let response = try await offload {
+                try stranger.send(
+                    "POST", "/v1/entries", body: Data("chaos-plan 1\n".utf8),
+                    headers: [("Content-Type", "text/x-chaos-plan")])
+            }
             #expect(response.status == 401)
             #expect(response.headers["www-authenticate"] == "Bearer")
             #expect(String(decoding: response.body, as: UTF8.self).contains(#""kind":"unauthorized""#))
         }
-        let rebinding = try await offload { try client.send("GET", "/v1/status", headers: [("Host", "attacker.example")]) }
+        let rebinding = try await offload {
+            try client.send("GET", "/v1/status", headers: [("Host", "attacker.example")])
+        }
         #expect(rebinding.status == 403)
 
         // A plan that does not parse: 422 with the parser's line and column.
         do {
-            _ = try await offload { try client.apply(plan: "chaos-plan 1\nentry connect\nnode 0 fail errno=ENOTANERRNO\n", source: "typed") }
+            _ = try await offload {
+                try client.apply(plan: "chaos-plan 1\nentry connect\nnode 0 fail errno=ENOTANERRNO\n", source: "typed")
+            }
             Issue.record("a bad plan was applied")
         } catch let error as ControlError {
             #expect(error.status == 422)
@@ -243,13 +264,16 @@ final class PreloadChild: Sendable {
 
     @Test func laterEntriesDecideFirstAsInProcess() async throws {
         // Every connection refused from the start; the endpoint is reached all the same.
-        let child = try PreloadChild(profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "refused"}}]}"#)
+        let child = try PreloadChild(
+            profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "refused"}}]}"#)
         defer { child.stop() }
         let portLine = try await child.line(startingWith: "port ")
         let port = try #require(Int(portLine.dropFirst(5)))
         try await child.line(startingWith: "refused")
         _ = try await child.endpoint()
-        let allow = try child.file("allow.json", #"{"entries": [{"point": "system.connect", "provider": "original", "match": {"port": \#(port)}}]}"#)
+        let allow = try child.file(
+            "allow.json",
+            #"{"entries": [{"point": "system.connect", "provider": "original", "match": {"port": \#(port)}}]}"#)
         let seen = child.output.count
         let applied = try await child.ctl("apply", "\(child.pid)", allow)
         #expect(applied.status == 0, "\(applied.errors)")
@@ -257,7 +281,8 @@ final class PreloadChild: Sendable {
     }
 
     @Test func programsThatForkAndExecRunAsBefore() async throws {
-        let script = #"python3 -c 'import subprocess; print("child said", subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip(), flush=True)'"#
+        let script =
+            #"python3 -c 'import subprocess; print("child said", subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip(), flush=True)'"#
         let child = try PreloadChild(profile: Self.harmless, command: ["sh", "-c", script])
         defer { child.stop() }
         try await child.line(startingWith: "child said hi")
@@ -272,7 +297,8 @@ final class PreloadChild: Sendable {
 
     // MARK: Virtual time
 
-    static let virtualProfile = #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}}]}"#
+    static let virtualProfile =
+        #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}}]}"#
 
     /// Steps a `chaos run` child's virtual time a minute at a time and checks that each
     /// minute-long sleep ended at its own minute, with the wall and monotonic clocks agreeing.
@@ -281,12 +307,16 @@ final class PreloadChild: Sendable {
         #expect(start.hasPrefix("start 1893456000"), "the wall clock starts where the profile says: \(start)")
         for minute in 1...3 {
             // A tick printed before this advance would be a sleep that did not wait for it.
-            #expect(!child.output.contains { $0.hasPrefix("tick \(minute) ") }, "minute \(minute) passed before it was advanced")
+            #expect(
+                !child.output.contains { $0.hasPrefix("tick \(minute) ") },
+                "minute \(minute) passed before it was advanced")
             let advanced = try await child.ctl("advance", "\(child.pid)", "60s")
             // After the last tick the program ends, and may close its endpoint before answering.
             if minute < 3 { #expect(advanced.status == 0, "\(advanced.errors)") }
             let tick = try await child.line(startingWith: "tick \(minute) ")
-            #expect(tick == "tick \(minute) \(minute * 60) \(minute * 60)", "wall and monotonic both moved by the minute: \(tick)")
+            #expect(
+                tick == "tick \(minute) \(minute * 60) \(minute * 60)",
+                "wall and monotonic both moved by the minute: \(tick)")
         }
     }
 
@@ -294,15 +324,15 @@ final class PreloadChild: Sendable {
         // Three ways to wait a minute: time.sleep (clock_nanosleep), select.select's timeout
         // and epoll's (epoll_wait), none of which any descriptor ends.
         let program = """
-        import select, time
-        w0, m0 = time.time(), time.monotonic()
-        print("start", int(w0), flush=True)
-        poller = select.epoll()
-        waits = [lambda: time.sleep(60), lambda: select.select([], [], [], 60), lambda: poller.poll(60)]
-        for minute in range(1, 4):
-            waits[minute - 1]()
-            print("tick", minute, round(time.time() - w0), round(time.monotonic() - m0), flush=True)
-        """
+            import select, time
+            w0, m0 = time.time(), time.monotonic()
+            print("start", int(w0), flush=True)
+            poller = select.epoll()
+            waits = [lambda: time.sleep(60), lambda: select.select([], [], [], 60), lambda: poller.poll(60)]
+            for minute in range(1, 4):
+                waits[minute - 1]()
+                print("tick", minute, round(time.time() - w0), round(time.monotonic() - m0), flush=True)
+            """
         let child = try PreloadChild(profile: Self.virtualProfile, command: ["python3", "-c", program])
         defer { child.stop() }
         try await stepThroughThreeMinutes(child)
@@ -314,24 +344,26 @@ final class PreloadChild: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let source = folder.appendingPathComponent("ticks.c")
-        try Data("""
-        #include <stdio.h>
-        #include <time.h>
-        #include <unistd.h>
-        static double mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
-        int main(void) {
-            time_t w0 = time(NULL);
-            double m0 = mono();
-            printf("start %lld\\n", (long long)w0);
-            fflush(stdout);
-            for (int minute = 1; minute <= 3; minute++) {
-                sleep(60);
-                printf("tick %d %lld %.0f\\n", minute, (long long)(time(NULL) - w0), mono() - m0);
+        try Data(
+            """
+            #include <stdio.h>
+            #include <time.h>
+            #include <unistd.h>
+            static double mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+            int main(void) {
+                time_t w0 = time(NULL);
+                double m0 = mono();
+                printf("start %lld\\n", (long long)w0);
                 fflush(stdout);
+                for (int minute = 1; minute <= 3; minute++) {
+                    sleep(60);
+                    printf("tick %d %lld %.0f\\n", minute, (long long)(time(NULL) - w0), mono() - m0);
+                    fflush(stdout);
+                }
+                return 0;
             }
-            return 0;
-        }
-        """.utf8).write(to: source)
+            """.utf8
+        ).write(to: source)
         let binary = folder.appendingPathComponent("ticks").path
         let compiled = try #require(runProgram("/usr/bin/cc", ["-O1", "-o", binary, source.path]))
         try #require(compiled.status == 0, "cc failed: \(compiled.stderr)")

@@ -1,8 +1,9 @@
-@testable import ChaosControl
 import ChaosKit
 import Foundation
 import TestHelpers
 import Testing
+
+@testable import ChaosControl
 
 /// Bytes in memory, handed out in pieces of the given sizes.
 struct MemorySource: ByteSource {
@@ -26,15 +27,21 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
     var reader = HTTPResponseReader(MemorySource(bytes: text, pieces: pieces))
     let head = try reader.head()
     var body: [UInt8] = []
-    try reader.body(of: head, limit: limit) { body.append(contentsOf: $0); return true }
+    try reader.body(of: head, limit: limit) {
+        body.append(contentsOf: $0)
+        return true
+    }
     return (head.status, body)
 }
 
 /// The client's own HTTP/1.1 response reader and SSE parser: exact on good input, a
 /// `badResponse` error (never a crash) on anything else.
 @Suite struct ResponseParserTests {
-    static let chunked = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n".utf8)
-    static let sized = Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 422 Unprocessable\r\ncontent-length: 11\r\n\r\n{\"a\": true}".utf8)
+    static let chunked = Array(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n"
+            .utf8)
+    static let sized = Array(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 422 Unprocessable\r\ncontent-length: 11\r\n\r\n{\"a\": true}".utf8)
 
     @Test func readsChunkedSizedAndInterimResponsesInAnyPieces() throws {
         for pieces in [[], [1], [2, 3], [7], [64]] {
@@ -52,10 +59,12 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
     @Test func refusesWhatIsNotTheProtocol() {
         let bad = [
             "", "SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 2000 OK\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
             "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXX",
-            "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Long: \(String(repeating: "a", count: 8_000))\r\n", count: 10) + "\r\n",
+            "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Long: \(String(repeating: "a", count: 8_000))\r\n", count: 10)
+                + "\r\n",
         ]
         for text in bad {
             #expect(throws: ControlError.self, "\(text.prefix(40))") { _ = try parse(Array(text.utf8)) }
@@ -86,7 +95,9 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
     }
 
     @Test func serverSentEventsSplitAnywhere() throws {
-        let stream = Array("retry: 1000\n: connected\n\nevent: act\ndata: {\"a\":1}\n\n: keep-alive\n\nevent: act\r\ndata: x\r\ndata: y\r\n\r\ndata: plain\n\n".utf8)
+        let stream = Array(
+            "retry: 1000\n: connected\n\nevent: act\ndata: {\"a\":1}\n\n: keep-alive\n\nevent: act\r\ndata: x\r\ndata: y\r\n\r\ndata: plain\n\n"
+                .utf8)
         let expected: [ServerSentEventParser.Item] = [
             .comment("connected"), .event(.init(name: "act", data: "{\"a\":1}")), .comment("keep-alive"),
             .event(.init(name: "act", data: "x\ny")), .event(.init(name: "message", data: "plain")),
@@ -102,9 +113,9 @@ func parse(_ text: [UInt8], pieces: [Int] = [], limit: Int = 1 << 20) throws(Con
         #expect(try ControlAddress("http://127.0.0.1:4567").hostHeader == "127.0.0.1:4567")
         #expect(try ControlAddress("http://[::1]:80/").hostHeader == "[::1]:80")
         #expect(try ControlAddress("unix:/tmp/a.sock").hostHeader == "localhost")
-        for bad in ["ftp://x:1", "http://:1", "http://x", "http://x:0", "http://x:70000", "unix:rel", "http://[::1:80"] {
+        for bad in ["ftp://x:1", "http://:1", "http://x", "http://x:0", "http://x:70000", "unix:rel", "http://[::1:80"]
+        {
             #expect(throws: ControlError.self, "\(bad)") { _ = try ControlAddress(bad) }
         }
     }
 }
-

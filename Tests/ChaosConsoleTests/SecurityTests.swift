@@ -15,7 +15,8 @@ func rawRequest(_ url: String, _ head: [String], body: Data = Data()) throws -> 
     let address = try ControlAddress(url)
     let socket = try address.connect(timeout: testTimeout)
     defer { close(socket) }
-    var bytes = Data((head + ["Connection: close", "Content-Length: \(body.count)", "", ""]).joined(separator: "\r\n").utf8)
+    var bytes = Data(
+        (head + ["Connection: close", "Content-Length: \(body.count)", "", ""]).joined(separator: "\r\n").utf8)
     bytes.append(body)
     let sent = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     guard sent == bytes.count else { throw TestFailure("the request was not sent") }
@@ -48,14 +49,53 @@ func errorKind(_ response: ControlResponse) -> String? {
         let apply = String(decoding: profile(name, item: "double"), as: UTF8.self)
         let cases: [(String, [String], Int, String)] = [
             ("no token", ["POST /v1/entries HTTP/1.1", "Host: \(host)"], 401, "unauthorized"),
-            ("a wrong token", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"], 401, "unauthorized"),
-            ("a token one character short", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token.dropLast())"], 401, "unauthorized"),
-            ("a token in the query of a POST", ["POST /v1/entries?token=\(token) HTTP/1.1", "Host: \(host)"], 401, "unauthorized"),
-            ("a foreign Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://evil.example", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
-            ("a null Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: null", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
-            ("another port's Origin", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://127.0.0.1:1", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
-            ("a cross-site fetch", ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Sec-Fetch-Site: cross-site", "Authorization: Bearer \(token)"], 403, "forbiddenOrigin"),
-            ("a foreign Host (DNS rebinding)", ["POST /v1/entries HTTP/1.1", "Host: evil.example:\(endpoint.console.port ?? 0)", "Authorization: Bearer \(token)"], 403, "forbiddenHost"),
+            (
+                "a wrong token",
+                ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"],
+                401, "unauthorized"
+            ),
+            (
+                "a token one character short",
+                ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token.dropLast())"], 401,
+                "unauthorized"
+            ),
+            (
+                "a token in the query of a POST", ["POST /v1/entries?token=\(token) HTTP/1.1", "Host: \(host)"], 401,
+                "unauthorized"
+            ),
+            (
+                "a foreign Origin",
+                [
+                    "POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://evil.example",
+                    "Authorization: Bearer \(token)",
+                ], 403, "forbiddenOrigin"
+            ),
+            (
+                "a null Origin",
+                ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: null", "Authorization: Bearer \(token)"], 403,
+                "forbiddenOrigin"
+            ),
+            (
+                "another port's Origin",
+                [
+                    "POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://127.0.0.1:1",
+                    "Authorization: Bearer \(token)",
+                ], 403, "forbiddenOrigin"
+            ),
+            (
+                "a cross-site fetch",
+                [
+                    "POST /v1/entries HTTP/1.1", "Host: \(host)", "Sec-Fetch-Site: cross-site",
+                    "Authorization: Bearer \(token)",
+                ], 403, "forbiddenOrigin"
+            ),
+            (
+                "a foreign Host (DNS rebinding)",
+                [
+                    "POST /v1/entries HTTP/1.1", "Host: evil.example:\(endpoint.console.port ?? 0)",
+                    "Authorization: Bearer \(token)",
+                ], 403, "forbiddenHost"
+            ),
             ("no Host", ["POST /v1/entries HTTP/1.0", "Authorization: Bearer \(token)"], 403, "forbiddenHost"),
         ]
         for (label, head, status, kind) in cases {
@@ -69,7 +109,12 @@ func errorKind(_ response: ControlResponse) -> String? {
 
         // The same request with the token, its own Host and its own Origin goes through.
         let accepted = try await offload {
-            try rawRequest(url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://\(host)", "Authorization: Bearer \(token)"], body: Data(apply.utf8))
+            try rawRequest(
+                url,
+                [
+                    "POST /v1/entries HTTP/1.1", "Host: \(host)", "Origin: http://\(host)",
+                    "Authorization: Bearer \(token)",
+                ], body: Data(apply.utf8))
         }
         #expect(accepted.status == 201)
         #expect(point(2) == 4)
@@ -104,19 +149,28 @@ func errorKind(_ response: ControlResponse) -> String? {
         let host = String(url.dropFirst("http://".count))
         let token = endpoint.console.token
         var random = SystemRandomNumberGenerator()
-        let paths = ["/v1/entries/99999999999999999999", "/v1/entries/-1/enable", "/v1/%ZZ", "/v1/response-sets/%00", "/../etc/passwd", "/v1/entries/1/2/3/4"]
+        let paths = [
+            "/v1/entries/99999999999999999999", "/v1/entries/-1/enable", "/v1/%ZZ", "/v1/response-sets/%00",
+            "/../etc/passwd", "/v1/entries/1/2/3/4",
+        ]
         for path in paths {
-            let response = try await offload { try rawRequest(url, ["GET \(path) HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"]) }
+            let response = try await offload {
+                try rawRequest(url, ["GET \(path) HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"])
+            }
             #expect((400...499).contains(response.status), "\(path)")
         }
         // Bodies that are not profiles: random bytes, deep nesting, a huge string.
         let bodies = [
             Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }),
             Data(String(repeating: "[", count: 100_000).utf8),
-            Data(#"{"entries": [{"point": "\#(String(repeating: "x", count: 100_000))", "provider": "original"}]}"#.utf8),
+            Data(
+                #"{"entries": [{"point": "\#(String(repeating: "x", count: 100_000))", "provider": "original"}]}"#.utf8),
         ]
         for body in bodies {
-            let response = try await offload { try rawRequest(url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"], body: body) }
+            let response = try await offload {
+                try rawRequest(
+                    url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"], body: body)
+            }
             #expect(response.status == 422)
             let detail = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body).error
             #expect(detail.message.count < 600, "errors quote at most 80 characters of input")

@@ -1,10 +1,12 @@
-#if Console
-import ChaosConsole
-#endif
-@testable import ChaosControl
 import ChaosKit
 import Foundation
 import TestHelpers
+
+@testable import ChaosControl
+
+#if Console
+import ChaosConsole
+#endif
 #if Console
 import ChaosNetwork
 #endif
@@ -26,7 +28,8 @@ func offload<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
 
 /// A private directory for endpoint files, removed by the caller.
 func temporaryDirectory(_ label: String = #function) -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-console-\(getpid())-\(uniqueName(label))")
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "chaos-console-\(getpid())-\(uniqueName(label))")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     return url
 }
@@ -38,13 +41,18 @@ struct TestEndpoint {
     let client: ControlClient
     let directory: URL
 
-    static func start(responseSets: [ResponseSetStoreBox] = [], label: String = #function) async throws -> TestEndpoint {
+    static func start(responseSets: [ResponseSetStoreBox] = [], label: String = #function) async throws -> TestEndpoint
+    {
         let directory = temporaryDirectory(label)
         let configuration = ChaosConsole.Configuration(
             responseSets: responseSets.map(\.store), endpointDirectory: directory, program: "console-tests"
         )
-        guard let console = try await ChaosConsole.start(configuration) else { throw TestFailure("the endpoint did not start in a debug build") }
-        return TestEndpoint(console: console, client: ControlClient(url: console.url, token: console.token, timeout: testTimeout), directory: directory)
+        guard let console = try await ChaosConsole.start(configuration) else {
+            throw TestFailure("the endpoint did not start in a debug build")
+        }
+        return TestEndpoint(
+            console: console, client: ControlClient(url: console.url, token: console.token, timeout: testTimeout),
+            directory: directory)
     }
 
     func finish() async {
@@ -67,13 +75,19 @@ struct TestFailure: Error, CustomStringConvertible {
 
 /// A point of `Int -> Int` with a catalogue: `double` and `add(amount)`.
 func makePoint(_ name: String) -> InjectionPoint<Int, Int, Never> {
-    InjectionPoint(name, catalogue: [
-        CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
-        CatalogueItem("add", "the argument plus an amount", parameters: [.integer("amount", "what to add", default: 1, range: 1...100)]) { parameters in
-            let amount = try parameters.int("amount")
-            return .block { $0.arguments + amount }
-        },
-    ]) { $0 }
+    InjectionPoint(
+        name,
+        catalogue: [
+            CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
+            CatalogueItem(
+                "add", "the argument plus an amount",
+                parameters: [.integer("amount", "what to add", default: 1, range: 1...100)]
+            ) { parameters in
+                let amount = try parameters.int("amount")
+                return .block { $0.arguments + amount }
+            },
+        ]
+    ) { $0 }
 }
 
 /// A one-entry profile for `point` naming `item` (with `parameters` as JSON text).

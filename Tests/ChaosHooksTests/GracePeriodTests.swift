@@ -99,10 +99,12 @@ private struct JoinableThread {
     init(_ body: @escaping @Sendable () -> Void) {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        let status = pthread_create(&thread, nil, { context in
-            Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
+        let status = pthread_create(
+            &thread, nil,
+            { context in
+                Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
         precondition(status == 0, "pthread_create failed: \(status)")
         self.thread = thread
     }
@@ -190,15 +192,24 @@ extension ProcessWideHookTests {
             var rounds = 0
             var mostWaiting = 0
             let deadline = DispatchTime.now() + .seconds(10)
-            while rounds < 600 || ((toggled.load(ordering: .relaxed) == 0 || mostWaiting == 0) && DispatchTime.now() < deadline) {
+            while rounds < 600
+                || ((toggled.load(ordering: .relaxed) == 0 || mostWaiting == 0) && DispatchTime.now() < deadline)
+            {
                 let round = rounds
                 rounds += 1
                 // The block is the only owner of `token` once this iteration ends, and the
                 // retired entry is the block's only owner once reverted.
                 let token = Tracked(released)
-                let provider: CHookProvider = round.isMultiple(of: 2)
-                    ? .block { _ in withExtendedLifetime(token) {}; return .int32(99) }
-                    : .block { env in withExtendedLifetime(token) {}; return env.callOriginal() }
+                let provider: CHookProvider =
+                    round.isMultiple(of: 2)
+                    ? .block { _ in
+                        withExtendedLifetime(token) {}
+                        return .int32(99)
+                    }
+                    : .block { env in
+                        withExtendedLifetime(token) {}
+                        return env.callOriginal()
+                    }
                 let chaos = Chaos(seed: UInt64(round))
                 try chaos.profile(hook.entry(provider)).apply()
                 chaos.revertAll()
@@ -242,12 +253,15 @@ extension ProcessWideHookTests {
                 weakToken = token
                 // The token is not touched after "entered": if the entry were freed while
                 // the call waits, nothing on this call's stack would keep the token alive.
-                try chaos.profile(hook.entry(.block { _ in
-                    withExtendedLifetime(token) {}
-                    entered.signal()
-                    _ = proceed.wait(timeout: .now() + .seconds(10))
-                    return .int32(99)
-                })).apply()
+                try chaos.profile(
+                    hook.entry(
+                        .block { _ in
+                            withExtendedLifetime(token) {}
+                            entered.signal()
+                            _ = proceed.wait(timeout: .now() + .seconds(10))
+                            return .int32(99)
+                        })
+                ).apply()
             }
             // On an early exit too: nothing stays applied or blocked.
             defer {
@@ -305,12 +319,15 @@ extension ProcessWideHookTests {
             let chaos = Chaos(seed: 4)
             let entryAliveAfterRevert = Atomic<Int>(-1)
             let box = EntryBox()
-            try chaos.profile(hook.entry(.block { env in
-                chaos.revertAll()
-                // Reverted by this very call: retired, so still alive until the call ends.
-                entryAliveAfterRevert.store(box.isAlive ? 1 : 0, ordering: .relaxed)
-                return .int32(Int32(env.callOriginal().integerValue!) + 1)
-            })).apply()
+            try chaos.profile(
+                hook.entry(
+                    .block { env in
+                        chaos.revertAll()
+                        // Reverted by this very call: retired, so still alive until the call ends.
+                        entryAliveAfterRevert.store(box.isAlive ? 1 : 0, ordering: .relaxed)
+                        return .int32(Int32(env.callOriginal().integerValue!) + 1)
+                    })
+            ).apply()
             box.set(hook.point.core.top())
             #expect(box.isAlive)
             #expect(chaos_fx_call_add(20, 22) == 43)
@@ -426,14 +443,17 @@ extension ProcessWideHookTests {
             let depth = Atomic<Int>(0)
             let sectionInBlock = Atomic<Int32>(-1)
             let chaos = Chaos(seed: 3)
-            try chaos.profile(hook.entry(.block { _ in
-                let level = depth.add(1, ordering: .relaxed).newValue
-                defer { depth.subtract(1, ordering: .relaxed) }
-                // Chaos re-entered (the bug this guards against) answers -1 instead of recursing.
-                guard level == 1 else { return .int32(-1) }
-                sectionInBlock.store(chaos_hook_in_section(), ordering: .relaxed)
-                return .int32(chaos_fx_call_add(100, 1) + 1000)
-            })).apply()
+            try chaos.profile(
+                hook.entry(
+                    .block { _ in
+                        let level = depth.add(1, ordering: .relaxed).newValue
+                        defer { depth.subtract(1, ordering: .relaxed) }
+                        // Chaos re-entered (the bug this guards against) answers -1 instead of recursing.
+                        guard level == 1 else { return .int32(-1) }
+                        sectionInBlock.store(chaos_hook_in_section(), ordering: .relaxed)
+                        return .int32(chaos_fx_call_add(100, 1) + 1000)
+                    })
+            ).apply()
             defer { chaos.revertAll() }
             #expect(chaos_fx_call_add(2, 3) == 1101)  // the inner call got the original 101
             #expect(sectionInBlock.load(ordering: .relaxed) != 0)

@@ -4,8 +4,8 @@ import ChaosKit
 import Dispatch
 import Foundation
 import Synchronization
-import Testing
 import TestHelpers
+import Testing
 
 @testable import ChaosHooks
 
@@ -76,13 +76,16 @@ extension ProcessWideHookTests {
             let hook = try addHook()
             try withApplied(hook.entry(.original)) { #expect(chaos_fx_call_add(2, 3) == 5) }
             try withApplied(hook.entry(.nil)) { #expect(chaos_fx_call_add(2, 3) == 0) }
-            try withApplied(hook.entry(.block { env in
-                let a = try! env.arguments.argument(0, as: Int32.self)
-                try! env.arguments.setArgument(1, a * 10)
-                let original = env.callOriginal()
-                return .int32(Int32(original.integerValue!) + 1)
-            })) {
-                #expect(chaos_fx_call_add(2, 3) == 23) // 2 + 20, plus 1
+            try withApplied(
+                hook.entry(
+                    .block { env in
+                        let a = try! env.arguments.argument(0, as: Int32.self)
+                        try! env.arguments.setArgument(1, a * 10)
+                        let original = env.callOriginal()
+                        return .int32(Int32(original.integerValue!) + 1)
+                    })
+            ) {
+                #expect(chaos_fx_call_add(2, 3) == 23)  // 2 + 20, plus 1
             }
             // random: a value of the return type, the same for the same seed.
             var first: [Int32] = []
@@ -92,18 +95,28 @@ extension ProcessWideHookTests {
             #expect(first == second)
             #expect(Set(first).count > 1)
             try withApplied(hook.entry(.sequential([.constant(1), .original, .constant(3)]))) {
-                #expect([chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3)] == [1, 5, 3, 3])
+                #expect(
+                    [
+                        chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3), chaos_fx_call_add(2, 3),
+                        chaos_fx_call_add(2, 3),
+                    ] == [1, 5, 3, 3])
             }
-            try withApplied(hook.entry(.composite([
-                .when({ (try? $0.argument(0, as: Int32.self)) == 100 }, .constant(-100)),
-            ], otherwise: .constant(7)))) {
+            try withApplied(
+                hook.entry(
+                    .composite(
+                        [
+                            .when({ (try? $0.argument(0, as: Int32.self)) == 100 }, .constant(-100))
+                        ], otherwise: .constant(7)))
+            ) {
                 #expect(chaos_fx_call_add(100, 1) == -100)
                 #expect(chaos_fx_call_add(1, 1) == 7)
             }
             try withApplied(hook.entry(CHookProvider.constant(9).times(2))) {
                 #expect([chaos_fx_call_add(1, 1), chaos_fx_call_add(1, 1), chaos_fx_call_add(1, 1)] == [9, 9, 2])
             }
-            try withApplied(hook.entry(CHookProvider.constant(9).probability(0))) { #expect(chaos_fx_call_add(1, 1) == 2) }
+            try withApplied(hook.entry(CHookProvider.constant(9).probability(0))) {
+                #expect(chaos_fx_call_add(1, 1) == 2)
+            }
             try withApplied(hook.entry(CHookProvider.constant(9).delayed(by: .milliseconds(20)))) {
                 let start = DispatchTime.now().uptimeNanoseconds
                 #expect(chaos_fx_call_add(1, 1) == 9)
@@ -141,7 +154,9 @@ extension ProcessWideHookTests {
             #expect(chaos_fx_call_add(1, 1) == 2)
         }
 
-        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func dateMovesWithTheClockPointAndComesBack() throws {
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func dateMovesWithTheClockPointAndComesBack()
+            throws
+        {
             SystemPoints.register()
             let day = 86_400.0
             try withApplied(ProfileEntry(SystemPoints.clock, .constant(.offset(seconds: -day)))) {
@@ -162,29 +177,35 @@ extension ProcessWideHookTests {
             try withApplied(ProfileEntry(SystemPoints.clock, .constant(.speed(100)))) {
                 let start = Date()
                 Thread.sleep(forTimeInterval: 0.05)
-                #expect(Date().timeIntervalSince(start) > 2) // 50 ms at ×100 ≈ 5 s
+                #expect(Date().timeIntervalSince(start) > 2)  // 50 ms at ×100 ≈ 5 s
             }
             // A jump after one reading. The reading that triggers it is the process's first
             // after apply, and another suite's thread may take it before this one does: so
             // the first reading here is real or already jumped, and the second is jumped.
-            try withApplied(ProfileEntry(point: "system.clock", .catalogue("jump", ProfileParameters(["by": .string("+2h")])))) {
+            try withApplied(
+                ProfileEntry(point: "system.clock", .catalogue("jump", ProfileParameters(["by": .string("+2h")])))
+            ) {
                 let first = Date().timeIntervalSince1970 - realNowSeconds()
                 let second = Date().timeIntervalSince1970 - realNowSeconds()
                 #expect(abs(first) < 1 || abs(first - 7200) < 1, "real or jumped, nothing between: \(first)")
                 #expect(abs(second - 7200) < 1)
             }
             #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
-            #expect(chaos_fault_point_active(Int32(CHAOS_POINT_CLOCK.rawValue)) == 0, "nothing left in the engine's plan")
+            #expect(
+                chaos_fault_point_active(Int32(CHAOS_POINT_CLOCK.rawValue)) == 0, "nothing left in the engine's plan")
         }
 
         @Test func aProfileGivesACHookAConstant() throws {
             let hook = try addHook("test.fx.add.profile")
-            let profile = try ChaosProfile.decode(json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": -1}}]}"#)
+            let profile = try ChaosProfile.decode(
+                json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": -1}}]}"#)
             let chaos = try profile.apply()
             #expect(chaos_fx_call_add(2, 3) == -1, "the JSON number became the C int32 return value")
             chaos.revertAll()
             #expect(chaos_fx_call_add(2, 3) == 5)
-            let tooBig = try ChaosProfile.decode(json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": 3000000000}}]}"#, file: "big.json")
+            let tooBig = try ChaosProfile.decode(
+                json: #"{"entries": [{"point": "test.fx.add.profile", "provider": {"constant": 3000000000}}]}"#,
+                file: "big.json")
             let error = #expect(throws: ChaosError.self) { try tooBig.apply() }
             #expect(error?.subject == "big.json:1:14 at $.entries[0]", "\(String(describing: error))")
             #expect(error?.message.contains("int32") == true, "\(String(describing: error))")
@@ -198,14 +219,18 @@ extension ProcessWideHookTests {
 
         @Test func argumentsReadTheStructAPointerPointsAt() throws {
             let hook = try CFunctionHook(
-                name: "test.fx.fill.pointee", slot: withUnsafeMutablePointer(to: &chaos_fx_table_address().pointee.fill) { $0 },
+                name: "test.fx.fill.pointee",
+                slot: withUnsafeMutablePointer(to: &chaos_fx_table_address().pointee.fill) { $0 },
                 signature: CSignature(returns: .int32, arguments: [.pointer, .cString])
             )
             let seen = Recorded<Int32?>()
-            try withApplied(hook.entry(.block { env in
-                seen.value = try? env.arguments.pointee(0, as: Int32.self)
-                return env.callOriginal()
-            })) {
+            try withApplied(
+                hook.entry(
+                    .block { env in
+                        seen.value = try? env.arguments.pointee(0, as: Int32.self)
+                        return env.callOriginal()
+                    })
+            ) {
                 var value: Int32 = 41
                 _ = chaos_fx_call_fill(&value, "x")
                 #expect(seen.value == 41, "the Int32 the first argument pointed at before the call")
@@ -218,13 +243,18 @@ extension ProcessWideHookTests {
             SystemPoints.register()
             setenv("CHAOSKIT_TYPED_VAR", "real", 1)
             defer { unsetenv("CHAOSKIT_TYPED_VAR") }
-            try withApplied(SystemPoints.getenv.entry(.on(try .variable("CHAOSKIT_TYPED_VAR"), .constant(.set("typed"))))) {
+            try withApplied(
+                SystemPoints.getenv.entry(.on(try .variable("CHAOSKIT_TYPED_VAR"), .constant(.set("typed"))))
+            ) {
                 #expect(getenv("CHAOSKIT_TYPED_VAR").map { String(cString: $0) } == "typed")
             }
             try withApplied(SystemPoints.getenv.entry(.on(try .variable("CHAOSKIT_TYPED_VAR"), .constant(.unset)))) {
                 #expect(getenv("CHAOSKIT_TYPED_VAR") == nil)
             }
-            try withApplied(SystemPoints.clock.entry(.constant(.offset(seconds: try ClockOffset.parse("-1d").seconds(from: Date()))))) {
+            try withApplied(
+                SystemPoints.clock.entry(
+                    .constant(.offset(seconds: try ClockOffset.parse("-1d").seconds(from: Date()))))
+            ) {
                 #expect(abs(Date().timeIntervalSince1970 - (realNowSeconds() - 86_400)) < 1)
             }
             #expect(getenv("CHAOSKIT_TYPED_VAR").map { String(cString: $0) } == "real")
@@ -232,17 +262,23 @@ extension ProcessWideHookTests {
 
         @Test func clockProfileEntryByName() throws {
             SystemPoints.register()
-            let entry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
+            let entry = ProfileEntry(
+                point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
             try withApplied(entry) {
                 // Calendar years: the same day and time of day, thirty years ago.
                 var calendar = Calendar(identifier: .gregorian)
                 calendar.timeZone = TimeZone(identifier: "UTC")!
-                let expected = calendar.date(byAdding: .year, value: -30, to: Date(timeIntervalSince1970: realNowSeconds()))!
+                let expected = calendar.date(
+                    byAdding: .year, value: -30, to: Date(timeIntervalSince1970: realNowSeconds()))!
                 #expect(abs(Date().timeIntervalSince(expected)) < 2)
             }
             #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
             // Inside a task scope the C hooks ask the point, which sees the scope.
-            try Chaos.with(ProfileEntry(point: "system.clock", .catalogue("frozen", ProfileParameters(["date": .string("2001-01-01T00:00:00Z")])))) {
+            try Chaos.with(
+                ProfileEntry(
+                    point: "system.clock",
+                    .catalogue("frozen", ProfileParameters(["date": .string("2001-01-01T00:00:00Z")])))
+            ) {
                 #expect(Date().timeIntervalSinceReferenceDate == 0)
             }
             #expect(abs(Date().timeIntervalSince1970 - realNowSeconds()) < 1)
@@ -252,13 +288,18 @@ extension ProcessWideHookTests {
             SystemPoints.register()
             setenv("CHAOSKIT_HOOK_POINT_VAR", "real", 1)
             defer { unsetenv("CHAOSKIT_HOOK_POINT_VAR") }
-            let set = ProfileEntry(point: "system.getenv", .catalogue("set", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR"), "value": .string("chaos")])))
+            let set = ProfileEntry(
+                point: "system.getenv",
+                .catalogue(
+                    "set", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR"), "value": .string("chaos")])))
             try withApplied(set) {
                 #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "chaos")
                 #expect(getenv("CHAOSKIT_HOOK_POINT_VAR").map { String(cString: $0) } == "chaos")
                 #expect(getenv("PATH") != nil)
             }
-            let unset = ProfileEntry(point: "system.getenv", .catalogue("unset", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR")])))
+            let unset = ProfileEntry(
+                point: "system.getenv",
+                .catalogue("unset", ProfileParameters(["name": .string("CHAOSKIT_HOOK_POINT_VAR")])))
             try withApplied(unset) {
                 #expect(chaos_fx_getenv("CHAOSKIT_HOOK_POINT_VAR") == nil)
             }
@@ -289,13 +330,19 @@ extension ProcessWideHookTests {
                 var target = address
                 errno = 0
                 let status = withUnsafePointer(to: &target) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
                 return (status, errno)
             }
             // Only this listener's port: other suites run in parallel and connect too.
             let port = Double(UInt16(bigEndian: address.sin_port))
-            try withApplied(ProfileEntry(point: "system.connect", .catalogue("refused", ProfileParameters(["host": .string("127.0.0.1"), "port": .number(port)])))) {
+            try withApplied(
+                ProfileEntry(
+                    point: "system.connect",
+                    .catalogue("refused", ProfileParameters(["host": .string("127.0.0.1"), "port": .number(port)])))
+            ) {
                 let (status, code) = connectOnce()
                 #expect(status == -1)
                 #expect(code == ECONNREFUSED)
@@ -303,13 +350,16 @@ extension ProcessWideHookTests {
             #expect(connectOnce().0 == 0)
         }
 
-        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func fileWriteFailsWithENOSPCUnderPrefix() throws {
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func fileWriteFailsWithENOSPCUnderPrefix()
+            throws
+        {
             SystemPoints.register()
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-files-\(getpid())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
             let path = directory.appendingPathComponent("data.bin").path
-            let outside = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-outside-\(getpid())").path
+            let outside = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-outside-\(getpid())")
+                .path
             defer { unlink(outside) }
             func writeOnce(_ path: String) -> (Int, Int32) {
                 let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
@@ -319,18 +369,29 @@ extension ProcessWideHookTests {
                 let written = write(fd, "hello", 5)
                 return (written, errno)
             }
-            let entry = ProfileEntry(point: "system.files", .catalogue("enospc", ProfileParameters(["path": .string(directory.path)])))
+            let entry = ProfileEntry(
+                point: "system.files", .catalogue("enospc", ProfileParameters(["path": .string(directory.path)])))
             try withApplied(entry) {
                 let (written, code) = writeOnce(path)
                 #expect(written == -1)
                 #expect(code == ENOSPC)
-                #expect(writeOnce(outside).0 == 5) // outside the prefix: untouched
+                #expect(writeOnce(outside).0 == 5)  // outside the prefix: untouched
             }
             #expect(writeOnce(path).0 == 5)
-            try withApplied(ProfileEntry(point: "system.files", .catalogue("eacces", ProfileParameters(["path": .string(directory.path), "operations": .array([.string("open")])])))) {
+            try withApplied(
+                ProfileEntry(
+                    point: "system.files",
+                    .catalogue(
+                        "eacces",
+                        ProfileParameters(["path": .string(directory.path), "operations": .array([.string("open")])])))
+            ) {
                 #expect(writeOnce(path) == (-2, EACCES))
             }
-            try withApplied(ProfileEntry(point: "system.files", .catalogue("short-write", ProfileParameters(["path": .string(directory.path)])))) {
+            try withApplied(
+                ProfileEntry(
+                    point: "system.files",
+                    .catalogue("short-write", ProfileParameters(["path": .string(directory.path)])))
+            ) {
                 #expect(writeOnce(path).0 == 2)
             }
         }
@@ -369,7 +430,8 @@ extension ProcessWideHookTests {
             let hook = try addHook()
             let before = rawSlotValue(addSlot())
             // Symbol imported by no image: the error names it and the images searched.
-            let strfry = try CFunctionHook(name: "test.strfry", symbol: "strfry", signature: CSignature(returns: .cString, arguments: [.pointer]))
+            let strfry = try CFunctionHook(
+                name: "test.strfry", symbol: "strfry", signature: CSignature(returns: .cString, arguments: [.pointer]))
             let chaos = Chaos(seed: 1)
             let notImported = #expect(throws: ChaosError.self) {
                 try chaos.profile(hook.entry(.constant(1)), strfry.entry(.nil)).apply()
@@ -377,7 +439,7 @@ extension ProcessWideHookTests {
             #expect(notImported?.kind == .symbolNotFound)
             #expect(notImported?.message.contains("strfry") == true)
             #expect(notImported?.message.contains("image(s) searched") == true)
-            #expect(rawSlotValue(addSlot()) == before) // the add hook was undone
+            #expect(rawSlotValue(addSlot()) == before)  // the add hook was undone
             #expect(!hook.isPatched && chaos.appliedEntries.isEmpty)
 
             // A constant that does not fit the return type.
@@ -389,13 +451,16 @@ extension ProcessWideHookTests {
 
             // Arity mismatch against the slot's type.
             let arity = #expect(throws: ChaosError.self) {
-                _ = try CFunctionHook(name: "test.fx.add.bad", slot: addSlot(),
-                                      signature: CSignature(returns: .int32, arguments: [.int32, .int32, .int32]))
+                _ = try CFunctionHook(
+                    name: "test.fx.add.bad", slot: addSlot(),
+                    signature: CSignature(returns: .int32, arguments: [.int32, .int32, .int32]))
             }
             #expect(arity?.kind == .signatureMismatch)
             #expect(arity?.message.contains("takes 2 argument(s)") == true)
             let wrongType = #expect(throws: ChaosError.self) {
-                _ = try CFunctionHook(name: "test.fx.add.bad2", slot: addSlot(), signature: CSignature(returns: .double, arguments: [.int32, .int32]))
+                _ = try CFunctionHook(
+                    name: "test.fx.add.bad2", slot: addSlot(),
+                    signature: CSignature(returns: .double, arguments: [.int32, .int32]))
             }
             #expect(wrongType?.kind == .signatureMismatch)
 

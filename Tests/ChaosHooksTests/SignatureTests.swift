@@ -35,8 +35,12 @@ import Testing
         #expect { try CSignature(returns: .int32, arguments: [.cString, .int8], fixedArgumentCount: 1) } throws: {
             ($0 as? ChaosError)?.message.contains(".int32") == true
         }
-        #expect(throws: ChaosError.self) { try CSignature(returns: .int32, arguments: [.cString], fixedArgumentCount: 0) }
-        #expect(throws: ChaosError.self) { try CSignature(returns: .int32, arguments: [.cString], fixedArgumentCount: 2) }
+        #expect(throws: ChaosError.self) {
+            try CSignature(returns: .int32, arguments: [.cString], fixedArgumentCount: 0)
+        }
+        #expect(throws: ChaosError.self) {
+            try CSignature(returns: .int32, arguments: [.cString], fixedArgumentCount: 2)
+        }
         // libffi accepts the variadic call interface.
         _ = try FFIClosure(signature: printfLike) { _ in }
     }
@@ -74,10 +78,18 @@ import Testing
         #expect(try CValue.bool(true).converted(to: .int32) == .int32(1))
         #expect(CValue.zero(of: .structure([.int32, .double])) == .structure([UInt8](repeating: 0, count: 16)))
         #expect(CValue.pointer(nil).matches(.cString))
-        #expect { try CValue.int64(300).converted(to: .int8) } throws: { ($0 as? ChaosError)?.kind == .signatureMismatch }
-        #expect { try CValue.int32(-1).converted(to: .uint32) } throws: { ($0 as? ChaosError)?.kind == .signatureMismatch }
-        #expect { try CValue.double(1.5).converted(to: .int32) } throws: { ($0 as? ChaosError)?.kind == .signatureMismatch }
-        #expect { try CValue.pointer(nil).converted(to: .int64) } throws: { ($0 as? ChaosError)?.kind == .signatureMismatch }
+        #expect { try CValue.int64(300).converted(to: .int8) } throws: {
+            ($0 as? ChaosError)?.kind == .signatureMismatch
+        }
+        #expect { try CValue.int32(-1).converted(to: .uint32) } throws: {
+            ($0 as? ChaosError)?.kind == .signatureMismatch
+        }
+        #expect { try CValue.double(1.5).converted(to: .int32) } throws: {
+            ($0 as? ChaosError)?.kind == .signatureMismatch
+        }
+        #expect { try CValue.pointer(nil).converted(to: .int64) } throws: {
+            ($0 as? ChaosError)?.kind == .signatureMismatch
+        }
         #expect { try CValue.structure([1, 2]).converted(to: .structure([.int32])) } throws: {
             ($0 as? ChaosError)?.message.contains("2 bytes given") == true
         }

@@ -10,7 +10,9 @@ import Testing
 ///
 /// Real-time bounds here are liveness bounds (an hour of virtual time must not take an hour);
 /// how fast it is, is the `virtual_hour_sleep_ms` benchmark.
-@Suite(.disabled(if: Sanitizers.thread, "ThreadSanitizer's interceptors hide libc's GOT slots, which virtual time rebinds"))
+@Suite(
+    .disabled(if: Sanitizers.thread, "ThreadSanitizer's interceptors hide libc's GOT slots, which virtual time rebinds")
+)
 struct VirtualTimeTests {
     /// What one scenario printed (`key=value` lines) and its stderr.
     struct Report {
@@ -29,23 +31,32 @@ struct VirtualTimeTests {
             guard let equals = line.firstIndex(of: "=") else { continue }
             values[String(line[..<equals])] = String(line[line.index(after: equals)...])
         }
-        #expect(output.status == 0, "\(scenario) exited \(output.status): \(values["error"] ?? "") \(output.stderr.suffix(2000))")
-        #expect(values["done"] == "true", "\(scenario) did not finish: \(values["error"] ?? output.stderr.suffix(2000).description)")
+        #expect(
+            output.status == 0,
+            "\(scenario) exited \(output.status): \(values["error"] ?? "") \(output.stderr.suffix(2000))")
+        #expect(
+            values["done"] == "true",
+            "\(scenario) did not finish: \(values["error"] ?? output.stderr.suffix(2000).description)")
         return Report(values: values, errors: output.stderr)
     }
 
     @Test func anHourOfTaskSleepEndsWhenAdvancedAndDateShowsTheHour() throws {
         let report = try Self.probe("task-sleep")
         #expect(report.number("woke_after_s") == 3600)
-        #expect((report.number("real_ms") ?? .infinity) < 5_000, "an advanced hour took \(report.values["real_ms"] ?? "?") ms of real time")
+        #expect(
+            (report.number("real_ms") ?? .infinity) < 5_000,
+            "an advanced hour took \(report.values["real_ms"] ?? "?") ms of real time")
     }
 
     @Test func anExponentialBackoffRunsThroughEveryDelayInOrder() throws {
         let report = try Self.probe("backoff")
-        #expect(report.values["delays"] == "1.000,2.000,4.000,8.000,16.000,32.000,64.000,128.000,256.000",
-                "each retry measured its own delay on ContinuousClock")
+        #expect(
+            report.values["delays"] == "1.000,2.000,4.000,8.000,16.000,32.000,64.000,128.000,256.000",
+            "each retry measured its own delay on ContinuousClock")
         #expect(report.number("virtual_elapsed_s") == 511)
-        #expect((report.number("real_ms") ?? .infinity) < 10_000, "511 s of backoff took \(report.values["real_ms"] ?? "?") ms of real time")
+        #expect(
+            (report.number("real_ms") ?? .infinity) < 10_000,
+            "511 s of backoff took \(report.values["real_ms"] ?? "?") ms of real time")
     }
 
     @Test func aRepeatingDispatchSourceTimerFiresSixtyTimesInOrderInAnHour() throws {
@@ -95,7 +106,9 @@ struct VirtualTimeTests {
         let report = try Self.probe("watchdog")
         #expect((report.number("reports") ?? 0) >= 1)
         #expect(report.errors.contains("virtual time has not been advanced"))
-        #expect(report.errors.contains("sleeps until +3600"), "the report names the pending deadline: \(report.errors.prefix(500))")
+        #expect(
+            report.errors.contains("sleeps until +3600"),
+            "the report names the pending deadline: \(report.errors.prefix(500))")
     }
 
     @Test func theProfileItemVirtualStartsItAndRevertingStopsIt() throws {
@@ -137,7 +150,8 @@ struct VirtualTimeTests {
         #expect((report.number("scoped_date_error_s") ?? .infinity) < 5, "inRealTime reads the real clock")
         #expect((report.number("scoped_sleep_real_ms") ?? 0) >= 45, "inRealTime sleeps in real time")
         #expect(report.number("after_scope_date_error_s") == 0, "after the scope the thread is virtual again")
-        #expect((report.number("follower_beats_after_advance") ?? 0) >= 1, "the advance woke the thread under virtual time")
+        #expect(
+            (report.number("follower_beats_after_advance") ?? 0) >= 1, "the advance woke the thread under virtual time")
         #expect(report.values["unknown_thread_error"]?.contains("no thread of this process has id 999999999") == true)
         #expect(report.number("exempt_after_removal") == 0)
     }

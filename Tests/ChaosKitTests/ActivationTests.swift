@@ -26,22 +26,32 @@ final class RecordingActivation: PointActivation {
         let point = InjectionPoint<Int, Int, Never>("test.activation.count", activation: activation) { $0 }
         let first = ProfileEntry(point, .constant(1))
         let second = ProfileEntry(point, .constant(2))
-        let a = Chaos(seed: 1), b = Chaos(seed: 2)
+        let a = Chaos(seed: 1)
+        let b = Chaos(seed: 2)
         try a.profile(first).apply()
         #expect(activation.log == ["activate", "changed"])
         #expect(point(0) == 1)
-        guard case .constant(1) = point.currentBehaviour else { Issue.record("expected constant(1)"); return }
+        guard case .constant(1) = point.currentBehaviour else {
+            Issue.record("expected constant(1)")
+            return
+        }
         try b.profile(second).apply()
         try a.revert(first)
         #expect(activation.log == ["activate", "changed", "changed", "changed"])
         try Chaos.with(ProfileEntry(point, .constant(3))) {
             #expect(point(0) == 3)
-            guard case .varying = point.currentBehaviour else { Issue.record("a scope makes it varying"); return }
+            guard case .varying = point.currentBehaviour else {
+                Issue.record("a scope makes it varying")
+                return
+            }
         }
         b.revertAll()
         #expect(activation.log.last == "deactivate")
         #expect(activation.log.filter { $0 == "activate" }.count == 1)
-        guard case .original = point.currentBehaviour else { Issue.record("expected original"); return }
+        guard case .original = point.currentBehaviour else {
+            Issue.record("expected original")
+            return
+        }
         // A scope alone activates and deactivates too.
         try Chaos.with(ProfileEntry(point, .constant(4))) { #expect(point(0) == 4) }
         #expect(Array(activation.log.suffix(4)) == ["activate", "changed", "changed", "deactivate"])

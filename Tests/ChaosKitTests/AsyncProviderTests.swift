@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Every provider on async points, both non-throwing (`Never`) and throwing (`TestFailure`).
 @Suite struct AsyncProviderTests {
@@ -68,7 +69,9 @@ import TestHelpers
 
     @Test func nilProvider() async throws {
         let plain = AsyncInjectionPoint<Void, String?, Never>(uniqueName()) { "here" }
-        let throwing = AsyncInjectionPoint<Void, Int?, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Int? in 1 }
+        let throwing = AsyncInjectionPoint<Void, Int?, TestFailure>(uniqueName()) {
+            () async throws(TestFailure) -> Int? in 1
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(plain, .nil), ProfileEntry(throwing, .nil)).apply()
@@ -82,12 +85,16 @@ import TestHelpers
         let seen = Recorder<(arguments: Int, index: Int, name: String)>()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .block { env in
-            seen.record((env.arguments, env.callIndex, env.pointName))
-            let own = await env.callOriginal()
-            let other = await env.callOriginal(with: env.arguments + 100)
-            return "\(own)|\(other)"
-        })).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .block { env in
+                    seen.record((env.arguments, env.callIndex, env.pointName))
+                    let own = await env.callOriginal()
+                    let other = await env.callOriginal(with: env.arguments + 100)
+                    return "\(own)|\(other)"
+                })
+        ).apply()
         #expect(await point(1) == "real 1|real 101")
         #expect(await point(2) == "real 2|real 102")
         #expect(await point(3) == "real 3|real 103")
@@ -101,10 +108,14 @@ import TestHelpers
         let point = Self.throwingPoint()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .block { (env) async throws(TestFailure) -> String in
-            if env.arguments == 0 { throw .timeout(seconds: 1) }
-            return try await env.callOriginal()
-        })).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .block { (env) async throws(TestFailure) -> String in
+                    if env.arguments == 0 { throw .timeout(seconds: 1) }
+                    return try await env.callOriginal()
+                })
+        ).apply()
         await #expect(throws: TestFailure.timeout(seconds: 1)) { try await point(0) }
         #expect(try await point(4) == "real 4")
         await #expect(throws: TestFailure.real) { try await point(-1) }
@@ -112,7 +123,9 @@ import TestHelpers
 
     @Test func randomProviders() async throws {
         let ranged = AsyncInjectionPoint<Void, Int, Never>(uniqueName()) { -1 }
-        let typed = AsyncInjectionPoint<Void, Bool, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Bool in false }
+        let typed = AsyncInjectionPoint<Void, Bool, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Bool in
+            false
+        }
         let chaos = Chaos(seed: 5)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(ranged, .random(.integer(in: 1...3))), ProfileEntry(typed, .random())).apply()
@@ -159,14 +172,18 @@ import TestHelpers
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(
-            ProfileEntry(plain, .composite([
-                Plain.when({ $0 > 10 }, .constant("big")),
-                Plain.when({ $0 > 5 }, .constant("medium")),
-            ])),
-            ProfileEntry(throwing, .composite(
-                [Throwing.when({ $0 == 2 }, .throwing(.offline)), Throwing.when({ $0 == 2 }, .constant("never"))],
-                otherwise: .block { env in "fallback \(env.arguments)" }
-            ))
+            ProfileEntry(
+                plain,
+                .composite([
+                    Plain.when({ $0 > 10 }, .constant("big")),
+                    Plain.when({ $0 > 5 }, .constant("medium")),
+                ])),
+            ProfileEntry(
+                throwing,
+                .composite(
+                    [Throwing.when({ $0 == 2 }, .throwing(.offline)), Throwing.when({ $0 == 2 }, .constant("never"))],
+                    otherwise: .block { env in "fallback \(env.arguments)" }
+                ))
         ).apply()
         #expect(await plain(11) == "big")
         #expect(await plain(6) == "medium")

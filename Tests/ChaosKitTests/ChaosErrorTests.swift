@@ -1,6 +1,7 @@
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 @Suite struct ChaosErrorTests {
     @Test func aboutAttributesOnlyUnattributedErrors() {

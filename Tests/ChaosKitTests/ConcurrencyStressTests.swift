@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Many callers against apply/revert, scopes and counters at once. CI reruns this suite
 /// under `--sanitize=thread`; keep it well under 30 s in debug builds.
@@ -80,7 +81,9 @@ import TestHelpers
     }
 
     @Test func asyncCallsWhileApplyingAndReverting() async throws {
-        let point = AsyncInjectionPoint<Int, Int, TestFailure>(uniqueName()) { (n: Int) async throws(TestFailure) -> Int in n }
+        let point = AsyncInjectionPoint<Int, Int, TestFailure>(uniqueName()) {
+            (n: Int) async throws(TestFailure) -> Int in n
+        }
         let chaos = Chaos(seed: 2)
         let entry = ProfileEntry(point, .throwing(.offline))
         let started = Signal()
@@ -172,7 +175,10 @@ import TestHelpers
                     return (hits, steps)
                 }
             }
-            return await group.reduce(into: (0, [Int]())) { $0.0 += $1.0; $0.1.append(contentsOf: $1.1) }
+            return await group.reduce(into: (0, [Int]())) {
+                $0.0 += $1.0
+                $0.1.append(contentsOf: $1.1)
+            }
         }
         #expect(hits == 1_000, "times(1000) answers exactly 1000 calls")
         // Steps 1…99 each answer once; the last repeats for the rest.
@@ -216,7 +222,8 @@ import TestHelpers
                         }
                         return seen
                     }
-                    let seen = scoped
+                    let seen =
+                        scoped
                         ? try await Chaos.with([ProfileEntry(point, .constant("scoped \(worker)"))]) { await run() }
                         : await run()
                     workersDone.increment()
@@ -231,7 +238,9 @@ import TestHelpers
         var outside = Set<String>()
         for (scoped, seen) in results {
             if scoped {
-                #expect(seen.count == 1 && seen.first?.hasPrefix("scoped ") == true, "a scope sees only its own chaos: \(seen)")
+                #expect(
+                    seen.count == 1 && seen.first?.hasPrefix("scoped ") == true,
+                    "a scope sees only its own chaos: \(seen)")
             } else {
                 #expect(seen.isSubset(of: ["original", "global"]), "outside tasks never see a scope's chaos: \(seen)")
                 outside.formUnion(seen)

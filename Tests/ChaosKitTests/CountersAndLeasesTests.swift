@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Every applied entry counts what it did (the proof that chaos took effect), and an entry
 /// with a lease reverts itself.
@@ -14,7 +15,8 @@ import TestHelpers
         let half = coin.entry(ChaosProvider.constant(-1).probability(0.5))
         try chaos.profile(always, half).apply()
         defer { chaos.revertAll() }
-        let tasks = 8, calls = 5_000
+        let tasks = 8
+        let calls = 5_000
         let coinActs = SharedCounter()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<tasks {
@@ -82,7 +84,10 @@ import TestHelpers
         var iterator = events.makeAsyncIterator()
         var seen: ChaosEvent?
         while let event = await iterator.next() {
-            if event.entry == entry.id { seen = event; break }
+            if event.entry == entry.id {
+                seen = event
+                break
+            }
         }
         let event = try #require(seen)
         #expect(event.pointName == point.name && event.callIndex == 0)
@@ -122,9 +127,10 @@ import TestHelpers
 
     @Test func leasesFromProfilesAndTheGrammar() throws {
         let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
-        let profile = try ChaosProfile.decode(json: """
-        {"entries": [{"point": "\(point.name)", "provider": {"constant": 7, "probability": 1, "lease": "30s"}}]}
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                {"entries": [{"point": "\(point.name)", "provider": {"constant": 7, "probability": 1, "lease": "30s"}}]}
+                """)
         #expect(profile.entries[0].provider.summary == "constant(7) with probability 1.0 for 30s")
         let grammar = try ChaosGrammar.parse("\(point.name)=constant(7)~250ms")
         #expect(grammar[0].provider.modifiers == [.lease(.milliseconds(250))])
@@ -132,16 +138,22 @@ import TestHelpers
         defer { chaos.revertAll() }
         let ends = try #require(chaos.counters.first?.leaseEnds)
         #expect(ends.timeIntervalSinceNow > 25 && ends.timeIntervalSinceNow <= 30)
-        #expect(try ChaosProfile.decode(json: try profile.jsonText()).entries[0].provider.modifiers.contains(.lease(.seconds(30))))
+        #expect(
+            try ChaosProfile.decode(json: try profile.jsonText()).entries[0].provider.modifiers.contains(
+                .lease(.seconds(30))))
     }
 
     @Test func aLeaseMustBePositiveAndOutermost() {
         let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
-        ValidationTests.expectRejected(point.entry(ChaosProvider.constant(1).lease(.zero)), .invalidProvider, mentioning: ["ends before it starts"])
         ValidationTests.expectRejected(
-            point.entry(ChaosProvider.constant(1).lease(.seconds(1)).probability(0.5)), .invalidProvider, mentioning: ["put it outermost"]
+            point.entry(ChaosProvider.constant(1).lease(.zero)), .invalidProvider, mentioning: ["ends before it starts"]
         )
-        let bad = try? ChaosProfile.decode(json: #"{"entries": [{"point": "x", "provider": {"constant": 1, "lease": 30}}]}"#)
+        ValidationTests.expectRejected(
+            point.entry(ChaosProvider.constant(1).lease(.seconds(1)).probability(0.5)), .invalidProvider,
+            mentioning: ["put it outermost"]
+        )
+        let bad = try? ChaosProfile.decode(
+            json: #"{"entries": [{"point": "x", "provider": {"constant": 1, "lease": 30}}]}"#)
         #expect(bad == nil, "a lease is a duration text such as \"30s\"")
     }
 }

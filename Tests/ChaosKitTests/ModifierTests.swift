@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// The modifiers `.probability`, `.times` and `.delayed` on sync and async points,
 /// throwing and non-throwing.
@@ -38,7 +39,9 @@ import TestHelpers
 
     @Test func probabilityOnAsyncPoints() async throws {
         let plain = AsyncInjectionPoint<Void, Int, Never>(uniqueName()) { 0 }
-        let throwing = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Int in 0 }
+        let throwing = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) {
+            () async throws(TestFailure) -> Int in 0
+        }
         let chaos = Chaos(seed: 7)
         defer { chaos.revertAll() }
         try chaos.profile(
@@ -58,7 +61,9 @@ import TestHelpers
     @Test func probabilityZeroNeverAndOneAlways() async throws {
         let never = InjectionPoint<Void, Int, Never>(uniqueName()) { 0 }
         let always = InjectionPoint<Void, Int, TestFailure>(uniqueName()) { () throws(TestFailure) -> Int in 0 }
-        let asyncNever = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Int in 0 }
+        let asyncNever = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) {
+            () async throws(TestFailure) -> Int in 0
+        }
         let asyncAlways = AsyncInjectionPoint<Void, Int, Never>(uniqueName()) { 0 }
         let chaos = Chaos(seed: 11)
         defer { chaos.revertAll() }
@@ -80,7 +85,9 @@ import TestHelpers
 
     @Test func timesThenOriginalOnSyncPoints() throws {
         let plain = InjectionPoint<Int, String, Never>(uniqueName()) { "real \($0)" }
-        let throwing = InjectionPoint<Int, String, TestFailure>(uniqueName()) { (n: Int) throws(TestFailure) -> String in "real \(n)" }
+        let throwing = InjectionPoint<Int, String, TestFailure>(uniqueName()) {
+            (n: Int) throws(TestFailure) -> String in "real \(n)"
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(
@@ -97,7 +104,9 @@ import TestHelpers
 
     @Test func timesThenOriginalOnAsyncPoints() async throws {
         let plain = AsyncInjectionPoint<Int, String, Never>(uniqueName()) { "real \($0)" }
-        let throwing = AsyncInjectionPoint<Int, String, TestFailure>(uniqueName()) { (n: Int) async throws(TestFailure) -> String in "real \(n)" }
+        let throwing = AsyncInjectionPoint<Int, String, TestFailure>(uniqueName()) {
+            (n: Int) async throws(TestFailure) -> String in "real \(n)"
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(
@@ -126,7 +135,9 @@ import TestHelpers
 
     @Test func delayedWaitsOnSyncPoints() throws {
         let plain = InjectionPoint<Void, String, Never>(uniqueName()) { "real" }
-        let throwing = InjectionPoint<Void, String, TestFailure>(uniqueName()) { () throws(TestFailure) -> String in "real" }
+        let throwing = InjectionPoint<Void, String, TestFailure>(uniqueName()) { () throws(TestFailure) -> String in
+            "real"
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(
@@ -158,7 +169,9 @@ import TestHelpers
 
     @Test func delayedWaitsOnAsyncPoints() async throws {
         let plain = AsyncInjectionPoint<Void, String, Never>(uniqueName()) { "real" }
-        let throwing = AsyncInjectionPoint<Void, String, TestFailure>(uniqueName()) { () async throws(TestFailure) -> String in "real" }
+        let throwing = AsyncInjectionPoint<Void, String, TestFailure>(uniqueName()) {
+            () async throws(TestFailure) -> String in "real"
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Entries made from a point's name and an untyped `ProviderDescription` (as profiles make
 /// them), catalogue items, and `ProfileParameters`.
@@ -24,7 +25,8 @@ import TestHelpers
         #expect(throws: TestFailure.offline) { try point(1) }
         try chaos.revert(throwing)
 
-        let sequential = ProfileEntry(point: name, .sequential([.constant(5), .original, .throwing(TestFailure.timeout(seconds: 1))]))
+        let sequential = ProfileEntry(
+            point: name, .sequential([.constant(5), .original, .throwing(TestFailure.timeout(seconds: 1))]))
         try chaos.profile(sequential).apply()
         #expect(try point(1) == 5)
         #expect(try point(1) == 1)
@@ -78,10 +80,14 @@ import TestHelpers
 
     @Test func describedProvidersOnAsyncPoint() async throws {
         let name = uniqueName()
-        let point = AsyncInjectionPoint<Void, String, TestFailure>(name) { () async throws(TestFailure) -> String in "real" }
+        let point = AsyncInjectionPoint<Void, String, TestFailure>(name) { () async throws(TestFailure) -> String in
+            "real"
+        }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point: name, .sequential([.constant("a"), .throwing(TestFailure.offline), .original]))).apply()
+        try chaos.profile(
+            ProfileEntry(point: name, .sequential([.constant("a"), .throwing(TestFailure.offline), .original]))
+        ).apply()
         #expect(try await point() == "a")
         await #expect(throws: TestFailure.offline) { try await point() }
         #expect(try await point() == "real")
@@ -103,8 +109,9 @@ import TestHelpers
         #expect(ProviderDescription.sequential([.nil, .original]).summary == "sequential[nil, original]")
         #expect(ProviderDescription.times(2, .random).summary == "random 2 times")
         #expect(ProviderDescription.probability(0.5, .nil).summary == "nil with probability 0.5")
-        #expect(ProviderDescription.catalogue("offset", ProfileParameters(["days": .number(2), "b": .bool(true)])).summary
-            == "offset(b: true, days: 2)")
+        #expect(
+            ProviderDescription.catalogue("offset", ProfileParameters(["days": .number(2), "b": .bool(true)])).summary
+                == "offset(b: true, days: 2)")
         #expect(ProviderDescription.catalogue("plain", ProfileParameters()).summary == "plain")
         #expect(ProfileEntry(point: "a.b", .nil).description == "a.b ← nil")
     }
@@ -114,14 +121,17 @@ import TestHelpers
     @Test func catalogueItemWithParameters() throws {
         let name = uniqueName()
         let received = Recorder<ProfileParameters>()
-        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
-            CatalogueItem("x", "adds k", parameters: [.integer("k", "what to add")]) { params in
-                received.record(params)
-                let k = try params.int("k")
-                return .block { env in env.arguments + k }
-            },
-            CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
-        ]) { $0 }
+        let point = InjectionPoint<Int, Int, Never>(
+            name,
+            catalogue: [
+                CatalogueItem("x", "adds k", parameters: [.integer("k", "what to add")]) { params in
+                    received.record(params)
+                    let k = try params.int("k")
+                    return .block { env in env.arguments + k }
+                },
+                CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
+            ]
+        ) { $0 }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(point: name, .catalogue("x", ProfileParameters(["k": .number(1)])))).apply()
@@ -134,17 +144,21 @@ import TestHelpers
         #expect(point(10) == 10)
         #expect(Chaos.catalogue.contains { $0.name == name && $0.items.map(\.name) == ["double", "x"] })
         #expect(point.catalogue.items.map(\.name) == ["x", "double"])
-        #expect(Chaos.catalogue.first { $0.name == name }?.items.first { $0.name == "x" }?.parameters == "k: whole number")
+        #expect(
+            Chaos.catalogue.first { $0.name == name }?.items.first { $0.name == "x" }?.parameters == "k: whole number")
     }
 
     @Test func catalogueItemOnAsyncPoint() async throws {
         let name = uniqueName()
-        let point = AsyncInjectionPoint<Void, String, TestFailure>(name, catalogue: [
-            CatalogueItem("offline") { _ in .throwing(.offline) },
-            CatalogueItem("status", parameters: [.string("text", "the status", default: "fine")]) { params in
-                .constant(try params.string("text"))
-            },
-        ]) { () async throws(TestFailure) -> String in "online" }
+        let point = AsyncInjectionPoint<Void, String, TestFailure>(
+            name,
+            catalogue: [
+                CatalogueItem("offline") { _ in .throwing(.offline) },
+                CatalogueItem("status", parameters: [.string("text", "the status", default: "fine")]) { params in
+                    .constant(try params.string("text"))
+                },
+            ]
+        ) { () async throws(TestFailure) -> String in "online" }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         try chaos.profile(ProfileEntry(point: name, .catalogue("offline", ProfileParameters()))).apply()
@@ -156,10 +170,13 @@ import TestHelpers
 
     @Test func unknownCatalogueItemListsTheAvailableOnes() {
         let name = uniqueName()
-        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
-            CatalogueItem("offset") { _ in .original },
-            CatalogueItem("double") { _ in .original },
-        ]) { $0 }
+        let point = InjectionPoint<Int, Int, Never>(
+            name,
+            catalogue: [
+                CatalogueItem("offset") { _ in .original },
+                CatalogueItem("double") { _ in .original },
+            ]
+        ) { $0 }
         ValidationTests.expectRejected(
             ProfileEntry(point: name, .catalogue("triple", ProfileParameters())),
             .invalidProvider, mentioning: ["no catalogue item named 'triple'", "choose one of: double, offset"]
@@ -184,26 +201,36 @@ import TestHelpers
     @Test func catalogueItemParametersAreCheckedAgainstTheirDeclarations() {
         let name = uniqueName()
         let made = SharedCounter()
-        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
-            CatalogueItem("x", parameters: [
-                .integer("k", "a count", range: 1...10),
-                .choice("mode", "how", ["fast", "slow"], default: "fast"),
-                .duration("wait", "a delay", optional: true),
-            ]) { params in
-                made.increment()
-                return .constant(try params.int("k"))
-            },
-            CatalogueItem("bad") { _ in ChaosProvider<Int, Int, Never>.constant(1).times(0) },
-            CatalogueItem("plain") { _ in .constant(5) },
-        ]) { $0 }
+        let point = InjectionPoint<Int, Int, Never>(
+            name,
+            catalogue: [
+                CatalogueItem(
+                    "x",
+                    parameters: [
+                        .integer("k", "a count", range: 1...10),
+                        .choice("mode", "how", ["fast", "slow"], default: "fast"),
+                        .duration("wait", "a delay", optional: true),
+                    ]
+                ) { params in
+                    made.increment()
+                    return .constant(try params.int("k"))
+                },
+                CatalogueItem("bad") { _ in ChaosProvider<Int, Int, Never>.constant(1).times(0) },
+                CatalogueItem("plain") { _ in .constant(5) },
+            ]
+        ) { $0 }
         func rejected(_ parameters: [String: ProfileValue], _ fragments: [String], item: String = "x") {
-            ValidationTests.expectRejected(ProfileEntry(point: name, .catalogue(item, ProfileParameters(parameters))), .invalidProvider, mentioning: fragments)
+            ValidationTests.expectRejected(
+                ProfileEntry(point: name, .catalogue(item, ProfileParameters(parameters))), .invalidProvider,
+                mentioning: fragments)
         }
         rejected(["k": .string("one")], ["parameter 'k' must be a whole number", "a string"])
         rejected(["k": .number(1.5)], ["parameter 'k' must be a whole number"])
         rejected(["k": .number(11)], ["parameter 'k' is 11, outside 1…10"])
         rejected([:], ["parameter 'k' is missing", "a count"])
-        rejected(["k": .number(2), "kk": .number(1)], ["unknown parameter 'kk'", "did you mean 'k'?", "takes: k, mode, wait"])
+        rejected(
+            ["k": .number(2), "kk": .number(1)],
+            ["unknown parameter 'kk'", "did you mean 'k'?", "takes: k, mode, wait"])
         rejected(["k": .number(2), "mdoe": .string("fast")], ["unknown parameter 'mdoe'", "did you mean 'mode'?"])
         rejected(["k": .number(2), "mode": .string("fats")], ["parameter 'mode' is 'fats'", "did you mean 'fast'?"])
         rejected(["k": .number(2), "wait": .string("-1s")], ["parameter 'wait'", "negative"])
@@ -218,15 +245,21 @@ import TestHelpers
     @Test func declaredDefaultsAndUnitsReachTheMaker() throws {
         let name = uniqueName()
         let seen = Recorder<ProfileParameters>()
-        let point = InjectionPoint<Int, Int, Never>(name, catalogue: [
-            CatalogueItem("x", parameters: [
-                .duration("wait", "a delay in seconds", unit: "s"),
-                .integer("n", "a count", default: 3),
-            ]) { params in
-                seen.record(params)
-                return .constant(try params.int("n"))
-            },
-        ]) { $0 }
+        let point = InjectionPoint<Int, Int, Never>(
+            name,
+            catalogue: [
+                CatalogueItem(
+                    "x",
+                    parameters: [
+                        .duration("wait", "a delay in seconds", unit: "s"),
+                        .integer("n", "a count", default: 3),
+                    ]
+                ) { params in
+                    seen.record(params)
+                    return .constant(try params.int("n"))
+                }
+            ]
+        ) { $0 }
         try Chaos.with(ProfileEntry(point: name, .catalogue("x", ProfileParameters(["wait": .number(2)])))) {
             #expect(point(0) == 3)
         }

@@ -1,17 +1,22 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Randomised models: seeded random instances of any Decodable type, made by a decoder
 /// that invents values (Dixie's "randomised properties on your data models").
 @Suite struct RandomModelTests {
     enum Role: String, Codable, CaseIterable, Sendable { case admin, member, guest }
-    enum Level: Int, Codable, CaseIterable, Sendable { case low = 1, high = 2 }
+    enum Level: Int, Codable, CaseIterable, Sendable {
+        case low = 1
+        case high = 2
+    }
 
     /// An enum that decodes values it does not know, as robust apps do.
     enum Status: Codable, Equatable, Sendable {
-        case active, suspended, unknown(String)
+        case active, suspended
+        case unknown(String)
         init(from decoder: any Decoder) throws {
             let text = try decoder.singleValueContainer().decode(String.self)
             self = text == "active" ? .active : text == "suspended" ? .suspended : .unknown(text)
@@ -55,7 +60,9 @@ import TestHelpers
         let value: Int
         init(from decoder: any Decoder) throws {
             value = try decoder.singleValueContainer().decode(Int.self)
-            guard value > 0 else { throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not positive")) }
+            guard value > 0 else {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not positive"))
+            }
         }
     }
 
@@ -97,7 +104,10 @@ import TestHelpers
         #expect(Set(users.map(\.uuid)).count == users.count)
         #expect(users.contains { $0.avatar.isEmpty } && users.contains { !$0.avatar.isEmpty })
         #expect(users.contains { $0.homepage.absoluteString.count > 500 })
-        #expect(users.allSatisfy { abs($0.joined.timeIntervalSince(RandomGenerator<Date>.defaultCentre)) <= 10_000 * 86_400 })
+        #expect(
+            users.allSatisfy {
+                abs($0.joined.timeIntervalSince(RandomGenerator<Date>.defaultCentre)) <= 10_000 * 86_400
+            })
     }
 
     @Test func enumsThatDecodeLenientlyGetUnknownValues() {
@@ -110,19 +120,27 @@ import TestHelpers
         // A strict enum is offered unknown values too, refuses them, and gets a case.
         let options = RandomModelOptions(unknownEnumProbability: 1)
         var strict = SeededRandom(seed: 4)
-        #expect((0..<50).allSatisfy { _ in Role.allCases.contains(RandomGenerator<Role>.decodable(options: options).generate(using: &strict)) })
+        #expect(
+            (0..<50).allSatisfy { _ in
+                Role.allCases.contains(RandomGenerator<Role>.decodable(options: options).generate(using: &strict))
+            })
     }
 
     @Test func recursiveTypesEnd() {
         var source = SeededRandom(seed: 5)
         let options = RandomModelOptions(nilProbability: 0, emptyProbability: 0, maxDepth: 4)
-        let comments = (0..<20).map { _ in RandomGenerator<Comment>.decodable(options: options).generate(using: &source) }
+        let comments = (0..<20).map { _ in RandomGenerator<Comment>.decodable(options: options).generate(using: &source)
+        }
         #expect(comments.allSatisfy { $0.depth <= 4 })
         #expect(comments.contains { $0.depth >= 2 })
     }
 
     @Test func validatingTypesAndOwnRandomValues() {
-        struct Reading: Decodable, Sendable { var positive: Positive; var temperature: Temperature; var optional: Positive? }
+        struct Reading: Decodable, Sendable {
+            var positive: Positive
+            var temperature: Temperature
+            var optional: Positive?
+        }
         var source = SeededRandom(seed: 6)
         let readings = (0..<200).map { _ in RandomGenerator<Reading>.decodable().generate(using: &source) }
         #expect(readings.allSatisfy { $0.positive.value > 0 && ($0.optional?.value ?? 1) > 0 })

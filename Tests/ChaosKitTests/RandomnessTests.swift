@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Seeds and random values: `Chaos(seed:)` replays, `SeededRandom` is SplitMix64, and the
 /// ready generators stay in range.
@@ -179,7 +180,10 @@ import TestHelpers
         #expect(values.contains { $0 < reference } && values.contains { $0 > reference })
         // The default is ±10,000 days.
         let wide = RandomGenerator<Date>.date(of: reference)
-        #expect((0..<1_000).allSatisfy { _ in abs(wide.generate(using: &source).timeIntervalSince(reference)) <= 10_000 * 86_400 })
+        #expect(
+            (0..<1_000).allSatisfy { _ in
+                abs(wide.generate(using: &source).timeIntervalSince(reference)) <= 10_000 * 86_400
+            })
         // With a fixed reference, a date generator is reproducible.
         var a = SeededRandom(seed: 8)
         var b = SeededRandom(seed: 8)

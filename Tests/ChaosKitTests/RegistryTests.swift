@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// The process-wide registry of live points: names come and go with the points.
 @Suite struct RegistryTests {
@@ -51,7 +52,8 @@ import TestHelpers
         do {
             _ = InjectionPoint<Void, Int, Never>(name) { 0 }
         }
-        ValidationTests.expectRejected(ProfileEntry(point: name, .constant(1)), .unknownPoint, mentioning: ["no live injection point"])
+        ValidationTests.expectRejected(
+            ProfileEntry(point: name, .constant(1)), .unknownPoint, mentioning: ["no live injection point"])
     }
 
     @Test func nameIsFreeAgainAfterADuplicateGoesAway() throws {
@@ -59,7 +61,9 @@ import TestHelpers
         let survivor = InjectionPoint<Void, Int, Never>(name) { 1 }
         do {
             let duplicate = InjectionPoint<Void, Int, Never>(name) { 2 }
-            expectChaosError(.duplicatePointName) { try Chaos(seed: 1).profile(ProfileEntry(point: name, .constant(3))).apply() }
+            expectChaosError(.duplicatePointName) {
+                try Chaos(seed: 1).profile(ProfileEntry(point: name, .constant(3))).apply()
+            }
             withExtendedLifetime(duplicate) {}
         }
         #expect(Chaos.pointNames.filter { $0 == name }.count == 1)
@@ -73,10 +77,14 @@ import TestHelpers
         let name = uniqueName()
         let bare = InjectionPoint<Void, Int, Never>(name + ".bare") { 0 }
         #expect(Chaos.catalogue.first { $0.name == bare.name }?.items.map(\.name) == [])
-        let point = InjectionPoint<Void, Int, Never>(name, catalogue: [
-            CatalogueItem("b") { _ in .constant(1) },
-            CatalogueItem("a", parameters: [.number("x", "a number", unit: "km", default: 2)]) { _ in .constant(2) },
-        ]) { 0 }
+        let point = InjectionPoint<Void, Int, Never>(
+            name,
+            catalogue: [
+                CatalogueItem("b") { _ in .constant(1) },
+                CatalogueItem("a", parameters: [.number("x", "a number", unit: "km", default: 2)]) { _ in .constant(2)
+                },
+            ]
+        ) { 0 }
         let info = Chaos.catalogue.first { $0.name == point.name }
         #expect(info?.items.map(\.name) == ["a", "b"])
         #expect(info?.items.first?.declaredParameters.first?.description == "x: number (km) = 2 — a number")

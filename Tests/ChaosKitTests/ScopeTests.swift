@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Task-scoped chaos with `Chaos.with`: wins over global chaos, nests, ends with its scope,
 /// and is invisible to tasks and threads outside it.
@@ -214,7 +215,9 @@ import TestHelpers
         let checked = Signal()
         try await withThrowingTaskGroup(of: (String, String).self) { group in
             group.addTask {
-                try await Chaos.with([ProfileEntry(point, .constant("scoped")), ProfileEntry(sync, .constant("scoped"))]) {
+                try await Chaos.with([
+                    ProfileEntry(point, .constant("scoped")), ProfileEntry(sync, .constant("scoped")),
+                ]) {
                     entered.fire()
                     await checked.wait()  // the other task calls while this scope is live
                     return ("inside", try await point() + "/" + sync())

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Global chaos on one point forms a stack: the later entry wins, reverting it brings the
 /// earlier one back, whichever `Chaos` applied them.
@@ -14,7 +15,10 @@ import TestHelpers
         let point = Self.point()
         let first = Chaos(seed: 1)
         let second = Chaos(seed: 2)
-        defer { first.revertAll(); second.revertAll() }
+        defer {
+            first.revertAll()
+            second.revertAll()
+        }
         let a = ProfileEntry(point, .constant("A"))
         let b = ProfileEntry(point, .constant("B"))
         try first.profile(a).apply()
@@ -31,7 +35,10 @@ import TestHelpers
         let point = Self.point()
         let first = Chaos(seed: 1)
         let second = Chaos(seed: 2)
-        defer { first.revertAll(); second.revertAll() }
+        defer {
+            first.revertAll()
+            second.revertAll()
+        }
         let a = ProfileEntry(point, .constant("A"))
         let b = ProfileEntry(point, .constant("B"))
         try first.profile(a).apply()
@@ -106,10 +113,15 @@ import TestHelpers
     }
 
     @Test func stackOnAsyncPoint() async throws {
-        let point = AsyncInjectionPoint<Void, String, TestFailure>(uniqueName()) { () async throws(TestFailure) -> String in "original" }
+        let point = AsyncInjectionPoint<Void, String, TestFailure>(uniqueName()) {
+            () async throws(TestFailure) -> String in "original"
+        }
         let first = Chaos(seed: 1)
         let second = Chaos(seed: 2)
-        defer { first.revertAll(); second.revertAll() }
+        defer {
+            first.revertAll()
+            second.revertAll()
+        }
         let a = ProfileEntry(point, .constant("A"))
         let b = ProfileEntry(point, .throwing(.offline))
         try first.profile(a).apply()
@@ -150,7 +162,10 @@ import TestHelpers
         }
         let first = Chaos(seed: 1)
         let second = Chaos(seed: 2)
-        defer { first.revertAll(); second.revertAll() }
+        defer {
+            first.revertAll()
+            second.revertAll()
+        }
         try first.profile(entry).apply()
         try second.profile(entry).apply()
         #expect(point() == expected(seed: 2, call: 0))

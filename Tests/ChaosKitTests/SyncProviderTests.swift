@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Every provider on synchronous points, both non-throwing (`Never`) and throwing (`TestFailure`).
 @Suite struct SyncProviderTests {
@@ -95,10 +96,14 @@ import TestHelpers
         let seen = Recorder<(arguments: Int, index: Int, name: String)>()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .block { env in
-            seen.record((env.arguments, env.callIndex, env.pointName))
-            return "block \(env.arguments * 10)"
-        })).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .block { env in
+                    seen.record((env.arguments, env.callIndex, env.pointName))
+                    return "block \(env.arguments * 10)"
+                })
+        ).apply()
         #expect(point(1) == "block 10")
         #expect(point(2) == "block 20")
         #expect(point(3) == "block 30")
@@ -112,9 +117,13 @@ import TestHelpers
         let point = Self.plainPoint()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .block { env in
-            "wrapped(\(env.callOriginal()))|\(env.callOriginal(with: env.arguments + 100))"
-        })).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .block { env in
+                    "wrapped(\(env.callOriginal()))|\(env.callOriginal(with: env.arguments + 100))"
+                })
+        ).apply()
         #expect(point(1) == "wrapped(real 1)|real 101")
     }
 
@@ -122,10 +131,14 @@ import TestHelpers
         let point = Self.throwingPoint()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .block { (env) throws(TestFailure) -> String in
-            if env.arguments == 0 { throw .timeout(seconds: 5) }
-            return try env.callOriginal()
-        })).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .block { (env) throws(TestFailure) -> String in
+                    if env.arguments == 0 { throw .timeout(seconds: 5) }
+                    return try env.callOriginal()
+                })
+        ).apply()
         #expect(throws: TestFailure.timeout(seconds: 5)) { try point(0) }
         #expect(try point(4) == "real 4")
         #expect(throws: TestFailure.real) { try point(-1) }
@@ -150,11 +163,15 @@ import TestHelpers
         func run(seed: UInt64) throws -> [UInt64] {
             let chaos = Chaos(seed: seed)
             defer { chaos.revertAll() }
-            try chaos.profile(ProfileEntry(point, .block { env in
-                var random = env.random
-                #expect(random == SeededRandom(seed: env.randomSeed))
-                return random.next()
-            })).apply()
+            try chaos.profile(
+                ProfileEntry(
+                    point,
+                    .block { env in
+                        var random = env.random
+                        #expect(random == SeededRandom(seed: env.randomSeed))
+                        return random.next()
+                    })
+            ).apply()
             return collect(20) { point() }
         }
         let a = try run(seed: 7)
@@ -243,11 +260,15 @@ import TestHelpers
         let point = Self.plainPoint()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .composite([
-            Plain.when({ $0 > 10 }, .constant("big")),
-            Plain.when({ $0 > 5 }, .constant("medium")),  // shadowed by "big" for > 10
-            Plain.when({ $0 == 0 }, .block { _ in "zero" }),
-        ]))).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .composite([
+                    Plain.when({ $0 > 10 }, .constant("big")),
+                    Plain.when({ $0 > 5 }, .constant("medium")),  // shadowed by "big" for > 10
+                    Plain.when({ $0 == 0 }, .block { _ in "zero" }),
+                ]))
+        ).apply()
         #expect(point(11) == "big")
         #expect(point(100) == "big")
         #expect(point(6) == "medium")
@@ -259,10 +280,14 @@ import TestHelpers
         let point = Self.throwingPoint()
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .composite(
-            [Throwing.when({ $0 == 1 }, .original), Throwing.when({ $0 == 2 }, .throwing(.offline))],
-            otherwise: .constant("fallback")
-        ))).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .composite(
+                    [Throwing.when({ $0 == 1 }, .original), Throwing.when({ $0 == 2 }, .throwing(.offline))],
+                    otherwise: .constant("fallback")
+                ))
+        ).apply()
         #expect(try point(1) == "real 1")
         #expect(throws: TestFailure.offline) { try point(2) }
         #expect(try point(3) == "fallback")
@@ -282,10 +307,14 @@ import TestHelpers
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
         // Each sequential counts only the calls that reach it.
-        try chaos.profile(ProfileEntry(point, .composite([
-            Plain.when({ $0 == 0 }, .sequential([.constant("z0"), .constant("z1")])),
-            Plain.when({ $0 == 1 }, .sequential([.constant("o0"), .constant("o1")])),
-        ]))).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .composite([
+                    Plain.when({ $0 == 0 }, .sequential([.constant("z0"), .constant("z1")])),
+                    Plain.when({ $0 == 1 }, .sequential([.constant("o0"), .constant("o1")])),
+                ]))
+        ).apply()
         #expect(point(0) == "z0")
         #expect(point(1) == "o0")
         #expect(point(1) == "o1")
@@ -299,9 +328,16 @@ import TestHelpers
         let point = InjectionPoint<(String, Int), String, Never>(uniqueName()) { "\($0.0)#\($0.1)" }
         let chaos = Chaos(seed: 1)
         defer { chaos.revertAll() }
-        try chaos.profile(ProfileEntry(point, .composite(
-            [ChaosProvider<(String, Int), String, Never>.when({ $0.0 == "key" }, .block { env in env.callOriginal(with: ("other", env.arguments.1 + 1)) })]
-        ))).apply()
+        try chaos.profile(
+            ProfileEntry(
+                point,
+                .composite(
+                    [
+                        ChaosProvider<(String, Int), String, Never>.when(
+                            { $0.0 == "key" }, .block { env in env.callOriginal(with: ("other", env.arguments.1 + 1)) })
+                    ]
+                ))
+        ).apply()
         #expect(point(("key", 1)) == "other#2")
         #expect(point(("else", 1)) == "else#1")
     }
@@ -317,7 +353,9 @@ import TestHelpers
         #expect(P.random().summary == "random")
         #expect(P.sequential([.constant("a"), .original]).summary == "sequential[constant(a), original]")
         #expect(P.composite([P.when({ _ in true }, .constant("a"))]).summary == "constant(a) when a condition")
-        #expect(P.composite([P.when({ _ in true }, .constant("a"))], otherwise: .constant("b")).summary == "composite[constant(a) when a condition; otherwise constant(b)]")
+        #expect(
+            P.composite([P.when({ _ in true }, .constant("a"))], otherwise: .constant("b")).summary
+                == "composite[constant(a) when a condition; otherwise constant(b)]")
         #expect(P.constant("a").probability(0.5).summary == "constant(a) with probability 0.5")
         #expect(P.constant("a").times(3).summary == "constant(a) 3 times")
         let name = uniqueName()

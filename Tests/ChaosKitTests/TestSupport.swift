@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// The custom failure type the throwing test points use.
 enum TestFailure: Error, Equatable, Sendable {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Bad input: each mistake is a typed `ChaosError` of the right kind, the message names the
 /// entry and the fix, and nothing of the failed `apply()` takes effect.
@@ -21,8 +22,11 @@ import TestHelpers
             try chaos.profile(valid, bad).apply()
         }
         if let error {
-            #expect(error.subject?.contains("entry \(bad.id)") == true, "subject names the entry: \(error)", sourceLocation: sourceLocation)
-            #expect(error.description.contains(bad.pointName), "names the point: \(error)", sourceLocation: sourceLocation)
+            #expect(
+                error.subject?.contains("entry \(bad.id)") == true, "subject names the entry: \(error)",
+                sourceLocation: sourceLocation)
+            #expect(
+                error.description.contains(bad.pointName), "names the point: \(error)", sourceLocation: sourceLocation)
             for text in mentions {
                 let note = "message should mention '\(text)': \(error.message)"
                 #expect(error.message.contains(text), Comment(rawValue: note), sourceLocation: sourceLocation)
@@ -45,44 +49,53 @@ import TestHelpers
     // MARK: Name-based entries
 
     @Test func unknownPointName() {
-        Self.expectRejected(ProfileEntry(point: "no.such", .original), .unknownPoint, mentioning: ["no live injection point"])
+        Self.expectRejected(
+            ProfileEntry(point: "no.such", .original), .unknownPoint, mentioning: ["no live injection point"])
     }
 
     @Test func unknownPointNameSuggestsCloseNames() {
         let prefix = "suggest\(UUID().uuidString.prefix(8))"
         let point = InjectionPoint<Void, Int, Never>("\(prefix).clock") { 0 }
-        let error = Self.expectRejected(ProfileEntry(point: "\(prefix).clok", .original), .unknownPoint, mentioning: ["did you mean"])
+        let error = Self.expectRejected(
+            ProfileEntry(point: "\(prefix).clok", .original), .unknownPoint, mentioning: ["did you mean"])
         #expect(error?.message.contains(point.name) == true)
     }
 
     @Test func constantOfWrongType() {
         let point = Self.datePoint()
-        let error = Self.expectRejected(ProfileEntry(point: point.name, .constant("text")), .valueTypeMismatch, mentioning: ["Date", "String"])
+        let error = Self.expectRejected(
+            ProfileEntry(point: point.name, .constant("text")), .valueTypeMismatch, mentioning: ["Date", "String"])
         #expect(point() == Date(timeIntervalSince1970: 0))
         _ = error
     }
 
     @Test func nilOnNonOptionalPoint() {
         let point = Self.datePoint()
-        Self.expectRejected(ProfileEntry(point: point.name, .nil), .valueTypeMismatch, mentioning: ["Date", "cannot be nil"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .nil), .valueTypeMismatch, mentioning: ["Date", "cannot be nil"])
         #expect(point() == Date(timeIntervalSince1970: 0))
     }
 
     @Test func randomOnTypeWithoutRandomChaosValue() {
         let point = InjectionPoint<Void, Opaque, Never>(uniqueName()) { Opaque(value: 1) }
-        Self.expectRejected(ProfileEntry(point: point.name, .random), .valueTypeMismatch, mentioning: ["Opaque", "RandomChaosValue"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .random), .valueTypeMismatch, mentioning: ["Opaque", "RandomChaosValue"])
         #expect(point() == Opaque(value: 1))
     }
 
     @Test func throwingErrorOfWrongType() throws {
         let point = InjectionPoint<Void, Int, TestFailure>(uniqueName()) { () throws(TestFailure) -> Int in 1 }
-        Self.expectRejected(ProfileEntry(point: point.name, .throwing(OtherError())), .valueTypeMismatch, mentioning: ["OtherError", "TestFailure"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .throwing(OtherError())), .valueTypeMismatch,
+            mentioning: ["OtherError", "TestFailure"])
         #expect(try point() == 1)
     }
 
     @Test func throwingOnNonThrowingPoint() {
         let point = InjectionPoint<Void, Int, Never>(uniqueName()) { 1 }
-        Self.expectRejected(ProfileEntry(point: point.name, .throwing(TestFailure.offline)), .valueTypeMismatch, mentioning: ["cannot throw"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .throwing(TestFailure.offline)), .valueTypeMismatch,
+            mentioning: ["cannot throw"])
         #expect(point() == 1)
     }
 
@@ -96,10 +109,16 @@ import TestHelpers
 
     @Test func nameBasedModifierProblems() {
         let point = InjectionPoint<Void, Int, Never>(uniqueName()) { 1 }
-        Self.expectRejected(ProfileEntry(point: point.name, .probability(1.5, .constant(2))), .invalidProvider, mentioning: ["probability(1.5)", "0…1"])
-        Self.expectRejected(ProfileEntry(point: point.name, .sequential([])), .invalidProvider, mentioning: ["sequential([])"])
-        Self.expectRejected(ProfileEntry(point: point.name, .times(0, .constant(2))), .invalidProvider, mentioning: ["times(0)"])
-        Self.expectRejected(ProfileEntry(point: point.name, .delayed(.milliseconds(-1), .constant(2))), .invalidProvider, mentioning: ["negative"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .probability(1.5, .constant(2))), .invalidProvider,
+            mentioning: ["probability(1.5)", "0…1"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .sequential([])), .invalidProvider, mentioning: ["sequential([])"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .times(0, .constant(2))), .invalidProvider, mentioning: ["times(0)"])
+        Self.expectRejected(
+            ProfileEntry(point: point.name, .delayed(.milliseconds(-1), .constant(2))), .invalidProvider,
+            mentioning: ["negative"])
         #expect(point() == 1)
     }
 
@@ -108,20 +127,27 @@ import TestHelpers
     @Test(arguments: [1.5, -0.1, Double.nan, Double.infinity])
     func probabilityOutsideZeroOne(p: Double) {
         let point = InjectionPoint<Void, Int, Never>(uniqueName()) { 1 }
-        Self.expectRejected(ProfileEntry(point, .constant(2).probability(p)), .invalidProvider, mentioning: ["probability(", "0…1"])
+        Self.expectRejected(
+            ProfileEntry(point, .constant(2).probability(p)), .invalidProvider, mentioning: ["probability(", "0…1"])
         #expect(point() == 1)
     }
 
     @Test func probabilityOutsideZeroOneOnAsyncThrowingPoint() async throws {
-        let point = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Int in 1 }
-        Self.expectRejected(ProfileEntry(point, .throwing(.offline).probability(1.5)), .invalidProvider, mentioning: ["probability(1.5)"])
-        Self.expectRejected(ProfileEntry(point, .throwing(.offline).probability(-0.1)), .invalidProvider, mentioning: ["probability(-0.1)"])
+        let point = AsyncInjectionPoint<Void, Int, TestFailure>(uniqueName()) { () async throws(TestFailure) -> Int in 1
+        }
+        Self.expectRejected(
+            ProfileEntry(point, .throwing(.offline).probability(1.5)), .invalidProvider,
+            mentioning: ["probability(1.5)"])
+        Self.expectRejected(
+            ProfileEntry(point, .throwing(.offline).probability(-0.1)), .invalidProvider,
+            mentioning: ["probability(-0.1)"])
         #expect(try await point() == 1)
     }
 
     @Test func emptySequential() {
         let point = InjectionPoint<Void, Int, Never>(uniqueName()) { 1 }
-        Self.expectRejected(ProfileEntry(point, .sequential([])), .invalidProvider, mentioning: ["sequential([])", "at least one"])
+        Self.expectRejected(
+            ProfileEntry(point, .sequential([])), .invalidProvider, mentioning: ["sequential([])", "at least one"])
         // Also when nested.
         Self.expectRejected(
             ProfileEntry(point, .composite([], otherwise: .sequential([]).times(2))),
@@ -132,7 +158,8 @@ import TestHelpers
 
     @Test func timesZeroOrNegative() {
         let point = AsyncInjectionPoint<Void, Int, Never>(uniqueName()) { 1 }
-        Self.expectRejected(ProfileEntry(point, .constant(2).times(0)), .invalidProvider, mentioning: ["times(0)", "times(1)"])
+        Self.expectRejected(
+            ProfileEntry(point, .constant(2).times(0)), .invalidProvider, mentioning: ["times(0)", "times(1)"])
         Self.expectRejected(ProfileEntry(point, .constant(2).times(-3)), .invalidProvider, mentioning: ["times(-3)"])
     }
 
@@ -159,8 +186,10 @@ import TestHelpers
         let name = uniqueName()
         let first = InjectionPoint<Void, Int, Never>(name) { 1 }
         let second = InjectionPoint<Void, Int, Never>(name) { 2 }
-        Self.expectRejected(ProfileEntry(first, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points", "own name"])
-        Self.expectRejected(ProfileEntry(second, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points"])
+        Self.expectRejected(
+            ProfileEntry(first, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points", "own name"])
+        Self.expectRejected(
+            ProfileEntry(second, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points"])
         Self.expectRejected(ProfileEntry(point: name, .constant(3)), .duplicatePointName, mentioning: ["own name"])
         #expect(first() == 1)
         #expect(second() == 2)
@@ -170,7 +199,8 @@ import TestHelpers
         let name = uniqueName()
         let sync = InjectionPoint<Void, Int, Never>(name) { 1 }
         let async = AsyncInjectionPoint<Void, Int, Never>(name) { 2 }
-        Self.expectRejected(ProfileEntry(async, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points"])
+        Self.expectRejected(
+            ProfileEntry(async, .constant(3)), .duplicatePointName, mentioning: ["2 live injection points"])
         #expect(sync() == 1)
         #expect(await async() == 2)
     }

@@ -1,10 +1,12 @@
 import ChaosKit
 import Foundation
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import ChaosNetwork
 
 /// Each network fault caused for real against a local server, and by ChaosKit, seen the
 /// same way in the same test: `data(for:)` (code, or status and body length) and a
@@ -24,7 +26,8 @@ import Testing
 
         var description: String {
             let direct = code.map { "URLError \($0)" } ?? "\(status ?? 0), \(bytes ?? 0) bytes"
-            return "data(for:) \(direct); delegate: response \(delegateSawResponse ? "yes" : "no"), \(delegateBytes) bytes, "
+            return
+                "data(for:) \(direct); delegate: response \(delegateSawResponse ? "yes" : "no"), \(delegateBytes) bytes, "
                 + (delegateCode.map { "URLError \($0)" } ?? "no error")
         }
     }
@@ -33,7 +36,9 @@ import Testing
 
     /// Requests `url` twice from sessions made of `configuration`: once with `data(for:)`,
     /// once with a data delegate.
-    static func observe(_ url: URL, _ configuration: @escaping @Sendable () -> URLSessionConfiguration) async -> Observation {
+    static func observe(_ url: URL, _ configuration: @escaping @Sendable () -> URLSessionConfiguration) async
+        -> Observation
+    {
         var observation = Observation(delegateSawResponse: false, delegateBytes: 0)
         do {
             let (data, response) = try await URLSession(configuration: configuration()).data(from: url)
@@ -123,7 +128,8 @@ import Testing
         let server = try FaultServer(.cutBody(body: Self.body, declared: Self.body.count, sent: 400, reset: false))
         defer { server.stop() }
         let real = await Self.real(server.baseURL.appendingPathComponent("short"))
-        let chaos = await Self.chaos(server.baseURL.appendingPathComponent("short"), [.truncated(keeping: 0.4, declaredLength: true)])
+        let chaos = await Self.chaos(
+            server.baseURL.appendingPathComponent("short"), [.truncated(keeping: 0.4, declaredLength: true)])
         Self.report("truncated (Content-Length)", real: real, chaos: chaos)
         #expect(real.code == NetworkError.shortBodyCode.rawValue && real.delegateBytes == 400)
         #expect(real == chaos)
@@ -144,8 +150,11 @@ import Testing
     /// before any response, with the code Apple's URLSession reports offline.
     @Test func offline() async throws {
         let chaos = await Self.chaos(URL(string: "https://api.test/offline")!, [.offline])
-        #expect(chaos == Observation(code: URLError.Code.notConnectedToInternet.rawValue, delegateSawResponse: false, delegateBytes: 0,
-                                     delegateCode: URLError.Code.notConnectedToInternet.rawValue))
+        #expect(
+            chaos
+                == Observation(
+                    code: URLError.Code.notConnectedToInternet.rawValue, delegateSawResponse: false, delegateBytes: 0,
+                    delegateCode: URLError.Code.notConnectedToInternet.rawValue))
     }
 
     /// The same faults through ChaosNetworkClient: what URLSessionNetworkClient throws for
@@ -154,7 +163,10 @@ import Testing
         let server = try FaultServer(.cutBody(body: Self.body, declared: Self.body.count, sent: 400, reset: true))
         defer { server.stop() }
         let url = server.baseURL.appendingPathComponent("reset")
-        let live = await caught { try await URLSessionNetworkClient(session: URLSession(configuration: .ephemeral)).send(.init(method: .get, url: url), body: nil) }
+        let live = await caught {
+            try await URLSessionNetworkClient(session: URLSession(configuration: .ephemeral)).send(
+                .init(method: .get, url: url), body: nil)
+        }
         let stubs = StubSet()
         stubs.stub(RequestMatcher(), conditions: [.connectionReset(keeping: 0.4)], .data(Self.body))
         let chaos = await caught { try await ChaosNetworkClient(stubs).send(.init(method: .get, url: url), body: nil) }
@@ -162,11 +174,17 @@ import Testing
         #expect(chaos as? NetworkError == .connectionLost)
         let port = try FaultServer.closedPort()
         let refusedURL = URL(string: "http://127.0.0.1:\(port)/")!
-        let liveRefused = await caught { try await URLSessionNetworkClient(session: URLSession(configuration: .ephemeral)).send(.init(method: .get, url: refusedURL), body: nil) }
+        let liveRefused = await caught {
+            try await URLSessionNetworkClient(session: URLSession(configuration: .ephemeral)).send(
+                .init(method: .get, url: refusedURL), body: nil)
+        }
         #expect(liveRefused as? NetworkError == .refused(host: "127.0.0.1"))
         let stubsRefused = StubSet()
         stubsRefused.stub(RequestMatcher(), conditions: [.refused], .status(200))
-        #expect(await caught { try await ChaosNetworkClient(stubsRefused).send(.init(method: .get, url: refusedURL), body: nil) } as? NetworkError
+        #expect(
+            await caught {
+                try await ChaosNetworkClient(stubsRefused).send(.init(method: .get, url: refusedURL), body: nil)
+            } as? NetworkError
                 == .refused(host: "127.0.0.1"))
     }
 }

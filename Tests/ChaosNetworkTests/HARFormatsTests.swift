@@ -1,18 +1,21 @@
 import ChaosKit
 import Foundation
+import HTTPTypes
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPTypes
-import Testing
-@testable import ChaosNetwork
 
 /// Archives written by the tools people use: recorded here (Playwright driving Chromium,
 /// mitmproxy) and hand-written from their documented shapes (Firefox, Safari, Charles,
 /// Polly.JS, WebPageTest). Replayed through URLSession.
 @Suite struct HARFormatsTests {
     static func fixture(_ path: String) -> URL {
-        URL(fileURLWithPath: resourcePath("browser-export.har")).deletingLastPathComponent().appendingPathComponent(path)
+        URL(fileURLWithPath: resourcePath("browser-export.har")).deletingLastPathComponent().appendingPathComponent(
+            path)
     }
 
     /// The URL of the first entry whose URL ends with `suffix`.
@@ -25,9 +28,11 @@ import Testing
 
     static let latin1 = "Crème brûlée à la café, 10 Euro? No: 10 euro. Ça va.".data(using: .isoLatin1)!
     /// The PNG the fixture server sends (Scripts/record-har-fixtures.py).
-    static let recordedPixel = Data(hexadecimal: "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        + "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
-    static let pixel = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAAAAgAB4iG8MwAAAABJRU5ErkJggg==")!
+    static let recordedPixel = Data(
+        hexadecimal: "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+            + "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")
+    static let pixel = Data(
+        base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAAAAgAB4iG8MwAAAABJRU5ErkJggg==")!
 
     /// Replays the recorded fixture traffic (the same requests in both real archives).
     func replayRecordedTraffic(_ name: String, failure: URLError.Code) async throws {
@@ -40,9 +45,10 @@ import Testing
         let items = await load(session, try Self.url(in: file, endingWith: "api_key=fixture-key-123"))
         #expect(items.status == 200 && items.text.contains("\"name\": \"Ada\""))
         // The password differs from the recorded one: both are redacted before matching.
-        let login = await load(session, try Self.url(in: file, endingWith: "/api/login"), method: "POST",
-                               headers: ["Content-Type": "application/json"],
-                               body: Data(#"{"user":"ada","password":"another one","remember":true}"#.utf8))
+        let login = await load(
+            session, try Self.url(in: file, endingWith: "/api/login"), method: "POST",
+            headers: ["Content-Type": "application/json"],
+            body: Data(#"{"user":"ada","password":"another one","remember":true}"#.utf8))
         #expect(login.status == 200 && login.text.contains("\"ok\": true"))
         let text = await load(session, try Self.url(in: file, endingWith: "/latin1.txt"))
         #expect(text.body == Self.latin1, "the recorded ISO-8859-1 bytes, not UTF-8")
@@ -61,8 +67,12 @@ import Testing
         #expect(note.path.hasSuffix(".response.content"))
         let stubs = StubSet()
         stubs.add(cassette)
-        let redirect = try await stubs.respond(to: request(.get, try Self.url(in: Self.fixture("recorded/chromium-playwright.har"), endingWith: "/old-place")))
-        #expect(redirect.statusCode == 302 && redirect.body.isEmpty && redirect.head.headerFields[.location] == "/new-place")
+        let redirect = try await stubs.respond(
+            to: request(
+                .get, try Self.url(in: Self.fixture("recorded/chromium-playwright.har"), endingWith: "/old-place")))
+        #expect(
+            redirect.statusCode == 302 && redirect.body.isEmpty && redirect.head.headerFields[.location] == "/new-place"
+        )
     }
 
     @Test func mitmproxy() async throws {
@@ -91,11 +101,15 @@ import Testing
         let forecast = await load(session, "https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95")
         #expect(forecast.status == 200 && forecast.text == #"{"place":"Edinburgh","temperature":7.5}"#)
         // A form body recorded as params; a windows-1252 body replayed in windows-1252.
-        let created = await load(session, "https://api.weather.example.com/v1/favourites", method: "POST",
-                                 headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data("place=Edinburgh&units=metric".utf8))
+        let created = await load(
+            session, "https://api.weather.example.com/v1/favourites", method: "POST",
+            headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data("place=Edinburgh&units=metric".utf8))
         #expect(created.status == 201 && created.body == "Créé: 12".data(using: .windowsCP1252))
         // Status 0 without a note: a connection that gave no response.
-        #expect(await load(session, "https://tiles.weather.example.com/radar/5/15/9.png").error?.code == .networkConnectionLost)
+        #expect(
+            await load(session, "https://tiles.weather.example.com/radar/5/15/9.png").error?.code
+                == .networkConnectionLost)
     }
 
     @Test func safari() async throws {
@@ -124,15 +138,19 @@ import Testing
         let stubs = StubSet()
         stubs.add(cassette)
         // The JSON body matches as JSON (spacing and member order differ).
-        let response = try await stubs.respond(to: request(.post, "https://api.weather.example.com/v1/forecast",
-                                                           headers: ["Content-Type": "application/json"], body: Data(#"{ "lon": -3.19, "lat": 55.95 }"#.utf8)))
+        let response = try await stubs.respond(
+            to: request(
+                .post, "https://api.weather.example.com/v1/forecast",
+                headers: ["Content-Type": "application/json"], body: Data(#"{ "lon": -3.19, "lat": 55.95 }"#.utf8)))
         #expect(response.statusCode == 200)
         #expect(response.head.headerFields[values: HTTPField.Name("vary")!] == ["Accept", "Accept-Encoding"])
     }
 
     @Test func webPageTestEntriesWithoutContent() async throws {
         let cassette = try HARCassette(file: Self.fixture("handwritten/webpagetest.har"), mode: .replayOnly)
-        #expect(cassette.notes.map(\.path) == ["log.entries[0].response.content"], "the 204 needs no body, the page had one")
+        #expect(
+            cassette.notes.map(\.path) == ["log.entries[0].response.content"], "the 204 needs no body, the page had one"
+        )
         let stubs = StubSet()
         stubs.add(cassette)
         let page = try await stubs.respond(to: request(.get, "https://weather.example.com/"))
@@ -162,16 +180,19 @@ import Testing
     func failedEntriesReplayAsTheMatchingURLError(note: String, code: URLError.Code) async throws {
         for (status, field) in [(-1, "_failureText"), (0, "_error")] {
             let json = """
-            {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1,
-              "request": {"method": "GET", "url": "https://a.test/x"}, "response": {"status": \(status), "\(field)": \(HARJSON.string(note).text())}}]}}
-            """
+                {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1,
+                  "request": {"method": "GET", "url": "https://a.test/x"}, "response": {"status": \(status), "\(field)": \(HARJSON.string(note).text())}}]}}
+                """
             let stubs = StubSet()
             stubs.add(try cassette(json))
-            #expect(await load(session(with: stubs), "https://a.test/x").error?.code == code, "\(note) (status \(status))")
+            #expect(
+                await load(session(with: stubs), "https://a.test/x").error?.code == code, "\(note) (status \(status))")
         }
     }
 
-    func cassette(_ json: String, skipping: Bool = false, missingBody: HARMissingBodyPolicy = .emptyBody) throws -> HARCassette {
+    func cassette(_ json: String, skipping: Bool = false, missingBody: HARMissingBodyPolicy = .emptyBody) throws
+        -> HARCassette
+    {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-\(UUID().uuidString).har")
         try Data(json.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -179,32 +200,38 @@ import Testing
     }
 
     static let badEntries = """
-    {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [
-      {"request": {"method": "GET", "url": "https://a.test/good"}, "response": {"status": 200, "content": {"text": "fine"}}},
-      {"request": {"method": "GET", "url": "https://a.test/minus"}, "response": {"status": -5}},
-      {"request": {"method": "GET", "url": "https://a.test/huge"}, "response": {"status": 1000}},
-      {"request": {"method": "GET", "url": "https://a.test/text"}, "response": {"status": "200"}},
-      {"request": {"method": "G E T", "url": "https://a.test/method"}, "response": {"status": 200}},
-      {"request": {"method": "GET", "url": "https://a.test/b64"}, "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}},
-      {"request": {"method": "GET", "url": "https://a.test/enc"}, "response": {"status": 200, "content": {"text": "x", "encoding": "gzip"}}},
-      {"request": {"method": "GET", "url": "https://a.test/odd", "headers": {"not": "a list"}}, "response": {"status": 200, "headers": 7, "cookies": "none", "_whatever": [1, 2]}}
-    ]}}
-    """
+        {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [
+          {"request": {"method": "GET", "url": "https://a.test/good"}, "response": {"status": 200, "content": {"text": "fine"}}},
+          {"request": {"method": "GET", "url": "https://a.test/minus"}, "response": {"status": -5}},
+          {"request": {"method": "GET", "url": "https://a.test/huge"}, "response": {"status": 1000}},
+          {"request": {"method": "GET", "url": "https://a.test/text"}, "response": {"status": "200"}},
+          {"request": {"method": "G E T", "url": "https://a.test/method"}, "response": {"status": 200}},
+          {"request": {"method": "GET", "url": "https://a.test/b64"}, "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}},
+          {"request": {"method": "GET", "url": "https://a.test/enc"}, "response": {"status": 200, "content": {"text": "x", "encoding": "gzip"}}},
+          {"request": {"method": "GET", "url": "https://a.test/odd", "headers": {"not": "a list"}}, "response": {"status": 200, "headers": 7, "cookies": "none", "_whatever": [1, 2]}}
+        ]}}
+        """
 
     @Test func problemsAreLocatedAndNoneIsAppliedUnlessSkippingWasChosen() async throws {
         let error = expectConfigurationError { _ = try cassette(Self.badEntries) }
         let message = try #require(error?.message)
-        for path in ["log.entries[1].response.status", "log.entries[2].response.status", "log.entries[3].response.status",
-                     "log.entries[4].request.method"] {
+        for path in [
+            "log.entries[1].response.status", "log.entries[2].response.status", "log.entries[3].response.status",
+            "log.entries[4].request.method",
+        ] {
             #expect(message.contains(path), "\(path) in \(message)")
         }
-        #expect(message.contains("6 of 8 entries cannot be replayed") && message.contains("and 1 more") && message.contains("skippingBadEntries"))
+        #expect(
+            message.contains("6 of 8 entries cannot be replayed") && message.contains("and 1 more")
+                && message.contains("skippingBadEntries"))
 
         let skipping = try cassette(Self.badEntries, skipping: true)
-        #expect(skipping.skippedProblems.map(\.path) == [
-            "log.entries[1].response.status", "log.entries[2].response.status", "log.entries[3].response.status",
-            "log.entries[4].request.method", "log.entries[5].response.content.text", "log.entries[6].response.content.encoding",
-        ])
+        #expect(
+            skipping.skippedProblems.map(\.path) == [
+                "log.entries[1].response.status", "log.entries[2].response.status", "log.entries[3].response.status",
+                "log.entries[4].request.method", "log.entries[5].response.content.text",
+                "log.entries[6].response.content.encoding",
+            ])
         #expect(HARCassette.problems(in: Data(Self.badEntries.utf8)) == skipping.skippedProblems)
         // Fields replay does not need are read leniently: entry 7 replays, with notes.
         #expect(skipping.notes.contains { $0.path == "log.entries[7].response.headers" })
@@ -217,8 +244,8 @@ import Testing
     @Test func messagesQuoteAtMostEightyCharactersOfInput() throws {
         let long = String(repeating: "x ", count: 2_500)
         let json = """
-        {"log": {"version": "1.2", "entries": [{"request": {"method": "\(long)", "url": "\(long)"}, "response": {"status": 200}}]}}
-        """
+            {"log": {"version": "1.2", "entries": [{"request": {"method": "\(long)", "url": "\(long)"}, "response": {"status": 200}}]}}
+            """
         let error = expectConfigurationError { _ = try cassette(json) }
         let message = try #require(error?.message)
         #expect(message.contains("log.entries[0].request.method") && message.contains("log.entries[0].request.url"))
@@ -227,9 +254,13 @@ import Testing
     }
 
     @Test func reExportKeepsEveryMemberItDoesNotChange() throws {
-        for name in ["recorded/chromium-playwright.har", "recorded/mitmproxy.har", "handwritten/webpagetest.har", "handwritten/pollyjs.har", "browser-export.har"] {
+        for name in [
+            "recorded/chromium-playwright.har", "recorded/mitmproxy.har", "handwritten/webpagetest.har",
+            "handwritten/pollyjs.har", "browser-export.har",
+        ] {
             let source = Self.fixture(name)
-            let copy = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-\(UUID().uuidString).har")
+            let copy = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaoskit-\(UUID().uuidString).har")
             defer { try? FileManager.default.removeItem(at: copy) }
             try FileManager.default.copyItem(at: source, to: copy)
             let cassette = try HARCassette(file: copy, mode: .replayOnly, redaction: .none)
@@ -255,13 +286,21 @@ import Testing
         json["log"] = log
         let text = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
         #expect(text.contains("[redacted]"))
-        for secret in ["fixture-key-123", "fixture-token-456", "fixture-password", "fixture-session-789", "fixture-cookie-000"] {
-            #expect(!text.contains(secret), "\(secret) is still in the archive: \(text.components(separatedBy: "\n").filter { $0.contains(secret) }.prefix(3))")
+        for secret in [
+            "fixture-key-123", "fixture-token-456", "fixture-password", "fixture-session-789", "fixture-cookie-000",
+        ] {
+            #expect(
+                !text.contains(secret),
+                "\(secret) is still in the archive: \(text.components(separatedBy: "\n").filter { $0.contains(secret) }.prefix(3))"
+            )
         }
         let stubs = StubSet()
         stubs.add(try HARCassette(file: copy, mode: .replayOnly))
-        let items = try await stubs.respond(to: request(.get, try Self.url(in: copy, endingWith: "/api/items?page=2&sort=name&api_key=%5Bredacted%5D")
-            .replacingOccurrences(of: "%5Bredacted%5D", with: "a-different-key")))
+        let items = try await stubs.respond(
+            to: request(
+                .get,
+                try Self.url(in: copy, endingWith: "/api/items?page=2&sort=name&api_key=%5Bredacted%5D")
+                    .replacingOccurrences(of: "%5Bredacted%5D", with: "a-different-key")))
         #expect(items.statusCode == 200)
     }
 }
@@ -270,7 +309,9 @@ extension Data {
     init(hexadecimal text: String) {
         var bytes: [UInt8] = []
         var index = text.startIndex
-        while index < text.endIndex, let end = text.index(index, offsetBy: 2, limitedBy: text.endIndex), let byte = UInt8(text[index..<end], radix: 16) {
+        while index < text.endIndex, let end = text.index(index, offsetBy: 2, limitedBy: text.endIndex),
+            let byte = UInt8(text[index..<end], radix: 16)
+        {
             bytes.append(byte)
             index = end
         }

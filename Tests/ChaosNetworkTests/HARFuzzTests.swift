@@ -2,6 +2,7 @@ import ChaosKit
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ChaosNetwork
 
 /// Bad input: a seeded mutation loop over the real HAR fixtures. Every input must end in a
@@ -10,7 +11,8 @@ import Testing
 @Suite struct HARFuzzTests {
 
     static let fixtures = [
-        "recorded/chromium-playwright.har", "recorded/mitmproxy.har", "handwritten/firefox.har", "handwritten/safari.har",
+        "recorded/chromium-playwright.har", "recorded/mitmproxy.har", "handwritten/firefox.har",
+        "handwritten/safari.har",
         "handwritten/charles.har", "handwritten/pollyjs.har", "handwritten/webpagetest.har", "browser-export.har",
     ]
 
@@ -57,8 +59,11 @@ import Testing
     /// A random JSON value of any type, with the edge values HAR readers trip over.
     static func randomValue(_ random: inout SeededRandom) -> HARJSON {
         let numbers = ["-1", "0", "1000", "-5", "99", "200", "1e309", "-0", "2.5", "9999999999999999999999", "NaN"]
-        let strings = ["", "200", "base64", "%%%", "net::ERR_CONNECTION_REFUSED", "text/plain; charset=utf-16", "ftp://x", "\u{0}", "GET",
-                       "https://a.test/\u{1F600}?q=%ZZ", String(repeating: "x", count: 300), "[Errno 111]"]
+        let strings = [
+            "", "200", "base64", "%%%", "net::ERR_CONNECTION_REFUSED", "text/plain; charset=utf-16", "ftp://x", "\u{0}",
+            "GET",
+            "https://a.test/\u{1F600}?q=%ZZ", String(repeating: "x", count: 300), "[Errno 111]",
+        ]
         switch random.next() % 7 {
         case 0: return .null
         case 1: return .bool(random.next() % 2 == 0)
@@ -66,7 +71,10 @@ import Testing
         case 3: return .string(strings[Int(random.next() % UInt64(strings.count))])
         case 4: return .array([])
         case 5: return .object([])
-        default: return .array([.object([.init(key: "name", value: .string("x")), .init(key: "value", value: .array([.number("1")]))])])
+        default:
+            return .array([
+                .object([.init(key: "name", value: .string("x")), .init(key: "value", value: .array([.number("1")]))])
+            ])
         }
     }
 
@@ -77,7 +85,11 @@ import Testing
         case .object(var members) where !members.isEmpty:
             let index = Int(random.next() % UInt64(members.count))
             if stop {
-                if random.next() % 3 == 0 { members.remove(at: index) } else { members[index].value = randomValue(&random) }
+                if random.next() % 3 == 0 {
+                    members.remove(at: index)
+                } else {
+                    members[index].value = randomValue(&random)
+                }
             } else {
                 mutate(&members[index].value, &random, depth: depth + 1)
             }
@@ -108,17 +120,24 @@ import Testing
         case 0:  // byte flips
             var bytes = [UInt8](pick(documents))
             guard !bytes.isEmpty else { return Data() }
-            for _ in 0...(random.next() % 8) { bytes[Int(random.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: random.next()) }
+            for _ in 0...(random.next() % 8) {
+                bytes[Int(random.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: random.next())
+            }
             return Data(bytes)
         case 1:  // truncation
             let data = pick(documents)
             return data.prefix(Int(random.next() % UInt64(data.count + 1)))
         case 2:  // splice of two documents
-            let first = pick(documents), second = pick(documents)
-            return first.prefix(Int(random.next() % UInt64(first.count + 1))) + second.suffix(Int(random.next() % UInt64(second.count + 1)))
+            let first = pick(documents)
+            let second = pick(documents)
+            return first.prefix(Int(random.next() % UInt64(first.count + 1)))
+                + second.suffix(Int(random.next() % UInt64(second.count + 1)))
         case 3:  // structural bytes inserted
             var bytes = [UInt8](pick(documents))
-            let tokens: [[UInt8]] = [Array("{".utf8), Array("[".utf8), Array("\"".utf8), Array(",".utf8), Array("\\u".utf8), [0xC3], [0xFF], Array("[[[[[[[[".utf8)]
+            let tokens: [[UInt8]] = [
+                Array("{".utf8), Array("[".utf8), Array("\"".utf8), Array(",".utf8), Array("\\u".utf8), [0xC3], [0xFF],
+                Array("[[[[[[[[".utf8),
+            ]
             bytes.insert(contentsOf: pick(tokens), at: Int(random.next() % UInt64(bytes.count + 1)))
             return Data(bytes)
         default:  // type swaps at JSON level, one to three
@@ -149,13 +168,15 @@ import Testing
             }
             return (.value, nil)
         } catch {
-            let located = error.kind == .invalidNetworkConfiguration && error.subject == "fuzz"
+            let located =
+                error.kind == .invalidNetworkConfiguration && error.subject == "fuzz"
                 && (error.message.contains("log") || error.message.contains("line "))
             return (.located, located ? nil : "not a located error: \(error)")
         }
     }
 
-    @Test(.disabled(if: Sanitizers.thread, Sanitizers.fuzzReason)) func hundredThousandMutantsEndInAValueOrALocatedError() async throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.fuzzReason))
+    func hundredThousandMutantsEndInAValueOrALocatedError() async throws {
         let (documents, trees, whole) = try Self.seeds()
         let total = 100_000  // an even number of inputs per worker
         let workers = 2
@@ -163,7 +184,8 @@ import Testing
         let start = clock.now
         // On threads of their own: a loop this long on the cooperative pool would starve the
         // tests running beside it, which wait there for URLSession.
-        let results = await withCheckedContinuation { (continuation: CheckedContinuation<(values: Int, errors: Int, failures: [String]), Never>) in
+        let results = await withCheckedContinuation {
+            (continuation: CheckedContinuation<(values: Int, errors: Int, failures: [String]), Never>) in
             let tally = Mutex<(values: Int, errors: Int, failures: [String], finished: Int)>((0, 0, [], 0))
             for worker in 0..<workers {
                 let thread = Thread {
@@ -172,14 +194,17 @@ import Testing
                     // Linux keeps a nice value per thread; `who` 0 is the calling one.
                     setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
                     var random = SeededRandom(seed: 0xC4A0_5EED &+ UInt64(worker))
-                    var values = 0, errors = 0
+                    var values = 0
+                    var errors = 0
                     var failures: [String] = []
                     for index in 0..<(total / workers) {
                         let seed = random.position
                         let data = Self.input(&random, documents: documents, trees: trees, whole: whole)
                         let (outcome, failure) = Self.check(data, skipping: index % 2 == 0)
                         if outcome == .value { values += 1 } else { errors += 1 }
-                        if let failure, failures.count < 5 { failures.append("worker \(worker), generator state \(seed): \(failure)") }
+                        if let failure, failures.count < 5 {
+                            failures.append("worker \(worker), generator state \(seed): \(failure)")
+                        }
                     }
                     let total = tally.withLock { all in
                         all.values += values
@@ -188,14 +213,18 @@ import Testing
                         all.finished += 1
                         return all
                     }
-                    if total.finished == workers { continuation.resume(returning: (total.values, total.errors, total.failures)) }
+                    if total.finished == workers {
+                        continuation.resume(returning: (total.values, total.errors, total.failures))
+                    }
                 }
                 thread.stackSize = 16 << 20
                 thread.start()
             }
         }
         let elapsed = clock.now - start
-        print("HAR fuzz: \(results.values + results.errors) inputs, \(results.values) values, \(results.errors) located errors, \(elapsed)")
+        print(
+            "HAR fuzz: \(results.values + results.errors) inputs, \(results.values) values, \(results.errors) located errors, \(elapsed)"
+        )
         #expect(results.values + results.errors == total)
         #expect(results.failures.isEmpty, "\(results.failures)")
         #expect(results.values > total / 10 && results.errors > total / 10, "the mutants should reach both outcomes")

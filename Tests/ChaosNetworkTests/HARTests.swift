@@ -1,11 +1,13 @@
 import ChaosKit
 import Foundation
+import HTTPTypes
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPTypes
-import Testing
-@testable import ChaosNetwork
 
 /// Record and replay with HAR 1.2 files: recording and pass-through against the real
 /// loopback server, strict replay, browser exports, malformed files.
@@ -17,13 +19,19 @@ import Testing
     /// A server that sets a cookie and echoes the Authorization header it saw.
     static func server() throws -> LoopbackServer {
         try LoopbackServer(maxRequests: 100) { request in
-            var headers = ["Content-Type": "application/json", "Set-Cookie": "session=s3cr3t; Path=/", "X-Api-Key-Echo": "key-123"]
+            var headers = [
+                "Content-Type": "application/json", "Set-Cookie": "session=s3cr3t; Path=/", "X-Api-Key-Echo": "key-123",
+            ]
             if let auth = request.headers["authorization"] { headers["X-Saw-Authorization"] = auth }
             if request.target.hasPrefix("/binary") {
-                return LoopbackResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: Data([0xFF, 0x00, 0xFE, 0x80]))
+                return LoopbackResponse(
+                    status: 200, headers: ["Content-Type": "application/octet-stream"],
+                    body: Data([0xFF, 0x00, 0xFE, 0x80]))
             }
-            let body = #"{"target":"\#(request.target)","method":"\#(request.method)","body":"\#(String(decoding: request.body, as: UTF8.self))"}"#
-            return LoopbackResponse(status: request.target.hasPrefix("/missing") ? 404 : 200, headers: headers, body: Data(body.utf8))
+            let body =
+                #"{"target":"\#(request.target)","method":"\#(request.method)","body":"\#(String(decoding: request.body, as: UTF8.self))"}"#
+            return LoopbackResponse(
+                status: request.target.hasPrefix("/missing") ? 404 : 200, headers: headers, body: Data(body.utf8))
         }
     }
 
@@ -41,20 +49,36 @@ import Testing
         let entries = try #require(log["entries"] as? [[String: Any]], sourceLocation: sourceLocation)
         for entry in entries {
             let started = try #require(entry["startedDateTime"] as? String, sourceLocation: sourceLocation)
-            #expect((try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(started)) != nil, "\(started)", sourceLocation: sourceLocation)
+            #expect(
+                (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(started)) != nil, "\(started)",
+                sourceLocation: sourceLocation)
             #expect(entry["time"] is NSNumber && entry["cache"] is [String: Any], sourceLocation: sourceLocation)
             let request = try #require(entry["request"] as? [String: Any], sourceLocation: sourceLocation)
-            for key in ["method", "url", "httpVersion"] { #expect(request[key] is String, "request.\(key)", sourceLocation: sourceLocation) }
-            for key in ["cookies", "headers", "queryString"] { #expect(request[key] is [Any], "request.\(key)", sourceLocation: sourceLocation) }
-            for key in ["headersSize", "bodySize"] { #expect(request[key] is NSNumber, "request.\(key)", sourceLocation: sourceLocation) }
+            for key in ["method", "url", "httpVersion"] {
+                #expect(request[key] is String, "request.\(key)", sourceLocation: sourceLocation)
+            }
+            for key in ["cookies", "headers", "queryString"] {
+                #expect(request[key] is [Any], "request.\(key)", sourceLocation: sourceLocation)
+            }
+            for key in ["headersSize", "bodySize"] {
+                #expect(request[key] is NSNumber, "request.\(key)", sourceLocation: sourceLocation)
+            }
             let response = try #require(entry["response"] as? [String: Any], sourceLocation: sourceLocation)
-            for key in ["status", "headersSize", "bodySize"] { #expect(response[key] is NSNumber, "response.\(key)", sourceLocation: sourceLocation) }
-            for key in ["statusText", "httpVersion", "redirectURL"] { #expect(response[key] is String, "response.\(key)", sourceLocation: sourceLocation) }
-            for key in ["cookies", "headers"] { #expect(response[key] is [Any], "response.\(key)", sourceLocation: sourceLocation) }
+            for key in ["status", "headersSize", "bodySize"] {
+                #expect(response[key] is NSNumber, "response.\(key)", sourceLocation: sourceLocation)
+            }
+            for key in ["statusText", "httpVersion", "redirectURL"] {
+                #expect(response[key] is String, "response.\(key)", sourceLocation: sourceLocation)
+            }
+            for key in ["cookies", "headers"] {
+                #expect(response[key] is [Any], "response.\(key)", sourceLocation: sourceLocation)
+            }
             let content = try #require(response["content"] as? [String: Any], sourceLocation: sourceLocation)
             #expect(content["size"] is NSNumber && content["mimeType"] is String, sourceLocation: sourceLocation)
             let timings = try #require(entry["timings"] as? [String: Any], sourceLocation: sourceLocation)
-            for key in ["send", "wait", "receive"] { #expect(timings[key] is NSNumber, "timings.\(key)", sourceLocation: sourceLocation) }
+            for key in ["send", "wait", "receive"] {
+                #expect(timings[key] is NSNumber, "timings.\(key)", sourceLocation: sourceLocation)
+            }
         }
     }
 
@@ -69,8 +93,10 @@ import Testing
         let stubs = StubSet()
         stubs.add(recorder)
         let recording = session(with: stubs)
-        let first = await load(recording, base + "/weather?lat=1&lon=2", headers: ["Authorization": "Bearer top-secret", "Cookie": "a=b"])
-        #expect(first.status == 200 && first.text.contains("/weather?lat=1&lon=2"), "\(String(describing: first.error))")
+        let first = await load(
+            recording, base + "/weather?lat=1&lon=2", headers: ["Authorization": "Bearer top-secret", "Cookie": "a=b"])
+        #expect(
+            first.status == 200 && first.text.contains("/weather?lat=1&lon=2"), "\(String(describing: first.error))")
         let posted = await load(recording, base + "/notes", method: "POST", body: Data("remember".utf8))
         #expect(posted.text.contains("\"body\":\"remember\""))
         #expect(await load(recording, base + "/missing").status == 404)
@@ -81,7 +107,9 @@ import Testing
 
         try expectValidHAR12(file)
         let text = try String(contentsOf: file, encoding: .utf8)
-        for secret in ["top-secret", "a=b", "s3cr3t", "key-123"] { #expect(!text.contains(secret), "\(secret) leaked into the HAR") }
+        for secret in ["top-secret", "a=b", "s3cr3t", "key-123"] {
+            #expect(!text.contains(secret), "\(secret) leaked into the HAR")
+        }
         #expect(text.contains("[redacted]"))
         let entries = try #require((try json(file)["log"] as? [String: Any])?["entries"] as? [[String: Any]])
         #expect(entries.count == 4)
@@ -110,8 +138,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let server = try LoopbackServer(maxRequests: 10) { request in
             LoopbackResponse(
-                status: 200, headers: ["Content-Type": "application/json", "Set-Cookie": "session=server-secret-1; Path=/; HttpOnly"],
-                body: Data(#"{"ok":true,"token":"server-secret-2","user":{"name":"Ada","refresh_token":"server-secret-3"}}"#.utf8)
+                status: 200,
+                headers: [
+                    "Content-Type": "application/json", "Set-Cookie": "session=server-secret-1; Path=/; HttpOnly",
+                ],
+                body: Data(
+                    #"{"ok":true,"token":"server-secret-2","user":{"name":"Ada","refresh_token":"server-secret-3"}}"#
+                        .utf8)
             )
         }
         defer { server.stop() }
@@ -123,15 +156,20 @@ import Testing
         let stubs = StubSet()
         stubs.add(recorder)
         let recording = session(with: stubs)
-        let search = await load(recording, base + "/search?q=cats&api_key=client-secret-1&session_id=client-secret-2",
-                                headers: ["Authorization": "Bearer client-secret-3", "Cookie": "session=client-secret-4; theme=client-secret-5",
-                                          "X-Api-Key": "client-secret-6"])
+        let search = await load(
+            recording, base + "/search?q=cats&api_key=client-secret-1&session_id=client-secret-2",
+            headers: [
+                "Authorization": "Bearer client-secret-3", "Cookie": "session=client-secret-4; theme=client-secret-5",
+                "X-Api-Key": "client-secret-6",
+            ])
         #expect(search.status == 200)
-        let login = await load(recording, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
-                               body: Data(#"{"user":"ada","password":"client-secret-7","device":{"pin":"client-secret-8"}}"#.utf8))
+        let login = await load(
+            recording, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"user":"ada","password":"client-secret-7","device":{"pin":"client-secret-8"}}"#.utf8))
         #expect(login.status == 200)
-        let form = await load(recording, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                              body: Data("user=ada&password=client-secret-9".utf8))
+        let form = await load(
+            recording, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data("user=ada&password=client-secret-9".utf8))
         #expect(form.status == 200)
         server.stop()
 
@@ -148,19 +186,27 @@ import Testing
         let replayStubs = StubSet()
         replayStubs.add(player)
         let replaying = session(with: replayStubs)
-        let again = await load(replaying, base + "/search?session_id=other-2&api_key=other-1&q=cats", headers: ["Authorization": "Bearer other"])
-        #expect(again.status == 200 && again.text.contains(#""token":"[redacted]""#) && again.text.contains(#""name":"Ada""#))
+        let again = await load(
+            replaying, base + "/search?session_id=other-2&api_key=other-1&q=cats",
+            headers: ["Authorization": "Bearer other"])
+        #expect(
+            again.status == 200 && again.text.contains(#""token":"[redacted]""#)
+                && again.text.contains(#""name":"Ada""#))
         #expect(again.headers["set-cookie"] == "session=[redacted]; Path=/; HttpOnly")
-        let loginAgain = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
-                                    body: Data(#"{"device":{"pin":"0000"},"password":"other","user":"ada"}"#.utf8))
+        let loginAgain = await load(
+            replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"device":{"pin":"0000"},"password":"other","user":"ada"}"#.utf8))
         #expect(loginAgain.status == 200)
-        let formAgain = await load(replaying, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
-                                   body: Data("user=ada&password=other".utf8))
+        let formAgain = await load(
+            replaying, base + "/form", method: "POST", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data("user=ada&password=other".utf8))
         #expect(formAgain.status == 200)
         // What is not a secret still has to match.
-        #expect(await load(replaying, base + "/search?q=dogs&api_key=x&session_id=y").error?.code == .resourceUnavailable)
-        let otherUser = await load(replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
-                                   body: Data(#"{"user":"bo","password":"x","device":{"pin":"1"}}"#.utf8))
+        #expect(
+            await load(replaying, base + "/search?q=dogs&api_key=x&session_id=y").error?.code == .resourceUnavailable)
+        let otherUser = await load(
+            replaying, base + "/login", method: "POST", headers: ["Content-Type": "application/json"],
+            body: Data(#"{"user":"bo","password":"x","device":{"pin":"1"}}"#.utf8))
         #expect(otherUser.error?.code == .resourceUnavailable)
         #expect(otherUser.error?.localizedDescription.contains("body") == true)
     }
@@ -211,7 +257,8 @@ import Testing
         let file = Self.temporaryHAR()
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         // An archive with one entry for the server's /cached.
-        let recorder = try HARCassette(file: file, mode: .record, network: StubSet().answering(.string("from the archive")))
+        let recorder = try HARCassette(
+            file: file, mode: .record, network: StubSet().answering(.string("from the archive")))
         let recordStubs = StubSet()
         recordStubs.add(recorder)
         _ = try await recordStubs.respond(to: request(.get, server.baseURL.absoluteString + "/cached"))
@@ -233,25 +280,33 @@ import Testing
     }
 
     @Test func strictReplayNamesTheRequestAndTheClosestEntry() async throws {
-        let cassette = try HARCassette(file: URL(fileURLWithPath: resourcePath("browser-export.har")), mode: .replayOnly)
+        let cassette = try HARCassette(
+            file: URL(fileURLWithPath: resourcePath("browser-export.har")), mode: .replayOnly)
         let stubs = StubSet()
         stubs.add(cassette)
         let error = await caught { () async throws(NetworkError) in
-            try await stubs.respond(to: request(.get, "https://api.weather.example.com/v1/forecast?lat=55.95&lon=-3.20"))
+            try await stubs.respond(
+                to: request(.get, "https://api.weather.example.com/v1/forecast?lat=55.95&lon=-3.20"))
         }
         guard case .noStub(let message)? = error else {
             Issue.record("expected noStub, got \(String(describing: error))")
             return
         }
         #expect(message.contains("GET https://api.weather.example.com/v1/forecast?lat=55.95&lon=-3.20"))
-        #expect(message.contains("the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0, log.entries[0])"))
+        #expect(
+            message.contains(
+                "the closest is GET https://api.weather.example.com/v1/forecast?lon=-3.19&lat=55.95 (entry 0, log.entries[0])"
+            ))
         #expect(message.contains("query"))
-        let missing = expectConfigurationError { _ = try HARCassette(file: URL(fileURLWithPath: "/no/such.har"), mode: .replayOnly) }
+        let missing = expectConfigurationError {
+            _ = try HARCassette(file: URL(fileURLWithPath: "/no/such.har"), mode: .replayOnly)
+        }
         #expect(missing?.message.contains("record it first") == true)
     }
 
     @Test func replaysABrowserExport() async throws {
-        let cassette = try HARCassette(file: URL(fileURLWithPath: resourcePath("browser-export.har")), mode: .replayOnly)
+        let cassette = try HARCassette(
+            file: URL(fileURLWithPath: resourcePath("browser-export.har")), mode: .replayOnly)
         #expect(cassette.entryCount == 4)
         let stubs = StubSet()
         stubs.add(cassette)
@@ -262,7 +317,9 @@ import Testing
         #expect(forecast.headers["cache-control"] == "max-age=300")
         let icon = await load(session, "https://weather.example.com/icons/drizzle.png")
         #expect(icon.body.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]) && icon.body.count == 70)
-        let favourite = await load(session, "https://api.weather.example.com/v1/favourites", method: "POST", body: Data(#"{"place":"Edinburgh"}"#.utf8))
+        let favourite = await load(
+            session, "https://api.weather.example.com/v1/favourites", method: "POST",
+            body: Data(#"{"place":"Edinburgh"}"#.utf8))
         #expect(favourite.status == 201 && favourite.headers["location"] == "/v1/favourites/12")
         #expect(await load(session, "https://api.weather.example.com/v1/alerts").error?.code == .notConnectedToInternet)
         // Directly: repeated header names stay apart.
@@ -271,16 +328,24 @@ import Testing
     }
 
     @Test(arguments: [
-        (#"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "https://a.test/"}, "response": {"status": "200"}}]}}"#,
-         "log.entries[0].response.status"),
-        (#"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"url": "https://a.test/"}, "response": {"status": 200}}]}}"#,
-         "log.entries[0].request.method"),
+        (
+            #"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "https://a.test/"}, "response": {"status": "200"}}]}}"#,
+            "log.entries[0].response.status"
+        ),
+        (
+            #"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"url": "https://a.test/"}, "response": {"status": 200}}]}}"#,
+            "log.entries[0].request.method"
+        ),
         (#"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": {}}}"#, "log.entries"),
         (#"{"log": {"version": "2.0", "creator": {"name": "x", "version": "1"}, "entries": []}}"#, "log.version"),
-        (#"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "/relative"}, "response": {"status": 200}}]}}"#,
-         "log.entries[0].request.url"),
-        (#"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "https://a.test/"}, "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}}]}}"#,
-         "log.entries[0].response.content.text"),
+        (
+            #"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "/relative"}, "response": {"status": 200}}]}}"#,
+            "log.entries[0].request.url"
+        ),
+        (
+            #"{"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "entries": [{"startedDateTime": "", "time": 1, "request": {"method": "GET", "url": "https://a.test/"}, "response": {"status": 200, "content": {"text": "%%%", "encoding": "base64"}}}]}}"#,
+            "log.entries[0].response.content.text"
+        ),
         (#"{"entries": []}"#, "log"),
         (#"{"log": "#, "not JSON"),
     ])

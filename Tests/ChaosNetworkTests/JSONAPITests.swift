@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import TestHelpers
 import Testing
+
 @testable import ChaosNetwork
 
 /// Kakapo's serialization on Encodable: JSON:API documents (resources, relationships,
@@ -55,12 +56,16 @@ import Testing
         var jsonAPIMeta: ProfileValue? { ["revision": 3] }
     }
 
-    static let ada = Person(id: 9, fullName: "Ada Lovelace", homepageURL: URL(string: "https://ada.example/"), bestFriend: Friend(id: 10, fullName: "Charles Babbage"))
+    static let ada = Person(
+        id: 9, fullName: "Ada Lovelace", homepageURL: URL(string: "https://ada.example/"),
+        bestFriend: Friend(id: 10, fullName: "Charles Babbage"))
     static let grace = Person(id: 11, fullName: "Grace Hopper", homepageURL: nil, bestFriend: nil)
     static func article(_ id: Int = 1) -> Article {
         Article(
-            id: id, title: "Engines", publishedAt: Date(timeIntervalSince1970: 1_700_000_000), subTitle: nil, wordCount: 1200,
-            metaData: ["readingTime": 4], author: ada, editor: nil, tags: [Tag(id: "math", label: "Maths"), Tag(id: "history", label: "History")],
+            id: id, title: "Engines", publishedAt: Date(timeIntervalSince1970: 1_700_000_000), subTitle: nil,
+            wordCount: 1200,
+            metaData: ["readingTime": 4], author: ada, editor: nil,
+            tags: [Tag(id: "math", label: "Maths"), Tag(id: "history", label: "History")],
             comments: [Comment(id: 100, body: "First!", author: grace), Comment(id: 101, body: "Again", author: ada)]
         )
     }
@@ -76,7 +81,8 @@ import Testing
     }
 
     @Test func aResourceWithAttributesRelationshipsAndIncluded() throws {
-        let document = try JSONAPISerializer().document(Self.article(), links: ["self": "https://api.example.com/articles/1"], meta: ["total": 1])
+        let document = try JSONAPISerializer().document(
+            Self.article(), links: ["self": "https://api.example.com/articles/1"], meta: ["total": 1])
         let top = object(document.value)
         #expect(top["jsonapi"] == ["version": "1.0"] && top["meta"] == ["total": 1])
         let data = object(top["data"])
@@ -87,15 +93,25 @@ import Testing
         #expect(attributes["metaData"] == ["readingTime": 4])
         #expect(attributes["id"] == nil && attributes["subTitle"] == nil && attributes["author"] == nil)
         let relationships = object(data["relationships"])
-        #expect(relationships["author"] == ["data": ["type": "people", "id": "9"], "links": ["related": "https://api.example.com/articles/1/author"]])
+        #expect(
+            relationships["author"] == [
+                "data": ["type": "people", "id": "9"],
+                "links": ["related": "https://api.example.com/articles/1/author"],
+            ])
         #expect(relationships["editor"] == nil, "a nil to-one relationship is left out under .omit")
         #expect(relationships["tags"] == ["data": [["type": "tag", "id": "math"], ["type": "tag", "id": "history"]]])
-        #expect(object(relationships["comments"])["data"] == [["type": "comments", "id": "100"], ["type": "comments", "id": "101"]])
+        #expect(
+            object(relationships["comments"])["data"] == [
+                ["type": "comments", "id": "100"], ["type": "comments", "id": "101"],
+            ])
         #expect(data["links"] == ["self": "https://api.example.com/articles/1"] && data["meta"] == ["revision": 3])
         // Direct inclusion: the article's author, tags and comments, each once — not the
         // comments' authors, nor the author's best friend.
         let included = array(top["included"]).map { [object($0)["type"]!, object($0)["id"]!] }
-        #expect(included == [["people", "9"], ["tag", "math"], ["tag", "history"], ["comments", "100"], ["comments", "101"]])
+        #expect(
+            included == [
+                ["people", "9"], ["tag", "math"], ["tag", "history"], ["comments", "100"], ["comments", "101"],
+            ])
         // Included resources carry their own relationships.
         let comment = try #require(array(top["included"]).first { object($0)["id"] == "100" })
         #expect(object(object(comment)["relationships"])["author"] == ["data": ["type": "people", "id": "11"]])
@@ -107,8 +123,15 @@ import Testing
             return Set(array(object(document.value)["included"]).map { [object($0)["type"]!, object($0)["id"]!] })
         }
         #expect(try included(.none).isEmpty)
-        #expect(try included(.all) == [["people", "9"], ["people", "10"], ["people", "11"], ["tag", "math"], ["tag", "history"], ["comments", "100"], ["comments", "101"]])
-        #expect(try included(.paths(commaSeparated: "comments.author")) == [["comments", "100"], ["comments", "101"], ["people", "11"], ["people", "9"]])
+        #expect(
+            try included(.all) == [
+                ["people", "9"], ["people", "10"], ["people", "11"], ["tag", "math"], ["tag", "history"],
+                ["comments", "100"], ["comments", "101"],
+            ])
+        #expect(
+            try included(.paths(commaSeparated: "comments.author")) == [
+                ["comments", "100"], ["comments", "101"], ["people", "11"], ["people", "9"],
+            ])
         #expect(try included(.paths(["author.bestFriend"])) == [["people", "9"], ["people", "10"]])
         // The primary data is never repeated in included.
         let people = try JSONAPISerializer(include: .all).document([Self.ada, Self.grace])
@@ -117,9 +140,12 @@ import Testing
 
     @Test func keyTransformers() throws {
         for (name, snake, kebab) in [
-            ("userName", "user_name", "user-name"), ("avatarURL", "avatar_url", "avatar-url"), ("URLString", "url_string", "url-string"),
-            ("HTTPStatusCode", "http_status_code", "http-status-code"), ("address2", "address2", "address2"), ("_private", "_private", "_private"),
-            ("already_snake", "already_snake", "already-snake"), ("a", "a", "a"), ("", "", ""), ("iOSVersion", "i_os_version", "i-os-version"),
+            ("userName", "user_name", "user-name"), ("avatarURL", "avatar_url", "avatar-url"),
+            ("URLString", "url_string", "url-string"),
+            ("HTTPStatusCode", "http_status_code", "http-status-code"), ("address2", "address2", "address2"),
+            ("_private", "_private", "_private"),
+            ("already_snake", "already_snake", "already-snake"), ("a", "a", "a"), ("", "", ""),
+            ("iOSVersion", "i_os_version", "i-os-version"),
         ] {
             #expect(KeyTransformer.snakeCase(name) == snake, "\(name)")
             #expect(KeyTransformer.kebabCase(name) == kebab, "\(name)")
@@ -137,22 +163,43 @@ import Testing
         #expect(object(object(object(person.value)["data"])["attributes"])["full-name"] == "Ada Lovelace")
         #expect(object(object(object(person.value)["data"])["relationships"])["best-friend"] != nil)
         // The plain encoder takes the same transformers.
-        struct Plain: Encodable { var firstName: String; var innerValue: [String: Int] }
-        #expect(try JSONValueEncoder(keys: .snakeCase).encode(Plain(firstName: "Ada", innerValue: ["someKey": 1])) == ["first_name": "Ada", "inner_value": ["some_key": 1]])
+        struct Plain: Encodable {
+            var firstName: String
+            var innerValue: [String: Int]
+        }
+        #expect(
+            try JSONValueEncoder(keys: .snakeCase).encode(Plain(firstName: "Ada", innerValue: ["someKey": 1])) == [
+                "first_name": "Ada", "inner_value": ["some_key": 1],
+            ])
     }
 
     @Test func nullPolicies() throws {
-        struct Profile: Encodable { var name: String; var bio: String?; var age: Int?; var pinned: PropertyPolicy<String> }
+        struct Profile: Encodable {
+            var name: String
+            var bio: String?
+            var age: Int?
+            var pinned: PropertyPolicy<String>
+        }
         let profile = Profile(name: "Ada", bio: nil, age: nil, pinned: .omit)
         #expect(try JSONValueEncoder().encode(profile) == ["name": "Ada"])
         #expect(try JSONValueEncoder(nilValues: .null).encode(profile) == ["name": "Ada", "bio": .null, "age": .null])
-        #expect(try JSONValueEncoder(nilValues: .value("n/a")).encode(profile) == ["name": "Ada", "bio": "n/a", "age": "n/a"])
+        #expect(
+            try JSONValueEncoder(nilValues: .value("n/a")).encode(profile) == [
+                "name": "Ada", "bio": "n/a", "age": "n/a",
+            ])
         // A property's own policy wins, with JSONEncoder too.
-        for (policy, expected) in [(PropertyPolicy<String>.omit, #"{"name":"Ada"}"#), (.null, #"{"name":"Ada","pinned":null}"#), (.value("yes"), #"{"name":"Ada","pinned":"yes"}"#)] {
-            struct Pinned: Encodable { var name: String; var pinned: PropertyPolicy<String> }
+        for (policy, expected) in [
+            (PropertyPolicy<String>.omit, #"{"name":"Ada"}"#), (.null, #"{"name":"Ada","pinned":null}"#),
+            (.value("yes"), #"{"name":"Ada","pinned":"yes"}"#),
+        ] {
+            struct Pinned: Encodable {
+                var name: String
+                var pinned: PropertyPolicy<String>
+            }
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
-            #expect(String(decoding: try encoder.encode(Pinned(name: "Ada", pinned: policy)), as: UTF8.self) == expected)
+            #expect(
+                String(decoding: try encoder.encode(Pinned(name: "Ada", pinned: policy)), as: UTF8.self) == expected)
             #expect(try JSONValueEncoder().data(Pinned(name: "Ada", pinned: policy)) == Data(expected.utf8))
         }
         // In JSON:API: nil attributes follow the policy; a nil to-one relationship is {"data": null}.
@@ -163,8 +210,13 @@ import Testing
     }
 
     @Test func mistakesAreConfigurationErrors() throws {
-        struct Typed: JSONAPIResource, Identifiable { var id: Int; var type: String }
-        let error = expectChaosError(.invalidNetworkConfiguration) { _ = try JSONAPISerializer().document(Typed(id: 1, type: "x")) }
+        struct Typed: JSONAPIResource, Identifiable {
+            var id: Int
+            var type: String
+        }
+        let error = expectChaosError(.invalidNetworkConfiguration) {
+            _ = try JSONAPISerializer().document(Typed(id: 1, type: "x"))
+        }
         #expect(error?.message.contains("'type'") == true)
         struct Scalar: JSONAPIResource {
             var jsonAPIID: String { "1" }
@@ -184,14 +236,17 @@ import Testing
         let router = Router(host: "api.example.com")
         let serializer = JSONAPISerializer(keys: .snakeCase)
         try router.get("/people/:id") { request in
-            guard let person = store.find(Person.self, id: try request.intParameter("id")) else { throw RouteError.notFound() }
+            guard let person = store.find(Person.self, id: try request.intParameter("id")) else {
+                throw RouteError.notFound()
+            }
             return try serializer.document(person, links: ["self": "https://api.example.com/people/\(person.id)"])
         }
         let response = try #require(try await router.respond(to: request(.get, "https://api.example.com/people/9")))
         #expect(response.head.headerFields[.contentType] == JSONAPIDocument.contentType)
         let document = try ProfileValue(json: response.body)
         #expect(object(object(document)["data"])["id"] == "9")
-        #expect(try serializer.document(Self.ada).response().head.headerFields[.contentType] == JSONAPIDocument.contentType)
+        #expect(
+            try serializer.document(Self.ada).response().head.headerFields[.contentType] == JSONAPIDocument.contentType)
     }
 
     // MARK: Read back by JSON:API software
@@ -206,7 +261,11 @@ import Testing
             var relationships: [String: ProfileValueBox]
             var resolved: [String: [Resolved]]
         }
-        struct Resolved: Decodable { var type: String; var id: String; var attributes: ProfileValueBox }
+        struct Resolved: Decodable {
+            var type: String
+            var id: String
+            var attributes: ProfileValueBox
+        }
         var valid: Bool
         var validationError: String?
         var readError: String?
@@ -219,27 +278,39 @@ import Testing
         let value: ProfileValue
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if container.decodeNil() { value = .null }
-            else if let flag = try? container.decode(Bool.self) { value = .bool(flag) }
-            else if let number = try? container.decode(Double.self) { value = .number(number) }
-            else if let text = try? container.decode(String.self) { value = .string(text) }
-            else if let items = try? container.decode([ProfileValueBox].self) { value = .array(items.map(\.value)) }
-            else { value = .object(try container.decode([String: ProfileValueBox].self).mapValues(\.value)) }
+            if container.decodeNil() {
+                value = .null
+            } else if let flag = try? container.decode(Bool.self) {
+                value = .bool(flag)
+            } else if let number = try? container.decode(Double.self) {
+                value = .number(number)
+            } else if let text = try? container.decode(String.self) {
+                value = .string(text)
+            } else if let items = try? container.decode([ProfileValueBox].self) {
+                value = .array(items.map(\.value))
+            } else {
+                value = .object(try container.decode([String: ProfileValueBox].self).mapValues(\.value))
+            }
         }
     }
 
-    @Test(.enabled(if: readersInstalled, "jsonapi-client and jsonapi-pydantic are not installed (.ci/install-test-deps installs them)"))
+    @Test(
+        .enabled(
+            if: readersInstalled,
+            "jsonapi-client and jsonapi-pydantic are not installed (.ci/install-test-deps installs them)"))
     func jsonAPIClientsReadTheDocumentsBack() throws {
         let documents: [JSONAPIDocument] = [
             try JSONAPISerializer().document(Self.article()),
-            try JSONAPISerializer(keys: .snakeCase, nilValues: .null, include: .all).document([Self.article(1), Self.article(2)], meta: ["count": 2]),
+            try JSONAPISerializer(keys: .snakeCase, nilValues: .null, include: .all).document(
+                [Self.article(1), Self.article(2)], meta: ["count": 2]),
             try JSONAPISerializer(keys: .kebabCase, include: .paths(["comments.author"])).document(Self.article()),
             try JSONAPISerializer(include: .none).document([Self.ada, Self.grace]),
             try JSONAPISerializer().document([Person]()),
             JSONAPISerializer().document(meta: ["status": "ok"]),
         ]
         let input = Data("[\(documents.map { String(decoding: $0.data, as: UTF8.self) }.joined(separator: ","))]".utf8)
-        let output = try #require(runPython([packageRoot.appendingPathComponent("Scripts/check-jsonapi.py").path], input: input))
+        let output = try #require(
+            runPython([packageRoot.appendingPathComponent("Scripts/check-jsonapi.py").path], input: input))
         try #require(output.status == 0, "check-jsonapi.py failed: \(output.stderr)")
         let views = try JSONDecoder().decode([ClientView].self, from: output.stdout)
         try #require(views.count == documents.count)
@@ -257,25 +328,47 @@ import Testing
         // The client sees the article as written, and finds every related resource in included.
         let article = try #require(views[0].resources?.first)
         #expect(article.type == "articles" && article.id == "1")
-        #expect(article.attributes.value == ["title": "Engines", "publishedAt": "2023-11-14T22:13:20Z", "wordCount": 1200, "metaData": ["readingTime": 4]])
+        #expect(
+            article.attributes.value == [
+                "title": "Engines", "publishedAt": "2023-11-14T22:13:20Z", "wordCount": 1200,
+                "metaData": ["readingTime": 4],
+            ])
         #expect(article.relationships["author"]?.value == ["people", "9"])
         #expect(article.relationships["tags"]?.value == [["tag", "math"], ["tag", "history"]])
-        #expect(article.resolved["author"]?.first?.attributes.value == ["fullName": "Ada Lovelace", "homepageURL": "https://ada.example/"])
+        #expect(
+            article.resolved["author"]?.first?.attributes.value == [
+                "fullName": "Ada Lovelace", "homepageURL": "https://ada.example/",
+            ])
         #expect(article.resolved["comments"]?.map(\.attributes.value) == [["body": "First!"], ["body": "Again"]])
         #expect(article.resolved["tags"]?.count == 2)
 
         // snake_case, nulls and everything included: both articles, linked to the same people once.
         let list = try #require(views[1].resources)
         #expect(list.map(\.id) == ["1", "2"])
-        #expect(list[0].attributes.value == ["title": "Engines", "published_at": "2023-11-14T22:13:20Z", "sub_title": .null, "word_count": 1200, "meta_data": ["reading_time": 4]])
+        #expect(
+            list[0].attributes.value == [
+                "title": "Engines", "published_at": "2023-11-14T22:13:20Z", "sub_title": .null, "word_count": 1200,
+                "meta_data": ["reading_time": 4],
+            ])
         #expect(list[0].relationships["editor"]?.value == nil || list[0].relationships["editor"]?.value == .null)
-        #expect(Set(views[1].included ?? []) == [["people", "9"], ["people", "10"], ["people", "11"], ["tag", "math"], ["tag", "history"], ["comments", "100"], ["comments", "101"]])
+        #expect(
+            Set(views[1].included ?? []) == [
+                ["people", "9"], ["people", "10"], ["people", "11"], ["tag", "math"], ["tag", "history"],
+                ["comments", "100"], ["comments", "101"],
+            ])
         #expect(list.allSatisfy { $0.resolved["comments"]?.count == 2 && $0.resolved["author"]?.first?.id == "9" })
 
         // kebab-case, included along a path.
         let kebab = try #require(views[2].resources?.first)
-        #expect(kebab.attributes.value == ["title": "Engines", "published-at": "2023-11-14T22:13:20Z", "word-count": 1200, "meta-data": ["reading-time": 4]])
-        #expect(Set(views[2].included ?? []) == [["comments", "100"], ["comments", "101"], ["people", "11"], ["people", "9"]])
+        #expect(
+            kebab.attributes.value == [
+                "title": "Engines", "published-at": "2023-11-14T22:13:20Z", "word-count": 1200,
+                "meta-data": ["reading-time": 4],
+            ])
+        #expect(
+            Set(views[2].included ?? []) == [
+                ["comments", "100"], ["comments", "101"], ["people", "11"], ["people", "9"],
+            ])
         #expect(kebab.resolved["tags"] == nil, "tags are not on the include path")
 
         // Nothing included: the linkage is still there.

@@ -3,12 +3,15 @@ import Foundation
 import HTTPTypes
 import TestHelpers
 import Testing
+
 @testable import ChaosNetwork
 
 /// The JSON mutator: type-aware changes to response bodies, each reported with its JSON
 /// path and seed, replayable from the seed; as a condition on stubs, HAR replay and the point.
 @Suite struct JSONMutationTests {
-    static let body = Data(#"{"user":{"id":7,"name":"Ada Lovelace","status":"active","score":0,"tags":["a","b"],"address":{"city":"London"},"verified":true,"nickname":null},"page":1}"#.utf8)
+    static let body = Data(
+        #"{"user":{"id":7,"name":"Ada Lovelace","status":"active","score":0,"tags":["a","b"],"address":{"city":"London"},"verified":true,"nickname":null},"page":1}"#
+            .utf8)
 
     @Test func everyKindFitsTheValuesType() throws {
         var seen: [JSONMutation.Kind: Int] = [:]
@@ -28,16 +31,22 @@ import Testing
                 case .missingKey: #expect(mutation.replacement == nil && !mutation.path.hasSuffix("]"))
                 case .wrongType: #expect(mutation.replacement?.typeName != mutation.original.typeName)
                 case .hugeNumber:
-                    guard case .number(let n)? = mutation.replacement else { Issue.record("\(mutation)"); continue }
+                    guard case .number(let n)? = mutation.replacement else {
+                        Issue.record("\(mutation)")
+                        continue
+                    }
                     #expect(abs(n) > 9e15)
                 case .negativeNumber:
-                    guard case .number(let before) = mutation.original, case .number(let after)? = mutation.replacement else { continue }
+                    guard case .number(let before) = mutation.original, case .number(let after)? = mutation.replacement
+                    else { continue }
                     #expect(before >= 0 && after < 0)
                 case .longString:
                     guard case .string(let text)? = mutation.replacement else { continue }
                     #expect(text.count == 10_000)
                 case .unknownEnumValue:
-                    #expect(mutation.path == "$.user.status" || mutation.path.hasPrefix("$.user.tags") || mutation.path == "$.user.address.city")
+                    #expect(
+                        mutation.path == "$.user.status" || mutation.path.hasPrefix("$.user.tags")
+                            || mutation.path == "$.user.address.city")
                 }
             }
         }
@@ -75,14 +84,21 @@ import Testing
         let first = try #require(mutator.mutate(json: Self.body, seed: 99))
         let again = try #require(mutator.mutate(json: Self.body, seed: 99))
         #expect(first.data == again.data && first.mutations == again.mutations)
-        #expect((0..<20 as Range<UInt64>).map { mutator.mutate(json: Self.body, seed: $0)!.data }.contains { $0 != first.data })
+        #expect(
+            (0..<20 as Range<UInt64>).map { mutator.mutate(json: Self.body, seed: $0)!.data }.contains {
+                $0 != first.data
+            })
         // Member order and number spelling survive where nothing changed.
-        let untouched = try #require(JSONMutator(paths: ["$.page"]).mutate(json: Data(#"{"z":1.50,"a":[1e3],"page":2}"#.utf8), seed: 1))
+        let untouched = try #require(
+            JSONMutator(paths: ["$.page"]).mutate(json: Data(#"{"z":1.50,"a":[1e3],"page":2}"#.utf8), seed: 1))
         #expect(String(decoding: untouched.data, as: UTF8.self).hasPrefix(#"{"z":1.50,"a":[1e3]"#))
         #expect(untouched.mutations.map(\.path) == ["$.page"])
         // Paths narrow, kinds narrow; a body that is not JSON is not changed.
-        let narrowed = try #require(JSONMutator(kinds: [.null], count: 10, paths: ["$.user.address"]).mutate(json: Self.body, seed: 5))
-        #expect(narrowed.mutations.map(\.path) == ["$.user.address"] || narrowed.mutations.map(\.path) == ["$.user.address.city"])
+        let narrowed = try #require(
+            JSONMutator(kinds: [.null], count: 10, paths: ["$.user.address"]).mutate(json: Self.body, seed: 5))
+        #expect(
+            narrowed.mutations.map(\.path) == ["$.user.address"]
+                || narrowed.mutations.map(\.path) == ["$.user.address.city"])
         #expect(JSONMutator().mutate(json: Data("<html>".utf8), seed: 1) == nil)
         // Odd keys get bracketed paths.
         let odd = try #require(JSONMutator(kinds: [.null]).mutate(json: Data(#"{"a b":{"it's":1}}"#.utf8), seed: 3))
@@ -98,7 +114,9 @@ import Testing
         let log = JSONMutationLog()
         let (logger, logged) = RecordingLogHandler.logger()
         let stubs = StubSet(seed: 21)
-        stubs.stub(try .get("/user"), conditions: [.mutatedJSON(JSONMutator(count: 2), log: log, logger: logger)], .data(Self.body, headers: ["Content-Length": "\(Self.body.count)"]))
+        stubs.stub(
+            try .get("/user"), conditions: [.mutatedJSON(JSONMutator(count: 2), log: log, logger: logger)],
+            .data(Self.body, headers: ["Content-Length": "\(Self.body.count)"]))
         var bodies: [Data] = []
         for _ in 0..<5 {
             let response = try await stubs.respond(to: request(.get, "https://api.example.com/user"))
@@ -107,7 +125,11 @@ import Testing
         }
         #expect(log.entries.count == 5 && log.mutations.count == 10)
         #expect(Set(bodies).count > 1, "each response gets its own seed")
-        #expect(logged.all.count == 10 && logged.all.allSatisfy { $0.level == .notice && $0.metadata["path"] != nil && $0.metadata["seed"] != nil })
+        #expect(
+            logged.all.count == 10
+                && logged.all.allSatisfy {
+                    $0.level == .notice && $0.metadata["path"] != nil && $0.metadata["seed"] != nil
+                })
         // A failure replays from the logged seed.
         for (entry, body) in zip(log.entries, bodies) {
             #expect(JSONMutator(count: 2).mutate(json: Self.body, seed: entry.seed)?.data == body)
@@ -122,15 +144,18 @@ import Testing
     }
 
     @Test func onHARReplay() async throws {
-        let cassette = try HARCassette(file: URL(fileURLWithPath: resourcePath("recorded/mitmproxy.har")), mode: .replayOnly)
+        let cassette = try HARCassette(
+            file: URL(fileURLWithPath: resourcePath("recorded/mitmproxy.har")), mode: .replayOnly)
         let stubs = StubSet()
         stubs.add(cassette)
         let log = JSONMutationLog()
         stubs.conditions = [.mutatedJSON(JSONMutator(kinds: [.wrongType, .null, .missingKey]), seed: 8, log: log)]
-        let response = try await stubs.respond(to: request(.get, "http://127.0.0.1:43699/api/items?page=2&sort=name&api_key=fixture-key-123"))
+        let response = try await stubs.respond(
+            to: request(.get, "http://127.0.0.1:43699/api/items?page=2&sort=name&api_key=fixture-key-123"))
         #expect(response.statusCode == 200)
         let mutation = try #require(log.mutations.first)
-        let original = try ProfileValue(json: #"{"page": 2, "items": [{"id": 3, "name": "Ada"}, {"id": 4, "name": "Bo"}]}"#)
+        let original = try ProfileValue(
+            json: #"{"page": 2, "items": [{"id": 3, "name": "Ada"}, {"id": 4, "name": "Bo"}]}"#)
         #expect(Self.value(at: mutation.path, in: original) == mutation.original)
         #expect(Self.value(at: mutation.path, in: try ProfileValue(json: response.body)) == mutation.replacement)
         // A body that is not JSON (the PNG) is left alone.
@@ -140,10 +165,11 @@ import Testing
 
     @Test func fromAProfile() async throws {
         ChaosNetwork.register()
-        let profile = try ChaosProfile.decode(json: """
-        { "entries": [ { "point": "network.send", "match": { "host": "mutated.example" },
-                         "provider": { "item": "mutated-json", "parameters": { "count": 2, "kinds": ["null", "missing-key"], "seed": 17 } } } ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "entries": [ { "point": "network.send", "match": { "host": "mutated.example" },
+                                 "provider": { "item": "mutated-json", "parameters": { "count": 2, "kinds": ["null", "missing-key"], "seed": 17 } } } ] }
+                """)
         let backend = StubSet()
         backend.stub(try .get("/user"), .data(Self.body))
         let client = ChaosNetworkClient(backend)
@@ -156,11 +182,15 @@ import Testing
         // Parameters are declared and checked like every other item's.
         let item = try #require(ChaosNetwork.catalogue.items.first { $0.name == "mutated-json" })
         #expect(item.parameters.map(\.name) == ["count", "kinds", "paths", "seed", "stringLength"])
-        for (parameters, fragment) in [(#"{"kinds": ["nul"]}"#, "'nul'"), (#"{"paths": ["user"]}"#, "starts with '$'"), (#"{"count": 0}"#, "count")] {
+        for (parameters, fragment) in [
+            (#"{"kinds": ["nul"]}"#, "'nul'"), (#"{"paths": ["user"]}"#, "starts with '$'"),
+            (#"{"count": 0}"#, "count"),
+        ] {
             let error = expectChaosError(.invalidProvider) {
-                let bad = try ChaosProfile.decode(json: """
-                { "entries": [ { "point": "network.send", "provider": { "item": "mutated-json", "parameters": \(parameters) } } ] }
-                """)
+                let bad = try ChaosProfile.decode(
+                    json: """
+                        { "entries": [ { "point": "network.send", "provider": { "item": "mutated-json", "parameters": \(parameters) } } ] }
+                        """)
                 try Chaos.with(bad.profileEntries) {}
             }
             #expect(error?.description.contains(fragment) == true, "\(String(describing: error))")
@@ -178,7 +208,9 @@ import Testing
     @Test func randomModelsAsAConditionReplayFromTheLoggedSeed() async throws {
         let (logger, logged) = RecordingLogHandler.logger()
         let stubs = StubSet(seed: 5)
-        stubs.stub(try .get("/order"), conditions: [.randomModel(Order.self, logger: logger)], .data(Data(#"{"id": 1, "items": [], "state": "placed"}"#.utf8)))
+        stubs.stub(
+            try .get("/order"), conditions: [.randomModel(Order.self, logger: logger)],
+            .data(Data(#"{"id": 1, "items": [], "state": "placed"}"#.utf8)))
         var orders: [Order] = []
         for _ in 0..<10 {
             let response = try await stubs.respond(to: request(.get, "https://shop.example/order"))
@@ -191,12 +223,16 @@ import Testing
         var source = SeededRandom(seed: seed)
         #expect(RandomGenerator<Order>.decodable().generate(using: &source) == orders[0])
         // On HAR replay too: the recorded JSON answer becomes a random model.
-        let cassette = try HARCassette(file: URL(fileURLWithPath: resourcePath("recorded/mitmproxy.har")), mode: .replayOnly)
+        let cassette = try HARCassette(
+            file: URL(fileURLWithPath: resourcePath("recorded/mitmproxy.har")), mode: .replayOnly)
         let replay = StubSet()
         replay.add(cassette)
         replay.conditions = [.randomModel(Order.self, seed: 3, logger: logger)]
-        let response = try await replay.respond(to: request(.get, "http://127.0.0.1:43699/api/items?page=2&sort=name&api_key=fixture-key-123"))
+        let response = try await replay.respond(
+            to: request(.get, "http://127.0.0.1:43699/api/items?page=2&sort=name&api_key=fixture-key-123"))
         var again = SeededRandom(seed: 3)
-        #expect(try JSONDecoder().decode(Order.self, from: response.body) == RandomGenerator<Order>.decodable().generate(using: &again))
+        #expect(
+            try JSONDecoder().decode(Order.self, from: response.body)
+                == RandomGenerator<Order>.decodable().generate(using: &again))
     }
 }

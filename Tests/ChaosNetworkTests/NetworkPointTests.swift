@@ -2,6 +2,7 @@ import ChaosKit
 import Foundation
 import HTTPTypes
 import Testing
+
 @testable import ChaosNetwork
 
 /// The `network.send` point: live client, catalogue items, profile `match`. Chaos here is
@@ -17,7 +18,9 @@ import Testing
         ChaosNetwork.register()
     }
 
-    func send(_ url: String = "https://api.example.com/users/1", method: HTTPRequest.Method = .get) async throws -> (HTTPResponse, Data) {
+    func send(_ url: String = "https://api.example.com/users/1", method: HTTPRequest.Method = .get) async throws -> (
+        HTTPResponse, Data
+    ) {
         try await client.send(HTTPRequest(method: method, url: URL(string: url)!), body: nil)
     }
 
@@ -140,27 +143,33 @@ import Testing
     }
 
     @Test func profileMatchNarrowsByMethodHostAndPathPrefix() async throws {
-        let profile = try ChaosProfile.decode(json: """
-        { "entries": [ { "point": "network.send",
-                         "match": { "method": "post", "host": "*.example.com", "path": "/v1/" },
-                         "provider": "offline" } ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "entries": [ { "point": "network.send",
+                                 "match": { "method": "post", "host": "*.example.com", "path": "/v1/" },
+                                 "provider": "offline" } ] }
+                """)
         try await Chaos.with(profile.profileEntries, seed: 1) {
-            await #expect(throws: NetworkError.offline) { try await send("https://api.example.com/v1/orders", method: .post) }
-            await #expect(throws: NetworkError.offline) { try await send("https://example.com/v1/orders", method: .post) }
+            await #expect(throws: NetworkError.offline) {
+                try await send("https://api.example.com/v1/orders", method: .post)
+            }
+            await #expect(throws: NetworkError.offline) {
+                try await send("https://example.com/v1/orders", method: .post)
+            }
             let got3 = try await send("https://api.example.com/v1/orders").0.status
-            #expect(got3 == .ok)          // GET
+            #expect(got3 == .ok)  // GET
             let got4 = try await send("https://api.other.com/v1/orders", method: .post).0.status
             #expect(got4 == .ok)  // host
             let got5 = try await send("https://api.example.com/v2/orders", method: .post).0.status
-            #expect(got5 == .ok) // path
+            #expect(got5 == .ok)  // path
         }
     }
 
     @Test func profileMatchRejectsUnknownConditions() async throws {
-        let profile = try ChaosProfile.decode(json: """
-        { "entries": [ { "point": "network.send", "match": { "port": 80 }, "provider": "offline" } ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "entries": [ { "point": "network.send", "match": { "port": 80 }, "provider": "offline" } ] }
+                """)
         do {
             try Chaos.with(profile.profileEntries, seed: 1) {}
             Issue.record("expected an error")
@@ -177,8 +186,11 @@ import Testing
             let got6 = try await send().0.status
             #expect(got6 == .ok)
         }
-        #expect(Chaos.catalogue.first { $0.name == "network.send" }?.items.map(\.name) ==
-            ["bandwidth", "connection-reset", "corrupted", "dns-failure", "latency", "mutated-json", "offline", "refused", "status", "timeout", "truncated"])
+        #expect(
+            Chaos.catalogue.first { $0.name == "network.send" }?.items.map(\.name) == [
+                "bandwidth", "connection-reset", "corrupted", "dns-failure", "latency", "mutated-json", "offline",
+                "refused", "status", "timeout", "truncated",
+            ])
     }
 }
 
@@ -187,11 +199,12 @@ extension NetworkPointTests {
     /// applied on its own: two entries on one point stack, and the top one's `match`
     /// falls back to the original, not to the entry below.
     @Test func refusedAndConnectionResetAreCatalogueItems() async throws {
-        let profile = try ChaosProfile.decode(json: """
-        { "entries": [ { "point": "network.send", "match": { "host": "refused.example" }, "provider": "refused" },
-                       { "point": "network.send", "match": { "host": "reset.example" },
-                         "provider": { "item": "connection-reset", "parameters": { "fraction": 0.25 } } } ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "entries": [ { "point": "network.send", "match": { "host": "refused.example" }, "provider": "refused" },
+                               { "point": "network.send", "match": { "host": "reset.example" },
+                                 "provider": { "item": "connection-reset", "parameters": { "fraction": 0.25 } } } ] }
+                """)
         let entries = profile.profileEntries
         try #require(entries.count == 2)
         try await Chaos.with(entries[0], seed: 1) {

@@ -2,19 +2,22 @@ import ChaosKit
 import Foundation
 import HTTPTypes
 import Testing
+
 @testable import ChaosNetwork
 
 /// MMBarricade-style response sets: named answers, run-time selection, persistence.
 @Suite struct ResponseSetTests {
     static func loginSet() throws -> ResponseSet {
-        try ResponseSet("login", matching: .post("/login"), [
-            .init("success", try .json(["token": "abc"])),
-            .init("wrong password", .status(401, headers: ["WWW-Authenticate": "Bearer"])),
-            .init("profile file", try .file(resourcePath("user.json"))),
-            .init("bytes", .data(Data([0xCA, 0xFE]), contentType: "application/octet-stream")),
-            .init("offline", .error(.offline)),
-            .init("slow", .status(204), conditions: [.latency(.milliseconds(30))]),
-        ])
+        try ResponseSet(
+            "login", matching: .post("/login"),
+            [
+                .init("success", try .json(["token": "abc"])),
+                .init("wrong password", .status(401, headers: ["WWW-Authenticate": "Bearer"])),
+                .init("profile file", try .file(resourcePath("user.json"))),
+                .init("bytes", .data(Data([0xCA, 0xFE]), contentType: "application/octet-stream")),
+                .init("offline", .error(.offline)),
+                .init("slow", .status(204), conditions: [.latency(.milliseconds(30))]),
+            ])
     }
 
     static func temporaryFile() -> URL {
@@ -40,7 +43,8 @@ import Testing
 
         try store.select("bytes", for: "login")
         let bytes = try await stubs.respond(to: login)
-        #expect(bytes.body == Data([0xCA, 0xFE]) && bytes.head.headerFields[.contentType] == "application/octet-stream")
+        #expect(
+            bytes.body == Data([0xCA, 0xFE]) && bytes.head.headerFields[.contentType] == "application/octet-stream")
 
         try store.select("offline", for: "login")
         let error = await caught { () async throws(NetworkError) in try await stubs.respond(to: login) }
@@ -54,7 +58,10 @@ import Testing
         try store.selectDefault(for: "login")
         #expect(try await stubs.respond(to: login).statusCode == 200)
         // Other requests are not the set's business.
-        #expect(await caught { () async throws(NetworkError) in try await stubs.respond(to: request(.get, "https://api.test/login")) } != nil)
+        #expect(
+            await caught { () async throws(NetworkError) in
+                try await stubs.respond(to: request(.get, "https://api.test/login"))
+            } != nil)
     }
 
     @Test func stubsComeFirstAndTheLogNamesTheResponder() async throws {
@@ -106,14 +113,17 @@ import Testing
         #expect(empty?.subject?.contains("empty") == true)
 
         let twice = expectConfigurationError {
-            _ = try ResponseSet("twice", matching: RequestMatcher(), [.init("a", .status(200)), .init("a", .status(500))])
+            _ = try ResponseSet(
+                "twice", matching: RequestMatcher(), [.init("a", .status(200)), .init("a", .status(500))])
         }
         #expect(twice?.message.contains("'a'") == true)
 
         let store = try ResponseSetStore()
         store.add(try Self.loginSet())
         let unknown = expectConfigurationError { try store.select("teapot", for: "login") }
-        #expect(unknown?.message.contains("'success', 'wrong password', 'profile file', 'bytes', 'offline', 'slow'") == true)
+        #expect(
+            unknown?.message.contains("'success', 'wrong password', 'profile file', 'bytes', 'offline', 'slow'") == true
+        )
         let noSet = expectConfigurationError { try store.select("success", for: "logout") }
         #expect(noSet?.message.contains("'login'") == true)
         #expect(store.selection(for: "login") == "success")

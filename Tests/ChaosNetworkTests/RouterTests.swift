@@ -2,6 +2,7 @@ import ChaosKit
 import Foundation
 import HTTPTypes
 import Testing
+
 @testable import ChaosNetwork
 
 struct Post: Codable, Identifiable, Sendable, Equatable {
@@ -41,7 +42,8 @@ struct NewPost: Codable, Sendable {
         }
         try router.patch("/users/:user/posts/:id") { request in
             let change = try request.decode(NewPost.self)
-            guard let post = store.update(Post.self, id: try request.intParameter("id"), { $0.title = change.title }) else {
+            guard let post = store.update(Post.self, id: try request.intParameter("id"), { $0.title = change.title })
+            else {
                 throw RouteError.notFound()
             }
             return post
@@ -52,7 +54,8 @@ struct NewPost: Codable, Sendable {
             return store.update(post) ? NetworkResponse(status: 204) : NetworkResponse(status: 404)
         }
         try router.delete("/users/:user/posts/:id") { request in
-            store.delete(Post.self, id: try request.intParameter("id")) == nil ? NetworkResponse(status: 404) : NetworkResponse(status: 204)
+            store.delete(Post.self, id: try request.intParameter("id")) == nil
+                ? NetworkResponse(status: 404) : NetworkResponse(status: 204)
         }
         try router.get("/boom") { _ -> NetworkResponse in
             struct Boom: Error {}
@@ -68,7 +71,9 @@ struct NewPost: Codable, Sendable {
         let stubs = StubSet()
         stubs.add(router)
         let client = ChaosNetworkClient(stubs)
-        func send(_ method: HTTPRequest.Method, _ path: String, headers: [String: String] = [:], body: String? = nil) async throws -> (Int, String) {
+        func send(_ method: HTTPRequest.Method, _ path: String, headers: [String: String] = [:], body: String? = nil)
+            async throws -> (Int, String)
+        {
             var head = HTTPRequest(method: method, url: URL(string: "https://api.test" + path)!)
             for (name, value) in headers { head.headerFields[HTTPField.Name(name)!] = value }
             let (response, data) = try await client.send(head, body: body.map { Data($0.utf8) })
@@ -83,10 +88,12 @@ struct NewPost: Codable, Sendable {
         #expect(try await send(.get, "/users/1/posts/x").0 == 400)
 
         #expect(try await send(.post, "/users/2/posts", body: #"{"title":"Hi"}"#).0 == 401)
-        let (created, body) = try await send(.post, "/users/2/posts", headers: ["Authorization": "Bearer secret"], body: #"{"title":"Hi"}"#)
+        let (created, body) = try await send(
+            .post, "/users/2/posts", headers: ["Authorization": "Bearer secret"], body: #"{"title":"Hi"}"#)
         #expect(created == 201 && body == #"{"author":2,"id":6,"title":"Hi"}"#)
         #expect(store.find(Post.self, id: 6)?.title == "Hi")
-        #expect(try await send(.post, "/users/2/posts", headers: ["Authorization": "Bearer secret"], body: "{").0 == 400)
+        #expect(
+            try await send(.post, "/users/2/posts", headers: ["Authorization": "Bearer secret"], body: "{").0 == 400)
 
         #expect(try await send(.patch, "/users/1/posts/2", body: #"{"title":"Edited"}"#).1.contains("Edited"))
         #expect(try await send(.put, "/users/1/posts/3", body: #"{"id":0,"title":"Put","author":1}"#).0 == 204)
@@ -109,8 +116,9 @@ struct NewPost: Codable, Sendable {
         let post = await load(session, "https://api.test/users/1/posts/4")
         #expect(post.status == 200 && post.headers["content-type"] == "application/json")
         #expect(try JSONDecoder().decode(Post.self, from: post.body) == Post(id: 4, title: "Post 4", author: 1))
-        let created = await load(session, "https://api.test/users/1/posts", method: "POST",
-                                 headers: ["Authorization": "Bearer secret"], body: Data(#"{"title":"Via URLSession"}"#.utf8))
+        let created = await load(
+            session, "https://api.test/users/1/posts", method: "POST",
+            headers: ["Authorization": "Bearer secret"], body: Data(#"{"title":"Via URLSession"}"#.utf8))
         #expect(created.status == 201 && created.text.contains("\"id\":6"))
         #expect(await load(session, "https://other.test/users/1/posts/4").error?.code == .resourceUnavailable)
     }
@@ -122,7 +130,9 @@ struct NewPost: Codable, Sendable {
         stubs.stub(try .get("/users/1/posts/1"), .status(503))
         #expect(try await stubs.respond(to: request(.get, "https://api.test/users/1/posts/1")).statusCode == 503)
         stubs.conditions = [.offline]
-        let error = await caught { () async throws(NetworkError) in try await stubs.respond(to: request(.get, "https://api.test/users/1/posts/2")) }
+        let error = await caught { () async throws(NetworkError) in
+            try await stubs.respond(to: request(.get, "https://api.test/users/1/posts/2"))
+        }
         #expect(error == .offline)
     }
 

@@ -2,6 +2,7 @@ import ChaosKit
 import Foundation
 import HTTPTypes
 import Testing
+
 @testable import ChaosNetwork
 
 /// Stubs used directly as a `NetworkClient` (`StubSet.respond(to:)`): every matcher,
@@ -24,12 +25,17 @@ import Testing
     @Test func prefixRegexAndTemplatePaths() async throws {
         let stubs = StubSet()
         stubs.stub(RequestMatcher(path: .prefix("/static/")), .status(210))
-        stubs.stub(RequestMatcher(path: try .regex(#"/orders/(?<order>\d+)"#)), .block { matched in
-            NetworkResponse(status: 211, body: Data(matched.pathParameters["order", default: "?"].utf8))
-        })
-        stubs.stub(try .get("/users/:id/posts/:post"), .block { matched in
-            NetworkResponse(status: 212, body: Data("\(matched.pathParameters["id"]!)-\(matched.pathParameters["post"]!)".utf8))
-        })
+        stubs.stub(
+            RequestMatcher(path: try .regex(#"/orders/(?<order>\d+)"#)),
+            .block { matched in
+                NetworkResponse(status: 211, body: Data(matched.pathParameters["order", default: "?"].utf8))
+            })
+        stubs.stub(
+            try .get("/users/:id/posts/:post"),
+            .block { matched in
+                NetworkResponse(
+                    status: 212, body: Data("\(matched.pathParameters["id"]!)-\(matched.pathParameters["post"]!)".utf8))
+            })
         #expect(await status(stubs, request(.get, "https://x.test/static/app.js")) == 210)
         let order = try await stubs.respond(to: request(.get, "https://x.test/orders/42"))
         #expect(order.statusCode == 211 && order.body == Data("42".utf8))
@@ -64,7 +70,8 @@ import Testing
         // JSON-aware: member order, whitespace and number spelling do not matter.
         let body = Data(#"{ "name" : "Ada", "id" : 1.0 }"#.utf8)
         #expect(await status(stubs, request(.post, "https://x.test/", body: body)) == 222)
-        #expect(await status(stubs, request(.post, "https://x.test/", body: Data(#"{"id":2,"name":"Ada"}"#.utf8))) == nil)
+        #expect(
+            await status(stubs, request(.post, "https://x.test/", body: Data(#"{"id":2,"name":"Ada"}"#.utf8))) == nil)
         #expect(await status(stubs, request(.put, "https://x.test/", body: Data("a needle here".utf8))) == 223)
         #expect(await status(stubs, request(.patch, "https://x.test/", body: Data("exact".utf8))) == 224)
         #expect(await status(stubs, request(.patch, "https://x.test/", body: Data("exact!".utf8))) == nil)
@@ -78,12 +85,17 @@ import Testing
         stubs.stub(try .get("/text"), .string("hi"))
         stubs.stub(try .get("/json"), try .json(User(id: 3, name: "Bo"), status: 201))
         stubs.stub(try .get("/error"), .error(.dnsFailure(host: "x.test")))
-        stubs.stub(try .post("/echo"), .block { matched in
-            let user = try matched.decodeBody(as: User.self)
-            return NetworkResponse(status: 200, headers: ["X-Q": matched.query["q"] ?? ""], body: Data(user.name.utf8))
-        })
+        stubs.stub(
+            try .post("/echo"),
+            .block { matched in
+                let user = try matched.decodeBody(as: User.self)
+                return NetworkResponse(
+                    status: 200, headers: ["X-Q": matched.query["q"] ?? ""], body: Data(user.name.utf8))
+            })
         let file = try await stubs.respond(to: request(.get, "https://x.test/file"))
-        #expect(try JSONDecoder().decode([String: ProfileValueDecodable].self, from: file.body)["name"] == .string("Ada Lovelace"))
+        #expect(
+            try JSONDecoder().decode([String: ProfileValueDecodable].self, from: file.body)["name"]
+                == .string("Ada Lovelace"))
         #expect(file.head.headerFields[.contentType] == "application/json")
         let data = try await stubs.respond(to: request(.get, "https://x.test/data"))
         #expect(data.statusCode == 202 && data.body == Data([1, 2, 3]))
@@ -94,9 +106,12 @@ import Testing
         let json = try await stubs.respond(to: request(.get, "https://x.test/json"))
         let decoded = try JSONDecoder().decode(User.self, from: json.body)
         #expect(json.statusCode == 201 && decoded == User(id: 3, name: "Bo"))
-        let error = await caught { () async throws(NetworkError) in try await stubs.respond(to: request(.get, "https://x.test/error")) }
+        let error = await caught { () async throws(NetworkError) in
+            try await stubs.respond(to: request(.get, "https://x.test/error"))
+        }
         #expect(error == .dnsFailure(host: "x.test"))
-        let echo = try await stubs.respond(to: request(.post, "https://x.test/echo?q=1", body: try JSONEncoder().encode(User(id: 1, name: "Cy"))))
+        let echo = try await stubs.respond(
+            to: request(.post, "https://x.test/echo?q=1", body: try JSONEncoder().encode(User(id: 1, name: "Cy"))))
         #expect(String(decoding: echo.body, as: UTF8.self) == "Cy")
         #expect(echo.head.headerFields[HTTPField.Name("X-Q")!] == "1")
     }
@@ -130,11 +145,16 @@ import Testing
         let error = await caught { () async throws(NetworkError) in
             try await stubs.respond(to: request(.delete, "https://api.example.com/users/7"))
         }
-        guard case .noStub(let message)? = error else { Issue.record("expected noStub, got \(String(describing: error))"); return }
+        guard case .noStub(let message)? = error else {
+            Issue.record("expected noStub, got \(String(describing: error))")
+            return
+        }
         #expect(message.contains("DELETE https://api.example.com/users/7"))
         #expect(message.contains("closest is 'user'"))
         #expect(message.contains("method is DELETE, not GET"))
-        let empty = await caught { () async throws(NetworkError) in try await StubSet().respond(to: request(.get, "https://x.test/")) }
+        let empty = await caught { () async throws(NetworkError) in
+            try await StubSet().respond(to: request(.get, "https://x.test/"))
+        }
         #expect(empty.map { "\($0)" }?.contains("empty") == true)
     }
 
@@ -196,11 +216,16 @@ import Testing
         _ = await send(stubs([.latency(.milliseconds(80))]))
         #expect(clock.now - start >= .milliseconds(80))
         // Jitter draws from the seeded source: same seed, same waits.
-        var a = SeededRandom(seed: 5), b = SeededRandom(seed: 5)
+        var a = SeededRandom(seed: 5)
+        var b = SeededRandom(seed: 5)
         let jitter = NetworkCondition.latency(.milliseconds(1), jitter: .milliseconds(1))
         let request = request(.get, "https://x.test/")
-        _ = try await jitter.apply(to: request, random: &a) { () async throws(NetworkError) in NetworkResponse(status: 200) }
-        _ = try await jitter.apply(to: request, random: &b) { () async throws(NetworkError) in NetworkResponse(status: 200) }
+        _ = try await jitter.apply(to: request, random: &a) { () async throws(NetworkError) in
+            NetworkResponse(status: 200)
+        }
+        _ = try await jitter.apply(to: request, random: &b) { () async throws(NetworkError) in
+            NetworkResponse(status: 200)
+        }
         #expect(a == b)
     }
 
@@ -250,12 +275,18 @@ extension Result {
 
 /// Decodes any JSON scalar, for reading fixture files in tests.
 enum ProfileValueDecodable: Decodable, Equatable {
-    case string(String), number(Double), other
+    case string(String)
+    case number(Double)
+    case other
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if let text = try? container.decode(String.self) { self = .string(text) }
-        else if let number = try? container.decode(Double.self) { self = .number(number) }
-        else { self = .other }
+        if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else {
+            self = .other
+        }
     }
 }

@@ -1,10 +1,12 @@
 import ChaosKit
 import Foundation
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import ChaosNetwork
 
 /// Every URLSession task kind through stubs, conditions and HAR replay, with the request
 /// body visible to matchers.
@@ -14,7 +16,9 @@ import Testing
         let stubs = StubSet()
         stubs.stub(
             RequestMatcher(method: .post, path: .exact("/upload"), body: .string("payload")), name: "upload",
-            .block { matched in NetworkResponse(status: 201, body: Data("got \(matched.request.body?.count ?? -1) bytes".utf8)) }
+            .block { matched in
+                NetworkResponse(status: 201, body: Data("got \(matched.request.body?.count ?? -1) bytes".utf8))
+            }
         )
         stubs.stub(try .get("/file"), name: "file", .data(Data("downloaded body".utf8), contentType: "text/plain"))
         stubs.stub(try .get("/offline"), conditions: [.offline], .status(200))
@@ -31,12 +35,15 @@ import Testing
         let stubs = try Self.bodyMatchingStubs()
         let session = session(with: stubs)
         let (data, response) = try await session.upload(for: uploadRequest, from: Data("payload".utf8))
-        #expect((response as? HTTPURLResponse)?.statusCode == 201 && String(decoding: data, as: UTF8.self) == "got 7 bytes")
+        #expect(
+            (response as? HTTPURLResponse)?.statusCode == 201 && String(decoding: data, as: UTF8.self) == "got 7 bytes")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-upload-\(UUID().uuidString)")
         try Data("payload".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let (fromFile, fileResponse) = try await session.upload(for: uploadRequest, fromFile: file)
-        #expect((fileResponse as? HTTPURLResponse)?.statusCode == 201 && String(decoding: fromFile, as: UTF8.self) == "got 7 bytes")
+        #expect(
+            (fileResponse as? HTTPURLResponse)?.statusCode == 201
+                && String(decoding: fromFile, as: UTF8.self) == "got 7 bytes")
         #expect(stubs.stub(named: "upload")?.hitCount == 2)
         #expect(stubs.requests.allSatisfy { $0.request.body == Data("payload".utf8) })
     }
@@ -46,14 +53,18 @@ import Testing
         let session = session(with: stubs)
         let fromData: (Int?, String) = await withCheckedContinuation { continuation in
             session.uploadTask(with: uploadRequest, from: Data("payload".utf8)) { data, response, _ in
-                continuation.resume(returning: ((response as? HTTPURLResponse)?.statusCode, String(decoding: data ?? Data(), as: UTF8.self)))
+                continuation.resume(
+                    returning: (
+                        (response as? HTTPURLResponse)?.statusCode, String(decoding: data ?? Data(), as: UTF8.self)
+                    ))
             }.resume()
         }
         #expect(fromData.0 == 201 && fromData.1 == "got 7 bytes")
         var streamed = uploadRequest
         streamed.httpBodyStream = InputStream(data: Data("payload".utf8))
         let (data, response) = try await session.data(for: streamed)
-        #expect((response as? HTTPURLResponse)?.statusCode == 201 && String(decoding: data, as: UTF8.self) == "got 7 bytes")
+        #expect(
+            (response as? HTTPURLResponse)?.statusCode == 201 && String(decoding: data, as: UTF8.self) == "got 7 bytes")
         // A body that differs does not match the stub.
         let other = await withCheckedContinuation { continuation in
             session.uploadTask(with: uploadRequest, from: Data("other".utf8)) { _, _, error in
@@ -66,7 +77,8 @@ import Testing
     @Test func asyncDownloadPutsTheBodyInTheFileURLSessionReports() async throws {
         let stubs = try Self.bodyMatchingStubs()
         let session = session(with: stubs)
-        let (location, response) = try await session.download(for: URLRequest(url: URL(string: "https://api.test/file")!))
+        let (location, response) = try await session.download(
+            for: URLRequest(url: URL(string: "https://api.test/file")!))
         defer { try? FileManager.default.removeItem(at: location) }
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
         #expect(try Data(contentsOf: location) == Data("downloaded body".utf8))
@@ -74,7 +86,9 @@ import Testing
         defer { try? FileManager.default.removeItem(at: fromURL) }
         #expect(try Data(contentsOf: fromURL) == Data("downloaded body".utf8))
         // A condition on a download fails it as a real one would, without a file.
-        await #expect(throws: URLError.self) { _ = try await session.download(from: URL(string: "https://api.test/offline")!) }
+        await #expect(throws: URLError.self) {
+            _ = try await session.download(from: URL(string: "https://api.test/offline")!)
+        }
         do {
             _ = try await session.download(from: URL(string: "https://api.test/offline")!)
         } catch let error as URLError {
@@ -109,9 +123,11 @@ import Testing
 
     @Test func aConfigurationTheAppMadeItselfKeepsItsSettings() async throws {
         let stubs = StubSet()
-        stubs.stub(RequestMatcher(headers: ["X-App": "weather"]), .block { matched in
-            NetworkResponse(status: 200, body: Data((matched.header("Accept-Language") ?? "none").utf8))
-        })
+        stubs.stub(
+            RequestMatcher(headers: ["X-App": "weather"]),
+            .block { matched in
+                NetworkResponse(status: 200, body: Data((matched.header("Accept-Language") ?? "none").utf8))
+            })
         let configuration = URLSessionConfiguration.default
         configuration.timeoutIntervalForRequest = 7
         configuration.httpAdditionalHeaders = ["X-Unrelated": "1"]
@@ -180,7 +196,8 @@ import Testing
     #if canImport(Darwin)
     @Test func asyncBytes() async throws {
         let stubs = try Self.bodyMatchingStubs()
-        let (bytes, _) = try await session(with: stubs).bytes(for: URLRequest(url: URL(string: "https://api.test/file")!))
+        let (bytes, _) = try await session(with: stubs).bytes(
+            for: URLRequest(url: URL(string: "https://api.test/file")!))
         var data = Data()
         for try await byte in bytes { data.append(byte) }
         #expect(data == Data("downloaded body".utf8))

@@ -1,10 +1,12 @@
 import ChaosKit
 import Foundation
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Testing
-@testable import ChaosNetwork
 
 /// URLSession interception. Per-session stub sets keep tests apart; global registration
 /// and global chaos are process-wide, so everything here runs serialized.
@@ -12,15 +14,18 @@ import Testing
     @Test func stubbedResponsesThroughURLSession() async throws {
         let stubs = StubSet()
         stubs.stub(try .get("/users/:id", host: "api.example.com"), name: "user", try .file(resourcePath("user.json")))
-        stubs.stub(try .post("/users"), .block { matched in
-            NetworkResponse(status: 201, headers: ["Location": "/users/8"], body: matched.request.body ?? Data())
-        })
+        stubs.stub(
+            try .post("/users"),
+            .block { matched in
+                NetworkResponse(status: 201, headers: ["Location": "/users/8"], body: matched.request.body ?? Data())
+            })
         let session = session(with: stubs)
         let user = await load(session, "https://api.example.com/users/7")
         #expect(user.status == 200)
         #expect(user.headers["content-type"] == "application/json")
         #expect(user.text.contains("Ada Lovelace"))
-        let created = await load(session, "https://api.example.com/users", method: "POST", body: Data("{\"name\":\"Bo\"}".utf8))
+        let created = await load(
+            session, "https://api.example.com/users", method: "POST", body: Data("{\"name\":\"Bo\"}".utf8))
         #expect(created.status == 201 && created.text == "{\"name\":\"Bo\"}")
         #expect(stubs.stub(named: "user")?.hitCount == 1)
     }
@@ -53,7 +58,8 @@ import Testing
         stubs.stub(try .get("/stubbed"), .string("stub"))
         let session = session(with: stubs)
         #expect(await load(session, server.baseURL.absoluteString + "/stubbed").text == "stub")
-        let real = await load(session, server.baseURL.absoluteString + "/real", method: "PUT", body: Data("payload".utf8))
+        let real = await load(
+            session, server.baseURL.absoluteString + "/real", method: "PUT", body: Data("payload".utf8))
         #expect(real.status == 200 && real.headers["x-served-by"] == "loopback")
         #expect(real.text.contains("\"body\":\"payload\"") && real.text.contains("\"method\":\"PUT\""))
         let missing = await load(session, server.baseURL.absoluteString + "/missing")
@@ -62,10 +68,12 @@ import Testing
     }
 
     @Test func sessionsWithDifferentSetsStayApart() async throws {
-        let a = StubSet(), b = StubSet()
+        let a = StubSet()
+        let b = StubSet()
         a.stub(RequestMatcher(), .string("a"))
         b.stub(RequestMatcher(), .string("b"))
-        let sessionA = session(with: a), sessionB = session(with: b)
+        let sessionA = session(with: a)
+        let sessionB = session(with: b)
         async let first = load(sessionA, "https://x.test/")
         async let second = load(sessionB, "https://x.test/")
         let (resultA, resultB) = await (first, second)
@@ -88,10 +96,11 @@ import Testing
         stubs.stub(RequestMatcher(), .string("fine"))
         let session = session(with: stubs)
         ChaosNetwork.register()
-        let profile = try ChaosProfile.decode(json: """
-        { "seed": 3, "entries": [ { "point": "network.send", "match": { "host": "flaky.test" },
-          "provider": { "item": "status", "parameters": { "code": 503 } } } ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "seed": 3, "entries": [ { "point": "network.send", "match": { "host": "flaky.test" },
+                  "provider": { "item": "status", "parameters": { "code": 503 } } } ] }
+                """)
         let chaos = try profile.apply()
         defer { chaos.revertAll() }
         #expect(await load(session, "https://flaky.test/x").status == 503)

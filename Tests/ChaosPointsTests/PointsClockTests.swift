@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 @testable import ChaosPoints
 
 /// `clock.now`, `clock.timeZone`, `clock.sleep` and their catalogues. Every test scopes its
@@ -39,16 +40,21 @@ import TestHelpers
             #expect(clock.now == date)
             #expect(clock.now == date)
         }
-        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("frozen", settings(["date": .string("2026-03-29T01:00:00Z")])))) {
+        try Chaos.with(
+            ProfileEntry(point: "clock.now", .catalogue("frozen", settings(["date": .string("2026-03-29T01:00:00Z")])))
+        ) {
             #expect(clock.now == date)
         }
         try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("frozen", settings(["date": .number(0)])))) {
             #expect(clock.now == Date(timeIntervalSince1970: 0))
         }
-        let error = scopeError(ProfileEntry(point: "clock.now", .catalogue("frozen", settings(["date": .string("29/03/2026")]))))
+        let error = scopeError(
+            ProfileEntry(point: "clock.now", .catalogue("frozen", settings(["date": .string("29/03/2026")]))))
         #expect(error?.kind == .invalidProvider)
         #expect(error?.message.contains("ISO-8601") == true)
-        #expect(scopeError(ProfileEntry(point: "clock.now", .catalogue("frozen", settings())))?.message.contains("'date'") == true)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.now", .catalogue("frozen", settings())))?.message.contains("'date'")
+                == true)
     }
 
     // MARK: offset
@@ -74,7 +80,9 @@ import TestHelpers
         let before = Date()
         let value = read()
         let after = Date()
-        #expect(value >= offset.applied(to: before) && value <= offset.applied(to: after), "\(value) is not real time + \(offset)")
+        #expect(
+            value >= offset.applied(to: before) && value <= offset.applied(to: after),
+            "\(value) is not real time + \(offset)")
     }
 
     @Test func offset() throws {
@@ -102,7 +110,9 @@ import TestHelpers
         let bad = scopeError(ProfileEntry(point: "clock.now", .catalogue("offset", settings(["by": .string("soon")]))))
         #expect(bad?.kind == .invalidProvider)
         #expect(bad?.subject?.contains("clock.now") == true)
-        #expect(scopeError(ProfileEntry(point: "clock.now", .catalogue("offset", settings(["years": .number(1.5)])))) != nil)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.now", .catalogue("offset", settings(["years": .number(1.5)])))) != nil
+        )
     }
 
     @Test func positionalValuesFillTheMainParameter() throws {
@@ -117,15 +127,16 @@ import TestHelpers
     }
 
     @Test func jsonProfileCarriesBuiltInItems() async throws {
-        let profile = try ChaosProfile.decode(json: """
-            { "seed": 42,
-              "entries": [
-                { "point": "clock.now", "provider": { "item": "edge", "parameters": { "name": "dst-fall" } } },
-                { "point": "clock.timeZone", "provider": { "item": "timezone", "parameters": { "identifier": "Europe/London" } } },
-                { "point": "strings.localized", "provider": { "item": "bounded" }, "match": { "key": "title" } },
-                { "point": "location.current", "provider": { "item": "city", "parameters": { "name": "reykjavik" } } }
-              ] }
-            """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "seed": 42,
+                  "entries": [
+                    { "point": "clock.now", "provider": { "item": "edge", "parameters": { "name": "dst-fall" } } },
+                    { "point": "clock.timeZone", "provider": { "item": "timezone", "parameters": { "identifier": "Europe/London" } } },
+                    { "point": "strings.localized", "provider": { "item": "bounded" }, "match": { "key": "title" } },
+                    { "point": "location.current", "provider": { "item": "city", "parameters": { "name": "reykjavik" } } }
+                  ] }
+                """)
         try await Chaos.with(profile.profileEntries, seed: profile.seed) {
             #expect(clock.now == ClockEdge.dstFall.date)
             #expect(clock.timeZone.identifier == "Europe/London")
@@ -163,7 +174,9 @@ import TestHelpers
             Thread.sleep(forTimeInterval: 0.005)
             #expect(clock.now == first)
         }
-        #expect(scopeError(ProfileEntry(point: "clock.now", .catalogue("speed", settings())))?.message.contains("'factor'") == true)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.now", .catalogue("speed", settings())))?.message.contains("'factor'")
+                == true)
     }
 
     // MARK: random-date
@@ -174,9 +187,13 @@ import TestHelpers
             try Chaos.with(entry, seed: seed) { collect(8) { clock.now } }
         }
         let typed = ProfileEntry(ChaosClock.now, ChaosClock.randomDate(withinDays: 100, of: around))
-        let named = ProfileEntry(point: "clock.now", .catalogue("random-date", settings([
-            "days": .number(100), "around": .string("2026-01-01T00:00:00Z"),
-        ])))
+        let named = ProfileEntry(
+            point: "clock.now",
+            .catalogue(
+                "random-date",
+                settings([
+                    "days": .number(100), "around": .string("2026-01-01T00:00:00Z"),
+                ])))
         for entry in [typed, named] {
             let first = try draws(entry, seed: 42)
             #expect(try draws(entry, seed: 42) == first)
@@ -192,7 +209,9 @@ import TestHelpers
         #expect(wide.allSatisfy { abs($0.timeIntervalSince(centre)) <= 10_000 * 86_400 })
         #expect(wide.contains { abs($0.timeIntervalSince(centre)) > 1_000 * 86_400 })
         #expect(try draws(ProfileEntry(ChaosClock.now, ChaosClock.randomDate()), seed: 1) == wide)
-        #expect(scopeError(ProfileEntry(point: "clock.now", .catalogue("random-date", settings(["days": .number(-1)])))) != nil)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.now", .catalogue("random-date", settings(["days": .number(-1)]))))
+                != nil)
     }
 
     // MARK: backwards
@@ -207,7 +226,9 @@ import TestHelpers
             let reads = collect(4) { clock.now }
             #expect(zip(reads, reads.dropFirst()).allSatisfy { $0.timeIntervalSince($1) == 60 })
         }
-        #expect(scopeError(ProfileEntry(point: "clock.now", .catalogue("backwards", settings(["step": .number(0)])))) != nil)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.now", .catalogue("backwards", settings(["step": .number(0)])))) != nil
+        )
     }
 
     // MARK: edge
@@ -217,10 +238,14 @@ import TestHelpers
         try Chaos.with(ProfileEntry(ChaosClock.now, ChaosClock.edge(edge))) {
             #expect(clock.now == edge.date)
         }
-        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", settings(["name": .string(edge.rawValue)])))) {
+        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", settings(["name": .string(edge.rawValue)]))))
+        {
             #expect(clock.now == edge.date)
         }
-        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", settings(["name": .string(edge.rawValue), "lead": .number(5)])))) {
+        try Chaos.with(
+            ProfileEntry(
+                point: "clock.now", .catalogue("edge", settings(["name": .string(edge.rawValue), "lead": .number(5)])))
+        ) {
             #expect(clock.now == edge.date.addingTimeInterval(-5))
         }
         var utc = Calendar(identifier: .gregorian)
@@ -230,7 +255,8 @@ import TestHelpers
         case .feb29:
             #expect(parts.month == 2 && parts.day == 29)
         case .newYearEve:
-            #expect(parts.month == 12 && parts.day == 31 && parts.hour == 23 && parts.minute == 59 && parts.second == 59)
+            #expect(
+                parts.month == 12 && parts.day == 31 && parts.hour == 23 && parts.minute == 59 && parts.second == 59)
         case .dstSpring, .dstFall, .dstSpringUS, .dstFallUS:
             // A real change: the zone's offset differs one second either side of the instant.
             let zone = try #require(TimeZone(identifier: edge.timeZoneIdentifier))
@@ -249,15 +275,22 @@ import TestHelpers
     }
 
     @Test func runningEdgeStartsBeforeTheEdgeAndMoves() throws {
-        try Chaos.with(ProfileEntry(point: "clock.now", .catalogue("edge", settings([
-            "name": .string("new-year-eve"), "lead": .number(3), "running": .bool(true),
-        ])))) {
+        try Chaos.with(
+            ProfileEntry(
+                point: "clock.now",
+                .catalogue(
+                    "edge",
+                    settings([
+                        "name": .string("new-year-eve"), "lead": .number(3), "running": .bool(true),
+                    ])))
+        ) {
             let first = clock.now
             #expect(first >= ClockEdge.newYearEve.date.addingTimeInterval(-3))
             Thread.sleep(forTimeInterval: 0.01)
             #expect(clock.now > first)
         }
-        let error = scopeError(ProfileEntry(point: "clock.now", .catalogue("edge", settings(["name": .string("doomsday")]))))
+        let error = scopeError(
+            ProfileEntry(point: "clock.now", .catalogue("edge", settings(["name": .string("doomsday")]))))
         #expect(error?.message.contains("dst-spring") == true)
     }
 
@@ -269,10 +302,17 @@ import TestHelpers
             #expect(clock.timeZone.identifier == "Asia/Kathmandu")
             #expect(clock.timeZone.secondsFromGMT(for: iso("2026-01-01T00:00:00Z")) == 20_700)
         }
-        try Chaos.with(ProfileEntry(point: "clock.timeZone", .catalogue("timezone", settings(["identifier": .string("Pacific/Kiritimati")])))) {
+        try Chaos.with(
+            ProfileEntry(
+                point: "clock.timeZone", .catalogue("timezone", settings(["identifier": .string("Pacific/Kiritimati")]))
+            )
+        ) {
             #expect(clock.timeZone.secondsFromGMT(for: iso("2026-01-01T00:00:00Z")) == 14 * 3_600)
         }
-        let error = scopeError(ProfileEntry(point: "clock.timeZone", .catalogue("timezone", settings(["identifier": .string("Mars/Olympus_Mons")]))))
+        let error = scopeError(
+            ProfileEntry(
+                point: "clock.timeZone", .catalogue("timezone", settings(["identifier": .string("Mars/Olympus_Mons")])))
+        )
         #expect(error?.message.contains("Mars/Olympus_Mons") == true)
 
         func zones(_ entry: ProfileEntry, seed: UInt64) throws -> [String] {
@@ -307,7 +347,9 @@ import TestHelpers
         try await Chaos.with(ProfileEntry(point: "clock.sleep", .catalogue("skip", settings()))) {
             try await clock.sleep(for: .seconds(3_600))
         }
-        try await Chaos.with(ProfileEntry(point: "clock.sleep", .catalogue("stretch", settings(["factor": .number(0)])))) {
+        try await Chaos.with(
+            ProfileEntry(point: "clock.sleep", .catalogue("stretch", settings(["factor": .number(0)])))
+        ) {
             try await clock.sleep(for: .seconds(3_600))
         }
     }
@@ -335,7 +377,9 @@ import TestHelpers
             }
             #expect(ContinuousClock.now - start >= .milliseconds(100))
         }
-        #expect(scopeError(ProfileEntry(point: "clock.sleep", .catalogue("stretch", settings(["factor": .number(-1)])))) != nil)
+        #expect(
+            scopeError(ProfileEntry(point: "clock.sleep", .catalogue("stretch", settings(["factor": .number(-1)]))))
+                != nil)
     }
 
     @Test func failingSleeps() async throws {
@@ -351,7 +395,9 @@ import TestHelpers
             }
         }
         await #expect(throws: CancellationError.self) {
-            try await Chaos.with(ProfileEntry(point: "clock.sleep", .catalogue("fail", settings(["cancellation": .bool(true)])))) {
+            try await Chaos.with(
+                ProfileEntry(point: "clock.sleep", .catalogue("fail", settings(["cancellation": .bool(true)])))
+            ) {
                 try await clock.sleep(for: .seconds(3_600))
             }
         }
@@ -368,7 +414,10 @@ import TestHelpers
         #expect(ISO8601Date.parse("2026-03-29 01:00") == iso("2026-03-29T01:00:00Z"))
         #expect(ISO8601Date.parse("1970-01-01") == Date(timeIntervalSince1970: 0))
         #expect(ISO8601Date.parse("1969-12-31T23:59:59Z") == Date(timeIntervalSince1970: -1))
-        for bad in ["", "2026", "2025-02-29", "2026-02-30T00:00:00Z", "2026-13-01", "2026-03-29T25:00:00Z", "2026-03-29T01:00:00Q", "yesterday"] {
+        for bad in [
+            "", "2026", "2025-02-29", "2026-02-30T00:00:00Z", "2026-13-01", "2026-03-29T25:00:00Z",
+            "2026-03-29T01:00:00Q", "yesterday",
+        ] {
             #expect(ISO8601Date.parse(bad) == nil, "'\(bad)' should not parse")
         }
         for edge in ClockEdge.allCases {

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 @testable import ChaosPoints
 
 /// The GPX 1.0/1.1 parser, on files written the way real tools write them.
@@ -74,7 +75,7 @@ import TestHelpers
         // Without times the playback spaces the points by distance.
         let playback = RoutePlayback(points: route.points, metersPerSecond: 1.4)
         #expect(zip(playback.offsets, playback.offsets.dropFirst()).allSatisfy { $0 < $1 })
-        #expect(playback.duration > 1_000 && playback.duration < 2_000) // the Royal Mile is about 1.8 km
+        #expect(playback.duration > 1_000 && playback.duration < 2_000)  // the Royal Mile is about 1.8 km
     }
 
     @Test func malformedFileReportsItsLine() throws {
@@ -98,7 +99,8 @@ import TestHelpers
     }
 
     @Test func invalidContentReportsItsLine() {
-        let badLatitude = parseError("""
+        let badLatitude = parseError(
+            """
             <?xml version="1.0"?>
             <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">
               <wpt lat="51.5" lon="-0.12"/>
@@ -108,10 +110,8 @@ import TestHelpers
         #expect(badLatitude?.line == 4)
         #expect(badLatitude?.message.contains("lat=\"95.0\"") == true)
 
-
         let missingLongitude = parseError("<gpx version=\"1.1\">\n<wpt lat=\"1\"/>\n</gpx>")
         #expect(missingLongitude?.line == 2)
-
 
         let notGPX = parseError("<?xml version=\"1.0\"?>\n<kml xmlns=\"http://www.opengis.net/kml/2.2\"/>")
         #expect(notGPX?.message.contains("<kml>") == true)
@@ -121,15 +121,17 @@ import TestHelpers
     }
 
     @Test func timesWithAndWithoutFractionsAndZones() throws {
-        let gpx = try GPXDocument.parse(Data("""
-            <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">
-              <wpt lat="1" lon="2"><time>2024-05-04T07:12:03Z</time></wpt>
-              <wpt lat="1" lon="2"><time>2024-05-04T07:12:03.125Z</time></wpt>
-              <wpt lat="1" lon="2"><time>2024-05-04T09:12:03+02:00</time></wpt>
-              <wpt lat="1" lon="2"><time>2024-05-04T07:12:03</time></wpt>
-              <wpt lat="1" lon="2"><name><![CDATA[Café & Bar]]></name></wpt>
-            </gpx>
-            """.utf8))
+        let gpx = try GPXDocument.parse(
+            Data(
+                """
+                <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">
+                  <wpt lat="1" lon="2"><time>2024-05-04T07:12:03Z</time></wpt>
+                  <wpt lat="1" lon="2"><time>2024-05-04T07:12:03.125Z</time></wpt>
+                  <wpt lat="1" lon="2"><time>2024-05-04T09:12:03+02:00</time></wpt>
+                  <wpt lat="1" lon="2"><time>2024-05-04T07:12:03</time></wpt>
+                  <wpt lat="1" lon="2"><name><![CDATA[Café & Bar]]></name></wpt>
+                </gpx>
+                """.utf8))
         let base = iso("2024-05-04T07:12:03Z")
         #expect(gpx.waypoints.map(\.time) == [base, base.addingTimeInterval(0.125), base, base, nil])
         #expect(gpx.waypoints.last?.name == "Café & Bar")
@@ -181,7 +183,8 @@ import TestHelpers
 
     @Test func aPointStillNeedsAUsableLatitudeAndLongitude() {
         for (attributes, fragment) in [
-            ("lat=\"NaN\" lon=\"2\"", "lat=\"NaN\""), ("lat=\"\" lon=\"2\"", "lat=\"\""), ("lat=\"1\" lon=\"181\"", "lon=\"181\""),
+            ("lat=\"NaN\" lon=\"2\"", "lat=\"NaN\""), ("lat=\"\" lon=\"2\"", "lat=\"\""),
+            ("lat=\"1\" lon=\"181\"", "lon=\"181\""),
             ("lon=\"2\"", "needs both"), ("lat=\"-90.5\" lon=\"0\"", "lat=\"-90.5\""),
         ] {
             let error = parseError("<gpx version=\"1.1\">\n<wpt lat=\"1\" lon=\"2\"/>\n\n<wpt \(attributes)/>\n</gpx>")

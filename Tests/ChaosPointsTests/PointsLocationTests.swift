@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 @testable import ChaosPoints
 
 /// `location.current`, `location.updates` and their catalogue. All chaos is scoped.
@@ -42,13 +43,16 @@ import TestHelpers
     }
 
     @Test func locationIsCodable() throws {
-        let fix = Location(latitude: 1.5, longitude: -2.25, altitude: 3, horizontalAccuracy: 4, verticalAccuracy: 5, course: 6, speed: 7, timestamp: iso("2026-01-01T00:00:00Z"))
+        let fix = Location(
+            latitude: 1.5, longitude: -2.25, altitude: 3, horizontalAccuracy: 4, verticalAccuracy: 5, course: 6,
+            speed: 7, timestamp: iso("2026-01-01T00:00:00Z"))
         #expect(try JSONDecoder().decode(Location.self, from: JSONEncoder().encode(fix)) == fix)
     }
 
     @Test func geometry() {
-        let london = City.named("london")!.location(at: Date()), paris = City.named("Paris")!.location(at: Date())
-        #expect(abs(london.distance(to: paris) - 343_500) < 2_000) // about 344 km
+        let london = City.named("london")!.location(at: Date())
+        let paris = City.named("Paris")!.location(at: Date())
+        #expect(abs(london.distance(to: paris) - 343_500) < 2_000)  // about 344 km
         let moved = london.moved(distance: 10_000, bearing: 90)
         #expect(abs(london.distance(to: moved) - 10_000) < 1)
         #expect(abs(london.bearing(to: moved) - 90) < 0.1)
@@ -61,9 +65,14 @@ import TestHelpers
 
     @Test func city() async throws {
         let tokyo = try #require(City.named("tokyo"))
-        for entry in [typed(.city(tokyo)), named("city", ["name": .string("tokyo")]), ProfileEntry(point: "location.current", .catalogue("city", positional(.string("tokyo"))))] {
+        for entry in [
+            typed(.city(tokyo)), named("city", ["name": .string("tokyo")]),
+            ProfileEntry(point: "location.current", .catalogue("city", positional(.string("tokyo")))),
+        ] {
             for fix in try await fixes(entry, count: 2) {
-                #expect(fix.latitude == tokyo.latitude && fix.longitude == tokyo.longitude && fix.altitude == tokyo.altitude)
+                #expect(
+                    fix.latitude == tokyo.latitude && fix.longitude == tokyo.longitude && fix.altitude == tokyo.altitude
+                )
             }
         }
         let error = scopeError(named("city", ["name": .string("Atlantis")]))
@@ -92,9 +101,11 @@ import TestHelpers
     @Test func randomRegionStaysInsideAndIsUniformByArea() async throws {
         let centre = City.named("london")!.location(at: Date())
         let typedEntry = typed(.randomRegion(latitude: centre.latitude, longitude: centre.longitude, radiusKm: 50))
-        let namedEntry = named("random-region", [
-            "latitude": .number(centre.latitude), "longitude": .number(centre.longitude), "radiusKm": .number(50),
-        ])
+        let namedEntry = named(
+            "random-region",
+            [
+                "latitude": .number(centre.latitude), "longitude": .number(centre.longitude), "radiusKm": .number(50),
+            ])
         for entry in [typedEntry, namedEntry] {
             let first = try await fixes(entry, seed: 11, count: 200)
             #expect(first.allSatisfy { $0.distance(to: centre) <= 50_000 + 1 })
@@ -105,15 +116,23 @@ import TestHelpers
         let many = try await fixes(typedEntry, seed: 5, count: 4_000)
         let inner = Double(many.filter { $0.distance(to: centre) < 25_000 }.count) / Double(many.count)
         #expect(abs(inner - 0.25) < 0.03, "fraction within half the radius: \(inner)")
-        #expect(scopeError(named("random-region", ["latitude": .number(0), "longitude": .number(0), "radiusKm": .number(0)])) != nil)
-        #expect(scopeError(named("random-region", ["latitude": .number(91), "longitude": .number(0), "radiusKm": .number(5)])) != nil)
+        #expect(
+            scopeError(
+                named("random-region", ["latitude": .number(0), "longitude": .number(0), "radiusKm": .number(0)]))
+                != nil)
+        #expect(
+            scopeError(
+                named("random-region", ["latitude": .number(91), "longitude": .number(0), "radiusKm": .number(5)]))
+                != nil)
         #expect(scopeError(named("random-region", ["latitude": .number(0)]))?.message.contains("'longitude'") == true)
     }
 
     // MARK: teleport
 
     @Test func teleportJumpsFar() async throws {
-        for entry in [typed(.teleport(minimumKm: 5_000)), named("teleport"), named("teleport", ["minimumKm": .number(5_000)])] {
+        for entry in [
+            typed(.teleport(minimumKm: 5_000)), named("teleport"), named("teleport", ["minimumKm": .number(5_000)]),
+        ] {
             let jumps = try await fixes(entry, seed: 21, count: 12)
             for (a, b) in zip(jumps, jumps.dropFirst()) {
                 #expect(a.distance(to: b) >= 5_000_000, "\(a) → \(b)")
@@ -122,7 +141,10 @@ import TestHelpers
             #expect(coordinates(try await fixes(entry, seed: 22, count: 12)) != coordinates(jumps))
         }
         let cities = ["london", "tokyo", "sydney"].map { City.named($0)!.location(at: Date()) }
-        for entry in [typed(.teleport(between: cities)), named("teleport", ["cities": .array([.string("london"), .string("tokyo"), .string("sydney")])])] {
+        for entry in [
+            typed(.teleport(between: cities)),
+            named("teleport", ["cities": .array([.string("london"), .string("tokyo"), .string("sydney")])]),
+        ] {
             let jumps = try await fixes(entry, count: 4)
             #expect(coordinates(jumps) == coordinates(cities + [cities[0]]))
         }
@@ -148,7 +170,9 @@ import TestHelpers
 
     @Test(arguments: LocationError.allCases)
     func failures(_ failure: LocationError) async throws {
-        for entry in [typed(.failing(failure)), ProfileEntry(ChaosLocation.current, .throwing(failure)), named("\(failure)")] {
+        for entry in [
+            typed(.failing(failure)), ProfileEntry(ChaosLocation.current, .throwing(failure)), named("\(failure)"),
+        ] {
             await #expect(throws: failure) {
                 try await Chaos.with(entry) { try await provider.currentLocation() }
             }
@@ -170,11 +194,11 @@ import TestHelpers
         try await Chaos.with(typed(scenario)) {
             let start = try await provider.currentLocation()
             #expect(start.latitude == points[0].latitude && start.longitude == points[0].longitude)
-            clock.advance(by: 2.1) // 21 s of the route: between the 2nd and 3rd points (14 s apart)
+            clock.advance(by: 2.1)  // 21 s of the route: between the 2nd and 3rd points (14 s apart)
             let moving = try await provider.currentLocation()
             #expect(moving.latitude < points[1].latitude && moving.latitude > points[2].latitude)
             #expect(abs(moving.course - points[1].location.bearing(to: points[2].location)) < 0.01)
-            #expect(moving.speed > 10 * 10) // a city drive at 10× speed
+            #expect(moving.speed > 10 * 10)  // a city drive at 10× speed
             clock.advance(by: 3_600)
             let end = try await provider.currentLocation()
             #expect(end.latitude == points[7].latitude && end.longitude == points[7].longitude && end.speed == 0)
@@ -185,13 +209,19 @@ import TestHelpers
         let path = pointsResource("thames-run-garmin-1.1.gpx").path
         let first = try GPXDocument.load(contentsOf: pointsResource("thames-run-garmin-1.1.gpx")).playbackPoints[0]
         // Speed 0: the playback stays at the start, whatever the real clock does.
-        for entry in [named("gpx", ["path": .string(path), "speed": .number(0)]), ProfileEntry(point: "location.current", .catalogue("gpx", settings(["path": .string(path), "speed": .number(0)])))] {
+        for entry in [
+            named("gpx", ["path": .string(path), "speed": .number(0)]),
+            ProfileEntry(
+                point: "location.current", .catalogue("gpx", settings(["path": .string(path), "speed": .number(0)]))),
+        ] {
             let fix = try await fixes(entry, count: 1)[0]
             #expect(fix.latitude == first.latitude && fix.longitude == first.longitude && fix.altitude == 8.4)
         }
         // A huge speed factor: the run is over at once.
         let last = try GPXDocument.load(contentsOf: pointsResource("royal-mile-route.gpx")).playbackPoints.last!
-        try await Chaos.with(named("gpx", ["path": .string(pointsResource("royal-mile-route.gpx").path), "speed": .number(1e6)])) {
+        try await Chaos.with(
+            named("gpx", ["path": .string(pointsResource("royal-mile-route.gpx").path), "speed": .number(1e6)])
+        ) {
             try await Task.sleep(for: .milliseconds(5))
             let fix = try await provider.currentLocation()
             #expect(fix.latitude == last.latitude && fix.longitude == last.longitude)
@@ -247,13 +277,15 @@ import TestHelpers
         let frozen = iso("2031-07-04T12:00:00Z")
         let clock = ProfileEntry(ChaosClock.now, ChaosClock.frozen(at: frozen))
         let gpx = pointsResource("thames-run-garmin-1.1.gpx").path
-        for location in [typed(.city(City.named("cairo")!)), typed(.randomGlobe), named("gpx", ["path": .string(gpx)])] {
+        for location in [typed(.city(City.named("cairo")!)), typed(.randomGlobe), named("gpx", ["path": .string(gpx)])]
+        {
             let fix = try await Chaos.with([clock, location]) { try await provider.currentLocation() }
             #expect(fix.timestamp == frozen)
         }
         // The base provider's fixes too, and a stream's.
         #expect(try await Chaos.with(clock) { try await provider.currentLocation() }.timestamp == frozen)
-        let updates = ProfileEntry(ChaosLocation.updates, LocationScenario.city(City.named("cairo")!).updates(every: .milliseconds(1)))
+        let updates = ProfileEntry(
+            ChaosLocation.updates, LocationScenario.city(City.named("cairo")!).updates(every: .milliseconds(1)))
         let streamed = try await Chaos.with([clock, updates]) {
             var stamps: [Date] = []
             for try await fix in provider.updates() {
@@ -271,7 +303,9 @@ import TestHelpers
         let cairo = City.named("cairo")!
         for entry in [
             ProfileEntry(ChaosLocation.updates, LocationScenario.city(cairo).updates(every: .milliseconds(1))),
-            ProfileEntry(point: "location.updates", .catalogue("city", settings(["name": .string("cairo"), "interval": .number(0.001)]))),
+            ProfileEntry(
+                point: "location.updates",
+                .catalogue("city", settings(["name": .string("cairo"), "interval": .number(0.001)]))),
         ] {
             let seen = try await Chaos.with(entry) {
                 var seen: [Location] = []
@@ -282,7 +316,10 @@ import TestHelpers
             #expect(seen.allSatisfy { $0.latitude == cairo.latitude && $0.longitude == cairo.longitude })
         }
         func globe(seed: UInt64) async throws -> [[Double]] {
-            try await Chaos.with(ProfileEntry(point: "location.updates", .catalogue("random-globe", settings(["interval": .number(0)]))), seed: seed) {
+            try await Chaos.with(
+                ProfileEntry(point: "location.updates", .catalogue("random-globe", settings(["interval": .number(0)]))),
+                seed: seed
+            ) {
                 var seen: [Location] = []
                 for try await fix in provider.updates().prefix(5) { seen.append(fix) }
                 return coordinates(seen)

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 @testable import ChaosPoints
 
 /// `strings.localized`, its catalogue, and the pure transformations behind it.
@@ -17,19 +18,25 @@ import TestHelpers
     init() { Chaos.registerBuiltInPoints() }
 
     /// Each format with arguments that fit it and the renderings of those arguments.
-    static var formats: [(format: String, arguments: [any CVarArg], renderings: [String])] { [
-        ("Hello %@, you have %d new messages", ["Ana", 3], ["Ana", "3"]),
-        ("Total: %.2f (%lld items, 100%% safe)", [3.14159, Int64(12)], ["3.14", "12"]),
-        ("%2$@ shared “%1$@” with you", ["photo.jpg", "Bea"], ["Bea", "photo.jpg"]),
-        ("%-6d|%05.1f|%x|%ld", [42, 2.5, 255, 7], ["42", "002.5", "ff", "7"]),
-        ("Settings", [], []),
-    ] }
+    static var formats: [(format: String, arguments: [any CVarArg], renderings: [String])] {
+        [
+            ("Hello %@, you have %d new messages", ["Ana", 3], ["Ana", "3"]),
+            ("Total: %.2f (%lld items, 100%% safe)", [3.14159, Int64(12)], ["3.14", "12"]),
+            ("%2$@ shared “%1$@” with you", ["photo.jpg", "Bea"], ["Bea", "photo.jpg"]),
+            ("%-6d|%05.1f|%x|%ld", [42, 2.5, 255, 7], ["42", "002.5", "ff", "7"]),
+            ("Settings", [], []),
+        ]
+    }
 
     // MARK: Format specifiers
 
     @Test func formatSpecifierScanner() {
-        #expect(StringChaos.formatSpecifiers(in: "%1$@ %2$d %.2f %% %lld %-5s %5.1f %x %ld %@ %hhu %*d %.*f %zu %'d")
-            == ["%1$@", "%2$d", "%.2f", "%%", "%lld", "%-5s", "%5.1f", "%x", "%ld", "%@", "%hhu", "%*d", "%.*f", "%zu", "%'d"])
+        #expect(
+            StringChaos.formatSpecifiers(in: "%1$@ %2$d %.2f %% %lld %-5s %5.1f %x %ld %@ %hhu %*d %.*f %zu %'d")
+                == [
+                    "%1$@", "%2$d", "%.2f", "%%", "%lld", "%-5s", "%5.1f", "%x", "%ld", "%@", "%hhu", "%*d", "%.*f",
+                    "%zu", "%'d",
+                ])
         // "% o" is a real specifier (space flag, octal).
         #expect(StringChaos.formatSpecifiers(in: "50% off at 50%").isEmpty == false)
         #expect(StringChaos.formatSpecifiers(in: "100%").isEmpty)
@@ -48,12 +55,13 @@ import TestHelpers
                 #expect(after == before, "\(transformation.name) changed the specifiers of '\(format)': \(after)")
                 let formatted = String(format: transformed, arguments: arguments)
                 for rendering in renderings {
-                    #expect(formatted.contains(rendering), "\(transformation.name): '\(formatted)' lacks '\(rendering)'")
+                    #expect(
+                        formatted.contains(rendering), "\(transformation.name): '\(formatted)' lacks '\(rendering)'")
                 }
                 #expect(!formatted.contains("%@") && !formatted.contains("%d"))
             } else if transformation == .empty || transformation == .keyInsteadOfValue {
                 #expect(after.isEmpty)
-                _ = String(format: transformed, arguments: arguments) // safe: no specifiers left
+                _ = String(format: transformed, arguments: arguments)  // safe: no specifiers left
             } else if transformation == .dropFormatSpecifiers {
                 #expect(after == before.filter { $0 == "%%" })
             } else {
@@ -87,7 +95,7 @@ import TestHelpers
 
         let marked = StringChaos.combiningMarks("ab %@", count: 3)
         #expect(marked.unicodeScalars.count == "ab %@".unicodeScalars.count + 6)
-        #expect(marked.count == 5) // marks join their letters: still five characters
+        #expect(marked.count == 5)  // marks join their letters: still five characters
         #expect(marked.hasSuffix(" %@"))
 
         let emoji = StringChaos.emojiZWJ("Hello world")
@@ -112,7 +120,9 @@ import TestHelpers
         #expect(strings.string(forKey: "missing", value: "Fallback", table: nil) == "Fallback")
         let live = LiveLocalizedStrings(bundle: .module)
         #expect(live.string(forKey: "no.such.key", value: "Default", table: nil) == "Default")
-        #expect(ChaosLocalizedStrings(base: live).string(forKey: "no.such.key", value: "Default", table: "Other") == "Default")
+        #expect(
+            ChaosLocalizedStrings(base: live).string(forKey: "no.such.key", value: "Default", table: "Other")
+                == "Default")
     }
 
     @Test(arguments: StringTransformation.allDefaults)
@@ -139,29 +149,46 @@ import TestHelpers
         for (name, values, expected) in cases {
             #expect(try StringTransformation(name: name, parameters: settings(values)) == expected)
             try Chaos.with(ProfileEntry(point: "strings.localized", .catalogue(name, settings(values)))) {
-                #expect(strings.string(forKey: "settings.title") == expected.apply(to: "Settings", key: "settings.title"))
+                #expect(
+                    strings.string(forKey: "settings.title") == expected.apply(to: "Settings", key: "settings.title"))
             }
         }
-        let badMode = scopeError(ProfileEntry(point: "strings.localized", .catalogue("right-to-left", settings(["mode": .string("sideways")]))))
+        let badMode = scopeError(
+            ProfileEntry(
+                point: "strings.localized", .catalogue("right-to-left", settings(["mode": .string("sideways")]))))
         #expect(badMode?.kind == .invalidProvider)
         #expect(badMode?.message.contains("override, embed, isolate") == true)
-        #expect(scopeError(ProfileEntry(point: "strings.localized", .catalogue("very-long", settings(["length": .number(-1)])))) != nil)
-        #expect(scopeError(ProfileEntry(point: "strings.localized", .catalogue("combining-marks", settings(["count": .number(0)])))) != nil)
+        #expect(
+            scopeError(
+                ProfileEntry(point: "strings.localized", .catalogue("very-long", settings(["length": .number(-1)]))))
+                != nil)
+        #expect(
+            scopeError(
+                ProfileEntry(point: "strings.localized", .catalogue("combining-marks", settings(["count": .number(0)])))
+            ) != nil)
         let unknown = scopeError(ProfileEntry(point: "strings.localized", .catalogue("klingon", settings())))
         #expect(unknown?.message.contains("double-length") == true)
     }
 
     @Test func chaosForSomeKeysOnly() throws {
-        let typed = ProfileEntry(ChaosStrings.localized, .composite([
-            .when({ $0.key == "settings.title" }, ChaosStrings.transformed(.bounded)),
-        ]))
-        let named = ProfileEntry(point: "strings.localized", .matching(settings(["keyPrefix": .string("settings.")]), .catalogue("bounded", settings())))
+        let typed = ProfileEntry(
+            ChaosStrings.localized,
+            .composite([
+                .when({ $0.key == "settings.title" }, ChaosStrings.transformed(.bounded))
+            ]))
+        let named = ProfileEntry(
+            point: "strings.localized",
+            .matching(settings(["keyPrefix": .string("settings.")]), .catalogue("bounded", settings())))
         for entry in [typed, named] {
             try Chaos.with(entry) {
                 #expect(strings.string(forKey: "settings.title") == "[# Settings #]")
                 #expect(strings.string(forKey: "inbox.summary") == Self.table["inbox.summary"])
             }
         }
-        #expect(scopeError(ProfileEntry(point: "strings.localized", .matching(settings(["locale": .string("fr")]), .catalogue("empty", settings())))) != nil)
+        #expect(
+            scopeError(
+                ProfileEntry(
+                    point: "strings.localized",
+                    .matching(settings(["locale": .string("fr")]), .catalogue("empty", settings())))) != nil)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 @testable import ChaosPoints
 
 /// The URL of a file in the checked-in test resources (Tests/ChaosKitTests/Points/Resources).

@@ -1,5 +1,6 @@
 import CChaosFaults
 import Foundation
+import Synchronization
 import TestHelpers
 import Testing
 
@@ -30,7 +31,9 @@ import Glibc
 
     static func error(_ text: String) -> ParseError? {
         switch parse(text) {
-        case .success(let plan): chaos_plan_free(plan); return nil
+        case .success(let plan):
+            chaos_plan_free(plan)
+            return nil
         case .failure(let error): return error
         }
     }
@@ -52,36 +55,36 @@ import Glibc
     // MARK: Parser
 
     static let sample = """
-    chaos-plan 1
-    seed 42
-    # a comment line
-    entry files label="db \\"main\\""
-    node 0 composite otherwise=4
-    case 1 path=/srv/db ops=write,sync
-    case 2 path=/srv/**/*.log
-    node 1 probability p=0.25 child=3 salt=9
-    node 2 short max=16
-    node 3 fail errno=ENOSPC
-    node 4 pass
-    entry connect family=inet
-    node 0 composite
-    case 1 host=10.0.0.0/8 port=443
-    node 1 delay by=1.5s child=2
-    node 2 fail errno=ETIMEDOUT
-    entry clock monotonic=yes stat=no
-    node 0 sequential children=1*3,2
-    node 1 original
-    node 2 speed factor=2.5 anchor=1700000000s
-    entry getenv
-    node 0 composite
-    case 1 name=HOME
-    case 2 name=USER
-    node 1 set value="/tmp/\\x01home"
-    node 2 ask id=4294967295
-    entry dns
-    node 0 times n=2 child=1
-    node 1 fail ret=EAI_AGAIN
-    """
+        chaos-plan 1
+        seed 42
+        # a comment line
+        entry files label="db \\"main\\""
+        node 0 composite otherwise=4
+        case 1 path=/srv/db ops=write,sync
+        case 2 path=/srv/**/*.log
+        node 1 probability p=0.25 child=3 salt=9
+        node 2 short max=16
+        node 3 fail errno=ENOSPC
+        node 4 pass
+        entry connect family=inet
+        node 0 composite
+        case 1 host=10.0.0.0/8 port=443
+        node 1 delay by=1.5s child=2
+        node 2 fail errno=ETIMEDOUT
+        entry clock monotonic=yes stat=no
+        node 0 sequential children=1*3,2
+        node 1 original
+        node 2 speed factor=2.5 anchor=1700000000s
+        entry getenv
+        node 0 composite
+        case 1 name=HOME
+        case 2 name=USER
+        node 1 set value="/tmp/\\x01home"
+        node 2 ask id=4294967295
+        entry dns
+        node 0 times n=2 child=1
+        node 1 fail ret=EAI_AGAIN
+        """
 
     @Test func aPlanRoundTripsThroughItsCanonicalText() throws {
         let plan = try Self.parse(Self.sample).get()
@@ -98,47 +101,87 @@ import Glibc
         #expect(Self.format(again) == text)
     }
 
-    @Test(arguments: [
-        ("chaos-plan 2\n", 1, 12, "plan version 1"),
-        ("entry files\n", 1, 1, "first line must be"),
-        ("chaos-plan 1\nentry clokc\n", 2, 7, "did you mean 'clock'"),
-        ("chaos-plan 1\nentry files\nnode 0 fial errno=EIO\n", 3, 8, "did you mean 'fail'"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 paht=/a\nnode 1 fail errno=EIO\n", 4, 8, "did you mean 'path'"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=read\nnode 1 fail errno=ENOSPC\n", 5, 19, "ENOSPC is not an errno the read calls"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=open\nnode 1 fail errno=EACCES\n", 0, 0, ""),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=write\nnode 1 fail errno=EACCES\n", 5, 19, "EACCES is not an errno the write calls"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a/../b\nnode 1 fail errno=EIO\n", 4, 13, "'..' in the pattern"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=a/b\nnode 1 fail errno=EIO\n", 4, 13, "must be absolute"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a/x**\nnode 1 fail errno=EIO\n", 4, 13, "'**' must be a whole component"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 ops=open\nnode 1 short\n", 5, 8, "short transfer needs read or write"),
-        ("chaos-plan 1\nentry files\nnode 0 times n=2 child=0\n", 3, 24, "must come after node 0"),
-        ("chaos-plan 1\nentry files\nnode 0 times n=2 child=5\n", 3, 24, "does not exist"),
-        ("chaos-plan 1\nentry files\nnode 0 original\nnode 1 pass\n", 4, 0, "not the child of any node"),
-        ("chaos-plan 1\nentry files\nnode 1 original\n", 3, 6, "node 1 where node 0 comes next"),
-        ("chaos-plan 1\nentry clock\nnode 0 fail errno=EIO\n", 3, 8, "cannot run on a clock entry"),
-        ("chaos-plan 1\nentry clock\nnode 0 delay by=1s child=1\nnode 1 original\n", 3, 8, "cannot run on a clock entry"),
-        ("chaos-plan 1\nentry clock\nnode 0 offset by=30y\n", 3, 18, "not a duration"),
-        ("chaos-plan 1\nentry clock\nnode 0 speed factor=-1\n", 3, 21, "factor is a number"),
-        ("chaos-plan 1\nentry getenv\nnode 0 set value=x\n", 3, 8, "name=<VARIABLE>"),
-        ("chaos-plan 1\nentry dns\nnode 0 fail errno=EIO\n", 3, 19, "ret=<EAI code>"),
-        ("chaos-plan 1\nentry connect\nnode 0 composite\ncase 1 host=example.com\nnode 1 fail errno=ECONNREFUSED\n", 4, 13, "not an address"),
-        ("chaos-plan 1\nentry connect\nnode 0 fail errno=ENOSPC\n", 3, 19, "ENOSPC is not an errno connect can return"),
-        ("chaos-plan 1\nentry files\nnode 0 probability p=1.5 child=1\nnode 1 fail errno=EIO\n", 3, 22, "p is a probability"),
-        ("chaos-plan 1\nentry files\nnode 0 delay by=-1s child=1\nnode 1 original\n", 3, 17, "by is a duration from 0"),
-        ("chaos-plan 1\nentry files label=\"open\n", 2, 19, "unterminated"),
-        ("chaos-plan 1\nseed 1\nseed 2\n", 3, 1, "second seed"),
-        ("chaos-plan 1\nentry files\n", 2, 0, "has no nodes"),
-        ("chaos-plan 1\nnode 0 original\n", 2, 1, "before any entry"),
-        ("chaos-plan 1\nentry files\nnode 0 composite\n", 3, 8, "has no case"),
-        ("chaos-plan 1\nentry files\nnode 0 fail errno=EIO errno=EIO\n", 3, 23, "given twice"),
-        ("chaos-plan 1\nentry files\nnode 0 ask\n", 3, 0, "needs id="),
-        ("chaos-plan 1\nentry files\nnode 0 ask id=4294967296\n", 3, 15, "id is the number"),
-        ("chaos-plan 1\nentry files\nnode 0 ask id=-1\n", 3, 15, "id is the number"),
-        ("chaos-plan 1\nentry files\nnode 0 ask id=1 child=2\n", 3, 17, "unknown key"),
-        ("chaos-plan 1\nentry clock\nnode 0 ask id=1\n", 0, 0, ""),
-        ("chaos-plan 1\nentry getenv\nnode 0 ask id=1\n", 0, 0, ""),
-        ("chaos-plan 1\nentry dns\nnode 0 delay by=1ms child=1\nnode 1 ask id=2\n", 0, 0, ""),
-    ] as [(String, Int, Int, String)])
+    @Test(
+        arguments: [
+            ("chaos-plan 2\n", 1, 12, "plan version 1"),
+            ("entry files\n", 1, 1, "first line must be"),
+            ("chaos-plan 1\nentry clokc\n", 2, 7, "did you mean 'clock'"),
+            ("chaos-plan 1\nentry files\nnode 0 fial errno=EIO\n", 3, 8, "did you mean 'fail'"),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 paht=/a\nnode 1 fail errno=EIO\n", 4, 8,
+                "did you mean 'path'"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=read\nnode 1 fail errno=ENOSPC\n", 5,
+                19, "ENOSPC is not an errno the read calls"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=open\nnode 1 fail errno=EACCES\n", 0,
+                0, ""
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a ops=write\nnode 1 fail errno=EACCES\n", 5,
+                19, "EACCES is not an errno the write calls"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a/../b\nnode 1 fail errno=EIO\n", 4, 13,
+                "'..' in the pattern"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=a/b\nnode 1 fail errno=EIO\n", 4, 13,
+                "must be absolute"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/a/x**\nnode 1 fail errno=EIO\n", 4, 13,
+                "'**' must be a whole component"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 ops=open\nnode 1 short\n", 5, 8,
+                "short transfer needs read or write"
+            ),
+            ("chaos-plan 1\nentry files\nnode 0 times n=2 child=0\n", 3, 24, "must come after node 0"),
+            ("chaos-plan 1\nentry files\nnode 0 times n=2 child=5\n", 3, 24, "does not exist"),
+            ("chaos-plan 1\nentry files\nnode 0 original\nnode 1 pass\n", 4, 0, "not the child of any node"),
+            ("chaos-plan 1\nentry files\nnode 1 original\n", 3, 6, "node 1 where node 0 comes next"),
+            ("chaos-plan 1\nentry clock\nnode 0 fail errno=EIO\n", 3, 8, "cannot run on a clock entry"),
+            (
+                "chaos-plan 1\nentry clock\nnode 0 delay by=1s child=1\nnode 1 original\n", 3, 8,
+                "cannot run on a clock entry"
+            ),
+            ("chaos-plan 1\nentry clock\nnode 0 offset by=30y\n", 3, 18, "not a duration"),
+            ("chaos-plan 1\nentry clock\nnode 0 speed factor=-1\n", 3, 21, "factor is a number"),
+            ("chaos-plan 1\nentry getenv\nnode 0 set value=x\n", 3, 8, "name=<VARIABLE>"),
+            ("chaos-plan 1\nentry dns\nnode 0 fail errno=EIO\n", 3, 19, "ret=<EAI code>"),
+            (
+                "chaos-plan 1\nentry connect\nnode 0 composite\ncase 1 host=example.com\nnode 1 fail errno=ECONNREFUSED\n",
+                4, 13, "not an address"
+            ),
+            (
+                "chaos-plan 1\nentry connect\nnode 0 fail errno=ENOSPC\n", 3, 19,
+                "ENOSPC is not an errno connect can return"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 probability p=1.5 child=1\nnode 1 fail errno=EIO\n", 3, 22,
+                "p is a probability"
+            ),
+            (
+                "chaos-plan 1\nentry files\nnode 0 delay by=-1s child=1\nnode 1 original\n", 3, 17,
+                "by is a duration from 0"
+            ),
+            ("chaos-plan 1\nentry files label=\"open\n", 2, 19, "unterminated"),
+            ("chaos-plan 1\nseed 1\nseed 2\n", 3, 1, "second seed"),
+            ("chaos-plan 1\nentry files\n", 2, 0, "has no nodes"),
+            ("chaos-plan 1\nnode 0 original\n", 2, 1, "before any entry"),
+            ("chaos-plan 1\nentry files\nnode 0 composite\n", 3, 8, "has no case"),
+            ("chaos-plan 1\nentry files\nnode 0 fail errno=EIO errno=EIO\n", 3, 23, "given twice"),
+            ("chaos-plan 1\nentry files\nnode 0 ask\n", 3, 0, "needs id="),
+            ("chaos-plan 1\nentry files\nnode 0 ask id=4294967296\n", 3, 15, "id is the number"),
+            ("chaos-plan 1\nentry files\nnode 0 ask id=-1\n", 3, 15, "id is the number"),
+            ("chaos-plan 1\nentry files\nnode 0 ask id=1 child=2\n", 3, 17, "unknown key"),
+            ("chaos-plan 1\nentry clock\nnode 0 ask id=1\n", 0, 0, ""),
+            ("chaos-plan 1\nentry getenv\nnode 0 ask id=1\n", 0, 0, ""),
+            ("chaos-plan 1\nentry dns\nnode 0 delay by=1ms child=1\nnode 1 ask id=2\n", 0, 0, ""),
+        ] as [(String, Int, Int, String)])
     func parseErrorsAreLocatedAndSayWhatToFix(text: String, line: Int, column: Int, fragment: String) {
         let error = Self.error(text)
         if fragment.isEmpty {
@@ -154,15 +197,16 @@ import Glibc
         // characters, deletions, truncations and line swaps. 100,000 inputs.
         var state: UInt64 = 0x5EED
         func next() -> UInt64 {
-            state &+= 0x9E3779B97F4A7C15
+            state &+= 0x9E37_79B9_7F4A_7C15
             var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-            z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
             return z ^ (z >> 31)
         }
         let seeds = [Array(Self.sample.utf8), Array(Preload.filesPlan("/tmp/x y", ops: "write,sync").utf8)]
         let alphabet = Array(" =\"\\,*/#\n\t-.0123456789xnodecasentry".utf8) + [0, 0xff, 0x7f, 0x01]
-        var parsed = 0, refused = 0
+        var parsed = 0
+        var refused = 0
         for round in 0..<100_000 {
             var bytes = seeds[round % seeds.count]
             for _ in 0...(next() % 4) {
@@ -179,7 +223,11 @@ import Glibc
             }
             var error = chaos_plan_error()
             let plan = bytes.withUnsafeBufferPointer { buffer in
-                buffer.baseAddress.map { base in base.withMemoryRebound(to: CChar.self, capacity: buffer.count) { chaos_plan_parse($0, buffer.count, &error) } }
+                buffer.baseAddress.map { base in
+                    base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                        chaos_plan_parse($0, buffer.count, &error)
+                    }
+                }
                     ?? chaos_plan_parse("", 0, &error)
             }
             if let plan {
@@ -203,13 +251,16 @@ import Glibc
 
     // MARK: Paths
 
-    @Test(arguments: [
-        ("/a/io", "/a/io", true), ("/a/io", "/a/io/x", true), ("/a/io", "/a/io2/x", false), ("/a/io", "/a/i", false),
-        ("/", "/anything/at/all", true), ("/a/*.db", "/a/x.db", true), ("/a/*.db", "/a/b/x.db", false),
-        ("/a/**/x.db", "/a/x.db", true), ("/a/**/x.db", "/a/b/c/x.db", true), ("/a/?", "/a/b", true), ("/a/?", "/a/bc", false),
-        ("/a/**", "/a", true), ("/a/**", "/ab", false), ("/**", "/dev/null", false), ("/", "/proc/self/fd", false),
-        ("/dev", "/dev/null", true), ("/dev/null", "/dev/null", true), ("/sys/**", "/sys/x", true),
-    ] as [(String, String, Bool)])
+    @Test(
+        arguments: [
+            ("/a/io", "/a/io", true), ("/a/io", "/a/io/x", true), ("/a/io", "/a/io2/x", false),
+            ("/a/io", "/a/i", false),
+            ("/", "/anything/at/all", true), ("/a/*.db", "/a/x.db", true), ("/a/*.db", "/a/b/x.db", false),
+            ("/a/**/x.db", "/a/x.db", true), ("/a/**/x.db", "/a/b/c/x.db", true), ("/a/?", "/a/b", true),
+            ("/a/?", "/a/bc", false),
+            ("/a/**", "/a", true), ("/a/**", "/ab", false), ("/**", "/dev/null", false), ("/", "/proc/self/fd", false),
+            ("/dev", "/dev/null", true), ("/dev/null", "/dev/null", true), ("/sys/**", "/sys/x", true),
+        ] as [(String, String, Bool)])
     func patternsMatchByWholeComponents(pattern: String, path: String, matches: Bool) {
         #expect((chaos_path_match(pattern, path, 0) != 0) == matches)
     }
@@ -242,7 +293,8 @@ import Glibc
 
     @Test func theErrnoTableFollowsWhatEachCallCanReturn() {
         func allowed(_ fn: chaos_fn, _ code: Int32) -> Bool { chaos_fault_errno_allowed(Int32(fn.rawValue), code) != 0 }
-        #expect(allowed(CHAOS_FN_PWRITE, ENOSPC) && allowed(CHAOS_FN_WRITEV, ENOSPC) && allowed(CHAOS_FN_FDATASYNC, ENOSPC))
+        #expect(
+            allowed(CHAOS_FN_PWRITE, ENOSPC) && allowed(CHAOS_FN_WRITEV, ENOSPC) && allowed(CHAOS_FN_FDATASYNC, ENOSPC))
         #expect(allowed(CHAOS_FN_FALLOCATE, ENOSPC) && allowed(CHAOS_FN_COPY_FILE_RANGE, ENOSPC))
         #expect(!allowed(CHAOS_FN_READ, ENOSPC) && !allowed(CHAOS_FN_SENDFILE, ENOSPC))
         #expect(allowed(CHAOS_FN_READ, EIO) && allowed(CHAOS_FN_WRITE, EIO) && allowed(CHAOS_FN_FSYNC, EIO))
@@ -267,14 +319,19 @@ import Glibc
         let page = try String(contentsOf: Preload.root.appendingPathComponent("Docs/FaultPlan.md"), encoding: .utf8)
         func text(_ pointer: UnsafePointer<CChar>?) -> String {
             guard let pointer else { return "?" }
-            return String(decoding: UnsafeBufferPointer(start: pointer, count: strlen(pointer)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return String(
+                decoding: UnsafeBufferPointer(start: pointer, count: strlen(pointer)).map { UInt8(bitPattern: $0) },
+                as: UTF8.self)
         }
         for fn in 0..<Int32(CHAOS_FN_COUNT.rawValue) {
             let info = chaos_fault_fn_info(fn)!.pointee
             var codes = [Int32](repeating: 0, count: 64)
             let count = Int(chaos_fault_errnos(fn, &codes, 64))
-            let errnos = count == 0 ? "—" : codes.prefix(count).map { text(chaos_fault_errno_name($0)) }.joined(separator: " ")
-            let place = text(chaos_fault_point_name(info.point)) + (info.op != 0 ? " / " + text(chaos_fault_op_name(info.op)) : "")
+            let errnos =
+                count == 0 ? "—" : codes.prefix(count).map { text(chaos_fault_errno_name($0)) }.joined(separator: " ")
+            let place =
+                text(chaos_fault_point_name(info.point))
+                + (info.op != 0 ? " / " + text(chaos_fault_op_name(info.op)) : "")
             let row = "| `\(text(info.name))` | \(text(info.covers)) | \(place) | \(errnos) |"
             #expect(page.contains(row), "Docs/FaultPlan.md lacks or differs on: \(row)")
         }
@@ -302,21 +359,22 @@ import Glibc
 
     @Test func sequentialTimesCompositeAndEntryOrderDecideAsDocumented() throws {
         defer { chaos_plan_clear() }
-        try Self.install("""
-        chaos-plan 1
-        entry files
-        node 0 composite
-        case 1 path=/data ops=write
-        node 1 sequential children=2*2,3,4
-        node 2 original
-        node 3 fail errno=EIO
-        node 4 times n=1 child=5
-        node 5 fail errno=ENOSPC
-        entry files
-        node 0 composite
-        case 1 path=/data
-        node 1 fail errno=EACCES
-        """)
+        try Self.install(
+            """
+            chaos-plan 1
+            entry files
+            node 0 composite
+            case 1 path=/data ops=write
+            node 1 sequential children=2*2,3,4
+            node 2 original
+            node 3 fail errno=EIO
+            node 4 times n=1 child=5
+            node 5 fail errno=ENOSPC
+            entry files
+            node 0 composite
+            case 1 path=/data
+            node 1 fail errno=EACCES
+            """)
         #expect(chaos_fault_point_active(Int32(CHAOS_POINT_FILES.rawValue)) == 1)
         #expect(chaos_fault_point_active(Int32(CHAOS_POINT_CLOCK.rawValue)) == 0)
         let write = Self.fileCall("/data/x")
@@ -340,22 +398,25 @@ import Glibc
 
     @Test func anOriginalInAnEarlierEntryIsFinalAndDrawsFollowTheEntrysCallIndex() throws {
         defer { chaos_plan_clear() }
-        try Self.install("""
-        chaos-plan 1
-        seed 99
-        entry files label="keep the config"
-        node 0 composite
-        case 1 path=/srv/app/config
-        node 1 original
-        entry files
-        node 0 composite
-        case 1 path=/srv/app
-        node 1 probability p=0.5 child=2 salt=5
-        node 2 fail errno=EIO
-        """)
+        try Self.install(
+            """
+            chaos-plan 1
+            seed 99
+            entry files label="keep the config"
+            node 0 composite
+            case 1 path=/srv/app/config
+            node 1 original
+            entry files
+            node 0 composite
+            case 1 path=/srv/app
+            node 1 probability p=0.5 child=2 salt=5
+            node 2 fail errno=EIO
+            """)
         for _ in 0..<20 { #expect(Self.decide(Self.fileCall("/srv/app/config/x")).action == 0) }
         var outcomes: [Bool] = []
-        for _ in 0..<40 { outcomes.append(Self.decide(Self.fileCall("/srv/app/data")).action == Int32(CHAOS_ACT_FAIL.rawValue)) }
+        for _ in 0..<40 {
+            outcomes.append(Self.decide(Self.fileCall("/srv/app/data")).action == Int32(CHAOS_ACT_FAIL.rawValue))
+        }
         // The config calls never reached entry 1, so its call index k is the k-th data call.
         #expect(outcomes == (0..<40).map { chaos_fault_draw(99, 1, 5, UInt64($0)) < 0.5 })
         var counters = chaos_entry_counters()
@@ -363,7 +424,9 @@ import Glibc
         #expect(counters.seen == 40 && counters.acted == UInt64(outcomes.filter { $0 }.count))
         // The replay pair: the last acted call index with the seed draws below p.
         #expect(chaos_fault_draw(counters.seed, 1, 5, counters.last_fire_call) < 0.5 && counters.seed == 99)
-        #expect(chaos_fault_counters(0, &counters) == 0 && counters.seen == 20 && counters.acted == 0 && counters.passed == 20)
+        #expect(
+            chaos_fault_counters(0, &counters) == 0 && counters.seen == 20 && counters.acted == 0
+                && counters.passed == 20)
     }
 
     @Test func specialTargetsAreOutsideMatchesUnlessNamed() throws {
@@ -374,7 +437,9 @@ import Glibc
         var inherited = Self.fileCall("/srv/log")
         inherited.special = 1
         #expect(Self.decide(inherited).action == 0)
-        try Self.install("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/dev/null\ncase 1 path=/srv/log\nnode 1 fail errno=EIO\n")
+        try Self.install(
+            "chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/dev/null\ncase 1 path=/srv/log\nnode 1 fail errno=EIO\n"
+        )
         #expect(Self.decide(Self.fileCall("/dev/null")).action == Int32(CHAOS_ACT_FAIL.rawValue))
         #expect(Self.decide(inherited).action == Int32(CHAOS_ACT_FAIL.rawValue))
         try Self.install("chaos-plan 1\nentry files\nnode 0 composite\ncase 1 path=/dev\nnode 1 fail errno=EIO\n")
@@ -390,10 +455,13 @@ import Glibc
         try Self.install(Preload.filesPlan(folder + "/io", ops: "write"))
         func decide(_ fd: Int32) -> Int32 {
             var outcome = chaos_outcome()
-            _ = chaos_fault_decide_fd(fd, Int32(CHAOS_FN_WRITE.rawValue), Int32(CHAOS_POINT_SEND.rawValue), Int32(CHAOS_FN_SOCKET_WRITE.rawValue), &outcome)
+            _ = chaos_fault_decide_fd(
+                fd, Int32(CHAOS_FN_WRITE.rawValue), Int32(CHAOS_POINT_SEND.rawValue),
+                Int32(CHAOS_FN_SOCKET_WRITE.rawValue), &outcome)
             return outcome.err
         }
-        let inside = open(folder + "/io/a", O_WRONLY | O_CREAT, 0o644), outside = open(folder + "/b", O_WRONLY | O_CREAT, 0o644)
+        let inside = open(folder + "/io/a", O_WRONLY | O_CREAT, 0o644)
+        let outside = open(folder + "/b", O_WRONLY | O_CREAT, 0o644)
         defer { close(inside) }
         #expect(decide(inside) == ENOSPC)
         #expect(decide(outside) == 0 && decide(outside) == 0, "remembered as out of reach")
@@ -410,27 +478,31 @@ import Glibc
         var pipes: [Int32] = [0, 0]
         #expect(pipe(&pipes) == 0)
         #expect(decide(pipes[1]) == 0, "a pipe is no file")
-        close(pipes[0]); close(pipes[1])
+        close(pipes[0])
+        close(pipes[1])
     }
 
     @Test func anAskNodeDecidesAskWithItsIdOnEveryPoint() throws {
         defer { chaos_plan_clear() }
-        try Self.install("""
-        chaos-plan 1
-        entry files
-        node 0 composite
-        case 1 path=/srv/app ops=write
-        node 1 delay by=5ms child=2
-        node 2 ask id=7
-        entry getenv
-        node 0 ask id=8
-        entry clock
-        node 0 sequential children=1,2
-        node 1 ask id=9
-        node 2 offset by=1s
-        """)
+        try Self.install(
+            """
+            chaos-plan 1
+            entry files
+            node 0 composite
+            case 1 path=/srv/app ops=write
+            node 1 delay by=5ms child=2
+            node 2 ask id=7
+            entry getenv
+            node 0 ask id=8
+            entry clock
+            node 0 sequential children=1,2
+            node 1 ask id=9
+            node 2 offset by=1s
+            """)
         let write = Self.decide(Self.fileCall("/srv/app/db"))
-        #expect(write.action == Int32(CHAOS_ACT_ASK.rawValue) && write.ask_id == 7 && write.delay_ns == 5_000_000 && write.entry == 0)
+        #expect(
+            write.action == Int32(CHAOS_ACT_ASK.rawValue) && write.ask_id == 7 && write.delay_ns == 5_000_000
+                && write.entry == 0)
         // Out of the entry's path scope, and special targets, the ask node is not reached.
         #expect(Self.decide(Self.fileCall("/srv/other")).action == 0)
         #expect(Self.decide(Self.fileCall("/srv/app/db", CHAOS_FN_OPENAT)).action == 0)
@@ -449,7 +521,8 @@ import Glibc
         // A descriptor whose path an ask node can decide is not remembered as out of reach.
         let folder = try Preload.directory("ask")
         defer { Preload.remove(folder) }
-        try Self.install(Preload.filesPlan(folder, ops: "write").replacingOccurrences(of: "fail errno=ENOSPC", with: "ask id=3"))
+        try Self.install(
+            Preload.filesPlan(folder, ops: "write").replacingOccurrences(of: "fail errno=ENOSPC", with: "ask id=3"))
         let fd = open(folder + "/x", O_WRONLY | O_CREAT, 0o644)
         defer { close(fd) }
         var outcome = chaos_outcome()
@@ -459,7 +532,8 @@ import Glibc
 
     @Test func clockOutcomesApplyInvertAndPeekWithoutCounting() throws {
         defer { chaos_plan_clear() }
-        try Self.install("chaos-plan 1\nentry clock\nnode 0 sequential children=1,2\nnode 1 offset by=-10s\nnode 2 frozen at=100s\n")
+        try Self.install(
+            "chaos-plan 1\nentry clock\nnode 0 sequential children=1,2\nnode 1 offset by=-10s\nnode 2 frozen at=100s\n")
         var outcome = chaos_outcome()
         #expect(chaos_fault_peek_clock(Int32(CHAOS_CLOCKSRC_REALTIME), &outcome) == 1)
         #expect(outcome.action == Int32(CHAOS_ACT_OFFSET.rawValue))
@@ -473,7 +547,9 @@ import Glibc
         call.clock_source = Int32(CHAOS_CLOCKSRC_REALTIME)
         #expect(Self.decide(call).action == Int32(CHAOS_ACT_OFFSET.rawValue))
         let second = Self.decide(call)
-        #expect(second.action == Int32(CHAOS_ACT_FROZEN.rawValue) && chaos_fault_apply_clock([second], 5) == 100_000_000_000)
+        #expect(
+            second.action == Int32(CHAOS_ACT_FROZEN.rawValue) && chaos_fault_apply_clock([second], 5) == 100_000_000_000
+        )
         call.clock_source = Int32(CHAOS_CLOCKSRC_MONOTONIC)
         #expect(Self.decide(call).action == 0, "monotonic clocks are not reached without monotonic=yes")
         var speed = chaos_outcome()
@@ -540,5 +616,3 @@ final class Flag: @unchecked Sendable {
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }
-
-import Synchronization

@@ -37,9 +37,20 @@ final class AskRecord: @unchecked Sendable {
     var calls: [Call] { lock.withLock { storedCalls } }
     var threads: [pthread_t] { lock.withLock { storedThreads } }
     var nested: [Int] { lock.withLock { storedNested } }
-    func record(_ call: Call) { lock.withLock { storedCalls.append(call); storedThreads.append(pthread_self()) } }
+    func record(_ call: Call) {
+        lock.withLock {
+            storedCalls.append(call)
+            storedThreads.append(pthread_self())
+        }
+    }
     func recordNested(_ result: Int) { lock.withLock { storedNested.append(result) } }
-    func reset() { lock.withLock { storedCalls = []; storedThreads = []; storedNested = [] } }
+    func reset() {
+        lock.withLock {
+            storedCalls = []
+            storedThreads = []
+            storedNested = []
+        }
+    }
     static let shared = AskRecord()
 }
 
@@ -51,10 +62,12 @@ let interceptedWrite: WriteFunction? = try? interceptor("write", as: WriteFuncti
 let testAsk: chaos_ask_fn = { call, entry, id, out in
     guard let call, let out else { return 0 }
     let c = call.pointee
-    AskRecord.shared.record(.init(
-        point: c.point, fn: c.fn, fd: c.fd, path: c.path.map { String(cString: $0) }, name: c.name.map { String(cString: $0) },
-        entry: entry, id: id))
-    errno = EXDEV // must not leak to the intercepted caller
+    AskRecord.shared.record(
+        .init(
+            point: c.point, fn: c.fn, fd: c.fd, path: c.path.map { String(cString: $0) },
+            name: c.name.map { String(cString: $0) },
+            entry: entry, id: id))
+    errno = EXDEV  // must not leak to the intercepted caller
     switch id {
     case 1:
         out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
@@ -95,25 +108,38 @@ extension EngineTests {
                 let symbol = String(cString: name)
                 symbols.append(symbol)
                 let replacement = UInt(bitPattern: element.pointee.replacement)
-                #expect(replacement != 0 && replacements.insert(replacement).inserted, "\(symbol): one interceptor each")
-                #expect(replacement != UInt(bitPattern: dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)), "\(symbol) is ours, not libc's")
+                #expect(
+                    replacement != 0 && replacements.insert(replacement).inserted, "\(symbol): one interceptor each")
+                #expect(
+                    replacement != UInt(bitPattern: dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)),
+                    "\(symbol) is ours, not libc's")
                 #expect(dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) != nil, "libc defines \(symbol)")
                 let point = element.pointee.point
-                #expect(point >= 0 && point < Int32(CHAOS_POINT_COUNT.rawValue) && element.pointee.points & (1 << UInt32(point)) != 0, "\(symbol)")
+                #expect(
+                    point >= 0 && point < Int32(CHAOS_POINT_COUNT.rawValue)
+                        && element.pointee.points & (1 << UInt32(point)) != 0, "\(symbol)")
                 element += 1
             }
             #expect(Set(symbols).count == symbols.count, "every symbol once")
-            for name in ["open", "open64", "openat", "creat", "pwrite", "pwrite64", "writev", "pwritev2", "fdatasync", "sync_file_range",
-                         "ftruncate", "posix_fallocate", "copy_file_range", "sendfile", "dup2", "fcntl", "close", "fopen", "fwrite",
-                         "fflush", "fclose", "socket", "connect", "accept4", "sendmsg", "recvfrom", "getaddrinfo", "gethostbyname_r",
-                         "getenv", "secure_getenv", "clock_gettime", "timespec_get", "ftime", "stat", "__xstat", "statx", "nanosleep"] {
+            for name in [
+                "open", "open64", "openat", "creat", "pwrite", "pwrite64", "writev", "pwritev2", "fdatasync",
+                "sync_file_range",
+                "ftruncate", "posix_fallocate", "copy_file_range", "sendfile", "dup2", "fcntl", "close", "fopen",
+                "fwrite",
+                "fflush", "fclose", "socket", "connect", "accept4", "sendmsg", "recvfrom", "getaddrinfo",
+                "gethostbyname_r",
+                "getenv", "secure_getenv", "clock_gettime", "timespec_get", "ftime", "stat", "__xstat", "statx",
+                "nanosleep",
+            ] {
                 #expect(symbols.contains(name), "\(name) is intercepted in-process")
             }
             func points(_ symbol: String) -> UInt32 { chaos_intercept_find(symbol)?.pointee.points ?? 0 }
             func bit(_ point: chaos_point) -> UInt32 { 1 << point.rawValue }
             #expect(points("write") == bit(CHAOS_POINT_FILES) | bit(CHAOS_POINT_SEND))
             #expect(points("readv") == bit(CHAOS_POINT_FILES) | bit(CHAOS_POINT_RECV))
-            #expect(points("close") == bit(CHAOS_POINT_FILES) | bit(CHAOS_POINT_SEND) | bit(CHAOS_POINT_RECV) | bit(CHAOS_POINT_CONNECT) | bit(CHAOS_POINT_ACCEPT))
+            #expect(
+                points("close") == bit(CHAOS_POINT_FILES) | bit(CHAOS_POINT_SEND) | bit(CHAOS_POINT_RECV)
+                    | bit(CHAOS_POINT_CONNECT) | bit(CHAOS_POINT_ACCEPT))
             #expect(chaos_intercept_find("clock_gettime")?.pointee.point == Int32(CHAOS_POINT_CLOCK.rawValue))
             #expect(chaos_intercept_find("fstatat64")?.pointee.point == Int32(CHAOS_POINT_CLOCK.rawValue))
             #expect(chaos_intercept_find("no_such_function") == nil && chaos_intercept_find(nil) == nil)
@@ -126,7 +152,9 @@ extension EngineTests {
                 var image: UnsafePointer<CChar>?
                 let address = try #require(dlsym(library, symbol), "the preload library lacks \(symbol)")
                 _ = chaos_elf_describe_address(address, &image)
-                #expect(image.map { String(cString: $0) }?.hasSuffix("libChaosPreload.so") == true, "\(symbol) comes from libc in the preload")
+                #expect(
+                    image.map { String(cString: $0) }?.hasSuffix("libChaosPreload.so") == true,
+                    "\(symbol) comes from libc in the preload")
             }
         }
 
@@ -135,9 +163,12 @@ extension EngineTests {
             let folder = try Preload.directory("inprocess")
             defer { Preload.remove(folder) }
             try FileManager.default.createDirectory(atPath: folder + "/io", withIntermediateDirectories: true)
-            let creat = try interceptor("creat", as: CreatFunction.self), write = try interceptor("write", as: WriteFunction.self)
-            let pwrite = try interceptor("pwrite64", as: PwriteFunction.self), fdatasync = try interceptor("fdatasync", as: FdFunction.self)
-            let read = try interceptor("read", as: ReadFunction.self), close = try interceptor("close", as: FdFunction.self)
+            let creat = try interceptor("creat", as: CreatFunction.self)
+            let write = try interceptor("write", as: WriteFunction.self)
+            let pwrite = try interceptor("pwrite64", as: PwriteFunction.self)
+            let fdatasync = try interceptor("fdatasync", as: FdFunction.self)
+            let read = try interceptor("read", as: ReadFunction.self)
+            let close = try interceptor("close", as: FdFunction.self)
             let dup2 = try interceptor("dup2", as: Dup2Function.self)
 
             // Nothing applied: the real calls.
@@ -147,7 +178,8 @@ extension EngineTests {
 
             try EngineTests.install(Preload.filesPlan(folder + "/io", ops: "write,sync"))
             let before = chaos_intercept_chaotic_calls()
-            let faulty = creat(folder + "/io/db", 0o644), outside = creat(folder + "/other", 0o644)
+            let faulty = creat(folder + "/io/db", 0o644)
+            let outside = creat(folder + "/other", 0o644)
             #expect(faulty >= 0 && outside >= 0, "open is not in ops")
             errno = 0
             #expect(write(faulty, "x", 1) == -1 && errno == ENOSPC)
@@ -169,15 +201,20 @@ extension EngineTests {
             #expect(close(spare) == 0 && close(faulty) == 0 && close(outside) == 0)
             #expect(chaos_intercept_chaotic_calls() >= before + 4)
 
-            try EngineTests.install("chaos-plan 1\nentry getenv\nnode 0 composite\ncase 1 name=CHAOS_IN_X\nnode 1 set value=in-process\nentry clock\nnode 0 offset by=-1000s\n")
-            let getenv = try interceptor("getenv", as: GetenvFunction.self), time = try interceptor("time", as: TimeFunction.self)
+            try EngineTests.install(
+                "chaos-plan 1\nentry getenv\nnode 0 composite\ncase 1 name=CHAOS_IN_X\nnode 1 set value=in-process\nentry clock\nnode 0 offset by=-1000s\n"
+            )
+            let getenv = try interceptor("getenv", as: GetenvFunction.self)
+            let time = try interceptor("time", as: TimeFunction.self)
             #expect(getenv("CHAOS_IN_X").map { String(cString: $0) } == "in-process")
             #expect(getenv("PATH").map { String(cString: $0) } == ProcessInfo.processInfo.environment["PATH"])
             #expect(abs(Int(time(nil)) + 1000 - Int(Glibc.time(nil))) <= 2)
             // clock_gettime calls the vDSO itself: its -errno comes back as libc's -1 and errno.
             let clockGettime = try interceptor("clock_gettime", as: ClockGettimeFunction.self)
             var reading = timespec()
-            #expect(clockGettime(CLOCK_REALTIME, &reading) == 0 && abs(Int(reading.tv_sec) + 1000 - Int(Glibc.time(nil))) <= 2)
+            #expect(
+                clockGettime(CLOCK_REALTIME, &reading) == 0
+                    && abs(Int(reading.tv_sec) + 1000 - Int(Glibc.time(nil))) <= 2)
             errno = 0
             #expect(clockGettime(clockid_t(12345), &reading) == -1 && errno == EINVAL)
         }
@@ -190,27 +227,30 @@ extension EngineTests {
             }
             let folder = try Preload.directory("ask")
             defer { Preload.remove(folder) }
-            let write = try interceptor("write", as: WriteFunction.self), creat = try interceptor("creat", as: CreatFunction.self)
-            let getenv = try interceptor("getenv", as: GetenvFunction.self), time = try interceptor("time", as: TimeFunction.self)
-            try EngineTests.install("""
-            chaos-plan 1
-            entry files
-            node 0 composite
-            case 1 path="\(folder)" ops=write
-            node 1 delay by=20ms child=2
-            node 2 sequential children=3,4,5,6,7
-            node 3 ask id=1
-            node 4 ask id=2
-            node 5 ask id=3
-            node 6 ask id=4
-            node 7 ask id=7
-            entry getenv
-            node 0 composite
-            case 1 name=CHAOS_ASKED
-            node 1 ask id=5
-            entry clock
-            node 0 ask id=6
-            """)
+            let write = try interceptor("write", as: WriteFunction.self)
+            let creat = try interceptor("creat", as: CreatFunction.self)
+            let getenv = try interceptor("getenv", as: GetenvFunction.self)
+            let time = try interceptor("time", as: TimeFunction.self)
+            try EngineTests.install(
+                """
+                chaos-plan 1
+                entry files
+                node 0 composite
+                case 1 path="\(folder)" ops=write
+                node 1 delay by=20ms child=2
+                node 2 sequential children=3,4,5,6,7
+                node 3 ask id=1
+                node 4 ask id=2
+                node 5 ask id=3
+                node 6 ask id=4
+                node 7 ask id=7
+                entry getenv
+                node 0 composite
+                case 1 name=CHAOS_ASKED
+                node 1 ask id=5
+                entry clock
+                node 0 ask id=6
+                """)
             let fd = creat(folder + "/file", 0o644)
             defer { _ = Glibc.close(fd) }
             setenv("CHAOS_ASKED", "real", 1)
@@ -226,7 +266,9 @@ extension EngineTests {
             #expect(DispatchTime.now().uptimeNanoseconds - start >= 20_000_000, "the delay node above the ask waited")
             #expect(write(fd, "0123456789", 10) == 3, "short")
             errno = 0
-            #expect(write(fd, "0123456789", 10) == 10 && errno == 0, "declined: the original, and the ask's errno did not leak")
+            #expect(
+                write(fd, "0123456789", 10) == 10 && errno == 0,
+                "declined: the original, and the ask's errno did not leak")
             #expect(write(fd, "0123456789", 10) == -1 && errno == EDQUOT)
             #expect(AskRecord.shared.nested == [2], "a call made inside the ask reaches the real function")
             #expect(write(fd, "0123456789", 10) == 10, "an answer of ASK is the original")
@@ -234,15 +276,22 @@ extension EngineTests {
             #expect(written == "012" + "0123456789" + "zz" + "0123456789")
             let calls = AskRecord.shared.calls
             #expect(calls.map(\.id) == [1, 2, 3, 4, 7])
-            #expect(calls.allSatisfy {
-                $0 == .init(point: Int32(CHAOS_POINT_FILES.rawValue), fn: Int32(CHAOS_FN_WRITE.rawValue), fd: fd, path: folder + "/file",
+            #expect(
+                calls.allSatisfy {
+                    $0
+                        == .init(
+                            point: Int32(CHAOS_POINT_FILES.rawValue), fn: Int32(CHAOS_FN_WRITE.rawValue), fd: fd,
+                            path: folder + "/file",
                             name: nil, entry: 0, id: $0.id)
-            }, "\(calls)")
+                }, "\(calls)")
             #expect(AskRecord.shared.threads.allSatisfy { pthread_equal($0, pthread_self()) != 0 })
 
             #expect(getenv("CHAOS_ASKED").map { String(cString: $0) } == "answered")
-            #expect(AskRecord.shared.calls.last == .init(point: Int32(CHAOS_POINT_GETENV.rawValue), fn: Int32(CHAOS_FN_GETENV.rawValue),
-                                                         fd: -1, path: nil, name: "CHAOS_ASKED", entry: 1, id: 5))
+            #expect(
+                AskRecord.shared.calls.last
+                    == .init(
+                        point: Int32(CHAOS_POINT_GETENV.rawValue), fn: Int32(CHAOS_FN_GETENV.rawValue),
+                        fd: -1, path: nil, name: "CHAOS_ASKED", entry: 1, id: 5))
             #expect(abs(Int(time(nil)) + 86_400 - Int(Glibc.time(nil))) <= 2)
             #expect(AskRecord.shared.calls.last?.id == 6 && AskRecord.shared.calls.last?.entry == 2)
         }
@@ -259,15 +308,19 @@ extension EngineTests {
 
             // SQLite calls write/pwrite64 through its own table (aSyscall), filled by data
             // relocations: rebind those slots in libsqlite3 to the in-process interceptors.
-            final class Found { var slots: [(symbol: Int, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, kind: Int32)] = [] }
+            final class Found {
+                var slots: [(symbol: Int, slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, kind: Int32)] = []
+            }
             let found = Found()
             let names = ["pwrite64", "write"]
             let status = names.withCStringArray { symbols in
                 withExtendedLifetime(found) {
-                    chaos_elf_find_slots_many(symbols, 2, { _, image, _ in image.map { strstr($0, "libsqlite3") != nil } == true ? 1 : 0 }, { context, which, info in
-                        let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
-                        found.slots.append((Int(which), info!.pointee.slot, info!.pointee.kind))
-                    }, Unmanaged.passUnretained(found).toOpaque())
+                    chaos_elf_find_slots_many(
+                        symbols, 2, { _, image, _ in image.map { strstr($0, "libsqlite3") != nil } == true ? 1 : 0 },
+                        { context, which, info in
+                            let found = Unmanaged<Found>.fromOpaque(context!).takeUnretainedValue()
+                            found.slots.append((Int(which), info!.pointee.slot, info!.pointee.kind))
+                        }, Unmanaged.passUnretained(found).toOpaque())
                 }
             }
             #expect(status == 0)
@@ -277,7 +330,9 @@ extension EngineTests {
 
             try EngineTests.install(Preload.filesPlan(folder, ops: "write"))
             var writes = try data.map {
-                chaos_elf_write(slot: $0.slot, value: try #require(chaos_intercept_find(names[$0.symbol])).pointee.replacement, previous: nil, result: 0)
+                chaos_elf_write(
+                    slot: $0.slot, value: try #require(chaos_intercept_find(names[$0.symbol])).pointee.replacement,
+                    previous: nil, result: 0)
             }
             #expect(writes.withUnsafeMutableBufferPointer { chaos_elf_write_slots($0.baseAddress, $0.count) } == 0)
             let failed = sqlite.exec(db, "insert into t values(4);")
@@ -302,22 +357,34 @@ extension EngineTests {
 struct SQLite {
     nonisolated(unsafe) static let library: UnsafeMutableRawPointer? = dlopen("libsqlite3.so.0", RTLD_NOW | RTLD_LOCAL)
 
-    typealias Callback = @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
-                                         UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32
+    typealias Callback =
+        @convention(c) (
+            UnsafeMutableRawPointer?, Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+            UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        ) -> Int32
     let openFunction: @convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
     let closeFunction: @convention(c) (OpaquePointer?) -> Int32
-    let execFunction: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Callback?, UnsafeMutableRawPointer?,
-                                      UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32
+    let execFunction:
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<CChar>?, Callback?, UnsafeMutableRawPointer?,
+            UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        ) -> Int32
     let errmsgFunction: @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
 
     init(_ handle: UnsafeMutableRawPointer) throws {
         func function<T>(_ name: String, _ type: T.Type) throws -> T {
             unsafeBitCast(try #require(dlsym(handle, name), "libsqlite3 lacks \(name)"), to: type)
         }
-        openFunction = try function("sqlite3_open", (@convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32).self)
+        openFunction = try function(
+            "sqlite3_open",
+            (@convention(c) (UnsafePointer<CChar>?, UnsafeMutablePointer<OpaquePointer?>?) -> Int32).self)
         closeFunction = try function("sqlite3_close", (@convention(c) (OpaquePointer?) -> Int32).self)
-        execFunction = try function("sqlite3_exec", (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Callback?, UnsafeMutableRawPointer?,
-                                                                      UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32).self)
+        execFunction = try function(
+            "sqlite3_exec",
+            (@convention(c) (
+                OpaquePointer?, UnsafePointer<CChar>?, Callback?, UnsafeMutableRawPointer?,
+                UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+            ) -> Int32).self)
         errmsgFunction = try function("sqlite3_errmsg", (@convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?).self)
     }
 
@@ -337,11 +404,13 @@ struct SQLite {
         final class Rows { var values: [String] = [] }
         let rows = Rows()
         let status = withExtendedLifetime(rows) {
-            execFunction(db, sql, { context, count, values, _ in
-                let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
-                rows.values.append(count > 0 ? values?[0].map { String(cString: $0) } ?? "NULL" : "")
-                return 0
-            }, Unmanaged.passUnretained(rows).toOpaque(), nil)
+            execFunction(
+                db, sql,
+                { context, count, values, _ in
+                    let rows = Unmanaged<Rows>.fromOpaque(context!).takeUnretainedValue()
+                    rows.values.append(count > 0 ? values?[0].map { String(cString: $0) } ?? "NULL" : "")
+                    return 0
+                }, Unmanaged.passUnretained(rows).toOpaque(), nil)
         }
         return status == 0 ? rows.values : ["error \(status): \(message(db))"]
     }

@@ -7,14 +7,17 @@ import Glibc
 
 /// Runs real programs with `LD_PRELOAD=<built libChaosPreload.so>` and a plan.
 enum Preload {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// The folder `swift build --show-bin-path` names: the one holding this test bundle.
     static var binDirectory: URL {
         var url = Bundle.main.bundleURL
         if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
         let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("libChaosPreload.so").path) } ?? url
+        return candidates.first {
+            FileManager.default.fileExists(atPath: $0.appendingPathComponent("libChaosPreload.so").path)
+        } ?? url
     }
 
     /// The built library (`CHAOS_PRELOAD_LIBRARY` overrides): beside this bundle, else in
@@ -38,7 +41,9 @@ enum Preload {
         let status: Int32
         let output: String
         let errors: String
-        var description: String { "status \(status), stdout: \(output.debugDescription), stderr: \(errors.debugDescription)" }
+        var description: String {
+            "status \(status), stdout: \(output.debugDescription), stderr: \(errors.debugDescription)"
+        }
         var lines: [String] { output.split(separator: "\n").map(String.init) }
     }
 
@@ -58,16 +63,22 @@ enum Preload {
     }
 
     /// Runs `arguments` with the preload library and `plan` (its text).
-    static func under(_ plan: String, _ arguments: [String], in directory: String? = nil, input: String? = nil,
-                      environment: [String: String] = [:]) throws -> Outcome {
-        #expect(FileManager.default.fileExists(atPath: library), "libChaosPreload.so is not built at \(library); run swift build first")
+    static func under(
+        _ plan: String, _ arguments: [String], in directory: String? = nil, input: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Outcome {
+        #expect(
+            FileManager.default.fileExists(atPath: library),
+            "libChaosPreload.so is not built at \(library); run swift build first")
         var variables = environment
         variables["LD_PRELOAD"] = library
         variables["CHAOS_PLAN_TEXT"] = plan
         return try run(arguments, environment: variables, in: directory, input: input)
     }
 
-    static func run(_ arguments: [String], environment: [String: String], in directory: String?, input: String?) throws -> Outcome {
+    static func run(_ arguments: [String], environment: [String: String], in directory: String?, input: String?) throws
+        -> Outcome
+    {
         let process = Process()
         let program = arguments[0].hasPrefix("/") ? arguments[0] : (which(arguments[0]) ?? arguments[0])
         process.executableURL = URL(fileURLWithPath: program)
@@ -79,7 +90,9 @@ enum Preload {
         merged["LC_ALL"] = "C"
         process.environment = merged
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe(), errors = Pipe(), standardInput = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        let standardInput = Pipe()
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = standardInput
@@ -93,17 +106,22 @@ enum Preload {
         // Read both pipes at once so that a chatty program cannot fill one and block.
         let errorData = DataBox()
         let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { errorData.data = errors.fileHandleForReading.readDataToEndOfFile() }
+        DispatchQueue.global().async(group: group) {
+            errorData.data = errors.fileHandleForReading.readDataToEndOfFile()
+        }
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                       errors: String(decoding: errorData.data, as: UTF8.self))
+        return Outcome(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData.data, as: UTF8.self))
     }
 
     /// A fresh directory (physical path: no symbolic link in it), removed by `cleanup`.
     static func directory(_ name: String = "d") throws -> String {
-        let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("chaos-preload-\(name)-\(UUID().uuidString)").path
+        let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "chaos-preload-\(name)-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         guard let resolved = realpath(base, nil) else { return base }
         defer { free(resolved) }
@@ -114,9 +132,11 @@ enum Preload {
 
     /// Compiles a C program (once per process and source) and returns the binary's path.
     static func compile(_ name: String, _ source: String) throws -> String {
-        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("chaos-preload-programs-\(getpid())")
+        let folder = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+            "chaos-preload-programs-\(getpid())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let file = folder.appendingPathComponent("\(name).c"), binary = folder.appendingPathComponent(name).path
+        let file = folder.appendingPathComponent("\(name).c")
+        let binary = folder.appendingPathComponent(name).path
         if FileManager.default.fileExists(atPath: binary) { return binary }
         try source.write(to: file, atomically: true, encoding: .utf8)
         let built = try plain(["cc", "-O1", "-Wall", "-o", binary + ".tmp", file.path])
@@ -126,7 +146,9 @@ enum Preload {
     }
 
     /// A files plan failing `ops` under `path` with `errno`.
-    static func filesPlan(_ path: String, ops: String = "write,sync", errno: String = "ENOSPC", seed: UInt64 = 0) -> String {
+    static func filesPlan(_ path: String, ops: String = "write,sync", errno: String = "ENOSPC", seed: UInt64 = 0)
+        -> String
+    {
         """
         chaos-plan 1
         seed \(seed)

@@ -2,17 +2,19 @@ import ChaosKit
 import ChaosNetwork
 import ChaosTesting
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import HTTPTypes
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// `.networkStubs`: every test case gets its own stub set and session; in parallel, each
 /// sees only its own answers.
-@Suite(.networkStubs { stubs in
-    stubs.stub(try .get("/shared"), .string("suite default"))
-})
+@Suite(
+    .networkStubs { stubs in
+        stubs.stub(try .get("/shared"), .string("suite default"))
+    })
 struct NetworkStubsTraitTests {
     func text(_ url: String) async throws -> String {
         let network = try #require(ChaosNetworkTest.current)
@@ -28,7 +30,8 @@ struct NetworkStubsTraitTests {
         for _ in 0..<3 {
             #expect(try await text("https://api.test/who") == "case \(index)")
         }
-        let (head, body) = try await network.client.send(HTTPRequest(method: .get, url: URL(string: "https://api.test/who")!), body: nil)
+        let (head, body) = try await network.client.send(
+            HTTPRequest(method: .get, url: URL(string: "https://api.test/who")!), body: nil)
         #expect(head.status.code == 200 && String(decoding: body, as: UTF8.self) == "case \(index)")
         #expect(network.stubs.requests.count == 4, "only this case's requests reach its set")
         #expect(try await text("https://api.test/shared") == "suite default")

@@ -1,6 +1,7 @@
 import ChaosKit
 import Synchronization
 import Testing
+
 @testable import ChaosTesting
 
 // MARK: - Serialization of process-wide chaos
@@ -35,7 +36,9 @@ func sharedEntry(_ value: Int) -> ProfileEntry {
     @Test(.chaos(global: sharedEntry(3))) func third() async { await exerciseProcessWideChaos(expecting: 3) }
     @Test(.chaos(global: sharedEntry(4), seed: 4)) func fourth() async { await exerciseProcessWideChaos(expecting: 4) }
     @Test(.chaos(global: sharedEntry(5), seed: 5)) func fifth() async { await exerciseProcessWideChaos(expecting: 5) }
-    @Test(.chaos(seed: 6, global: { [sharedEntry(6)] })) func sixth() async { await exerciseProcessWideChaos(expecting: 6) }
+    @Test(.chaos(seed: 6, global: { [sharedEntry(6)] })) func sixth() async {
+        await exerciseProcessWideChaos(expecting: 6)
+    }
 
     /// Each case of a parameterized test holds the lock on its own.
     @Test(.chaos(global: sharedEntry(7)), arguments: 0..<10)
@@ -102,9 +105,10 @@ struct NestedProcessWideTests {
                 throw Boom()
             }
         } matching: { issue in
-            issue.error is Boom && issue.comments.contains {
-                $0.rawValue.contains("process-wide chaos seed 7") && $0.rawValue.contains(entry.description)
-            }
+            issue.error is Boom
+                && issue.comments.contains {
+                    $0.rawValue.contains("process-wide chaos seed 7") && $0.rawValue.contains(entry.description)
+                }
         }
         #expect(seenInside.values == ["chaos"])
         #expect(point() == "original")
@@ -126,7 +130,8 @@ struct NestedProcessWideTests {
     @Test func anInvalidEntryAppliesNothingAndReleasesTheLock() async throws {
         let point = InjectionPoint<Void, String, Never>(uniqueName()) { "original" }
         let trait: ChaosTrait = .chaos(
-            global: ProfileEntry(point, .constant("chaos")), ProfileEntry(point: "chaostesting.no-such-point", .original)
+            global: ProfileEntry(point, .constant("chaos")),
+            ProfileEntry(point: "chaostesting.no-such-point", .original)
         )
         let test = try #require(Test.current)
         await #expect(throws: ChaosError.self) {
@@ -154,11 +159,12 @@ struct NestedProcessWideTests {
         let order = Recorder<Int>()
         var waiters: [Task<Void, any Error>] = []
         for n in 0..<8 {
-            waiters.append(Task {
-                try await lock.lock()
-                order.record(n)
-                await lock.unlock()
-            })
+            waiters.append(
+                Task {
+                    try await lock.lock()
+                    order.record(n)
+                    await lock.unlock()
+                })
             await waitUntil(lock, hasWaiters: n + 1)
         }
         await lock.unlock()

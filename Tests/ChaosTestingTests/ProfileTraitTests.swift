@@ -8,7 +8,8 @@ enum ProfileTraitPoints {
 }
 
 @Suite struct ProfileTraitTests {
-    @Test(.chaos(profile: "Profiles/greeting-shout.json", points: ProfileTraitPoints.greeting, ProfileTraitPoints.number))
+    @Test(
+        .chaos(profile: "Profiles/greeting-shout.json", points: ProfileTraitPoints.greeting, ProfileTraitPoints.number))
     func profileEntriesApplyToTheTestWithTheProfilesSeed() {
         #expect(ProfileTraitPoints.greeting() == "HELLO FROM A PROFILE")
         #expect(ProfileTraitPoints.number() == 7, "disabled entries stay off")
@@ -19,7 +20,10 @@ enum ProfileTraitPoints {
         #expect(ProfileTraitPoints.greeting() == "hello")
     }
 
-    @Test(.chaos(profile: "Profiles/greeting-shout.json", seed: 99, points: ProfileTraitPoints.greeting, ProfileTraitPoints.number))
+    @Test(
+        .chaos(
+            profile: "Profiles/greeting-shout.json", seed: 99, points: ProfileTraitPoints.greeting,
+            ProfileTraitPoints.number))
     func anExplicitSeedWins() {
         #expect(Chaos.currentScope?.seed == 99)
     }

@@ -59,7 +59,8 @@ import Testing
 
     @Test(.chaos(seed: 42, entry))
     func theTraitsScopeIsTheCurrentReplay() {
-        #expect(ChaosReplay.current == ChaosReplay(layers: [.init(seed: 42, entries: [Self.entry], isProcessWide: false)]))
+        #expect(
+            ChaosReplay.current == ChaosReplay(layers: [.init(seed: 42, entries: [Self.entry], isProcessWide: false)]))
     }
 
     @Test func annotatingTwiceKeepsTheFirstReplay() throws {
@@ -112,7 +113,8 @@ import Testing
         }
         try #require(issues.count == 1)
         #expect(Self.hasReplay(issues[0], seed: 42))
-        if case .expectationFailed = issues[0].kind {} else {
+        if case .expectationFailed = issues[0].kind {
+        } else {
             Issue.record("expected an expectation failure, got \(issues[0].kind)")
         }
     }

@@ -20,9 +20,12 @@ final class ChaosXCTestHelperTests: XCTestCase {
     }
 
     func testApplyChaosWithAnInvalidEntryAppliesNothing() {
-        XCTAssertThrowsError(try applyChaos(
-            ProfileEntry(Self.point, .constant("chaos")), ProfileEntry(point: "chaostesting.no-such-point", .original)
-        )) { error in
+        XCTAssertThrowsError(
+            try applyChaos(
+                ProfileEntry(Self.point, .constant("chaos")),
+                ProfileEntry(point: "chaostesting.no-such-point", .original)
+            )
+        ) { error in
             XCTAssertEqual((error as? ChaosError)?.kind, .unknownPoint)
         }
         XCTAssertEqual(Self.point(), "original")
@@ -55,7 +58,9 @@ final class RecordingTestCase: XCTestCase, @unchecked Sendable {
 
     var failureMessages: [String] { recorded.withLock { $0 } }
 
-    override func recordFailure(withDescription description: String, inFile filePath: String, atLine lineNumber: Int, expected: Bool) {
+    override func recordFailure(
+        withDescription description: String, inFile filePath: String, atLine lineNumber: Int, expected: Bool
+    ) {
         recorded.withLock { $0.append(description) }
         super.recordFailure(withDescription: description, inFile: filePath, atLine: lineNumber, expected: expected)
     }
@@ -138,7 +143,10 @@ func runOnItsOwnThread(_ testCase: RecordingTestCase) async {
         await runOnItsOwnThread(failing)
         await runOnItsOwnThread(throwing)
 
-        #expect(failing.failureMessages.contains { $0.contains("task-scoped chaos seed 9") && $0.contains(entry.description) }, "\(failing.failureMessages)")
+        #expect(
+            failing.failureMessages.contains {
+                $0.contains("task-scoped chaos seed 9") && $0.contains(entry.description)
+            }, "\(failing.failureMessages)")
         #expect(throwing.failureMessages.contains { $0.contains("task-scoped chaos seed 10") })
         #expect(throwing.failureMessages.contains { $0.contains("boom") })
         #expect(point() == "original")

@@ -4,7 +4,8 @@ import Testing
 
 /// Runs the built `chaos` tool as a user would, and the programs it starts.
 @Suite struct ChaosToolTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// The build folder holding this test bundle, and so the `chaos` tool.
     static var buildDirectory: URL { TestHelpers.buildDirectory(holding: "chaos") }
@@ -15,12 +16,14 @@ import Testing
         let errors: String
     }
 
-    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome {
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Outcome
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
@@ -47,17 +50,30 @@ import Testing
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
         let engine = root.appendingPathComponent("Sources/CChaosFaults")
-        let sources = ["Sources/CChaosPreload/chaos_preload.c", "Sources/CChaosPreload/chaos_control.c"].map { root.appendingPathComponent($0).path }
-            + ((try? FileManager.default.contentsOfDirectory(atPath: engine.path)) ?? []).filter { $0.hasSuffix(".c") }.sorted()
+        let sources =
+            ["Sources/CChaosPreload/chaos_preload.c", "Sources/CChaosPreload/chaos_control.c"].map {
+                root.appendingPathComponent($0).path
+            }
+            + ((try? FileManager.default.contentsOfDirectory(atPath: engine.path)) ?? []).filter { $0.hasSuffix(".c") }
+            .sorted()
             .map { engine.appendingPathComponent($0).path }
-        let includes = ["Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept", "Sources/CChaosIntercept/include"]
-            .flatMap { ["-I", root.appendingPathComponent($0).path] }
-        _ = try? run("/usr/bin/env", ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + ["-ldl", "-lpthread"])
+        let includes = [
+            "Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept",
+            "Sources/CChaosIntercept/include",
+        ]
+        .flatMap { ["-I", root.appendingPathComponent($0).path] }
+        _ = try? run(
+            "/usr/bin/env",
+            ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + [
+                "-ldl", "-lpthread",
+            ])
         return output
     }()
 
     static func temporaryFile(_ text: String, suffix: String = ".json") throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-tool-\(UUID().uuidString)\(suffix)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "chaos-tool-\(UUID().uuidString)\(suffix)"
+        ).path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -66,13 +82,17 @@ import Testing
         let folder = Self.root.appendingPathComponent("Examples/Profiles")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".json") }
         #expect(!files.isEmpty)
-        let outcome = try Self.run(Self.buildDirectory.appendingPathComponent("chaos").path, ["validate"] + files.map { folder.appendingPathComponent($0).path })
+        let outcome = try Self.run(
+            Self.buildDirectory.appendingPathComponent("chaos").path,
+            ["validate"] + files.map { folder.appendingPathComponent($0).path })
         #expect(outcome.status == 0, "\(outcome.errors)")
         #expect(outcome.output.components(separatedBy: ": ok").count - 1 == files.count)
     }
 
     @Test func validateReportsLineColumnAndPathAndExitsOne() throws {
-        let bad = try Self.temporaryFile("{\n  \"entries\": [\n    {\"point\": \"demo.today\", \"provider\": {\"times\": 0, \"constant\": \"2000-01-01T00:00:00Z\"}}\n  ]\n}")
+        let bad = try Self.temporaryFile(
+            "{\n  \"entries\": [\n    {\"point\": \"demo.today\", \"provider\": {\"times\": 0, \"constant\": \"2000-01-01T00:00:00Z\"}}\n  ]\n}"
+        )
         defer { try? FileManager.default.removeItem(atPath: bad) }
         let outcome = try Self.chaos("validate", bad)
         #expect(outcome.status == 1)
@@ -96,7 +116,9 @@ import Testing
         // Every system point and item, with its declared parameters.
         #expect(outcome.output.contains("system.files"))
         #expect(outcome.output.contains("system.accept"))
-        #expect(outcome.output.contains("operations: [string] = [\"write\",\"sync\",\"truncate\"] — which operations"), "\(outcome.output)")
+        #expect(
+            outcome.output.contains("operations: [string] = [\"write\",\"sync\",\"truncate\"] — which operations"),
+            "\(outcome.output)")
         #expect(outcome.output.contains("delay: duration — how long to wait before the real call"))
         #expect(outcome.output.contains("probability"))
     }
@@ -106,7 +128,8 @@ import Testing
     @Test func thePublishedSchemaIsGeneratedFromTheDeclarations() throws {
         let outcome = try Self.chaos("schema")
         #expect(outcome.status == 0, "\(outcome.errors)")
-        let committed = try String(contentsOf: Self.root.appendingPathComponent("Docs/profile.schema.json"), encoding: .utf8)
+        let committed = try String(
+            contentsOf: Self.root.appendingPathComponent("Docs/profile.schema.json"), encoding: .utf8)
         #expect(outcome.output == committed, "regenerate it: swift run chaos schema > Docs/profile.schema.json")
     }
 
@@ -116,7 +139,9 @@ import Testing
         let outcome = try Self.chaos("validate", bad)
         #expect(outcome.status == 1)
         #expect(outcome.errors.contains("did you mean 'offset'?"), "\(outcome.errors)")
-        let port = try Self.temporaryFile(#"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"prot": 8080}}}]}"#)
+        let port = try Self.temporaryFile(
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"prot": 8080}}}]}"#
+        )
         defer { try? FileManager.default.removeItem(atPath: port) }
         let refused = try Self.chaos("validate", port)
         #expect(refused.status == 1)
@@ -133,9 +158,12 @@ import Testing
 
     /// Every ```swift block of README.md and Docs/ type-checks against the built modules.
     @Test func everyDocumentationSnippetCompiles() throws {
-        let outcome = try Self.run("/usr/bin/env", [
-            "python3", Self.root.appendingPathComponent("Scripts/check-doc-snippets.py").path, Self.buildDirectory.path,
-        ])
+        let outcome = try Self.run(
+            "/usr/bin/env",
+            [
+                "python3", Self.root.appendingPathComponent("Scripts/check-doc-snippets.py").path,
+                Self.buildDirectory.path,
+            ])
         #expect(outcome.status == 0, "\(outcome.output)\(outcome.errors)")
         #expect(outcome.output.contains(" 0 did not"), "\(outcome.output)")
     }
@@ -144,8 +172,10 @@ import Testing
     @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runMovesTheSystemDateProgram() throws {
         let outcome = try Self.run(
             Self.buildDirectory.appendingPathComponent("chaos").path,
-            ["run", "--preload", Self.preloadLibrary, "--profile",
-             Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path, "--", "date", "+%Y"]
+            [
+                "run", "--preload", Self.preloadLibrary, "--profile",
+                Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path, "--", "date", "+%Y",
+            ]
         )
         #expect(outcome.status == 0, "\(outcome.errors)")
         let year = Calendar(identifier: .gregorian).component(.year, from: Date())
@@ -157,42 +187,54 @@ import Testing
     /// A profile compiled on this run (`--no-cache`) goes through the Swift tool, whose
     /// runtime blocks and ignores signals; the program must still get the signal mask and
     /// dispositions `chaos run` was started with, or it would ignore `kill` and `timeout`.
-    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runPassesTheCallersSignalStateToTheProgram() throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runPassesTheCallersSignalStateToTheProgram()
+        throws
+    {
         let show = ["sh", "-c", "grep -E '^Sig(Blk|Ign)' /proc/self/status"]
         // The standard signals 1…31 (bits 0…30); glibc keeps 32 and 33 for itself.
         func standard(_ output: String) -> [UInt64] {
-            output.split(separator: "\n").compactMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }.map { $0 & 0x7FFF_FFFF }
+            output.split(separator: "\n").compactMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }.map {
+                $0 & 0x7FFF_FFFF
+            }
         }
         let plain = try Self.run("/usr/bin/env", show)
         #expect(standard(plain.output).count == 2, "\(plain.output)")
         let profile = Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path
         for cache in [["--no-cache"], []] {
-            let outcome = try Self.chaos(["run", "--preload", Self.preloadLibrary] + cache + ["--profile", profile, "--"] + show)
+            let outcome = try Self.chaos(
+                ["run", "--preload", Self.preloadLibrary] + cache + ["--profile", profile, "--"] + show)
             #expect(outcome.status == 0, "\(outcome.errors)")
-            #expect(standard(outcome.output) == standard(plain.output), "\(cache): \(outcome.output) against \(plain.output)")
+            #expect(
+                standard(outcome.output) == standard(plain.output),
+                "\(cache): \(outcome.output) against \(plain.output)")
         }
     }
 
-    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesToASwiftProgramBuiltByTheTest() throws {
-        let source = try Self.temporaryFile("""
-        import Foundation
-        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
-        let written = FileManager.default.createFile(atPath: CommandLine.arguments[1], contents: Data("x".utf8))
-        print(year, written)
-        """, suffix: ".swift")
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesToASwiftProgramBuiltByTheTest()
+        throws
+    {
+        let source = try Self.temporaryFile(
+            """
+            import Foundation
+            let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+            let written = FileManager.default.createFile(atPath: CommandLine.arguments[1], contents: Data("x".utf8))
+            print(year, written)
+            """, suffix: ".swift")
         let binary = source.replacingOccurrences(of: ".swift", with: "")
         defer { for path in [source, binary] { try? FileManager.default.removeItem(atPath: path) } }
         let compiled = try Self.run("/usr/bin/env", ["swiftc", "-O", source, "-o", binary])
         #expect(compiled.status == 0, "\(compiled.errors)")
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-full-\(UUID().uuidString)").path
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-full-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let profile = try Self.temporaryFile("""
-        {"entries": [
-          {"point": "system.clock", "provider": {"item": "frozen", "parameters": {"date": "1999-12-31T23:59:59Z"}}},
-          {"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\(folder)", "operations": ["open", "write"]}}}
-        ]}
-        """)
+        let profile = try Self.temporaryFile(
+            """
+            {"entries": [
+              {"point": "system.clock", "provider": {"item": "frozen", "parameters": {"date": "1999-12-31T23:59:59Z"}}},
+              {"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\(folder)", "operations": ["open", "write"]}}}
+            ]}
+            """)
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let outcome = try Self.run(
             Self.buildDirectory.appendingPathComponent("chaos").path,
@@ -205,32 +247,34 @@ import Testing
     }
 
     /// Short reads and writes, a clock jump and connect/send chaos reach a C program.
-    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runAppliesShortIOClockJumpsAndSocketChaosToACProgram() throws {
-        let source = try Self.temporaryFile(#"""
-        #include <stdio.h>
-        #include <fcntl.h>
-        #include <unistd.h>
-        #include <errno.h>
-        #include <time.h>
-        #include <netinet/in.h>
-        #include <sys/socket.h>
-        int main(int argc, char **argv) {
-            int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ssize_t written = write(fd, "0123456789", 10);
-            close(fd);
-            char buffer[16];
-            fd = open(argv[1], O_RDONLY);
-            ssize_t read_bytes = read(fd, buffer, 10);
-            close(fd);
-            time_t first = time(NULL), second = time(NULL);
-            int s = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons(9), .sin_addr = { htonl(0x7f000001) } };
-            errno = 0;
-            int connected = connect(s, (struct sockaddr *)&address, sizeof address);
-            printf("%zd %zd %ld %d %d\n", written, read_bytes, (long)(second - first), connected, errno);
-            return 0;
-        }
-        """#, suffix: ".c")
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason))
+    func runAppliesShortIOClockJumpsAndSocketChaosToACProgram() throws {
+        let source = try Self.temporaryFile(
+            #"""
+            #include <stdio.h>
+            #include <fcntl.h>
+            #include <unistd.h>
+            #include <errno.h>
+            #include <time.h>
+            #include <netinet/in.h>
+            #include <sys/socket.h>
+            int main(int argc, char **argv) {
+                int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                ssize_t written = write(fd, "0123456789", 10);
+                close(fd);
+                char buffer[16];
+                fd = open(argv[1], O_RDONLY);
+                ssize_t read_bytes = read(fd, buffer, 10);
+                close(fd);
+                time_t first = time(NULL), second = time(NULL);
+                int s = socket(AF_INET, SOCK_STREAM, 0);
+                struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons(9), .sin_addr = { htonl(0x7f000001) } };
+                errno = 0;
+                int connected = connect(s, (struct sockaddr *)&address, sizeof address);
+                printf("%zd %zd %ld %d %d\n", written, read_bytes, (long)(second - first), connected, errno);
+                return 0;
+            }
+            """#, suffix: ".c")
         let binary = source.replacingOccurrences(of: ".c", with: "")
         defer { for path in [source, binary] { try? FileManager.default.removeItem(atPath: path) } }
         let compiled = try Self.run("/usr/bin/env", ["cc", "-O1", "-o", binary, source])
@@ -238,13 +282,14 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-io-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let profile = try Self.temporaryFile("""
-        {"seed": 3, "entries": [
-          {"point": "system.files", "provider": {"item": "short-write", "parameters": {"path": "\(folder)", "operations": ["write", "read"]}}},
-          {"point": "system.clock", "provider": {"item": "jump", "parameters": {"by": "+1d", "after": 1}}},
-          {"point": "system.connect", "provider": {"item": "timeout", "parameters": {"after": "50ms"}}}
-        ]}
-        """)
+        let profile = try Self.temporaryFile(
+            """
+            {"seed": 3, "entries": [
+              {"point": "system.files", "provider": {"item": "short-write", "parameters": {"path": "\(folder)", "operations": ["write", "read"]}}},
+              {"point": "system.clock", "provider": {"item": "jump", "parameters": {"by": "+1d", "after": 1}}},
+              {"point": "system.connect", "provider": {"item": "timeout", "parameters": {"after": "50ms"}}}
+            ]}
+            """)
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let outcome = try Self.run(
             Self.buildDirectory.appendingPathComponent("chaos").path,
@@ -257,7 +302,8 @@ import Testing
     }
 
     @Test func runRefusesEntriesThatCannotReachAnotherProgram() throws {
-        let profile = try Self.temporaryFile(#"{"entries": [{"point": "demo.today", "provider": {"constant": "2000-01-01T00:00:00Z"}}]}"#)
+        let profile = try Self.temporaryFile(
+            #"{"entries": [{"point": "demo.today", "provider": {"constant": "2000-01-01T00:00:00Z"}}]}"#)
         defer { try? FileManager.default.removeItem(atPath: profile) }
         let outcome = try Self.chaos("run", "--preload", Self.preloadLibrary, "--profile", profile, "--", "date")
         #expect(outcome.status != 0)

@@ -15,8 +15,9 @@ import Testing
     @Test func thePerihelionIsJuly28th2061() {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        #expect(calendar.dateComponents([.year, .month, .day, .hour], from: HalleyCountdown.perihelion)
-            == DateComponents(year: 2061, month: 7, day: 28, hour: 0))
+        #expect(
+            calendar.dateComponents([.year, .month, .day, .hour], from: HalleyCountdown.perihelion)
+                == DateComponents(year: 2061, month: 7, day: 28, hour: 0))
     }
 
     @Test(arguments: [0.0, 43_200, 86_399])
@@ -27,7 +28,8 @@ import Testing
         }
     }
 
-    @Test(.chaos(ProfileEntry(ChaosClock.now, ChaosClock.frozen(at: HalleyCountdown.perihelion.addingTimeInterval(-1)))))
+    @Test(
+        .chaos(ProfileEntry(ChaosClock.now, ChaosClock.frozen(at: HalleyCountdown.perihelion.addingTimeInterval(-1)))))
     func oneSecondBeforeItIsTomorrow() {
         #expect(HalleyCountdown().daysRemaining == 1)
     }
@@ -38,7 +40,10 @@ import Testing
         #expect(HalleyCountdown().message.contains("passed perihelion"))
     }
 
-    @Test(.chaos(seed: 10_000, ProfileEntry(ChaosClock.now, .random(.date(withinDays: 10_000, of: HalleyCountdown.perihelion)))))
+    @Test(
+        .chaos(
+            seed: 10_000,
+            ProfileEntry(ChaosClock.now, .random(.date(withinDays: 10_000, of: HalleyCountdown.perihelion)))))
     func anyDateWithinTenThousandDaysGivesASensibleMessage() {
         for _ in 0..<200 {
             let message = HalleyCountdown().message
@@ -68,7 +73,8 @@ import Testing
 @Suite struct LocationTrackerTests {
     static let london = Location(latitude: 51.5007, longitude: -0.1246)
     static var routeURL: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Examples/Routes/royal-mile.gpx")
     }
 
@@ -97,7 +103,8 @@ import Testing
     @Test func aGPXRouteIsWalkedInOrder() async throws {
         let route = try LocationScenario.gpx(contentsOf: Self.routeURL, speed: 1, clock: SteppingClock())
         try await Chaos.with(ProfileEntry(ChaosLocation.updates, route.updates(every: .milliseconds(20)))) {
-            let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london))).track(limit: 6)
+            let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london)))
+                .track(limit: 6)
             #expect(log.fixes.count == 6)
             #expect(log.fixes.allSatisfy { (55.9...56.0).contains($0.latitude) }, "the walk is in Edinburgh")
             #expect(log.distance > 0)
@@ -105,16 +112,24 @@ import Testing
         }
     }
 
-    @Test(.chaos(seed: 3, entries: { [ProfileEntry(ChaosLocation.updates, LocationScenario.teleport().updates(every: .milliseconds(5)))] }))
+    @Test(
+        .chaos(
+            seed: 3,
+            entries: {
+                [ProfileEntry(ChaosLocation.updates, LocationScenario.teleport().updates(every: .milliseconds(5)))]
+            }))
     func teleportsAreCountedAsJumps() async {
-        let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london))).track(limit: 5)
+        let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london)))
+            .track(limit: 5)
         #expect(log.fixes.count == 5)
         #expect(log.jumps >= 1)
     }
 
-    @Test(.chaos(ProfileEntry(ChaosLocation.updates, LocationScenario.failing(.denied).updates(every: .milliseconds(5)))))
+    @Test(
+        .chaos(ProfileEntry(ChaosLocation.updates, LocationScenario.failing(.denied).updates(every: .milliseconds(5)))))
     func aDeniedPermissionEndsTheLogWithAReason() async {
-        let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london))).track(limit: 5)
+        let log = await LocationTracker(provider: ChaosLocationProvider(base: FixedLocationProvider(Self.london)))
+            .track(limit: 5)
         #expect(log.fixes.isEmpty)
         #expect(log.failure != nil)
     }

@@ -1,6 +1,6 @@
 import ChaosKit
-import ChaosPoints
 import ChaosNetwork
+import ChaosPoints
 import ChaosTesting
 import ExampleApps
 import Foundation
@@ -32,7 +32,10 @@ import Testing
         #expect(try await Self.app().load() == .problem(WeatherApp.Message.offline))
     }
 
-    @Test(.chaos(ProfileEntry(ChaosNetwork.send, .sequential([NetworkCondition.status(503, retryAfter: 1).provider, .original]))))
+    @Test(
+        .chaos(
+            ProfileEntry(
+                ChaosNetwork.send, .sequential([NetworkCondition.status(503, retryAfter: 1).provider, .original]))))
     func aServiceUnavailableThenTheOriginalIsRetriedAndSucceeds() async throws {
         guard case .forecast(let forecast, let attempts) = try await Self.app().load() else {
             Issue.record("no forecast after a 503")
@@ -54,16 +57,24 @@ import Testing
 
     @Test(arguments: 1...40)
     func corruptedBytesNeverCrashTheApp(seed: Int) async throws {
-        try await Chaos.with(ProfileEntry(ChaosNetwork.send, NetworkCondition.corrupted(bytes: 4).provider), seed: UInt64(seed)) {
+        try await Chaos.with(
+            ProfileEntry(ChaosNetwork.send, NetworkCondition.corrupted(bytes: 4).provider), seed: UInt64(seed)
+        ) {
             let screen = try await Self.app().load()
             switch screen {
             case .forecast(let forecast, _): #expect((-100...70).contains(forecast.temperature))
-            case .problem(let message): #expect(message == WeatherApp.Message.unreadable || message == WeatherApp.Message.other)
+            case .problem(let message):
+                #expect(message == WeatherApp.Message.unreadable || message == WeatherApp.Message.other)
             }
         }
     }
 
-    @Test(.chaos(ProfileEntry(ChaosNetwork.send, .constant(NetworkResponse(status: 200, body: Data(#"{"place":"Edinburgh","temperature":"warm"}"#.utf8))))))
+    @Test(
+        .chaos(
+            ProfileEntry(
+                ChaosNetwork.send,
+                .constant(NetworkResponse(status: 200, body: Data(#"{"place":"Edinburgh","temperature":"warm"}"#.utf8)))
+            )))
     func wrongJSONIsUnreadable() async throws {
         #expect(try await Self.app().load() == .problem(WeatherApp.Message.unreadable))
     }
@@ -103,7 +114,9 @@ import Testing
 
     @Test func theAPIRejectsBadCoordinates() async throws {
         let stubs = try WeatherService.stubs()
-        let response = try await stubs.respond(to: NetworkRequest(.init(method: .get, url: URL(string: "https://api.weather.example.com/v1/forecast?lat=north")!)))
+        let response = try await stubs.respond(
+            to: NetworkRequest(
+                .init(method: .get, url: URL(string: "https://api.weather.example.com/v1/forecast?lat=north")!)))
         #expect(response.statusCode == 400)
     }
 }

@@ -1,7 +1,7 @@
 import CSystemProbes
 import Foundation
-import Testing
 import TestHelpers
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -15,15 +15,21 @@ import Glibc
 /// Serialized, and the only suite of this target that applies system points: the
 /// in-process delivery changes process-wide state (GOT slots, the clock) while a scenario
 /// runs, and reverts it before the next.
-@Suite(.serialized, .processWideSystemChaos, .disabled(if: Sanitizers.thread, Sanitizers.threadReason), .enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"))
+@Suite(
+    .serialized, .processWideSystemChaos, .disabled(if: Sanitizers.thread, Sanitizers.threadReason),
+    .enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"))
 struct SystemConformanceTests {
     /// Runs `scenario` by `chaos run`, then in-process, and expects `expected` from both.
-    private func expectBoth(_ scenario: Scenario, values: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectBoth(
+        _ scenario: Scenario, values: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let program = try Delivery.program(scenario, values: values)
         let inProcess = try Delivery.inProcess(scenario, values: values)
         #expect(program.status == 0 && program.errors.isEmpty, "chaos run: \(program)", sourceLocation: sourceLocation)
         #expect(program.line == scenario.expected, "chaos run answered otherwise", sourceLocation: sourceLocation)
-        #expect(inProcess == scenario.expected, "the in-process delivery answered otherwise", sourceLocation: sourceLocation)
+        #expect(
+            inProcess == scenario.expected, "the in-process delivery answered otherwise", sourceLocation: sourceLocation
+        )
     }
 
     @Test(arguments: Scenarios.plain)
@@ -47,14 +53,17 @@ struct SystemConformanceTests {
 
     @Test func probabilityReplaysEachDeliveryExactlyFromItsSeed() throws {
         func expectSane(_ line: String, _ label: String) -> String {
-            let parts = Dictionary(uniqueKeysWithValues: line.split(separator: " ").compactMap { word -> (String, String)? in
-                let pair = word.split(separator: "=", maxSplits: 1)
-                return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
-            })
+            let parts = Dictionary(
+                uniqueKeysWithValues: line.split(separator: " ").compactMap { word -> (String, String)? in
+                    let pair = word.split(separator: "=", maxSplits: 1)
+                    return pair.count == 2 ? (String(pair[0]), String(pair[1])) : nil
+                })
             let bits = parts["bits"] ?? ""
             let failed = Int(parts["failed"] ?? "") ?? -1
             #expect(bits.count == 200 && bits.allSatisfy { $0 == "0" || $0 == "1" }, "\(label): \(line)")
-            #expect(failed == bits.filter { $0 == "0" }.count && (50...150).contains(failed), "\(label): p=0.5 over 200 writes failed \(failed) times")
+            #expect(
+                failed == bits.filter { $0 == "0" }.count && (50...150).contains(failed),
+                "\(label): p=0.5 over 200 writes failed \(failed) times")
             return bits
         }
         let seeds: [UInt64] = [42, 42, 43]
@@ -70,11 +79,14 @@ struct SystemConformanceTests {
         #expect(localBits[0] != localBits[2], "another seed draws another sequence")
     }
 
-    @Test(.enabled(if: Needs.sqliteLibrary, "libsqlite3.so.0 is not installed (.ci/install-system-test-deps installs sqlite3)"),
-          arguments: ["wal", "delete"])
+    @Test(
+        .enabled(
+            if: Needs.sqliteLibrary, "libsqlite3.so.0 is not installed (.ci/install-system-test-deps installs sqlite3)"),
+        arguments: ["wal", "delete"])
     func sqliteTransactionFailsWithSQLITE_FULLAndTheDatabaseKeepsExactlyItsCommittedRows(mode: String) throws {
         let scenario = Scenarios.sqliteTransaction(mode: mode)
-        let setup = "open=0 setup=0 close=0", rows = "open=0 rows=1,2,3 integrity=ok close=0"
+        let setup = "open=0 setup=0 close=0"
+        let rows = "open=0 rows=1,2,3 integrity=ok close=0"
         // chaos run: set up and checked by the probe program outside chaos.
         let probe = try Build.probeProgram.get()
         let folder = try workspace("sqlite-program", folders: ["db"])

@@ -1,7 +1,7 @@
 import CSystemProbes
 import Foundation
-import Testing
 import TestHelpers
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -13,8 +13,10 @@ import Glibc
 @Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct ProgramConformanceTests {
     /// `chaos run --profile <profile> [--seed] -- arguments…`, the profile written to a file
     /// next to `folder`.
-    private func chaosRun(_ profile: String, _ arguments: [String], folder: String, seed: UInt64? = nil, input: String? = nil,
-                          environment: [String: String] = [:]) throws -> Outcome {
+    private func chaosRun(
+        _ profile: String, _ arguments: [String], folder: String, seed: UInt64? = nil, input: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> Outcome {
         try Build.requirePreload()
         let file = folder + "-\(UUID().uuidString.prefix(8)).json"
         try profile.write(toFile: file, atomically: true, encoding: .utf8)
@@ -26,7 +28,8 @@ import Glibc
 
     private func enospc(_ path: String, operations: [String] = ["write", "sync"]) -> String {
         let list = operations.map { "\"\($0)\"" }.joined(separator: ", ")
-        return #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(path)", "operations": [\#(list)]}}}]}"#
+        return
+            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(path)", "operations": [\#(list)]}}}]}"#
     }
 
     @Test(.enabled(if: Needs.program("sqlite3"), "sqlite3 is not installed (.ci/install-system-test-deps installs it)"))
@@ -36,13 +39,15 @@ import Glibc
         let database = folder + "/db/shop.db"
         let setup = try Command.run(["sqlite3", database, "create table t(x); insert into t values (1), (2), (3);"])
         #expect(setup.status == 0, "\(setup)")
-        let insert = try chaosRun(enospc(folder + "/db"), ["sqlite3", database, "insert into t values (4);"], folder: folder)
+        let insert = try chaosRun(
+            enospc(folder + "/db"), ["sqlite3", database, "insert into t values (4);"], folder: folder)
         #expect(insert.status != 0, "\(insert)")
         #expect(insert.errors.contains("database or disk is full"), "\(insert)")
         let check = try Command.run(["sqlite3", database, "pragma integrity_check; select x from t order by x;"])
         #expect(check.lines == ["ok", "1", "2", "3"], "\(check)")
         // The same profile on a sibling folder leaves the insert alone.
-        let sibling = try chaosRun(enospc(folder + "/d"), ["sqlite3", database, "insert into t values (4);"], folder: folder)
+        let sibling = try chaosRun(
+            enospc(folder + "/d"), ["sqlite3", database, "insert into t values (4);"], folder: folder)
         #expect(sibling.status == 0, "\(sibling)")
         #expect(try Command.run(["sqlite3", database, "select count(*) from t;"]).lines == ["4"])
     }
@@ -55,13 +60,16 @@ import Glibc
         for target in ["io", "io2"] {
             let faulty = target == "io"
             let cp = try chaosRun(profile, ["cp", "source", "\(target)/copy"], folder: folder)
-            let dd = try chaosRun(profile, ["dd", "if=/dev/zero", "of=\(target)/dd", "bs=4096", "count=4", "status=none"], folder: folder)
+            let dd = try chaosRun(
+                profile, ["dd", "if=/dev/zero", "of=\(target)/dd", "bs=4096", "count=4", "status=none"], folder: folder)
             let tee = try chaosRun(profile, ["tee", "\(target)/tee"], folder: folder, input: "hello\n")
             let shell = try chaosRun(profile, ["sh", "-c", "echo x > \(target)/shell"], folder: folder)
             for (name, outcome) in [("cp", cp), ("dd", dd), ("tee", tee), ("sh", shell)] {
                 if faulty {
                     #expect(outcome.status != 0, "\(name) into \(target): \(outcome)")
-                    #expect(name == "sh" || outcome.errors.contains("No space left on device"), "\(name) into \(target): \(outcome)")
+                    #expect(
+                        name == "sh" || outcome.errors.contains("No space left on device"),
+                        "\(name) into \(target): \(outcome)")
                 } else {
                     #expect(outcome.status == 0 && outcome.errors.isEmpty, "\(name) into \(target): \(outcome)")
                 }
@@ -76,34 +84,43 @@ import Glibc
     }
 
     /// A shell loop writing 100 files under a probability profile: which writes failed.
-    private static let loop = #"for i in $(seq 1 100); do if echo x > "io/f$i" 2>/dev/null; then printf 1; else printf 0; fi; done"#
-    private static let halfOfTheWrites = #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "io", "operations": ["write"]}, "probability": 0.5}}]}"#
+    private static let loop =
+        #"for i in $(seq 1 100); do if echo x > "io/f$i" 2>/dev/null; then printf 1; else printf 0; fi; done"#
+    private static let halfOfTheWrites =
+        #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "io", "operations": ["write"]}, "probability": 0.5}}]}"#
 
     @Test(.enabled(if: Needs.program("sh") && Needs.program("seq"), "sh or seq is missing"))
     func aSeededRunReplaysExactlyAndAnUnseededOnePrintsTheSeedThatReplaysIt() throws {
         let folder = try workspace("replay", folders: ["io"])
         defer { remove(folder) }
         func run(seed: UInt64? = nil, environment: [String: String] = [:]) throws -> Outcome {
-            try chaosRun(Self.halfOfTheWrites, ["sh", "-c", Self.loop], folder: folder, seed: seed, environment: environment)
+            try chaosRun(
+                Self.halfOfTheWrites, ["sh", "-c", Self.loop], folder: folder, seed: seed, environment: environment)
         }
-        let first = try run(seed: 42), second = try run(seed: 42)
+        let first = try run(seed: 42)
+        let second = try run(seed: 42)
         #expect(first.status == 0 && first.output.count == 100, "\(first)")
         #expect(first.output == second.output, "--seed 42 replays exactly")
         #expect((25...75).contains(first.output.filter { $0 == "0" }.count), "p=0.5 over 100 writes: \(first.output)")
         #expect(!first.errors.contains("replay with"), "a given seed is not announced: \(first)")
 
         let unseeded = try run()
-        let announced = try #require(unseeded.errors.firstMatch(of: /chaos run: seed (\d+) \(replay with --seed \1 or CHAOS_SEED=\1\)/), "\(unseeded)")
+        let announced = try #require(
+            unseeded.errors.firstMatch(of: /chaos run: seed (\d+) \(replay with --seed \1 or CHAOS_SEED=\1\)/),
+            "\(unseeded)")
         let seed = try #require(UInt64(announced.1))
         #expect(try run(seed: seed).output == unseeded.output, "--seed \(seed) replays the unseeded run")
-        #expect(try run(environment: ["CHAOS_SEED": String(seed)]).output == unseeded.output, "CHAOS_SEED=\(seed) replays it too")
+        #expect(
+            try run(environment: ["CHAOS_SEED": String(seed)]).output == unseeded.output,
+            "CHAOS_SEED=\(seed) replays it too")
     }
 
     @Test(.enabled(if: Needs.program("python3"), "python3 is not installed (.ci/install-system-test-deps installs it)"))
     func python3SeesTheClockOffset() throws {
         let folder = try workspace("python", folders: [])
         defer { remove(folder) }
-        let profile = #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-1d"}}}]}"#
+        let profile =
+            #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-1d"}}}]}"#
         let outcome = try chaosRun(profile, ["python3", "-c", "import time; print(int(time.time()))"], folder: folder)
         let seen = try #require(Double(outcome.line), "\(outcome)")
         // The real now, which the in-process clock scenario (running meanwhile) cannot move.
@@ -113,16 +130,22 @@ import Glibc
 
     @Test(.enabled(if: Needs.program("sh"), "sh is missing"))
     func aRelativePathIsTakenFromTheFolderEachRunStartsIn() throws {
-        let first = try workspace("relative-first", folders: ["io"]), second = try workspace("relative-second", folders: ["io"])
-        defer { remove(first); remove(second) }
+        let first = try workspace("relative-first", folders: ["io"])
+        let second = try workspace("relative-second", folders: ["io"])
+        defer {
+            remove(first)
+            remove(second)
+        }
         // The same profile text, so the second run may find the plan the first one compiled.
-        let profile = #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "io"}}}]}"#
+        let profile =
+            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "io"}}}]}"#
         for folder in [first, second, first] {
             remove(folder + "/io/f")
             let outcome = try chaosRun(profile, ["sh", "-c", "echo x > io/f"], folder: folder)
             // The shell's own failure (not chaos run's 125): it made the file and could not write.
             #expect(outcome.status != 0 && outcome.status != 125, "\(folder)/io is the profile's io there: \(outcome)")
-            #expect((try? FileManager.default.attributesOfItem(atPath: folder + "/io/f")[.size] as? Int) == 0, "\(outcome)")
+            #expect(
+                (try? FileManager.default.attributesOfItem(atPath: folder + "/io/f")[.size] as? Int) == 0, "\(outcome)")
         }
     }
 

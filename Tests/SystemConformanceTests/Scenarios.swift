@@ -15,13 +15,15 @@ enum Scenarios {
             name: "enospc on every write-family and sync-family call, not on the sibling io2",
             profile: enospcOnIO, probe: ["files", "$DIR"],
             // ftruncate cannot return ENOSPC, so it is left alone (then pread sees its byte).
-            expected: "open=ok write=-1/ENOSPC pwrite=-1/ENOSPC writev=-1/ENOSPC pwritev=-1/ENOSPC fdatasync=-1/ENOSPC fsync=-1/ENOSPC "
+            expected:
+                "open=ok write=-1/ENOSPC pwrite=-1/ENOSPC writev=-1/ENOSPC pwritev=-1/ENOSPC fdatasync=-1/ENOSPC fsync=-1/ENOSPC "
                 + "ftruncate=0 fallocate=-1/ENOSPC pread=1 close=0 "
                 + "sibling-open=ok sibling-write=3 sibling-pwritev=4 sibling-fsync=0 sibling-ftruncate=0 sibling-close=0"
         ),
         Scenario(
             name: "fail EIO on write, sync and truncate",
-            profile: files("fail", #""errno": "EIO", "path": "$DIR/io", "operations": ["write", "sync", "truncate"]"#), probe: ["files", "$DIR"],
+            profile: files("fail", #""errno": "EIO", "path": "$DIR/io", "operations": ["write", "sync", "truncate"]"#),
+            probe: ["files", "$DIR"],
             expected: "open=ok write=-1/EIO pwrite=-1/EIO writev=-1/EIO pwritev=-1/EIO fdatasync=-1/EIO fsync=-1/EIO "
                 + "ftruncate=-1/EIO fallocate=-1/EIO pread=0 close=0 "
                 + "sibling-open=ok sibling-write=3 sibling-pwritev=4 sibling-fsync=0 sibling-ftruncate=0 sibling-close=0"
@@ -29,17 +31,20 @@ enum Scenarios {
         Scenario(
             name: "openat relative to a dirfd, .., . and // in the probe's paths",
             profile: enospcOnIO, probe: ["paths", "$DIR"],
-            expected: "dirfd=-1/ENOSPC dirfd-dotdot=-1/ENOSPC dot-slashes=-1/ENOSPC up-and-in=-1/ENOSPC sibling=1 out-of-io=1 sibling-dirfd=1"
+            expected:
+                "dirfd=-1/ENOSPC dirfd-dotdot=-1/ENOSPC dot-slashes=-1/ENOSPC up-and-in=-1/ENOSPC sibling=1 out-of-io=1 sibling-dirfd=1"
         ),
         Scenario(
             name: "the profile's path written with .., . and //",
             profile: files("enospc", #""path": "$DIR/io2/..//io/.""#), probe: ["paths", "$DIR"],
-            expected: "dirfd=-1/ENOSPC dirfd-dotdot=-1/ENOSPC dot-slashes=-1/ENOSPC up-and-in=-1/ENOSPC sibling=1 out-of-io=1 sibling-dirfd=1"
+            expected:
+                "dirfd=-1/ENOSPC dirfd-dotdot=-1/ENOSPC dot-slashes=-1/ENOSPC up-and-in=-1/ENOSPC sibling=1 out-of-io=1 sibling-dirfd=1"
         ),
         Scenario(
             name: "a glob with ** and *",
             profile: files("enospc", #""path": "$DIR/io/**/*.log""#), probe: ["glob", "$DIR"],
-            expected: "io/a.log=-1/ENOSPC io/sub/deep/b.log=-1/ENOSPC io/a.txt=1 io/x.log.txt=1 io2/c.log=1 io2/sub/d.log=1",
+            expected:
+                "io/a.log=-1/ENOSPC io/sub/deep/b.log=-1/ENOSPC io/a.txt=1 io/x.log.txt=1 io2/c.log=1 io2/sub/d.log=1",
             folders: ["io/sub/deep", "io2/sub"]
         ),
         Scenario(
@@ -63,80 +68,90 @@ enum Scenarios {
         Scenario(
             name: "stdio: buffered writes succeed, fflush and fclose with pending output fail (sequential under match)",
             profile: #"""
-            {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
-                          "provider": {"sequential": ["original", "enospc", "original", "enospc"]}}]}
-            """#,
+                {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
+                              "provider": {"sequential": ["original", "enospc", "original", "enospc"]}}]}
+                """#,
             probe: ["stdio", "$DIR"],
             expected: "fopen=ok fwrite=3 fflush=-1/ENOSPC ferror=1 fclose=0 fputs=0 fclose-pending=-1/ENOSPC sizes=0,0 "
                 + "sibling-fwrite=3 sibling-fclose=0 sibling-size=3"
         ),
         Scenario(
             name: "rename, unlink and mkdir into, out of and inside io fail; beside it they work",
-            profile: files("fail", #""errno": "EACCES", "path": "$DIR/io", "operations": ["rename", "unlink", "mkdir"]"#),
+            profile: files(
+                "fail", #""errno": "EACCES", "path": "$DIR/io", "operations": ["rename", "unlink", "mkdir"]"#),
             probe: ["names", "$DIR"],
-            expected: "rename-into=-1/EACCES rename-out=-1/EACCES renameat-within=-1/EACCES unlink=-1/EACCES unlinkat=-1/EACCES "
+            expected:
+                "rename-into=-1/EACCES rename-out=-1/EACCES renameat-within=-1/EACCES unlink=-1/EACCES unlinkat=-1/EACCES "
                 + "mkdir=-1/EACCES mkdirat=-1/EACCES sibling-rename=0 sibling-unlink=0 sibling-mkdir=0 victim-left=1",
             files: ["io/victim", "io2/mover", "io2/victim"]
         ),
         Scenario(
             name: "times: the first two writes fail, then they succeed",
             profile: #"""
-            {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
-                          "provider": {"item": "enospc", "times": 2}}]}
-            """#,
+                {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
+                              "provider": {"item": "enospc", "times": 2}}]}
+                """#,
             probe: ["writes", "$DIR", "4"],
             expected: "writes=-1/ENOSPC,-1/ENOSPC,1,1"
         ),
         Scenario(
             name: "sequential: two failures, then the original",
             profile: #"""
-            {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
-                          "provider": {"sequential": ["enospc", "enospc", "original"]}}]}
-            """#,
+                {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
+                              "provider": {"sequential": ["enospc", "enospc", "original"]}}]}
+                """#,
             probe: ["writes", "$DIR", "4"],
             expected: "writes=-1/ENOSPC,-1/ENOSPC,1,1"
         ),
         Scenario(
             name: "getenv set and unset, seen by getenv and secure_getenv",
             profile: #"""
-            {"entries": [
-              {"point": "system.getenv", "provider": {"item": "set", "parameters": {"name": "CHAOS_CONFORMANCE_SET", "value": "chaos"}}},
-              {"point": "system.getenv", "provider": {"item": "unset", "parameters": {"name": "CHAOS_CONFORMANCE_UNSET"}}}
-            ]}
-            """#,
-            probe: ["getenv", "CHAOS_CONFORMANCE_SET", "CHAOS_CONFORMANCE_UNSET", "secure:CHAOS_CONFORMANCE_SET", "CHAOS_CONFORMANCE_OTHER"],
-            expected: "CHAOS_CONFORMANCE_SET=chaos CHAOS_CONFORMANCE_UNSET=(unset) secure:CHAOS_CONFORMANCE_SET=chaos CHAOS_CONFORMANCE_OTHER=real"
+                {"entries": [
+                  {"point": "system.getenv", "provider": {"item": "set", "parameters": {"name": "CHAOS_CONFORMANCE_SET", "value": "chaos"}}},
+                  {"point": "system.getenv", "provider": {"item": "unset", "parameters": {"name": "CHAOS_CONFORMANCE_UNSET"}}}
+                ]}
+                """#,
+            probe: [
+                "getenv", "CHAOS_CONFORMANCE_SET", "CHAOS_CONFORMANCE_UNSET", "secure:CHAOS_CONFORMANCE_SET",
+                "CHAOS_CONFORMANCE_OTHER",
+            ],
+            expected:
+                "CHAOS_CONFORMANCE_SET=chaos CHAOS_CONFORMANCE_UNSET=(unset) secure:CHAOS_CONFORMANCE_SET=chaos CHAOS_CONFORMANCE_OTHER=real"
         ),
         Scenario(
             // With a modifier, chaos run cannot set the variable at the start: its interceptor answers.
             name: "getenv set once (times under match), then the real value",
             profile: #"""
-            {"entries": [{"point": "system.getenv", "match": {"name": "CHAOS_CONFORMANCE_SET"},
-                          "provider": {"item": "set", "parameters": {"name": "CHAOS_CONFORMANCE_SET", "value": "chaos"}, "times": 1}}]}
-            """#,
+                {"entries": [{"point": "system.getenv", "match": {"name": "CHAOS_CONFORMANCE_SET"},
+                              "provider": {"item": "set", "parameters": {"name": "CHAOS_CONFORMANCE_SET", "value": "chaos"}, "times": 1}}]}
+                """#,
             probe: ["getenv", "CHAOS_CONFORMANCE_SET", "CHAOS_CONFORMANCE_SET"],
             expected: "CHAOS_CONFORMANCE_SET=chaos CHAOS_CONFORMANCE_SET=real",
             folders: []
         ),
         Scenario(
             name: "dns-failure for localhost by host pattern (any case)",
-            profile: #"{"entries": [{"point": "system.getaddrinfo", "provider": {"item": "dns-failure", "parameters": {"host": "localhost"}}}]}"#,
+            profile:
+                #"{"entries": [{"point": "system.getaddrinfo", "provider": {"item": "dns-failure", "parameters": {"host": "localhost"}}}]}"#,
             probe: ["dns", "localhost", "LocalHost", "hostbyname:localhost"],
             expected: "localhost=EAI_NONAME LocalHost=EAI_NONAME hostbyname:localhost=HOST_NOT_FOUND",
             folders: []
         ),
         Scenario(
             name: "dns-failure for another name pattern leaves localhost resolving",
-            profile: #"{"entries": [{"point": "system.getaddrinfo", "provider": {"item": "dns-failure", "parameters": {"host": "*.chaos.invalid"}}}]}"#,
+            profile:
+                #"{"entries": [{"point": "system.getaddrinfo", "provider": {"item": "dns-failure", "parameters": {"host": "*.chaos.invalid"}}}]}"#,
             probe: ["dns", "localhost", "api.chaos.invalid", "hostbyname:localhost"],
             expected: "localhost=ok api.chaos.invalid=EAI_NONAME hostbyname:localhost=ok",
             folders: []
         ),
         Scenario(
             name: "clock offset -1d through every realtime reading and file times; monotonic untouched",
-            profile: #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-1d"}}}]}"#,
+            profile:
+                #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-1d"}}}]}"#,
             probe: ["clock", "$DIR"],
-            expected: "time=-86400 gettimeofday=-86400 realtime=-86400 realtime-coarse=-86400 tai=-86400 timespec_get=-86400 ftime=-86400 "
+            expected:
+                "time=-86400 gettimeofday=-86400 realtime=-86400 realtime-coarse=-86400 tai=-86400 timespec_get=-86400 ftime=-86400 "
                 + "monotonic=0 stat-mtime=-86400 fstat-mtime=-86400 statx-mtime=-86400 stat-age=0",
             folders: []
         ),
@@ -145,7 +160,8 @@ enum Scenarios {
     /// `connect` refused on one port of real listeners, not on the other.
     static let refusedOnOnePort = Scenario(
         name: "connect refused for one port of 127.0.0.1",
-        profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"host": "127.0.0.1", "port": $PORT_REFUSED}}}]}"#,
+        profile:
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"host": "127.0.0.1", "port": $PORT_REFUSED}}}]}"#,
         probe: ["connect", "127.0.0.1", "refused:$PORT_REFUSED", "open:$PORT_OPEN"],
         expected: "refused=-1/ECONNREFUSED open=0",
         folders: []
@@ -154,7 +170,8 @@ enum Scenarios {
     /// `connect` timing out after its wait.
     static let timeout = Scenario(
         name: "connect timeout waits before ETIMEDOUT",
-        profile: #"{"entries": [{"point": "system.connect", "provider": {"item": "timeout", "parameters": {"after": "300ms", "port": $PORT_OPEN}}}]}"#,
+        profile:
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "timeout", "parameters": {"after": "300ms", "port": $PORT_OPEN}}}]}"#,
         probe: ["connect-wait", "127.0.0.1", "$PORT_OPEN", "300"],
         expected: "connect=-1/ETIMEDOUT waited=enough",
         folders: []
@@ -163,7 +180,8 @@ enum Scenarios {
     /// Half of 200 writes, drawn from the seed.
     static let draws = Scenario(
         name: "probability 0.5 over 200 writes",
-        profile: #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "$DIR/io", "operations": ["write"]}, "probability": 0.5}}]}"#,
+        profile:
+            #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "$DIR/io", "operations": ["write"]}, "probability": 0.5}}]}"#,
         probe: ["draws", "$DIR", "200"],
         expected: ""
     )
@@ -178,7 +196,8 @@ enum Scenarios {
         let path = mode == "wal" ? "$DIR/db/shop.db-wal" : "$DIR/db"
         return Scenario(
             name: "sqlite transaction under enospc, journal mode \(mode)",
-            profile: #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(path)", "operations": ["write", "sync"]}}}]}"#,
+            profile:
+                #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(path)", "operations": ["write", "sync"]}}}]}"#,
             probe: ["sqlite-commit", "$DIR/db/shop.db"],
             expected: mode == "wal"
                 ? #"open=0 begin=0 insert=0 commit=13:"database or disk is full" close=0"#

@@ -2,8 +2,8 @@ import CSystemProbes
 import ChaosHooks
 import ChaosKit
 import Foundation
-import Testing
 import TestHelpers
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +15,9 @@ struct Outcome: CustomStringConvertible {
     let status: Int32
     let output: String
     let errors: String
-    var description: String { "status \(status), stdout: \(output.debugDescription), stderr: \(errors.debugDescription)" }
+    var description: String {
+        "status \(status), stdout: \(output.debugDescription), stderr: \(errors.debugDescription)"
+    }
     /// The output without its final newline.
     var line: String { output.hasSuffix("\n") ? String(output.dropLast()) : output }
     var lines: [String] { output.split(separator: "\n").map(String.init) }
@@ -29,7 +31,8 @@ enum Build {
         var url = Bundle.main.bundleURL
         if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
         let candidates = [url, URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()]
-        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("chaos").path) } ?? url
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("chaos").path) }
+            ?? url
     }
 
     static var chaos: String { directory.appendingPathComponent("chaos").path }
@@ -63,7 +66,8 @@ enum Build {
             let built = try Command.run([
                 "cc", "-std=gnu11", "-O1", "-Wall", "-Wextra", "-U_FORTIFY_SOURCE",
                 "-I", sources.appendingPathComponent("include").path, "-o", binary,
-                sources.appendingPathComponent("probes.c").path, sources.appendingPathComponent("program/main.c").path, "-ldl",
+                sources.appendingPathComponent("probes.c").path, sources.appendingPathComponent("program/main.c").path,
+                "-ldl",
             ])
             guard built.status == 0 else { return .failure(ProbeBuildError(message: "cc failed: \(built.errors)")) }
         } catch {
@@ -82,13 +86,16 @@ enum Build {
 enum Command {
     static func which(_ program: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for folder in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(folder)/\(program)") {
+        for folder in path.split(separator: ":")
+        where FileManager.default.isExecutableFile(atPath: "\(folder)/\(program)") {
             return "\(folder)/\(program)"
         }
         return nil
     }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:], in directory: String? = nil, input: String? = nil) throws -> Outcome {
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], in directory: String? = nil, input: String? = nil
+    ) throws -> Outcome {
         let process = Process()
         let program = arguments[0].hasPrefix("/") ? arguments[0] : (which(arguments[0]) ?? arguments[0])
         process.executableURL = URL(fileURLWithPath: program)
@@ -100,7 +107,9 @@ enum Command {
         merged.merge(environment) { $1 }
         process.environment = merged
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let output = Pipe(), errors = Pipe(), standardInput = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
+        let standardInput = Pipe()
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = standardInput
@@ -121,15 +130,18 @@ enum Command {
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                       errors: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+        return Outcome(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
 }
 
 /// Variables the getenv scenarios read: set in this process (for the in-process delivery)
 /// and given to every program (for chaos run) with the same values.
 enum ScenarioEnvironment {
-    static let variables = ["CHAOS_CONFORMANCE_SET": "real", "CHAOS_CONFORMANCE_UNSET": "real", "CHAOS_CONFORMANCE_OTHER": "real"]
+    static let variables = [
+        "CHAOS_CONFORMANCE_SET": "real", "CHAOS_CONFORMANCE_UNSET": "real", "CHAOS_CONFORMANCE_OTHER": "real",
+    ]
 
     static let installed: Void = {
         for (name, value) in variables { setenv(name, value, 1) }
@@ -139,13 +151,15 @@ enum ScenarioEnvironment {
 /// A fresh folder (its physical path) holding `folders` and `files` (each containing "x").
 func workspace(_ label: String, folders: [String], files: [String] = []) throws -> String {
     // The label is a scenario's name: only its letters and digits, no glob characters.
-    let slug = String(label.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.prefix(24).map(Character.init))
+    let slug = String(
+        label.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.prefix(24).map(Character.init))
     let base = NSTemporaryDirectory() + "chaos-conformance-\(slug)-\(UUID().uuidString.prefix(8))"
     try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-    let physical = realpath(base, nil).map { pointer in
-        defer { free(pointer) }
-        return String(cString: pointer)
-    } ?? base
+    let physical =
+        realpath(base, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? base
     for folder in folders {
         try FileManager.default.createDirectory(atPath: physical + "/" + folder, withIntermediateDirectories: true)
     }
@@ -173,7 +187,9 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 
     func filled(_ text: String, _ values: [String: String]) -> String {
         // Longest names first, so that $PORT does not eat $PORT_OPEN.
-        values.keys.sorted { $0.count > $1.count }.reduce(text) { $0.replacingOccurrences(of: "$" + $1, with: values[$1]!) }
+        values.keys.sorted { $0.count > $1.count }.reduce(text) {
+            $0.replacingOccurrences(of: "$" + $1, with: values[$1]!)
+        }
     }
 }
 
@@ -181,7 +197,9 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 enum Delivery {
     /// The probe program under `chaos run --profile` (and `--seed`), in `directory` (else a
     /// fresh workspace).
-    static func program(_ scenario: Scenario, in directory: String? = nil, seed: UInt64? = nil, values: [String: String] = [:]) throws -> Outcome {
+    static func program(
+        _ scenario: Scenario, in directory: String? = nil, seed: UInt64? = nil, values: [String: String] = [:]
+    ) throws -> Outcome {
         try Build.requirePreload()
         let probe = try Build.probeProgram.get()
         let folder = try directory ?? workspace(scenario.name, folders: scenario.folders, files: scenario.files)
@@ -200,14 +218,17 @@ enum Delivery {
     /// The profile applied in this process (`apply(seed:)`), the probe called directly, and
     /// everything reverted before anything else happens; in `directory` (else a fresh
     /// workspace).
-    static func inProcess(_ scenario: Scenario, in directory: String? = nil, seed: UInt64 = 1, values: [String: String] = [:]) throws -> String {
+    static func inProcess(
+        _ scenario: Scenario, in directory: String? = nil, seed: UInt64 = 1, values: [String: String] = [:]
+    ) throws -> String {
         SystemPoints.register()
         ScenarioEnvironment.installed
         let folder = try directory ?? workspace(scenario.name, folders: scenario.folders, files: scenario.files)
         defer { if directory == nil { remove(folder) } }
         var values = values
         values["DIR"] = folder
-        let profile = try ChaosProfile.decode(json: scenario.filled(scenario.profile, values), file: "\(scenario.name).json")
+        let profile = try ChaosProfile.decode(
+            json: scenario.filled(scenario.profile, values), file: "\(scenario.name).json")
         let arguments = scenario.probe.map { scenario.filled($0, values) }
         let chaos = try profile.apply(seed: seed)
         let result = Probe.run(arguments)
@@ -247,7 +268,8 @@ final class Listeners: Sendable {
     private let descriptors: [Int32]
 
     init(count: Int) throws {
-        var ports: [Int] = [], descriptors: [Int32] = []
+        var ports: [Int] = []
+        var descriptors: [Int32] = []
         for _ in 0..<count {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             try #require(fd >= 0, "socket: \(errno)")

@@ -23,12 +23,16 @@ public func runPython(_ arguments: [String], input: Data = Data()) -> ToolOutput
 
 /// Runs the program at `path` with `arguments` (and `environment` added to this process's),
 /// feeding it `input`; nil when it cannot be started.
-public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data = Data()) -> ToolOutput? {
+public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data = Data())
+    -> ToolOutput?
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
+    let stdin = Pipe()
+    let stdout = Pipe()
+    let stderr = Pipe()
     process.standardInput = stdin
     process.standardOutput = stdout
     process.standardError = stderr
@@ -38,7 +42,8 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
         return nil
     }
     // Read both pipes while the program runs, so that a large answer cannot block it.
-    let output = Locked(Data()), errors = Locked(Data())
+    let output = Locked(Data())
+    let errors = Locked(Data())
     let group = DispatchGroup()
     for (pipe, sink) in [(stdout, output), (stderr, errors)] {
         group.enter()
@@ -105,7 +110,10 @@ public struct RecordingLogHandler: LogHandler {
 
     public func log(event: LogEvent) {
         store.entries.withLock {
-            $0.append(Entry(level: event.level, message: "\(event.message)", metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
+            $0.append(
+                Entry(
+                    level: event.level, message: "\(event.message)",
+                    metadata: metadata.merging(event.metadata ?? [:]) { $1 }))
         }
     }
 }

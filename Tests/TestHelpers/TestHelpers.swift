@@ -1,12 +1,14 @@
 // swift-format-ignore-file: AmbiguousTrailingClosureOverload
+
 // (`caught` has a synchronous and an async form on purpose: callers write `caught { … }` either way.)
 public import ChaosKit
 import Foundation
+import Synchronization
+public import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
-public import Testing
 
 // Helpers every test target shares. Locks are ChaosKit's own `Locked` (a pthread mutex that
 // ThreadSanitizer understands), as everywhere in the package.
@@ -173,7 +175,8 @@ public enum Sanitizers {
 
     /// Why long single-threaded fuzz loops are skipped under ThreadSanitizer: they find no
     /// races and take minutes there; the plain run executes them in full.
-    public static let fuzzReason: Comment = "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
+    public static let fuzzReason: Comment =
+        "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
 }
 
 /// Serializes the suites that drive the process's one C fault engine, across test targets.
@@ -186,7 +189,9 @@ public enum Sanitizers {
 public struct ProcessWideSystemChaos: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { false }
 
-    public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
         await Self.turn.acquire()
         defer { Self.turn.release() }
         try await function()

@@ -8,6 +8,7 @@ import ChaosKit
 import Dispatch
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -152,9 +153,13 @@ func asyncAfterAndTimer() async throws {
     let timerFired = Shared<Date?>(nil)
     let loopThread = Thread {
         // Timer(timeInterval:) first fires at once in swift-corelibs-foundation; fire: sets the date.
-        let timer = Timer(fire: Date().addingTimeInterval(30), interval: 0, repeats: false) { _ in timerFired.with { $0 = Date() } }
+        let timer = Timer(fire: Date().addingTimeInterval(30), interval: 0, repeats: false) { _ in
+            timerFired.with { $0 = Date() }
+        }
         RunLoop.current.add(timer, forMode: .default)
-        while timerFired.current == nil { _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(3600)) }
+        while timerFired.current == nil {
+            _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(3600))
+        }
     }
     loopThread.start()
     waitForPending("asyncAfter and the run loop's Timer", beyond: baseline + 1)
@@ -181,8 +186,9 @@ func clocks() async throws {
         static func now() -> Readings {
             var cpu = timespec()
             clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu)
-            return Readings(date: Date(), continuous: .now, suspending: .now, dispatch: DispatchTime.now().uptimeNanoseconds,
-                            uptime: ProcessInfo.processInfo.systemUptime, cpu: Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9)
+            return Readings(
+                date: Date(), continuous: .now, suspending: .now, dispatch: DispatchTime.now().uptimeNanoseconds,
+                uptime: ProcessInfo.processInfo.systemUptime, cpu: Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9)
         }
     }
     let readings = Shared<(Readings, Readings)?>(nil)
@@ -197,8 +203,13 @@ func clocks() async throws {
     try await VirtualTime.advance(by: .seconds(3600))
     _ = eventually { readings.current != nil }
     report("real_ms", realMilliseconds() - realBefore)
-    guard let (before, after) = readings.current else { report("error", "Thread.sleep never returned"); exit(2) }
-    func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
+    guard let (before, after) = readings.current else {
+        report("error", "Thread.sleep never returned")
+        exit(2)
+    }
+    func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
     report("date_s", after.date.timeIntervalSince(before.date))
     report("continuous_s", seconds(before.continuous.duration(to: after.continuous)))
     report("suspending_s", seconds(before.suspending.duration(to: after.suspending)))
@@ -215,8 +226,12 @@ func clocks() async throws {
 func socketWait() async throws {
     try VirtualTime.start(at: start)
     var pair: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { report("error", "socketpair: \(errno)"); exit(2) }
-    let reader = pair[0], writer = pair[1]
+    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+        report("error", "socketpair: \(errno)")
+        exit(2)
+    }
+    let reader = pair[0]
+    let writer = pair[1]
     let woke = Shared<Double?>(nil)
     let waiter = Thread {
         var descriptor = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
@@ -263,7 +278,9 @@ func stopResumesRealTiming() async throws {
     waitForDeadline("Thread.sleep", atLeast: 1.5)
     let timerDone = Shared<Double?>(nil)
     let armed = realMilliseconds()
-    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(1)) { timerDone.with { $0 = realMilliseconds() - armed } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(1)) {
+        timerDone.with { $0 = realMilliseconds() - armed }
+    }
     realWait(milliseconds: 300)
     report("virtual_before_stop_s", Date().timeIntervalSince(start))
     VirtualTime.stop()
@@ -289,12 +306,18 @@ func watchdog() async throws {
 /// profile's `system.clock` item `virtual` starts virtual time, reverting it stops it.
 func profile() async throws {
     SystemPoints.register()
-    let profile = try ChaosProfile.decode(json: #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-03-17T17:46:40Z"}}}]}"#)
+    let profile = try ChaosProfile.decode(
+        json:
+            #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-03-17T17:46:40Z"}}}]}"#
+    )
     let chaos = try profile.apply()
     report("running", VirtualTime.isRunning)
     report("start_error_s", abs(Date().timeIntervalSince(start)))
     let woke = Shared<Date?>(nil)
-    Thread { Thread.sleep(forTimeInterval: 90); woke.with { $0 = Date() } }.start()
+    Thread {
+        Thread.sleep(forTimeInterval: 90)
+        woke.with { $0 = Date() }
+    }.start()
     waitForDeadline("Thread.sleep", atLeast: 90)
     try await VirtualTime.advance(by: .seconds(90))
     _ = eventually { woke.current != nil }
@@ -378,8 +401,10 @@ func beatingThread(named name: String, beats: Shared<Int>, lastDate: Shared<Date
 
 func exemptThreads() async throws {
     let done = Shared(false)
-    let heartbeat = Shared(0), follower = Shared(0)
-    let heartbeatDate = Shared<Date?>(nil), followerDate = Shared<Date?>(nil)
+    let heartbeat = Shared(0)
+    let follower = Shared(0)
+    let heartbeatDate = Shared<Date?>(nil)
+    let followerDate = Shared<Date?>(nil)
     beatingThread(named: "chaos-heartbeat", beats: heartbeat, lastDate: heartbeatDate, until: done)
     beatingThread(named: "chaos-follower", beats: follower, lastDate: followerDate, until: done)
     guard eventually({ !VirtualTime.threads(named: "chaos-heartbeat").isEmpty && heartbeat.current > 0 }) else {
@@ -393,7 +418,8 @@ func exemptThreads() async throws {
     report("exempt_listed", VirtualTime.exemptThreads == named)
     try VirtualTime.start(at: start)
     realWait(milliseconds: 50)  // a follower beat under way when time stopped ends or waits
-    let heartbeatBefore = heartbeat.current, followerBefore = follower.current
+    let heartbeatBefore = heartbeat.current
+    let followerBefore = follower.current
     realWait(milliseconds: 300)
     report("heartbeat_beats_in_300ms", heartbeat.current - heartbeatBefore)
     report("follower_beats_in_300ms", follower.current - followerBefore)
@@ -406,7 +432,9 @@ func exemptThreads() async throws {
         Thread.sleep(forTimeInterval: 0.05)
         return (Date(), realMilliseconds() - began)
     }
-    report("scoped_date_error_s", abs(scopedDate.timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9))
+    report(
+        "scoped_date_error_s", abs(scopedDate.timeIntervalSince1970 - Double(chaos_fault_real_ns(CLOCK_REALTIME)) / 1e9)
+    )
     report("scoped_sleep_real_ms", scopedSleepMs)
     report("after_scope_date_error_s", abs(Date().timeIntervalSince1970 - start.timeIntervalSince1970))
     // Advancing does not wait for the busy exempt thread to go idle; the follower moves on.
@@ -432,9 +460,13 @@ func serveOneResponse(body: String) -> UInt16 {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) }
+    }
     _ = listen(listener, 4)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
+    }
     Thread {
         let client = accept(listener, nil, nil)
         var request = [UInt8](repeating: 0, count: 4096)
@@ -453,7 +485,9 @@ func urlSession() async throws {
     let began = realMilliseconds()
     let fetched = Shared<String?>(nil)
     let task = URLSession.shared.dataTask(with: URL(string: "http://127.0.0.1:\(port)/")!) { data, _, error in
-        fetched.with { $0 = data.map { String(decoding: $0, as: UTF8.self) } ?? "error: \(error.map { "\($0)" } ?? "none")" }
+        fetched.with {
+            $0 = data.map { String(decoding: $0, as: UTF8.self) } ?? "error: \(error.map { "\($0)" } ?? "none")"
+        }
     }
     task.resume()
     _ = eventually { fetched.current != nil }
@@ -479,13 +513,15 @@ let scenarios: [String: () async throws -> Void] = [
     "url-session": urlSession,
     "threads": exemptThreads,
     "condition": condition, "profile": profile, "flowing": flowing,
-    "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer, "async-after-and-timer": asyncAfterAndTimer,
+    "task-sleep": taskSleep, "backoff": backoff, "dispatch-timer": dispatchTimer,
+    "async-after-and-timer": asyncAfterAndTimer,
     "clocks": clocks, "socket": socketWait, "stop": stopResumesRealTiming, "watchdog": watchdog,
 ]
 
 let name = CommandLine.arguments.dropFirst().first ?? ""
 guard let scenario = scenarios[name] else {
-    FileHandle.standardError.write(Data("usage: virtual-time-probe \(scenarios.keys.sorted().joined(separator: "|"))\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: virtual-time-probe \(scenarios.keys.sorted().joined(separator: "|"))\n".utf8))
     exit(64)
 }
 do {

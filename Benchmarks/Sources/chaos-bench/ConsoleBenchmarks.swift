@@ -5,24 +5,29 @@ import Foundation
 
 /// The points the console profile targets; kept alive for the whole run.
 @MainActor let consolePoints: [InjectionPoint<Int, Int, Never>] = (0..<3).map { index in
-    InjectionPoint("bench.console.\(index)", catalogue: [
-        CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) { parameters in
-            let amount = try parameters.int("value")
-            return .block { $0.arguments &+ amount }
-        },
-    ]) { $0 }
+    InjectionPoint(
+        "bench.console.\(index)",
+        catalogue: [
+            CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) {
+                parameters in
+                let amount = try parameters.int("value")
+                return .block { $0.arguments &+ amount }
+            }
+        ]
+    ) { $0 }
 }
 
 /// A three-entry profile: a catalogue item with a parameter, a constant with a modifier and a lease.
 @MainActor func consoleProfile() -> Data {
     _ = consolePoints
-    return Data(#"""
-    {"entries": [
-      {"point": "bench.console.0", "provider": {"item": "plus", "parameters": {"value": 2}}},
-      {"point": "bench.console.1", "provider": {"constant": 7, "probability": 0.5}},
-      {"point": "bench.console.2", "provider": {"item": "plus", "lease": "30s"}}
-    ]}
-    """#.utf8)
+    return Data(
+        #"""
+        {"entries": [
+          {"point": "bench.console.0", "provider": {"item": "plus", "parameters": {"value": 2}}},
+          {"point": "bench.console.1", "provider": {"constant": 7, "probability": 0.5}},
+          {"point": "bench.console.2", "provider": {"item": "plus", "lease": "30s"}}
+        ]}
+        """#.utf8)
 }
 
 /// Starts an endpoint in this process (no endpoint file) and waits until it listens; a
@@ -36,14 +41,18 @@ func startConsole() throws -> ChaosConsole {
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         do throws(ChaosError) {
-            box.result = .success(try await ChaosConsole.start(.init(publishesEndpointFile: false, program: "chaos-bench", allowInReleaseBuilds: true)))
+            box.result = .success(
+                try await ChaosConsole.start(
+                    .init(publishesEndpointFile: false, program: "chaos-bench", allowInReleaseBuilds: true)))
         } catch {
             box.result = .failure(error)
         }
         done.signal()
     }
     done.wait()
-    guard let console = try box.result.get() else { throw ChaosError(.unsupportedPlatform, "the console does not start in this build") }
+    guard let console = try box.result.get() else {
+        throw ChaosError(.unsupportedPlatform, "the console does not start in this build")
+    }
     return console
 }
 
@@ -55,16 +64,18 @@ func startConsole() throws -> ChaosConsole {
     let console = try startConsole()
     let client = ControlClient(url: console.url, token: console.token)
     let profile = consoleProfile()
-    return Group(name: "console", metrics: [
-        Metric(name: "console_apply_ms", unit: .milliseconds, iterations: 15) { n in
-            var samples: [Double] = []
-            for _ in 0..<n {
-                let start = now()
-                let applied = try! client.apply(profile: profile)
-                samples.append(Double(now() - start))
-                for id in applied.entries { try! client.revert(entry: id) }
+    return Group(
+        name: "console",
+        metrics: [
+            Metric(name: "console_apply_ms", unit: .milliseconds, iterations: 15) { n in
+                var samples: [Double] = []
+                for _ in 0..<n {
+                    let start = now()
+                    let applied = try! client.apply(profile: profile)
+                    samples.append(Double(now() - start))
+                    for id in applied.entries { try! client.revert(entry: id) }
+                }
+                return UInt64(median(samples) * Double(n))
             }
-            return UInt64(median(samples) * Double(n))
-        },
-    ], keepAlive: [console])
+        ], keepAlive: [console])
 }

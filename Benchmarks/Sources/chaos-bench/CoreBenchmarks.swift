@@ -26,65 +26,67 @@ func coreGroup() throws -> Group {
     let applyRevertEntry = ProfileEntry(CorePoints.applyRevert, .constant(7))
     let fixedDate = Date(timeIntervalSince1970: 0)
 
-    return Group(name: "core", metrics: [
-        Metric(name: "direct_call_ns", unit: .nanoseconds, iterations: 20_000_000) { n in
-            var sum = 0
-            let elapsed = timed(n) { sum &+= direct.body(sum) }
-            blackHole(sum)
-            return elapsed
-        },
-        Metric(name: "point_passthrough_ns", unit: .nanoseconds, iterations: 20_000_000) { n in
-            var sum = 0
-            let elapsed = timed(n) { sum &+= CorePoints.passthrough(sum) }
-            blackHole(sum)
-            return elapsed
-        },
-        Metric(name: "point_constant_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
-            var sum = 0
-            let elapsed = timed(n) { sum &+= CorePoints.constant(sum) }
-            blackHole(sum)
-            return elapsed
-        },
-        Metric(name: "point_scoped_ns", unit: .nanoseconds, iterations: 1_000_000) { n in
-            var sum = 0
-            let elapsed = try! Chaos.with(scopedEntry, seed: 1) {
-                timed(n) { sum &+= CorePoints.scoped(sum) }
-            }
-            blackHole(sum)
-            return elapsed
-        },
-        Metric(name: "swift_dependencies_date_ns", unit: .nanoseconds, iterations: 100_000) { n in
-            withDependencies {
-                $0.date.now = fixedDate
-            } operation: {
-                @Dependency(\.date.now) var current
-                var last = Date.distantPast
-                let elapsed = timed(n) { last = current }
-                blackHole(last)
+    return Group(
+        name: "core",
+        metrics: [
+            Metric(name: "direct_call_ns", unit: .nanoseconds, iterations: 20_000_000) { n in
+                var sum = 0
+                let elapsed = timed(n) { sum &+= direct.body(sum) }
+                blackHole(sum)
                 return elapsed
-            }
-        },
-        Metric(name: "deps_stored_read_ns", unit: .nanoseconds, iterations: 100_000) { n in
-            withDependencies {
-                $0.date.now = fixedDate
-            } operation: {
-                var last = Date.distantPast
-                let elapsed = timed(n) {
-                    @Dependency(\.date.now) var current
-                    last = current
+            },
+            Metric(name: "point_passthrough_ns", unit: .nanoseconds, iterations: 20_000_000) { n in
+                var sum = 0
+                let elapsed = timed(n) { sum &+= CorePoints.passthrough(sum) }
+                blackHole(sum)
+                return elapsed
+            },
+            Metric(name: "point_constant_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
+                var sum = 0
+                let elapsed = timed(n) { sum &+= CorePoints.constant(sum) }
+                blackHole(sum)
+                return elapsed
+            },
+            Metric(name: "point_scoped_ns", unit: .nanoseconds, iterations: 1_000_000) { n in
+                var sum = 0
+                let elapsed = try! Chaos.with(scopedEntry, seed: 1) {
+                    timed(n) { sum &+= CorePoints.scoped(sum) }
                 }
-                blackHole(last)
+                blackHole(sum)
                 return elapsed
-            }
-        },
-        Metric(name: "apply_revert_ns", unit: .nanoseconds, iterations: 200_000) { n in
-            let builder = Chaos(seed: 1)
-            return timed(n) {
-                try! builder.profile(applyRevertEntry).apply()
-                try! builder.revert(applyRevertEntry)
-            }
-        },
-    ])
+            },
+            Metric(name: "swift_dependencies_date_ns", unit: .nanoseconds, iterations: 100_000) { n in
+                withDependencies {
+                    $0.date.now = fixedDate
+                } operation: {
+                    @Dependency(\.date.now) var current
+                    var last = Date.distantPast
+                    let elapsed = timed(n) { last = current }
+                    blackHole(last)
+                    return elapsed
+                }
+            },
+            Metric(name: "deps_stored_read_ns", unit: .nanoseconds, iterations: 100_000) { n in
+                withDependencies {
+                    $0.date.now = fixedDate
+                } operation: {
+                    var last = Date.distantPast
+                    let elapsed = timed(n) {
+                        @Dependency(\.date.now) var current
+                        last = current
+                    }
+                    blackHole(last)
+                    return elapsed
+                }
+            },
+            Metric(name: "apply_revert_ns", unit: .nanoseconds, iterations: 200_000) { n in
+                let builder = Chaos(seed: 1)
+                return timed(n) {
+                    try! builder.profile(applyRevertEntry).apply()
+                    try! builder.revert(applyRevertEntry)
+                }
+            },
+        ])
 }
 
 /// `chaos-bench --core-loop NAME N`: one core metric's body, N times.

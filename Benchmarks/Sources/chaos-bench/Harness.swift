@@ -54,12 +54,13 @@ func measure(_ group: Group, repetitions: Int) -> [(String, Double)] {
         for metric in group.metrics {
             let elapsed = Double(metric.run(metric.iterations))
             let perIteration = elapsed / Double(metric.iterations)
-            let value: Double = switch metric.unit {
-            case .nanoseconds: perIteration
-            case .microseconds: perIteration / 1_000
-            case .milliseconds: perIteration / 1_000_000
-            case .perSecond: 1e9 / perIteration
-            }
+            let value: Double =
+                switch metric.unit {
+                case .nanoseconds: perIteration
+                case .microseconds: perIteration / 1_000
+                case .milliseconds: perIteration / 1_000_000
+                case .perSecond: 1e9 / perIteration
+                }
             samples[metric.name, default: []].append(value)
         }
     }

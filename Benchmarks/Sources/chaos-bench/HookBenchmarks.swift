@@ -1,5 +1,5 @@
-import ChaosHooks
 import CRawFFIFloor
+import ChaosHooks
 import ChaosKit
 import Foundation
 
@@ -27,7 +27,9 @@ func dateLoop(_ iterations: Int) -> Double {
 
 /// The iteration count of `--date-loop N` / `CHAOS_BENCH_DATE_LOOP=N`, if asked for.
 func dateLoopRequest(_ arguments: [String]) -> Int? {
-    if let index = arguments.firstIndex(of: "--date-loop"), index + 1 < arguments.count { return Int(arguments[index + 1]) }
+    if let index = arguments.firstIndex(of: "--date-loop"), index + 1 < arguments.count {
+        return Int(arguments[index + 1])
+    }
     return ProcessInfo.processInfo.environment["CHAOS_BENCH_DATE_LOOP"].flatMap { Int($0) }
 }
 
@@ -51,8 +53,9 @@ func libfaketimeDateNanoseconds(_ iterations: Int) -> Double? {
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0,
-          let text = String(data: output, encoding: .utf8)?.split(separator: "\n").last,
-          let value = Double(text) else { return nil }
+        let text = String(data: output, encoding: .utf8)?.split(separator: "\n").last,
+        let value = Double(text)
+    else { return nil }
     return value
 }
 
@@ -66,8 +69,11 @@ final class RawForwardingClosure: @unchecked Sendable {
 
     init(original: AddFunction) throws {
         var code: UnsafeMutableRawPointer?
-        guard let handle = chaos_bench_make_raw_forwarding_closure(unsafeBitCast(original, to: UnsafeMutableRawPointer.self), &code),
-              let code else {
+        guard
+            let handle = chaos_bench_make_raw_forwarding_closure(
+                unsafeBitCast(original, to: UnsafeMutableRawPointer.self), &code),
+            let code
+        else {
             throw ChaosError(.systemFailure, "libffi could not allocate the raw benchmark closure")
         }
         self.handle = handle
@@ -82,7 +88,9 @@ final class RawForwardingClosure: @unchecked Sendable {
 #if os(Linux)
 /// `realAdd` in a slot hooked by a point whose `.block` calls the original: what
 /// `ffi_hook_block_ns` measures. Keep the hook and the `Chaos` alive while calling.
-func blockHookedAdd(name: String, signature: CSignature) throws -> (hook: CFunctionHook, chaos: Chaos, function: AddFunction)? {
+func blockHookedAdd(name: String, signature: CSignature) throws -> (
+    hook: CFunctionHook, chaos: Chaos, function: AddFunction
+)? {
     let slot = UnsafeMutablePointer<AddFunction?>.allocate(capacity: 1)
     slot.initialize(to: realAdd)
     let hook = try CFunctionHook(name: name, slot: slot, signature: signature)
@@ -119,8 +127,9 @@ func hookLoop(_ iterations: Int, raw: Bool) throws {
 /// `--symbol-loop N`: only applies and reverts the getenv symbol hook N times, for profilers.
 func symbolLoop(_ iterations: Int) throws {
     #if os(Linux)
-    let symbolHook = try CFunctionHook(name: "bench.hooks.getenv.loop", symbol: "getenv",
-                                       signature: CSignature(returns: .cString, arguments: [.cString]))
+    let symbolHook = try CFunctionHook(
+        name: "bench.hooks.getenv.loop", symbol: "getenv",
+        signature: CSignature(returns: .cString, arguments: [.cString]))
     let entry = symbolHook.entry(.original)
     let builder = Chaos(seed: 1)
     for _ in 0..<iterations {
@@ -136,12 +145,16 @@ func hooksGroup() throws -> Group? {
     let raw = try RawForwardingClosure(original: realAdd)
     let rawFunction = raw.function
 
-    guard let (hook, chaos, hookedFunction) = try blockHookedAdd(name: "bench.hooks.add", signature: signature) else { return nil }
+    guard let (hook, chaos, hookedFunction) = try blockHookedAdd(name: "bench.hooks.add", signature: signature) else {
+        return nil
+    }
 
     SystemPoints.register()
-    let clockEntry = ProfileEntry(point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
-    let symbolHook = try CFunctionHook(name: "bench.hooks.getenv", symbol: "getenv",
-                                       signature: CSignature(returns: .cString, arguments: [.cString]))
+    let clockEntry = ProfileEntry(
+        point: "system.clock", .catalogue("offset", ProfileParameters(["by": .string("-30y")])))
+    let symbolHook = try CFunctionHook(
+        name: "bench.hooks.getenv", symbol: "getenv",
+        signature: CSignature(returns: .cString, arguments: [.cString]))
     let symbolEntry = symbolHook.entry(.original)
     let hasFaketime = libfaketimeDateNanoseconds(1_000) != nil
 
@@ -172,17 +185,19 @@ func hooksGroup() throws -> Group? {
         },
     ]
     if hasFaketime {
-        metrics.append(Metric(name: "date_libfaketime_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
-            UInt64((libfaketimeDateNanoseconds(n) ?? .nan) * Double(n))
-        })
+        metrics.append(
+            Metric(name: "date_libfaketime_ns", unit: .nanoseconds, iterations: 2_000_000) { n in
+                UInt64((libfaketimeDateNanoseconds(n) ?? .nan) * Double(n))
+            })
     }
-    metrics.append(Metric(name: "symbol_apply_revert_us", unit: .microseconds, iterations: 200) { n in
-        let builder = Chaos(seed: 1)
-        return timed(n) {
-            try! builder.profile(symbolEntry).apply()
-            try! builder.revert(symbolEntry)
-        }
-    })
+    metrics.append(
+        Metric(name: "symbol_apply_revert_us", unit: .microseconds, iterations: 200) { n in
+            let builder = Chaos(seed: 1)
+            return timed(n) {
+                try! builder.profile(symbolEntry).apply()
+                try! builder.revert(symbolEntry)
+            }
+        })
     return Group(name: "hooks", metrics: metrics, keepAlive: [raw, hook, chaos, symbolHook])
     #else
     return nil

@@ -1,9 +1,10 @@
 import ChaosNetwork
 import Foundation
+import LoopbackServer
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import LoopbackServer
 
 /// The floor: a URLProtocol that answers every request with one constant response.
 final class BareProtocol: URLProtocol {
@@ -14,7 +15,8 @@ final class BareProtocol: URLProtocol {
 
     override func startLoading() {
         let response = HTTPURLResponse(
-            url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: ["Content-Type": "application/json"]
+            url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+            headerFields: ["Content-Type": "application/json"]
         )!
         client?.urlProtocol(self, didReceive: response, cacheStoragePolicy: .notAllowed)
         client?.urlProtocol(self, didLoad: Self.body)
@@ -30,8 +32,9 @@ func requests(_ session: URLSession, _ url: URL, _ iterations: Int) -> UInt64 {
     let start = now()
     for _ in 0..<iterations {
         let task = session.dataTask(with: url) { data, response, error in
-            precondition(error == nil && (response as? HTTPURLResponse)?.statusCode == 200 && data?.isEmpty == false,
-                         "benchmark request failed: \(String(describing: error))")
+            precondition(
+                error == nil && (response as? HTTPURLResponse)?.statusCode == 200 && data?.isEmpty == false,
+                "benchmark request failed: \(String(describing: error))")
             done.signal()
         }
         task.resume()
@@ -68,9 +71,17 @@ func networkGroup() throws -> Group {
 
     let itemURL = URL(string: "https://bench.test/items/0")!
     let serverURL = server.baseURL.appendingPathComponent("items/0")
-    return Group(name: "network", metrics: [
-        Metric(name: "urlsession_bare_protocol_rps", unit: .perSecond, iterations: 3_000) { n in requests(bare, itemURL, n) },
-        Metric(name: "urlsession_chaos_stub_rps", unit: .perSecond, iterations: 3_000) { n in requests(stubbed, itemURL, n) },
-        Metric(name: "urlsession_loopback_rps", unit: .perSecond, iterations: 1_000) { n in requests(loopback, serverURL, n) },
-    ])
+    return Group(
+        name: "network",
+        metrics: [
+            Metric(name: "urlsession_bare_protocol_rps", unit: .perSecond, iterations: 3_000) { n in
+                requests(bare, itemURL, n)
+            },
+            Metric(name: "urlsession_chaos_stub_rps", unit: .perSecond, iterations: 3_000) { n in
+                requests(stubbed, itemURL, n)
+            },
+            Metric(name: "urlsession_loopback_rps", unit: .perSecond, iterations: 1_000) { n in
+                requests(loopback, serverURL, n)
+            },
+        ])
 }

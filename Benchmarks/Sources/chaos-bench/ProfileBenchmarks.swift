@@ -2,12 +2,16 @@ import ChaosKit
 
 /// Points the 100-entry profile targets; kept alive for the whole run.
 @MainActor let profilePoints: [InjectionPoint<Int, Int, Never>] = (0..<100).map { index in
-    InjectionPoint("bench.profile.\(index)", catalogue: [
-        CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) { parameters in
-            let amount = try parameters.int("value")
-            return .block { env in env.arguments &+ amount }
-        },
-    ]) { $0 &+ index }
+    InjectionPoint(
+        "bench.profile.\(index)",
+        catalogue: [
+            CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) {
+                parameters in
+                let amount = try parameters.int("value")
+                return .block { env in env.arguments &+ amount }
+            }
+        ]
+    ) { $0 &+ index }
 }
 
 /// A 100-entry profile mixing constants, sequences, modifiers and catalogue items.
@@ -16,8 +20,10 @@ import ChaosKit
     let entries = (0..<100).map { index -> String in
         switch index % 4 {
         case 0: #"{"point": "bench.profile.\#(index)", "provider": {"constant": \#(index)}}"#
-        case 1: #"{"point": "bench.profile.\#(index)", "provider": {"sequential": [{"constant": 1}, "original"], "probability": 0.5}}"#
-        case 2: #"{"point": "bench.profile.\#(index)", "provider": {"item": "plus", "parameters": {"value": \#(index)}, "times": 3}}"#
+        case 1:
+            #"{"point": "bench.profile.\#(index)", "provider": {"sequential": [{"constant": 1}, "original"], "probability": 0.5}}"#
+        case 2:
+            #"{"point": "bench.profile.\#(index)", "provider": {"item": "plus", "parameters": {"value": \#(index)}, "times": 3}}"#
         default: #"{"point": "bench.profile.\#(index)", "provider": "original", "enabled": true}"#
         }
     }
@@ -26,13 +32,15 @@ import ChaosKit
 
 @MainActor func profilesGroup() -> Group {
     let json = hundredEntryProfile()
-    return Group(name: "profiles", metrics: [
-        // Parse, validate and apply, then revert so that every iteration starts clean.
-        Metric(name: "profile_load_apply_us", unit: .microseconds, iterations: 300) { n in
-            timed(n) {
-                let chaos = try! ChaosProfile.decode(json: json).apply()
-                chaos.revertAll()
+    return Group(
+        name: "profiles",
+        metrics: [
+            // Parse, validate and apply, then revert so that every iteration starts clean.
+            Metric(name: "profile_load_apply_us", unit: .microseconds, iterations: 300) { n in
+                timed(n) {
+                    let chaos = try! ChaosProfile.decode(json: json).apply()
+                    chaos.revertAll()
+                }
             }
-        },
-    ])
+        ])
 }

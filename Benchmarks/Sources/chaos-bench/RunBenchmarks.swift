@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,20 +51,28 @@ func wholeProcessNanoseconds(_ arguments: [String]) -> UInt64? {
 
 func runGroup() throws -> Group? {
     guard let chaos = releasedChaosLauncher() else {
-        FileHandle.standardError.write(Data("chaos-bench: run group skipped: no release build of chaos with libChaosPreload.so (swift build -c release in the repository, or set CHAOS_BENCH_CHAOS)\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "chaos-bench: run group skipped: no release build of chaos with libChaosPreload.so (swift build -c release in the repository, or set CHAOS_BENCH_CHAOS)\n"
+                    .utf8))
         return nil
     }
     guard let date = programOnPath("date"), let dd = programOnPath("dd") else { return nil }
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-bench-run-\(getpid())").path
     try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
     let clockProfile = folder + "/thirty-years-ago.json"
-    try Data(#"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-30y"}}}]}"#.utf8)
-        .write(to: URL(fileURLWithPath: clockProfile))
+    try Data(
+        #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "-30y"}}}]}"#.utf8
+    )
+    .write(to: URL(fileURLWithPath: clockProfile))
     // A fault whose path matches nothing the command touches: every write is intercepted,
     // looked up and passed on, which is the cost being measured.
     let filesProfile = folder + "/elsewhere-disk-full.json"
-    try Data(#"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "/nonexistent/chaos-bench", "operations": ["write"]}}}]}"#.utf8)
-        .write(to: URL(fileURLWithPath: filesProfile))
+    try Data(
+        #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "/nonexistent/chaos-bench", "operations": ["write"]}}}]}"#
+            .utf8
+    )
+    .write(to: URL(fileURLWithPath: filesProfile))
     // 200,000 reads and writes of 64 bytes (~0.4 s): a write-heavy command whose cost is
     // its system calls, long enough that what is measured is the cost per call, not the
     // few milliseconds `chaos run` adds at start (chaos_run_date_ms measures those).
@@ -75,7 +84,8 @@ func runGroup() throws -> Group? {
             for _ in 0..<n {
                 guard let elapsed = wholeProcessNanoseconds(arguments) else {
                     // A figure for a run that failed would measure the wrong thing.
-                    FileHandle.standardError.write(Data("chaos-bench: \(name): \(arguments.joined(separator: " ")) failed\n".utf8))
+                    FileHandle.standardError.write(
+                        Data("chaos-bench: \(name): \(arguments.joined(separator: " ")) failed\n".utf8))
                     exit(1)
                 }
                 total += elapsed

@@ -10,18 +10,24 @@ if let count = dateLoopRequest(arguments) {
 }
 // Hidden: `--hook-loop N` only calls the block-hooked function N times, for profilers
 // (valgrind --tool=callgrind) to look at one hooked call without the rest of the suite.
-if let index = arguments.firstIndex(of: "--hook-loop"), index + 1 < arguments.count, let count = Int(arguments[index + 1]) {
+if let index = arguments.firstIndex(of: "--hook-loop"), index + 1 < arguments.count,
+    let count = Int(arguments[index + 1])
+{
     try hookLoop(count, raw: arguments.contains("raw"))
     exit(0)
 }
 // Hidden: `--symbol-loop N` applies and reverts one symbol hook N times (for profilers).
-if let index = arguments.firstIndex(of: "--symbol-loop"), index + 1 < arguments.count, let count = Int(arguments[index + 1]) {
+if let index = arguments.firstIndex(of: "--symbol-loop"), index + 1 < arguments.count,
+    let count = Int(arguments[index + 1])
+{
     try symbolLoop(count)
     exit(0)
 }
 // Hidden: `--core-loop NAME N` runs one core metric's body N times (constant, scoped,
 // apply-revert), for callgrind to count its instructions without the rest of the suite.
-if let index = arguments.firstIndex(of: "--core-loop"), index + 2 < arguments.count, let count = Int(arguments[index + 2]) {
+if let index = arguments.firstIndex(of: "--core-loop"), index + 2 < arguments.count,
+    let count = Int(arguments[index + 2])
+{
     try coreLoop(arguments[index + 1], count)
     exit(0)
 }
@@ -30,7 +36,10 @@ var filter: String?
 var repetitions = 7
 if let index = arguments.firstIndex(of: "--filter"), index + 1 < arguments.count { filter = arguments[index + 1] }
 if let index = arguments.firstIndex(of: "--repetitions"), index + 1 < arguments.count,
-   let value = Int(arguments[index + 1]) { repetitions = max(5, value) }
+    let value = Int(arguments[index + 1])
+{
+    repetitions = max(5, value)
+}
 
 let builders: [(String, @MainActor () throws -> Group?)] = [
     ("core", { try coreGroup() }),
@@ -62,23 +71,35 @@ for (name, build) in builders where filter == nil || filter == name {
 @MainActor func ratio(_ a: String, _ b: String) -> Double? {
     // The figures of the group that measured `a`, where it measured `b` too.
     let figures = groupResults.values.first { $0.contains { $0.0 == a } } ?? results
-    guard let x = figures.first(where: { $0.0 == a })?.1, let y = (figures.first(where: { $0.0 == b }) ?? results.first(where: { $0.0 == b }))?.1, y > 0 else { return nil }
+    guard let x = figures.first(where: { $0.0 == a })?.1,
+        let y = (figures.first(where: { $0.0 == b }) ?? results.first(where: { $0.0 == b }))?.1, y > 0
+    else { return nil }
     return x / y
 }
 
 if !json {
     let budgets: [(String, Double?)] = [
-        ("point_passthrough_ns - direct_call_ns (<= 2)", {
-            guard let p = results.first(where: { $0.0 == "point_passthrough_ns" })?.1,
-                  let d = results.first(where: { $0.0 == "direct_call_ns" })?.1 else { return nil }
-            return p - d
-        }()),
-        ("swift_dependencies_date_ns / point_scoped_ns (>= 10)", ratio("swift_dependencies_date_ns", "point_scoped_ns")),
+        (
+            "point_passthrough_ns - direct_call_ns (<= 2)",
+            {
+                guard let p = results.first(where: { $0.0 == "point_passthrough_ns" })?.1,
+                    let d = results.first(where: { $0.0 == "direct_call_ns" })?.1
+                else { return nil }
+                return p - d
+            }()
+        ),
+        (
+            "swift_dependencies_date_ns / point_scoped_ns (>= 10)",
+            ratio("swift_dependencies_date_ns", "point_scoped_ns")
+        ),
         ("point_constant_ns (<= 25)", results.first(where: { $0.0 == "point_constant_ns" })?.1),
         ("apply_revert_ns (<= 2000)", results.first(where: { $0.0 == "apply_revert_ns" })?.1),
         ("profile_load_apply_us (<= 5000)", results.first(where: { $0.0 == "profile_load_apply_us" })?.1),
         ("console_apply_ms (<= 5)", results.first(where: { $0.0 == "console_apply_ms" })?.1),
-        ("urlsession_chaos_stub_rps / urlsession_bare_protocol_rps (>= 0.9)", ratio("urlsession_chaos_stub_rps", "urlsession_bare_protocol_rps")),
+        (
+            "urlsession_chaos_stub_rps / urlsession_bare_protocol_rps (>= 0.9)",
+            ratio("urlsession_chaos_stub_rps", "urlsession_bare_protocol_rps")
+        ),
         ("ffi_hook_block_ns / ffi_raw_c_ns (<= 1.3)", ratio("ffi_hook_block_ns", "ffi_raw_c_ns")),
         ("date_system_clock_ns / date_plain_ns (<= 1.1)", ratio("date_system_clock_ns", "date_plain_ns")),
         ("date_system_clock_ns / date_libfaketime_ns (<= 1)", ratio("date_system_clock_ns", "date_libfaketime_ns")),

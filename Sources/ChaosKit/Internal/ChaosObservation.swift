@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -32,7 +33,8 @@ enum ChaosObservation {
     /// A stream of every act of every entry from now on; observation is on from then.
     static func subscribe(bufferingNewest limit: Int) -> AsyncStream<ChaosEvent> {
         start()
-        let (stream, continuation) = AsyncStream.makeStream(of: ChaosEvent.self, bufferingPolicy: .bufferingNewest(limit))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ChaosEvent.self, bufferingPolicy: .bufferingNewest(limit))
         let id = state.withLock { state -> UInt64 in
             state.nextSubscriber += 1
             state.subscribers[state.nextSubscriber] = continuation

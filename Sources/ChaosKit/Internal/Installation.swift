@@ -1,5 +1,5 @@
-public import Synchronization
 import Foundation
+public import Synchronization
 
 /// A typed provider tree made ready to run: every counting node (a sequence, `times`) has
 /// its own counter and every drawing node (a random leaf, `probability`) its own salt, so
@@ -99,7 +99,10 @@ import Foundation
     /// added to its own when counters are read.
     final let externalCounts = Locked<(@Sendable () -> ExternalCounts?)?>(nil)
 
-    init(pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String, actsOnEveryCall: Bool, lease: Duration?) {
+    init(
+        pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String, actsOnEveryCall: Bool,
+        lease: Duration?
+    ) {
         self.pointName = pointName
         self.seed = seed
         self.entryID = entryID
@@ -128,10 +131,11 @@ import Foundation
     @usableFromInline final func recordObservedAct(_ callIndex: Int) {
         let now = ChaosObservation.realNanoseconds()
         lastActedTime.store(now, ordering: .relaxed)
-        ChaosObservation.emit(ChaosEvent(
-            entry: entryID, pointName: pointName, provider: summary, callIndex: callIndex, entrySeed: seed,
-            date: Date(timeIntervalSince1970: Double(now) / 1e9)
-        ))
+        ChaosObservation.emit(
+            ChaosEvent(
+                entry: entryID, pointName: pointName, provider: summary, callIndex: callIndex, entrySeed: seed,
+                date: Date(timeIntervalSince1970: Double(now) / 1e9)
+            ))
     }
 
     /// Whether a lease has ended (only scoped entries check: global ones are reverted).
@@ -155,10 +159,12 @@ import Foundation
         }
         return EntryCounters(
             entry: entryID, pointName: pointName, provider: summary, seen: seen, acted: acted,
-            lastAct: lastCall < 0 ? nil : EntryCounters.LastAct(
-                callIndex: lastCall, entrySeed: seed, chaosSeed: chaosSeed,
-                date: lastTime == 0 ? nil : Date(timeIntervalSince1970: Double(lastTime) / 1e9)
-            ),
+            lastAct: lastCall < 0
+                ? nil
+                : EntryCounters.LastAct(
+                    callIndex: lastCall, entrySeed: seed, chaosSeed: chaosSeed,
+                    date: lastTime == 0 ? nil : Date(timeIntervalSince1970: Double(lastTime) / 1e9)
+                ),
             leaseEnds: expiresAt == 0 ? nil : Date(timeIntervalSince1970: Double(expiresAt) / 1e9)
         )
     }
@@ -204,7 +210,10 @@ import Foundation
 }
 
 /// One applied entry on one point: its compiled provider, its seed and its counters.
-@usableFromInline final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: InstalledEntry, @unchecked Sendable {
+@usableFromInline
+final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: InstalledEntry,
+    @unchecked Sendable
+{
     // Unchecked: the compiled tree and fast-path fields are immutable and Sendable; the
     // counters are the base class's atomics.
     @usableFromInline let root: CompiledNode<Arguments, Result, Failure, Body>
@@ -229,7 +238,8 @@ import Foundation
         if case .leaf(.block(let body)) = tree { rootBlock = body } else { rootBlock = nil }
         let acts: Bool
         if case .leaf(let leaf) = tree, !leaf.isOriginal { acts = true } else { acts = false }
-        super.init(pointName: pointName, seed: seed, entryID: entryID, summary: summary, actsOnEveryCall: acts, lease: lease)
+        super.init(
+            pointName: pointName, seed: seed, entryID: entryID, summary: summary, actsOnEveryCall: acts, lease: lease)
     }
 
     /// The constant of a plain `.constant` entry, counted as one act; nil for any other

@@ -26,7 +26,8 @@ package struct JSONNode: Sendable {
         case .number(let number, _): .number(number)
         case .string(let text): .string(text)
         case .array(let items): .array(items.map(\.value))
-        case .object(let members): .object(Dictionary(members.map { ($0.key, $0.value.value) }, uniquingKeysWith: { _, last in last }))
+        case .object(let members):
+            .object(Dictionary(members.map { ($0.key, $0.value.value) }, uniquingKeysWith: { _, last in last }))
         }
     }
 
@@ -68,15 +69,21 @@ package struct JSONDocumentParser {
         self.duplicates = duplicates
     }
 
-    package static func parse(_ text: String, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ text: String, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError)
+        -> JSONNode
+    {
         try parse(Array(text.utf8), duplicates: duplicates)
     }
 
-    package static func parse(_ data: Data, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ data: Data, duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError)
+        -> JSONNode
+    {
         try parse([UInt8](data), duplicates: duplicates)
     }
 
-    package static func parse(_ bytes: [UInt8], duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError) -> JSONNode {
+    package static func parse(_ bytes: [UInt8], duplicates: JSONDuplicateMembers = .refuse) throws(JSONSyntaxError)
+        -> JSONNode
+    {
         try UTF8Check.validate(bytes)
         var parser = JSONDocumentParser(bytes, duplicates: duplicates)
         // A byte order mark is not JSON, but editors write one; skip it.
@@ -84,7 +91,9 @@ package struct JSONDocumentParser {
         parser.skipWhitespace()
         let node = try parser.parseValue()
         parser.skipWhitespace()
-        if parser.index < parser.bytes.count { throw parser.error("unexpected text after the end of the document: \(parser.excerpt())") }
+        if parser.index < parser.bytes.count {
+            throw parser.error("unexpected text after the end of the document: \(parser.excerpt())")
+        }
         return node
     }
 
@@ -122,21 +131,32 @@ package struct JSONDocumentParser {
 
     private mutating func parseValue() throws(JSONSyntaxError) -> JSONNode {
         guard index < bytes.count else { throw error("unexpected end of the document; a value is missing") }
-        let startLine = line, startColumn = column
-        func node(_ content: JSONNode.Content) -> JSONNode { JSONNode(content: content, line: startLine, column: startColumn) }
+        let startLine = line
+        let startColumn = column
+        func node(_ content: JSONNode.Content) -> JSONNode {
+            JSONNode(content: content, line: startLine, column: startColumn)
+        }
         switch bytes[index] {
         case UInt8(ascii: "{"): return node(try parseObject())
         case UInt8(ascii: "["): return node(try parseArray())
         case UInt8(ascii: "\""): return node(.string(try parseString()))
-        case UInt8(ascii: "t"): try expectWord("true"); return node(.bool(true))
-        case UInt8(ascii: "f"): try expectWord("false"); return node(.bool(false))
-        case UInt8(ascii: "n"): try expectWord("null"); return node(.null)
+        case UInt8(ascii: "t"):
+            try expectWord("true")
+            return node(.bool(true))
+        case UInt8(ascii: "f"):
+            try expectWord("false")
+            return node(.bool(false))
+        case UInt8(ascii: "n"):
+            try expectWord("null")
+            return node(.null)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             let (number, text) = try parseNumber()
             return node(.number(number, text: text))
         case UInt8(ascii: "'"): throw error("strings need double quotes, not single quotes: \(excerpt())")
         default:
-            throw error("unexpected \(excerpt()); expected a JSON value (an object, array, string, number, true, false or null)")
+            throw error(
+                "unexpected \(excerpt()); expected a JSON value (an object, array, string, number, true, false or null)"
+            )
         }
     }
 
@@ -160,14 +180,20 @@ package struct JSONDocumentParser {
         var members: [(key: String, keyLine: Int, keyColumn: Int, value: JSONNode)] = []
         var seen: [String: Int] = [:]
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { advance(); return .object(members) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            advance()
+            return .object(members)
+        }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
-                throw error(index < bytes.count && bytes[index] == UInt8(ascii: "}")
-                    ? "a trailing comma before '}'; remove it" : "expected a member name in double quotes, found \(excerpt())")
+                throw error(
+                    index < bytes.count && bytes[index] == UInt8(ascii: "}")
+                        ? "a trailing comma before '}'; remove it"
+                        : "expected a member name in double quotes, found \(excerpt())")
             }
-            let keyLine = line, keyColumn = column
+            let keyLine = line
+            let keyColumn = column
             let key = try parseString()
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else {
@@ -181,7 +207,8 @@ package struct JSONDocumentParser {
                 case .refuse:
                     throw JSONSyntaxError(
                         line: keyLine, column: keyColumn, offset: index,
-                        message: "member \"\(InputExcerpt.of(key))\" appears twice in one object (first at line \(members[first].keyLine), column \(members[first].keyColumn)); keep one"
+                        message:
+                            "member \"\(InputExcerpt.of(key))\" appears twice in one object (first at line \(members[first].keyLine), column \(members[first].keyColumn)); keep one"
                     )
                 case .lastWins:
                     members[first] = (key, keyLine, keyColumn, value)
@@ -191,9 +218,17 @@ package struct JSONDocumentParser {
                 members.append((key, keyLine, keyColumn, value))
             }
             skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of the document; an object is not closed with '}'") }
-            if bytes[index] == UInt8(ascii: ",") { advance(); continue }
-            if bytes[index] == UInt8(ascii: "}") { advance(); return .object(members) }
+            guard index < bytes.count else {
+                throw error("unexpected end of the document; an object is not closed with '}'")
+            }
+            if bytes[index] == UInt8(ascii: ",") {
+                advance()
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "}") {
+                advance()
+                return .object(members)
+            }
             throw error("expected ',' or '}' in an object, found \(excerpt())")
         }
     }
@@ -204,15 +239,28 @@ package struct JSONDocumentParser {
         advance()
         var items: [JSONNode] = []
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { advance(); return .array(items) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            advance()
+            return .array(items)
+        }
         while true {
             skipWhitespace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { throw error("a trailing comma before ']'; remove it") }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                throw error("a trailing comma before ']'; remove it")
+            }
             items.append(try parseValue())
             skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of the document; an array is not closed with ']'") }
-            if bytes[index] == UInt8(ascii: ",") { advance(); continue }
-            if bytes[index] == UInt8(ascii: "]") { advance(); return .array(items) }
+            guard index < bytes.count else {
+                throw error("unexpected end of the document; an array is not closed with ']'")
+            }
+            if bytes[index] == UInt8(ascii: ",") {
+                advance()
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "]") {
+                advance()
+                return .array(items)
+            }
             throw error("expected ',' or ']' in an array, found \(excerpt())")
         }
     }
@@ -222,7 +270,9 @@ package struct JSONDocumentParser {
         var scalars = String.UnicodeScalarView()
         var rawStart = index
         func flush(_ end: Int) {
-            if end > rawStart { scalars.append(contentsOf: String(decoding: bytes[rawStart..<end], as: UTF8.self).unicodeScalars) }
+            if end > rawStart {
+                scalars.append(contentsOf: String(decoding: bytes[rawStart..<end], as: UTF8.self).unicodeScalars)
+            }
         }
         while index < bytes.count {
             let byte = bytes[index]
@@ -251,7 +301,9 @@ package struct JSONDocumentParser {
                     rawStart = index
                     continue
                 default:
-                    throw error("unknown escape '\\\(Character(Unicode.Scalar(escape)))' in a string; use \\\", \\\\, \\/, \\b, \\f, \\n, \\r, \\t or \\uXXXX")
+                    throw error(
+                        "unknown escape '\\\(Character(Unicode.Scalar(escape)))' in a string; use \\\", \\\\, \\/, \\b, \\f, \\n, \\r, \\t or \\uXXXX"
+                    )
                 }
                 advance()
                 rawStart = index
@@ -268,8 +320,11 @@ package struct JSONDocumentParser {
     private mutating func parseUnicodeEscape() throws(JSONSyntaxError) -> Unicode.Scalar {
         let code = try parseHex4()
         if (0xD800..<0xDC00).contains(code) {
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                throw error("\\u\(String(code, radix: 16)) is the first half of a surrogate pair; the second half (\\uDC00…\\uDFFF) must follow")
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+            else {
+                throw error(
+                    "\\u\(String(code, radix: 16)) is the first half of a surrogate pair; the second half (\\uDC00…\\uDFFF) must follow"
+                )
             }
             advance()
             advance()
@@ -287,8 +342,11 @@ package struct JSONDocumentParser {
 
     private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
         guard index + 4 <= bytes.count,
-              bytes[index..<index + 4].allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }),
-              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16) else {
+            bytes[index..<index + 4].allSatisfy({
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66)
+            }),
+            let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+        else {
             throw error("\\u must be followed by four hexadecimal digits")
         }
         for _ in 0..<4 { advance() }
@@ -297,13 +355,19 @@ package struct JSONDocumentParser {
 
     /// A number as RFC 8259 writes it: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
     private mutating func parseNumber() throws(JSONSyntaxError) -> (Double, String) {
-        let start = index, startColumn = column, startLine = line
-        func isDigit(_ i: Int) -> Bool { i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9") }
+        let start = index
+        let startColumn = column
+        let startLine = line
+        func isDigit(_ i: Int) -> Bool {
+            i < bytes.count && bytes[i] >= UInt8(ascii: "0") && bytes[i] <= UInt8(ascii: "9")
+        }
         func fail(_ why: String) -> JSONSyntaxError {
             var end = start
             while end < bytes.count, "+-0123456789.eE".utf8.contains(bytes[end]) { end += 1 }
             let text = String(decoding: bytes[start..<Swift.max(end, start + 1)], as: UTF8.self)
-            return JSONSyntaxError(line: startLine, column: startColumn, offset: start, message: "'\(InputExcerpt.of(text))' is not a JSON number: \(why)")
+            return JSONSyntaxError(
+                line: startLine, column: startColumn, offset: start,
+                message: "'\(InputExcerpt.of(text))' is not a JSON number: \(why)")
         }
         var cursor = index
         if bytes[cursor] == UInt8(ascii: "-") { cursor += 1 }
@@ -321,15 +385,21 @@ package struct JSONDocumentParser {
         }
         if cursor < bytes.count, bytes[cursor] | 0x20 == UInt8(ascii: "e") {
             cursor += 1
-            if cursor < bytes.count, bytes[cursor] == UInt8(ascii: "+") || bytes[cursor] == UInt8(ascii: "-") { cursor += 1 }
+            if cursor < bytes.count, bytes[cursor] == UInt8(ascii: "+") || bytes[cursor] == UInt8(ascii: "-") {
+                cursor += 1
+            }
             guard isDigit(cursor) else { throw fail("the exponent needs digits") }
             while isDigit(cursor) { cursor += 1 }
         }
-        if cursor < bytes.count, bytes[cursor] == UInt8(ascii: ".") || bytes[cursor] | 0x20 == UInt8(ascii: "e") || isDigit(cursor) {
+        if cursor < bytes.count,
+            bytes[cursor] == UInt8(ascii: ".") || bytes[cursor] | 0x20 == UInt8(ascii: "e") || isDigit(cursor)
+        {
             throw fail("unexpected characters after the number")
         }
         let text = String(decoding: bytes[start..<cursor], as: UTF8.self)
-        guard let number = Double(text), number.isFinite else { throw fail("it is too large for a 64-bit floating-point number") }
+        guard let number = Double(text), number.isFinite else {
+            throw fail("it is too large for a 64-bit floating-point number")
+        }
         while index < cursor { advance() }
         return (number, text)
     }
@@ -340,11 +410,16 @@ package enum UTF8Check {
     /// Throws at the first byte that is not valid UTF-8 (overlong forms, surrogates and
     /// code points past U+10FFFF included), with its line, column and byte offset.
     package static func validate(_ bytes: [UInt8]) throws(JSONSyntaxError) {
-        var index = 0, line = 1, column = 1
+        var index = 0
+        var line = 1
+        var column = 1
         while index < bytes.count {
             let byte = bytes[index]
             if byte < 0x80 {
-                if byte == UInt8(ascii: "\n") { line += 1; column = 0 }
+                if byte == UInt8(ascii: "\n") {
+                    line += 1
+                    column = 0
+                }
                 index += 1
                 column += 1
                 continue
@@ -353,16 +428,31 @@ package enum UTF8Check {
             var minimum: UInt32
             var scalar: UInt32
             switch byte {
-            case 0xC2...0xDF: length = 2; minimum = 0x80; scalar = UInt32(byte & 0x1F)
-            case 0xE0...0xEF: length = 3; minimum = 0x800; scalar = UInt32(byte & 0x0F)
-            case 0xF0...0xF4: length = 4; minimum = 0x10000; scalar = UInt32(byte & 0x07)
-            default: length = 0; minimum = 0; scalar = 0
+            case 0xC2...0xDF:
+                length = 2
+                minimum = 0x80
+                scalar = UInt32(byte & 0x1F)
+            case 0xE0...0xEF:
+                length = 3
+                minimum = 0x800
+                scalar = UInt32(byte & 0x0F)
+            case 0xF0...0xF4:
+                length = 4
+                minimum = 0x10000
+                scalar = UInt32(byte & 0x07)
+            default:
+                length = 0
+                minimum = 0
+                scalar = 0
             }
             var valid = length > 0 && index + length <= bytes.count
             if valid {
                 for offset in 1..<length {
                     let continuation = bytes[index + offset]
-                    guard continuation & 0xC0 == 0x80 else { valid = false; break }
+                    guard continuation & 0xC0 == 0x80 else {
+                        valid = false
+                        break
+                    }
                     scalar = (scalar << 6) | UInt32(continuation & 0x3F)
                 }
             }
@@ -370,7 +460,8 @@ package enum UTF8Check {
             guard valid else {
                 throw JSONSyntaxError(
                     line: line, column: column, offset: index,
-                    message: "byte 0x\(String(byte, radix: 16, uppercase: true)) at byte offset \(index) is not valid UTF-8; save the file as UTF-8"
+                    message:
+                        "byte 0x\(String(byte, radix: 16, uppercase: true)) at byte offset \(index) is not valid UTF-8; save the file as UTF-8"
                 )
             }
             index += length

@@ -7,7 +7,8 @@ public import Synchronization
 protocol AnyPointCore: PointState, Sendable {
     var catalogueItems: [CatalogueItemInfo] { get }
     var matchConditions: [CatalogueParameter]? { get }
-    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError) -> PreparedInstallation
+    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError)
+        -> PreparedInstallation
 }
 
 /// An entry checked and ready to install on its point; installing it cannot fail.
@@ -130,10 +131,13 @@ struct PreparedInstallation: Sendable {
 /// The one core of every injection point, sync or async: its catalogue and typed entries
 /// over the untyped ``PointState``. ``InjectionPoint`` and ``AsyncInjectionPoint`` are thin
 /// drivers over it: they differ only in how they call the original, run a block and wait.
-@usableFromInline final class PointCore<Provider: ChaosProviderProtocol>: PointState, AnyPointCore, @unchecked Sendable {
+@usableFromInline final class PointCore<Provider: ChaosProviderProtocol>: PointState, AnyPointCore, @unchecked Sendable
+{
     // Unchecked: the catalogue and item table are immutable and Sendable; the rest is the
     // base class's.
-    @usableFromInline typealias Installed = Installation<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
+    @usableFromInline typealias Installed = Installation<
+        Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body
+    >
     typealias Tree = ChaosProviderNode<Provider.Arguments, Provider.Result, Provider.Failure, Provider.Body>
 
     let catalogue: PointCatalogue<Provider>
@@ -172,7 +176,9 @@ struct PreparedInstallation: Sendable {
         defer { chaos_point_leave(entered) }
         guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return .none }
         let unmanaged = Unmanaged<Installed>.fromOpaque(address)
-        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.globalConstant(observed: observed) }) { return .constant(value) }
+        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.globalConstant(observed: observed) }) {
+            return .constant(value)
+        }
         return .entry(unmanaged.takeUnretainedValue())
     }
 
@@ -180,7 +186,8 @@ struct PreparedInstallation: Sendable {
     /// it alive for as long as the call can run.
     @inlinable @inline(__always) func scopedEntry() -> Unmanaged<Installed>? {
         guard scopes.load(ordering: .relaxed) != 0,
-              let address = ScopeFrame.installation(for: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()), key: scopeKey)
+            let address = ScopeFrame.installation(
+                for: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()), key: scopeKey)
         else { return nil }
         return Unmanaged<Installed>.fromOpaque(address)
     }
@@ -205,13 +212,17 @@ struct PreparedInstallation: Sendable {
         catalogue.matcher?.conditions
     }
 
-    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError) -> PreparedInstallation {
+    func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError)
+        -> PreparedInstallation
+    {
         try prepare(typed(description), seed: seed, entry: entry, summary: description.summary)
     }
 
     /// Checks a typed provider for this point (unique name, modifiers in range, constants
     /// the point accepts) and makes its installation.
-    func prepare(_ tree: Tree, seed: UInt64, entry: ProfileEntry.ID?, summary: String) throws(ChaosError) -> PreparedInstallation {
+    func prepare(_ tree: Tree, seed: UInt64, entry: ProfileEntry.ID?, summary: String) throws(ChaosError)
+        -> PreparedInstallation
+    {
         try PointRegistry.shared.checkUnique(self)
         var tree = tree
         var lease: Duration?
@@ -225,7 +236,9 @@ struct PreparedInstallation: Sendable {
                 tree = inner
             }
             if tree.modifiers.contains(where: \.isLease) {
-                throw ChaosError(.invalidProvider, subject: name, "a lease limits a whole entry; put it outermost (e.g. .probability(0.2).lease(.seconds(30)))")
+                throw ChaosError(
+                    .invalidProvider, subject: name,
+                    "a lease limits a whole entry; put it outermost (e.g. .probability(0.2).lease(.seconds(30)))")
             }
         }
         if let check = catalogue.resultValidator {
@@ -240,7 +253,8 @@ struct PreparedInstallation: Sendable {
                 }
             }
         }
-        let installed = Installed(pointName: name, seed: seed, entryID: entry, summary: summary, tree: tree, lease: lease)
+        let installed = Installed(
+            pointName: name, seed: seed, entryID: entry, summary: summary, tree: tree, lease: lease)
         return PreparedInstallation(core: self, installation: installed)
     }
 
@@ -251,7 +265,8 @@ struct PreparedInstallation: Sendable {
             let names = catalogue.items.map(\.name).sorted()
             var error = ChaosError(
                 .invalidProvider, subject: name,
-                names.isEmpty ? "no catalogue item named '\(InputExcerpt.of(itemName))'; this point has no catalogue items"
+                names.isEmpty
+                    ? "no catalogue item named '\(InputExcerpt.of(itemName))'; this point has no catalogue items"
                     : "no catalogue item named '\(InputExcerpt.of(itemName))'\(Suggestions.hint(for: itemName, in: names)); choose one of: \(names.joined(separator: ", "))"
             )
             error.sourceLocation = parameters.location

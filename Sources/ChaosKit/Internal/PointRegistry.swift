@@ -42,10 +42,15 @@ final class PointRegistry: Sendable {
                 hint = "; no points exist yet: create the point (or import the module that declares it) before applying"
             } else {
                 let near = Suggestions.hint(for: name, in: known)
-                let listed = known.count <= 12 ? "known points: \(known.joined(separator: ", "))" : "\(known.count) points are live (`chaos list` shows the built-in ones)"
+                let listed =
+                    known.count <= 12
+                    ? "known points: \(known.joined(separator: ", "))"
+                    : "\(known.count) points are live (`chaos list` shows the built-in ones)"
                 hint = near.isEmpty ? "; \(listed)" : near
             }
-            throw ChaosError(.unknownPoint, subject: InputExcerpt.of(name, limit: 200), "no live injection point has this name\(hint)")
+            throw ChaosError(
+                .unknownPoint, subject: InputExcerpt.of(name, limit: 200),
+                "no live injection point has this name\(hint)")
         }
         return point
     }
@@ -81,7 +86,8 @@ final class PointRegistry: Sendable {
     var catalogue: [PointInfo] {
         names.compactMap { name in
             (try? point(named: name)).map {
-                PointInfo(name: name, signature: $0.signature, items: $0.catalogueItems, matchConditions: $0.matchConditions)
+                PointInfo(
+                    name: name, signature: $0.signature, items: $0.catalogueItems, matchConditions: $0.matchConditions)
             }
         }
     }

@@ -61,7 +61,9 @@
     /// alive for as long as it is bound, which is longer than this call, so no reference
     /// is taken.
     @usableFromInline static func installation(for core: UInt, key: UnsafeMutableRawPointer) -> UnsafeRawPointer? {
-        guard let slot = chaosTaskLocalValueGet(key), let object = slot.load(as: UnsafeRawPointer?.self) else { return nil }
+        guard let slot = chaosTaskLocalValueGet(key), let object = slot.load(as: UnsafeRawPointer?.self) else {
+            return nil
+        }
         return Unmanaged<ScopeFrame>.fromOpaque(object)._withUnsafeGuaranteedRef { frame in
             if frame.firstCore == core { return UnsafeRawPointer(bitPattern: frame.firstEntry) }
             return frame.cores.withUnsafeBufferPointer { cores in

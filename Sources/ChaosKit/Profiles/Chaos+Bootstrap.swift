@@ -39,7 +39,8 @@ extension Chaos {
         let line = environment["CHAOS"].flatMap { $0.isEmpty ? nil : $0 }
         guard path != nil || line != nil else { return nil }
         guard buildConfiguration == .debug || allowInReleaseBuilds else {
-            logger.warning("CHAOS/CHAOS_PROFILE ignored: this is a release build; pass allowInReleaseBuilds: true to opt in")
+            logger.warning(
+                "CHAOS/CHAOS_PROFILE ignored: this is a release build; pass allowInReleaseBuilds: true to opt in")
             return nil
         }
         let profile = try path.map { (path: String) throws(ChaosError) in try ChaosProfile.load(contentsOfFile: path) }
@@ -47,11 +48,14 @@ extension Chaos {
         var seed = profile?.seed ?? UInt64.random(in: .min ... .max)
         if let text = environment["CHAOS_SEED"] {
             guard let fixed = UInt64(text) else {
-                throw ChaosError(.invalidProfile, subject: "CHAOS_SEED", "'\(InputExcerpt.of(text))' is not a whole number; give a seed such as 42")
+                throw ChaosError(
+                    .invalidProfile, subject: "CHAOS_SEED",
+                    "'\(InputExcerpt.of(text))' is not a whole number; give a seed such as 42")
             }
             seed = fixed
         }
-        let session = try ChaosSession(seed: seed, profilePath: path, fileEntries: profile?.entries ?? [], inline: inline)
+        let session = try ChaosSession(
+            seed: seed, profilePath: path, fileEntries: profile?.entries ?? [], inline: inline)
         logger.info("chaos session started", metadata: ["seed": "\(seed)", "entries": "\(session.entries.count)"])
         if watchProfile { session.watch() }
         return session

@@ -26,7 +26,10 @@ public enum ChaosGrammar {
                 ChaosError(.invalidProfile, subject: "\(source) column \(column + 1)", message)
             }
             guard let equals = characters[trimmed].firstIndex(of: "=") else {
-                throw fail(trimmed.upperBound, "'\(InputExcerpt.of(String(characters[trimmed])))' needs the form point=provider, e.g. clock.now=offset(-1d)")
+                throw fail(
+                    trimmed.upperBound,
+                    "'\(InputExcerpt.of(String(characters[trimmed])))' needs the form point=provider, e.g. clock.now=offset(-1d)"
+                )
             }
             let pointRange = trim(characters, trimmed.lowerBound..<equals)
             guard !pointRange.isEmpty else { throw fail(equals, "the point name before '=' is missing") }
@@ -52,7 +55,10 @@ public enum ChaosGrammar {
         while index < range.upperBound {
             let character = characters[index]
             if quoted {
-                if character == "\\" { index += 2; continue }
+                if character == "\\" {
+                    index += 2
+                    continue
+                }
                 if character == "\"" { quoted = false }
             } else {
                 switch character {
@@ -61,7 +67,8 @@ public enum ChaosGrammar {
                 case ")", "]", "}": depth -= 1
                 default:
                     if depth == 0, index + separator.count <= range.upperBound,
-                       Array(characters[index..<index + separator.count]) == separator {
+                        Array(characters[index..<index + separator.count]) == separator
+                    {
                         parts.append(start..<index)
                         index += separator.count
                         start = index
@@ -77,7 +84,8 @@ public enum ChaosGrammar {
 
     /// `range` without leading and trailing whitespace.
     static func trim(_ characters: [Character], _ range: Range<Int>) -> Range<Int> {
-        var lower = range.lowerBound, upper = range.upperBound
+        var lower = range.lowerBound
+        var upper = range.upperBound
         while lower < upper, characters[lower].isWhitespace { lower += 1 }
         while upper > lower, characters[upper - 1].isWhitespace { upper -= 1 }
         return lower..<upper
@@ -111,7 +119,9 @@ private struct StepParser {
         var result = last.count.map { ProviderDescription.modified(.times($0), last.provider) } ?? last.provider
         for step in parsed.dropLast().reversed() {
             guard let count = step.count else {
-                throw fail(step.at, "a step without a count never ends, so nothing after it would run; give it a count such as 3*")
+                throw fail(
+                    step.at,
+                    "a step without a count never ends, so nothing after it would run; give it a count such as 3*")
             }
             result = .sequential(Array(repeating: step.provider, count: count) + [result])
         }
@@ -121,7 +131,8 @@ private struct StepParser {
     /// A step: modifier prefixes, the task, modifier suffixes. The `times` prefix is the
     /// step's count, which the chain uses.
     func step(_ range: Range<Int>) throws(ChaosError) -> (count: Int?, provider: ProviderDescription) {
-        var lower = range.lowerBound, upper = range.upperBound
+        var lower = range.lowerBound
+        var upper = range.upperBound
         var prefixes: [ProviderModifier] = []
         var count: Int?
         // Prefixes: a number ended by a modifier's terminator (20%, 3*).
@@ -147,7 +158,9 @@ private struct StepParser {
             guard case .suffix(let introducer) = form else { continue }
             let parts = ChaosGrammar.split(characters, lower..<upper, on: [introducer])
             guard parts.count > 1 else { continue }
-            guard parts.count == 2 else { throw fail(parts[2].lowerBound - 1, "'\(introducer)' appears twice in one step; give it once") }
+            guard parts.count == 2 else {
+                throw fail(parts[2].lowerBound - 1, "'\(introducer)' appears twice in one step; give it once")
+            }
             switch read(text(ChaosGrammar.trim(characters, parts[1]))) {
             case .success(let modifier): suffixes.append(modifier)
             case .failure(let problem): throw fail(parts[1].lowerBound - 1, problem.message)
@@ -161,20 +174,28 @@ private struct StepParser {
     }
 
     func task(_ range: Range<Int>) throws(ChaosError) -> ProviderDescription {
-        guard !range.isEmpty else { throw fail(range.lowerBound, "a step needs a provider, e.g. offline or offset(-1d)") }
+        guard !range.isEmpty else {
+            throw fail(range.lowerBound, "a step needs a provider, e.g. offline or offset(-1d)")
+        }
         var nameEnd = range.upperBound
         var arguments: Range<Int>?
         if let open = characters[range].firstIndex(of: "(") {
             guard characters[range.upperBound - 1] == ")" else {
-                throw fail(range.upperBound - 1, "'\(InputExcerpt.of(text(range)))' opens '(' but does not end with ')'")
+                throw fail(
+                    range.upperBound - 1, "'\(InputExcerpt.of(text(range)))' opens '(' but does not end with ')'")
             }
             nameEnd = open
             arguments = open + 1..<range.upperBound - 1
         }
         let nameRange = ChaosGrammar.trim(characters, range.lowerBound..<nameEnd)
         let name = text(nameRange)
-        if let bad = characters[nameRange].firstIndex(where: { !($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) {
-            throw fail(bad, "'\(InputExcerpt.of(text(range)))' is not a provider; use original, nil, random, constant(…) or a catalogue item")
+        if let bad = characters[nameRange].firstIndex(where: {
+            !($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".")
+        }) {
+            throw fail(
+                bad,
+                "'\(InputExcerpt.of(text(range)))' is not a provider; use original, nil, random, constant(…) or a catalogue item"
+            )
         }
         guard !name.isEmpty else { throw fail(range.lowerBound, "a provider name is missing before '('") }
         switch name {
@@ -191,7 +212,9 @@ private struct StepParser {
                 return .constantValue(try JSONDocumentParser.parse(text(arguments)).value)
             } catch {
                 // The JSON error's column counts within the argument, which starts on this line.
-                throw fail(arguments.lowerBound + error.column - 1, "constant(\(InputExcerpt.of(text(arguments)))): \(error.message)")
+                throw fail(
+                    arguments.lowerBound + error.column - 1,
+                    "constant(\(InputExcerpt.of(text(arguments)))): \(error.message)")
             }
         default:
             var parameters = ProfileParameters()
@@ -212,7 +235,9 @@ private struct StepParser {
         for (part, pieces) in zip(parts, named) {
             guard !part.isEmpty else { throw fail(part.lowerBound, "an empty argument; remove the extra ','") }
             guard pieces.count == 2 else {
-                throw fail(part.lowerBound, "argument '\(InputExcerpt.of(text(part)))' needs the form key=value when there are several")
+                throw fail(
+                    part.lowerBound,
+                    "argument '\(InputExcerpt.of(text(part)))' needs the form key=value when there are several")
             }
             let keyRange = ChaosGrammar.trim(characters, pieces[0])
             let key = text(keyRange)

@@ -76,7 +76,9 @@ public struct ChaosProfile: Sendable {
         let descriptor = path == "-" ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw ChaosError(.invalidProfile, subject: subject, "cannot read the profile (\(reason)); check the path and its permissions")
+            throw ChaosError(
+                .invalidProfile, subject: subject,
+                "cannot read the profile (\(reason)); check the path and its permissions")
         }
         defer { close(descriptor) }
         var data = Data()
@@ -87,11 +89,15 @@ public struct ChaosProfile: Sendable {
             if got < 0 {
                 if errno == EINTR { continue }
                 let reason = String(cString: strerror(errno))
-                throw ChaosError(.invalidProfile, subject: subject, "cannot read the profile (\(reason)); check the path and its permissions")
+                throw ChaosError(
+                    .invalidProfile, subject: subject,
+                    "cannot read the profile (\(reason)); check the path and its permissions")
             }
             data.append(contentsOf: buffer[0..<got])
             if data.count > largestFile {
-                throw ChaosError(.invalidProfile, subject: subject, "the profile is larger than \(largestFile >> 20) MiB; split it or remove entries")
+                throw ChaosError(
+                    .invalidProfile, subject: subject,
+                    "the profile is larger than \(largestFile >> 20) MiB; split it or remove entries")
             }
         }
     }
@@ -152,8 +158,12 @@ public struct ChaosProfile: Sendable {
     }
 
     /// An entry's error, said about where the entry (or the parameter at fault) was written.
-    private static func located(_ error: ChaosError, in located: [(entry: ProfileEntry, location: String)]) -> ChaosError {
-        guard let culprit = located.first(where: { error.subject?.hasPrefix("entry \($0.entry.id) ") == true }) else { return error }
+    private static func located(_ error: ChaosError, in located: [(entry: ProfileEntry, location: String)])
+        -> ChaosError
+    {
+        guard let culprit = located.first(where: { error.subject?.hasPrefix("entry \($0.entry.id) ") == true }) else {
+            return error
+        }
         let location = error.sourceLocation ?? culprit.location
         return ChaosError(error.kind, subject: location.isEmpty ? error.subject : location, error.message)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -55,7 +56,9 @@ public final class ChaosSession: Sendable {
     private let state: Locked<State>
     private let logger = Logger(label: "ChaosKit.session")
 
-    init(seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry]) throws(ChaosError) {
+    init(seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry])
+        throws(ChaosError)
+    {
         self.seed = seed
         self.profilePath = profilePath
         self.inline = inline
@@ -64,7 +67,8 @@ public final class ChaosSession: Sendable {
             state.chaos = try Self.applied(state.entries, seed: seed)
         }
         for entry in entries where entry.enabled {
-            logger.info("chaos entry applied", metadata: ["entry": "\(entry)", "seed": "\(seed)", "at": "\(entry.location)"])
+            logger.info(
+                "chaos entry applied", metadata: ["entry": "\(entry)", "seed": "\(seed)", "at": "\(entry.location)"])
         }
     }
 
@@ -80,7 +84,9 @@ public final class ChaosSession: Sendable {
     public var entries: [EntryInfo] {
         state.withLock { state in
             state.entries.enumerated().map { index, entry in
-                EntryInfo(index: index, pointName: entry.pointName, provider: entry.provider.summary, enabled: entry.enabled, location: entry.location)
+                EntryInfo(
+                    index: index, pointName: entry.pointName, provider: entry.provider.summary, enabled: entry.enabled,
+                    location: entry.location)
             }
         }
     }
@@ -94,7 +100,9 @@ public final class ChaosSession: Sendable {
     public func setEnabled(_ enabled: Bool, at index: Int) throws(ChaosError) {
         try state.withLock { state throws(ChaosError) in
             guard state.entries.indices.contains(index) else {
-                throw ChaosError(.notApplied, subject: "entry #\(index)", "the session has entries #0…#\(state.entries.count - 1); pick one of those")
+                throw ChaosError(
+                    .notApplied, subject: "entry #\(index)",
+                    "the session has entries #0…#\(state.entries.count - 1); pick one of those")
             }
             var changed = state.entries
             changed[index].enabled = enabled
@@ -111,11 +119,14 @@ public final class ChaosSession: Sendable {
             try Self.replace(&state, with: profile.entries + inline, seed: seed)
             state.fileStamp = FileStamp(path: profilePath)
         }
-        logger.info("chaos profile reloaded", metadata: ["path": "\(profilePath)", "entries": "\(profile.entries.count)"])
+        logger.info(
+            "chaos profile reloaded", metadata: ["path": "\(profilePath)", "entries": "\(profile.entries.count)"])
     }
 
     /// Swaps the applied entries; on error the old ones stay applied.
-    private static func replace(_ state: inout State, with entries: [ChaosProfile.Entry], seed: UInt64) throws(ChaosError) {
+    private static func replace(_ state: inout State, with entries: [ChaosProfile.Entry], seed: UInt64)
+        throws(ChaosError)
+    {
         state.chaos?.revertAll()
         do {
             state.chaos = try applied(entries, seed: seed)
@@ -134,7 +145,8 @@ public final class ChaosSession: Sendable {
         let queue = DispatchQueue(label: "ChaosKit.session.watch")
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let tick = min(interval, .milliseconds(250))
-        let tickNanoseconds = max(1_000_000, Int(tick.components.seconds) * 1_000_000_000 + Int(tick.components.attoseconds / 1_000_000_000))
+        let tickNanoseconds = max(
+            1_000_000, Int(tick.components.seconds) * 1_000_000_000 + Int(tick.components.attoseconds / 1_000_000_000))
         let checksPerFileLook = max(1, Int((interval / tick).rounded(.down)))
         var ticks = 0
         var hangUpsSeen = HangUpSignal.count
@@ -195,7 +207,8 @@ enum HangUpSignal {
 
     static func install() {
         _ = received.load(ordering: .relaxed)  // initialise the global before a signal can read it
-        guard installed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        guard installed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
         signal(SIGHUP) { _ in HangUpSignal.received.wrappingAdd(1, ordering: .releasing) }
     }
 }
@@ -207,7 +220,8 @@ private struct FileStamp: Equatable {
 
     init?(path: String) {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let modified = attributes[.modificationDate] as? Date else { return nil }
+            let modified = attributes[.modificationDate] as? Date
+        else { return nil }
         self.modified = modified
         self.size = (attributes[.size] as? NSNumber)?.intValue ?? -1
     }

@@ -18,7 +18,8 @@ struct ProfileDecoder {
         for member in list {
             guard allowed.contains(member.key) else {
                 throw ChaosError(
-                    .invalidProfile, subject: location(member.keyLine, member.keyColumn, "\(path).\(InputExcerpt.of(member.key))"),
+                    .invalidProfile,
+                    subject: location(member.keyLine, member.keyColumn, "\(path).\(InputExcerpt.of(member.key))"),
                     "unknown member '\(InputExcerpt.of(member.key))'\(Suggestions.hint(for: member.key, in: allowed)); allowed here: \(allowed.sorted().joined(separator: ", "))"
                 )
             }
@@ -31,7 +32,9 @@ struct ProfileDecoder {
         let top = try members(root, "$", allowed: ["seed", "entries", "$schema", "description"])
         var seed: UInt64?
         if let node = top["seed"] {
-            guard case .number(let value, _) = node.content, value >= 0, value.rounded() == value, value < 9_007_199_254_740_992 else {
+            guard case .number(let value, _) = node.content, value >= 0, value.rounded() == value,
+                value < 9_007_199_254_740_992
+            else {
                 throw fail(node, "$.seed", "the seed must be a whole number from 0 to 2^53")
             }
             seed = UInt64(value)
@@ -49,7 +52,9 @@ struct ProfileDecoder {
 
     func entry(_ node: JSONNode, _ path: String) throws(ChaosError) -> ChaosProfile.Entry {
         let fields = try members(node, path, allowed: ["point", "provider", "enabled", "match", "comment"])
-        guard let pointNode = fields["point"] else { throw fail(node, path, "an entry needs \"point\": the point's name, e.g. \"clock.now\"") }
+        guard let pointNode = fields["point"] else {
+            throw fail(node, path, "an entry needs \"point\": the point's name, e.g. \"clock.now\"")
+        }
         guard case .string(let pointName) = pointNode.content, !pointName.isEmpty else {
             throw fail(pointNode, "\(path).point", "the point must be a non-empty string such as \"clock.now\"")
         }
@@ -64,7 +69,9 @@ struct ProfileDecoder {
         }
         var enabled = true
         if let node = fields["enabled"] {
-            guard case .bool(let flag) = node.content else { throw fail(node, "\(path).enabled", "enabled must be true or false") }
+            guard case .bool(let flag) = node.content else {
+                throw fail(node, "\(path).enabled", "enabled must be true or false")
+            }
             enabled = flag
         }
         return ChaosProfile.Entry(
@@ -81,10 +88,13 @@ struct ProfileDecoder {
         result.location = location(node.line, node.column, path)
         for member in list {
             guard !member.key.isEmpty else {
-                throw ChaosError(.invalidProfile, subject: location(member.keyLine, member.keyColumn, path), "an empty member name; name the parameter")
+                throw ChaosError(
+                    .invalidProfile, subject: location(member.keyLine, member.keyColumn, path),
+                    "an empty member name; name the parameter")
             }
             result.values[member.key] = member.value.value
-            result.locations[member.key] = location(member.value.line, member.value.column, "\(path).\(InputExcerpt.of(member.key))")
+            result.locations[member.key] = location(
+                member.value.line, member.value.column, "\(path).\(InputExcerpt.of(member.key))")
         }
         return result
     }
@@ -96,7 +106,9 @@ struct ProfileDecoder {
             case "original": return .original
             case "nil": return .nil
             case "random": return .random
-            case "": throw fail(node, path, "an empty provider name; use \"original\", \"nil\", \"random\" or a catalogue item")
+            case "":
+                throw fail(
+                    node, path, "an empty provider name; use \"original\", \"nil\", \"random\" or a catalogue item")
             default:
                 var parameters = ProfileParameters()
                 parameters.location = location(node.line, node.column, path)
@@ -108,10 +120,13 @@ struct ProfileDecoder {
             let given = kinds.filter { fields[$0] != nil }
             guard given.count == 1 else {
                 let found = given.isEmpty ? "none" : given.joined(separator: " and ")
-                throw fail(node, path, "a provider object needs exactly one of constant, sequential or item (found \(found))")
+                throw fail(
+                    node, path, "a provider object needs exactly one of constant, sequential or item (found \(found))")
             }
             if let parametersNode = fields["parameters"], given[0] != "item" {
-                throw fail(parametersNode, "\(path).parameters", "parameters belong to an item provider; remove them or name the item")
+                throw fail(
+                    parametersNode, "\(path).parameters",
+                    "parameters belong to an item provider; remove them or name the item")
             }
             var result: ProviderDescription
             switch given[0] {
@@ -123,7 +138,8 @@ struct ProfileDecoder {
                     throw fail(listNode, "\(path).sequential", "sequential takes an array of providers")
                 }
                 guard !items.isEmpty else {
-                    throw fail(listNode, "\(path).sequential", "sequential needs at least one provider (the last one repeats)")
+                    throw fail(
+                        listNode, "\(path).sequential", "sequential needs at least one provider (the last one repeats)")
                 }
                 var parts: [ProviderDescription] = []
                 for (index, item) in items.enumerated() {
@@ -154,7 +170,10 @@ struct ProfileDecoder {
             }
             return result
         default:
-            throw fail(node, path, "a provider is a string such as \"original\" or an object such as {\"constant\": 1}; found \(node.typeName)")
+            throw fail(
+                node, path,
+                "a provider is a string such as \"original\" or an object such as {\"constant\": 1}; found \(node.typeName)"
+            )
         }
     }
 }
@@ -206,7 +225,9 @@ extension ChaosProfile {
                 }
                 return values.isEmpty ? .string(name) : .object(["item": .string(name), "parameters": .object(values)])
             case .constant, .throwing:
-                throw ChaosError(.invalidProfile, subject: point, "typed constants and errors cannot be written as JSON; use constantValue or a catalogue item")
+                throw ChaosError(
+                    .invalidProfile, subject: point,
+                    "typed constants and errors cannot be written as JSON; use constantValue or a catalogue item")
             }
         case .sequential(let parts):
             var items: [ProfileValue] = []
@@ -222,7 +243,7 @@ extension ChaosProfile {
             var object: [String: ProfileValue]
             switch try json(inner, point) {
             case .object(let members)
-                where !members.keys.contains(where: { (ProviderModifier.profileKeys.firstIndex(of: $0) ?? -1) >= rank }):
+            where !members.keys.contains(where: { (ProviderModifier.profileKeys.firstIndex(of: $0) ?? -1) >= rank }):
                 object = members
             case .string(let name) where !["original", "nil", "random"].contains(name):
                 object = ["item": .string(name)]

@@ -46,22 +46,33 @@ public enum ProfileSchema {
         for point in points {
             var then: [String: ProfileValue] = [:]
             if !point.items.isEmpty { then["provider"] = .object(["$ref": .string("#/$defs/provider@\(point.name)")]) }
-            then["match"] = point.matchConditions.map { parametersObject($0, allOptional: true) }
+            then["match"] =
+                point.matchConditions.map { parametersObject($0, allOptional: true) }
                 ?? .object(["not": .object([:]), "description": .string("\(point.name) takes no match conditions.")])
-            rules.append(.object([
-                "if": .object(["properties": .object(["point": .object(["const": .string(point.name)])]), "required": .array([.string("point")])]),
-                "then": .object(["properties": .object(then)]),
-            ]))
+            rules.append(
+                .object([
+                    "if": .object([
+                        "properties": .object(["point": .object(["const": .string(point.name)])]),
+                        "required": .array([.string("point")]),
+                    ]),
+                    "then": .object(["properties": .object(then)]),
+                ]))
         }
         var schema: [String: ProfileValue] = [
             "type": .string("object"),
             "required": .array([.string("point"), .string("provider")]),
             "additionalProperties": .bool(false),
             "properties": .object([
-                "point": .object(["description": .string("The point's stable name, e.g. clock.now."), "type": .string("string"), "minLength": .number(1)]),
+                "point": .object([
+                    "description": .string("The point's stable name, e.g. clock.now."), "type": .string("string"),
+                    "minLength": .number(1),
+                ]),
                 "provider": .object(["$ref": .string("#/$defs/provider")]),
                 "enabled": .object(["type": .string("boolean"), "default": .bool(true)]),
-                "match": .object(["description": .string("Conditions over the call's arguments (see the point's declarations)."), "type": .string("object")]),
+                "match": .object([
+                    "description": .string("Conditions over the call's arguments (see the point's declarations)."),
+                    "type": .string("object"),
+                ]),
                 "comment": .object([:]),
             ]),
         ]
@@ -82,21 +93,31 @@ public enum ProfileSchema {
             name["enum"] = .array(builtIn + bare.map { .string($0.name) })
             itemName["enum"] = .array(items.map { .string($0.name) })
             for item in items {
-                var then: [String: ProfileValue] = ["properties": .object(["parameters": parametersObject(item.declaredParameters, allOptional: false)])]
+                var then: [String: ProfileValue] = [
+                    "properties": .object(["parameters": parametersObject(item.declaredParameters, allOptional: false)])
+                ]
                 if item.declaredParameters.contains(where: { $0.requirement == .required }) {
                     then["required"] = .array([.string("parameters")])
                 }
-                itemRules.append(.object([
-                    "if": .object(["properties": .object(["item": .object(["const": .string(item.name)])]), "required": .array([.string("item")])]),
-                    "then": .object(then),
-                ]))
+                itemRules.append(
+                    .object([
+                        "if": .object([
+                            "properties": .object(["item": .object(["const": .string(item.name)])]),
+                            "required": .array([.string("item")]),
+                        ]),
+                        "then": .object(then),
+                    ]))
             }
         } else {
             name["description"] = .string("original, nil, random, or a catalogue item without parameters.")
         }
         var properties: [String: ProfileValue] = [
-            "constant": .object(["description": .string("Returned as is; decoded as the point's result type (dates as ISO-8601).")]),
-            "sequential": .object(["type": .string("array"), "minItems": .number(1), "items": .object(["$ref": .string(reference)])]),
+            "constant": .object([
+                "description": .string("Returned as is; decoded as the point's result type (dates as ISO-8601).")
+            ]),
+            "sequential": .object([
+                "type": .string("array"), "minItems": .number(1), "items": .object(["$ref": .string(reference)]),
+            ]),
             "item": .object(itemName),
             "parameters": .object(["type": .string("object")]),
         ]
@@ -130,7 +151,8 @@ public enum ProfileSchema {
             "additionalProperties": .bool(false),
             "properties": .object(properties),
         ]
-        let required = allOptional ? [] : parameters.filter { $0.requirement == .required }.map { ProfileValue.string($0.name) }
+        let required =
+            allOptional ? [] : parameters.filter { $0.requirement == .required }.map { ProfileValue.string($0.name) }
         if !required.isEmpty { object["required"] = .array(required) }
         return .object(object)
     }
@@ -146,7 +168,8 @@ extension ProfileValue {
     }
 
     private func write(into output: inout String, indent: Int) {
-        let pad = String(repeating: "  ", count: indent + 1), closing = String(repeating: "  ", count: indent)
+        let pad = String(repeating: "  ", count: indent + 1)
+        let closing = String(repeating: "  ", count: indent)
         switch self {
         case .array(let items) where !items.isEmpty:
             output += "[\n"

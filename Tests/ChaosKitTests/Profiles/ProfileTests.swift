@@ -1,22 +1,27 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// Points for profile tests, with unique names so parallel suites do not collide.
 private enum ProfilePoints {
-    static let number = InjectionPoint<Int, Int, Never>("profile-tests.number", catalogue: PointCatalogue(
-        [
-            CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) { parameters in
-                let amount = try parameters.int("value")
-                return .block { env in env.arguments + amount }
-            },
-        ],
-        matcher: ArgumentMatcher(conditions: [.integer("above", "calls with a larger argument")]) { conditions in
-            let above = try conditions.int("above")
-            return { $0 > above }
-        }
-    )) { $0 }
+    static let number = InjectionPoint<Int, Int, Never>(
+        "profile-tests.number",
+        catalogue: PointCatalogue(
+            [
+                CatalogueItem("plus", "adds a number", parameters: [.integer("value", "how much to add", default: 1)]) {
+                    parameters in
+                    let amount = try parameters.int("value")
+                    return .block { env in env.arguments + amount }
+                }
+            ],
+            matcher: ArgumentMatcher(conditions: [.integer("above", "calls with a larger argument")]) { conditions in
+                let above = try conditions.int("above")
+                return { $0 > above }
+            }
+        )
+    ) { $0 }
     static let text = InjectionPoint<Void, String?, Never>("profile-tests.text") { "real" }
     static let date = InjectionPoint<Void, Date, Never>("profile-tests.date") { Date(timeIntervalSince1970: 0) }
     static let registered: Bool = {
@@ -31,14 +36,15 @@ private enum ProfilePoints {
     init() { _ = ProfilePoints.registered }
 
     @Test func decodesEveryProviderFormAndApplies() throws {
-        let profile = try ChaosProfile.decode(json: """
-        { "seed": 7,
-          "entries": [
-            { "point": "profile-tests.number", "provider": { "sequential": [ {"constant": 100, "times": 2}, {"item": "plus", "parameters": {"value": 5}} ] } },
-            { "point": "profile-tests.text", "provider": "nil" },
-            { "point": "profile-tests.date", "provider": {"constant": "2000-01-01T00:00:00Z"}, "enabled": true }
-          ] }
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                { "seed": 7,
+                  "entries": [
+                    { "point": "profile-tests.number", "provider": { "sequential": [ {"constant": 100, "times": 2}, {"item": "plus", "parameters": {"value": 5}} ] } },
+                    { "point": "profile-tests.text", "provider": "nil" },
+                    { "point": "profile-tests.date", "provider": {"constant": "2000-01-01T00:00:00Z"}, "enabled": true }
+                  ] }
+                """)
         #expect(profile.seed == 7)
         let chaos = try profile.apply()
         defer { chaos.revertAll() }
@@ -51,9 +57,10 @@ private enum ProfilePoints {
     }
 
     @Test func matchNarrowsAnEntryToSomeCalls() throws {
-        let profile = try ChaosProfile.decode(json: """
-        {"entries": [{"point": "profile-tests.number", "match": {"above": 10}, "provider": {"constant": -1}}]}
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                {"entries": [{"point": "profile-tests.number", "match": {"above": 10}, "provider": {"constant": -1}}]}
+                """)
         let chaos = try profile.apply()
         defer { chaos.revertAll() }
         #expect(ProfilePoints.number(5) == 5)
@@ -61,9 +68,10 @@ private enum ProfilePoints {
     }
 
     @Test func disabledEntriesAreNotApplied() throws {
-        let profile = try ChaosProfile.decode(json: """
-        {"entries": [{"point": "profile-tests.number", "provider": {"constant": 9}, "enabled": false}]}
-        """)
+        let profile = try ChaosProfile.decode(
+            json: """
+                {"entries": [{"point": "profile-tests.number", "provider": {"constant": 9}, "enabled": false}]}
+                """)
         let chaos = try profile.apply()
         defer { chaos.revertAll() }
         #expect(ProfilePoints.number(3) == 3)
@@ -71,12 +79,12 @@ private enum ProfilePoints {
 
     @Test func roundTripsThroughJSON() throws {
         let text = """
-        {"seed": 99, "entries": [
-          {"point": "profile-tests.number", "provider": {"sequential": [{"item": "plus", "parameters": {"value": 2}, "times": 3, "probability": 0.5}, "original"], "delay": 20}},
-          {"point": "profile-tests.text", "provider": "nil", "enabled": false},
-          {"point": "profile-tests.number", "match": {"above": 3}, "provider": {"constant": 1}}
-        ]}
-        """
+            {"seed": 99, "entries": [
+              {"point": "profile-tests.number", "provider": {"sequential": [{"item": "plus", "parameters": {"value": 2}, "times": 3, "probability": 0.5}, "original"], "delay": 20}},
+              {"point": "profile-tests.text", "provider": "nil", "enabled": false},
+              {"point": "profile-tests.number", "match": {"above": 3}, "provider": {"constant": 1}}
+            ]}
+            """
         let first = try ChaosProfile.decode(json: text)
         let second = try ChaosProfile.decode(json: try first.jsonText())
         #expect(second.seed == first.seed)
@@ -101,32 +109,101 @@ private enum ProfilePoints {
         ("{\"entries\": [{\"point\": 3, \"provider\": \"original\"}]}", .invalidProfile, "$.entries[1].point"),
         ("{\"entries\": [{\"point\": \"\", \"provider\": \"original\"}]}", .invalidProfile, "non-empty"),
         ("{\"entries\": [{\"point\": \"profile-tests.number\"}]}", .invalidProfile, "needs \"provider\""),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": 3}]}", .invalidProfile, "$.entries[1].provider"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"\"}]}", .invalidProfile, "empty provider"),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": 3}]}", .invalidProfile,
+            "$.entries[1].provider"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"\"}]}", .invalidProfile,
+            "empty provider"
+        ),
         ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {}}]}", .invalidProfile, "exactly one of"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"item\": \"plus\"}}]}", .invalidProfile, "constant and item"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"sequential\": []}}]}", .invalidProfile, "at least one"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"sequential\": 1}}]}", .invalidProfile, "array of providers"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"probability\": 1.5}}]}", .invalidProfile, "probability"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"times\": 0}}]}", .invalidProfile, "times"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"delay\": \"soon\"}}]}", .invalidProfile, "delay"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"parameters\": {}}}]}", .invalidProfile, "belong to an item"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": 3}}]}", .invalidProfile, "$.entries[1].provider.item"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": \"plus\", \"parameters\": 3}}]}", .invalidProfile, "parameters must be an object"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"enabled\": \"yes\"}]}", .invalidProfile, "true or false"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"match\": 3}]}", .invalidProfile, "match"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\"},]}", .invalidProfile, "trailing comma"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\" \"provider\": \"original\"}]}", .invalidProfile, "expected ',' or '}'"),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"item\": \"plus\"}}]}",
+            .invalidProfile, "constant and item"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"sequential\": []}}]}",
+            .invalidProfile, "at least one"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"sequential\": 1}}]}",
+            .invalidProfile, "array of providers"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"probability\": 1.5}}]}",
+            .invalidProfile, "probability"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"times\": 0}}]}",
+            .invalidProfile, "times"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"delay\": \"soon\"}}]}",
+            .invalidProfile, "delay"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": 1, \"parameters\": {}}}]}",
+            .invalidProfile, "belong to an item"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": 3}}]}", .invalidProfile,
+            "$.entries[1].provider.item"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": \"plus\", \"parameters\": 3}}]}",
+            .invalidProfile, "parameters must be an object"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"enabled\": \"yes\"}]}",
+            .invalidProfile, "true or false"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"match\": 3}]}",
+            .invalidProfile, "match"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\"},]}", .invalidProfile,
+            "trailing comma"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\" \"provider\": \"original\"}]}", .invalidProfile,
+            "expected ',' or '}'"
+        ),
         ("{\"entries\": [{'point': 1}]}", .invalidProfile, "double quotes"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"point\": \"x\"}]}", .invalidProfile, "appears twice"),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"original\", \"point\": \"x\"}]}",
+            .invalidProfile, "appears twice"
+        ),
         // Well-formed JSON that does not fit the live points: found when applying.
-        ("{\"entries\": [{\"point\": \"profile-tests.nope\", \"provider\": \"original\"}]}", .unknownPoint, "no live injection point"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": \"x\"}}]}", .valueTypeMismatch, "not a Int"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"nil\"}]}", .valueTypeMismatch, "cannot be nil"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"teleport\"}]}", .invalidProvider, "choose one of: plus"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": \"plus\", \"parameters\": {\"value\": \"two\"}}}]}", .invalidProvider, "parameter 'value'"),
-        ("{\"entries\": [{\"point\": \"profile-tests.text\", \"match\": {}, \"provider\": \"original\"}]}", .invalidProvider, "takes no match"),
-        ("{\"entries\": [{\"point\": \"profile-tests.number\", \"match\": {\"above\": \"x\"}, \"provider\": \"original\"}]}", .invalidProvider, "above"),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.nope\", \"provider\": \"original\"}]}", .unknownPoint,
+            "no live injection point"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"constant\": \"x\"}}]}",
+            .valueTypeMismatch, "not a Int"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"nil\"}]}", .valueTypeMismatch,
+            "cannot be nil"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": \"teleport\"}]}", .invalidProvider,
+            "choose one of: plus"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"provider\": {\"item\": \"plus\", \"parameters\": {\"value\": \"two\"}}}]}",
+            .invalidProvider, "parameter 'value'"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.text\", \"match\": {}, \"provider\": \"original\"}]}",
+            .invalidProvider, "takes no match"
+        ),
+        (
+            "{\"entries\": [{\"point\": \"profile-tests.number\", \"match\": {\"above\": \"x\"}, \"provider\": \"original\"}]}",
+            .invalidProvider, "above"
+        ),
     ]
 
     @Test func everyMalformedProfileGivesItsErrorAndAppliesNothing() {
@@ -134,7 +211,9 @@ private enum ProfilePoints {
         for (index, sample) in Self.malformed.enumerated() {
             // A valid entry first: it must not stay applied when a later one fails.
             let json = sample.json.replacingOccurrences(
-                of: "{\"entries\": [{", with: "{\"entries\": [{\"point\": \"profile-tests.date\", \"provider\": {\"constant\": \"1999-01-01T00:00:00Z\"}}, {"
+                of: "{\"entries\": [{",
+                with:
+                    "{\"entries\": [{\"point\": \"profile-tests.date\", \"provider\": {\"constant\": \"1999-01-01T00:00:00Z\"}}, {"
             )
             do {
                 let chaos = try ChaosProfile.decode(json: json, file: "sample\(index).json").apply()
@@ -144,7 +223,8 @@ private enum ProfilePoints {
                 #expect(error.kind == sample.kind, "sample \(index): \(error)")
                 #expect(error.description.contains(sample.fragment), "sample \(index): \(error)")
                 if error.kind == .invalidProfile, !json.isEmpty {
-                    #expect(error.description.contains("sample\(index).json:"), "sample \(index) names no file: \(error)")
+                    #expect(
+                        error.description.contains("sample\(index).json:"), "sample \(index) names no file: \(error)")
                 }
             }
             #expect(ProfilePoints.date() == Date(timeIntervalSince1970: 0), "sample \(index) left chaos applied")
@@ -162,7 +242,8 @@ private enum ProfilePoints {
     }
 
     @Test func semanticErrorsGiveTheEntrysLocation() {
-        let json = "{\"entries\": [\n  {\"point\": \"profile-tests.number\", \"provider\": \"original\"},\n  {\"point\": \"profile-tests.number\", \"provider\": {\"constant\": true}}\n]}"
+        let json =
+            "{\"entries\": [\n  {\"point\": \"profile-tests.number\", \"provider\": \"original\"},\n  {\"point\": \"profile-tests.number\", \"provider\": {\"constant\": true}}\n]}"
         #expect {
             _ = try ChaosProfile.decode(json: json, file: "p.json").apply()
         } throws: { error in
@@ -195,7 +276,8 @@ extension ProfileTests {
 
     @Test func grammarProbabilityIsSeeded() throws {
         func run(seed: UInt64) throws -> [Int] {
-            let chaos = try ChaosProfile(seed: seed, entries: ChaosGrammar.parse("profile-tests.number=50%constant(0)")).apply()
+            let chaos = try ChaosProfile(seed: seed, entries: ChaosGrammar.parse("profile-tests.number=50%constant(0)"))
+                .apply()
             defer { chaos.revertAll() }
             return (0..<64).map { _ in ProfilePoints.number(1) }
         }
@@ -230,10 +312,11 @@ extension ProfileTests {
         try #"{"seed": 5, "entries": [{"point": "profile-tests.text", "provider": {"constant": "from file"}}]}"#
             .write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let session = try #require(try Chaos.bootstrap(
-            environment: ["CHAOS_PROFILE": path, "CHAOS": "profile-tests.number=constant(3)"],
-            buildConfiguration: .debug, watchProfile: false
-        ))
+        let session = try #require(
+            try Chaos.bootstrap(
+                environment: ["CHAOS_PROFILE": path, "CHAOS": "profile-tests.number=constant(3)"],
+                buildConfiguration: .debug, watchProfile: false
+            ))
         #expect(session.seed == 5)
         #expect(ProfilePoints.text() == "from file")
         #expect(ProfilePoints.number(9) == 3)
@@ -268,14 +351,17 @@ extension ProfileTests {
     }
 
     @Test func aWatchedSessionReloadsOnFileChangeAndOnSIGHUP() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-watch-\(UUID().uuidString).json").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "chaos-watch-\(UUID().uuidString).json"
+        ).path
         func write(_ text: String) throws {
             try #"{"entries": [{"point": "profile-tests.text", "provider": {"constant": "\#(text)"}}]}"#
                 .write(toFile: path, atomically: true, encoding: .utf8)
         }
         try write("first")
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let session = try #require(try Chaos.bootstrap(environment: ["CHAOS_PROFILE": path], buildConfiguration: .debug, watchProfile: false))
+        let session = try #require(
+            try Chaos.bootstrap(environment: ["CHAOS_PROFILE": path], buildConfiguration: .debug, watchProfile: false))
         defer { session.stop() }
         session.watch(every: .milliseconds(50))
         #expect(ProfilePoints.text() == "first")
@@ -295,9 +381,10 @@ extension ProfileTests {
         let environment = ["CHAOS": "profile-tests.number=constant(3)"]
         #expect(try Chaos.bootstrap(environment: environment, buildConfiguration: .release) == nil)
         #expect(ProfilePoints.number(9) == 9)
-        let session = try #require(try Chaos.bootstrap(
-            environment: environment, allowInReleaseBuilds: true, buildConfiguration: .release, watchProfile: false
-        ))
+        let session = try #require(
+            try Chaos.bootstrap(
+                environment: environment, allowInReleaseBuilds: true, buildConfiguration: .release, watchProfile: false
+            ))
         #expect(ProfilePoints.number(9) == 3)
         session.stop()
         #expect(ProfilePoints.number(9) == 9)

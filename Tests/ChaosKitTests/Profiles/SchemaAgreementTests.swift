@@ -1,13 +1,16 @@
 import Foundation
-import Testing
-@testable import ChaosKit
 import TestHelpers
+import Testing
+
+@testable import ChaosKit
 
 /// The published JSON Schema and the decoder must agree: every example profile is valid
 /// under both, and every document the decoder rejects for its structure the schema rejects too.
 ///
 /// Needs Python's jsonschema (CI installs it); without it the suite is skipped, by name.
-@Suite(.enabled(if: PythonModule.isInstalled("jsonschema"), "Python's jsonschema is not installed (pip install jsonschema)"))
+@Suite(
+    .enabled(
+        if: PythonModule.isInstalled("jsonschema"), "Python's jsonschema is not installed (pip install jsonschema)"))
 struct SchemaAgreementTests {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -22,13 +25,17 @@ struct SchemaAgreementTests {
     static func schemaVerdicts(_ documents: [String]) throws -> [String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", root.appendingPathComponent("Scripts/check-profile-schema.py").path,
-                             root.appendingPathComponent("Docs/profile.schema.json").path, "-"]
-        let input = Pipe(), output = Pipe()
+        process.arguments = [
+            "python3", root.appendingPathComponent("Scripts/check-profile-schema.py").path,
+            root.appendingPathComponent("Docs/profile.schema.json").path, "-",
+        ]
+        let input = Pipe()
+        let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        input.fileHandleForWriting.write(Data(documents.map { $0.replacingOccurrences(of: "\n", with: " ") }.joined(separator: "\n").utf8))
+        input.fileHandleForWriting.write(
+            Data(documents.map { $0.replacingOccurrences(of: "\n", with: " ") }.joined(separator: "\n").utf8))
         try input.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -41,7 +48,9 @@ struct SchemaAgreementTests {
         #expect(!files.isEmpty, "Examples/Profiles has no profiles")
         let texts = try files.map { try String(contentsOf: $0, encoding: .utf8) }
         for (file, text) in zip(files, texts) {
-            #expect(throws: Never.self, "\(file.lastPathComponent)") { try ChaosProfile.decode(json: text, file: file.path) }
+            #expect(throws: Never.self, "\(file.lastPathComponent)") {
+                try ChaosProfile.decode(json: text, file: file.path)
+            }
         }
         let verdicts = try Self.schemaVerdicts(texts)
         #expect(verdicts.count == files.count)

@@ -1,26 +1,36 @@
 import Foundation
-import Testing
-@_spi(Hooks) @testable import ChaosKit
 import TestHelpers
+import Testing
+
+@_spi(Hooks) @testable import ChaosKit
 
 /// A point whose items declare their parameters, as every built-in point does.
 private enum StrictPoints {
-    static let files = InjectionPoint<String, Int, Never>("strict-tests.files", catalogue: PointCatalogue(
-        [
-            CatalogueItem("refused", "no parameters at all") { _ in .constant(-1) },
-            CatalogueItem("enospc", "fails matching operations", parameters: [
-                .string("operations", "which operations", default: "w"),
-                .string("path", "a path prefix", optional: true),
-            ]) { parameters in .constant(try parameters.string("operations").count) },
-            CatalogueItem("latency", "waits", parameters: [
-                .duration("delay", "how long"), .integer("count", "how many", default: 1, range: 1...10),
-            ]) { _ in .original },
-        ],
-        matcher: ArgumentMatcher(conditions: [.string("path", "a path prefix", optional: true)]) { conditions in
-            let prefix = conditions.has("path") ? try conditions.string("path") : ""
-            return { $0.hasPrefix(prefix) }
-        }
-    )) { $0.count }
+    static let files = InjectionPoint<String, Int, Never>(
+        "strict-tests.files",
+        catalogue: PointCatalogue(
+            [
+                CatalogueItem("refused", "no parameters at all") { _ in .constant(-1) },
+                CatalogueItem(
+                    "enospc", "fails matching operations",
+                    parameters: [
+                        .string("operations", "which operations", default: "w"),
+                        .string("path", "a path prefix", optional: true),
+                    ]
+                ) { parameters in .constant(try parameters.string("operations").count) },
+                CatalogueItem(
+                    "latency", "waits",
+                    parameters: [
+                        .duration("delay", "how long"), .integer("count", "how many", default: 1, range: 1...10),
+                    ]
+                ) { _ in .original },
+            ],
+            matcher: ArgumentMatcher(conditions: [.string("path", "a path prefix", optional: true)]) { conditions in
+                let prefix = conditions.has("path") ? try conditions.string("path") : ""
+                return { $0.hasPrefix(prefix) }
+            }
+        )
+    ) { $0.count }
 
     static func profile(_ provider: String, match: String? = nil) -> String {
         """
@@ -51,8 +61,12 @@ private enum StrictPoints {
     @Test func parametersGivenToAnItemThatTakesNoneAreRefused() throws {
         let found = try #require(error(StrictPoints.profile(#"{"item": "refused", "parameters": {"port": 8080}}"#)))
         #expect(found.kind == .invalidProvider)
-        #expect(found.message.contains("unknown parameter 'port'") && found.message.contains("'refused' takes no parameters"), "\(found)")
-        #expect(found.subject == "p.json:2:90 at $.entries[0].provider.parameters.port", "the parameter's own place: \(found)")
+        #expect(
+            found.message.contains("unknown parameter 'port'")
+                && found.message.contains("'refused' takes no parameters"), "\(found)")
+        #expect(
+            found.subject == "p.json:2:90 at $.entries[0].provider.parameters.port",
+            "the parameter's own place: \(found)")
     }
 
     @Test func aMisspelledParameterNamesTheNearestOne() throws {
@@ -62,12 +76,14 @@ private enum StrictPoints {
     }
 
     @Test func mistypedMissingAndOutOfRangeParametersAreLocated() throws {
-        let wrongType = try #require(error(StrictPoints.profile(#"{"item": "latency", "parameters": {"delay": true}}"#)))
+        let wrongType = try #require(
+            error(StrictPoints.profile(#"{"item": "latency", "parameters": {"delay": true}}"#)))
         #expect(wrongType.message.contains("parameter 'delay' must be a duration"), "\(wrongType)")
         let missing = try #require(error(StrictPoints.profile(#"{"item": "latency"}"#)))
         #expect(missing.message.contains("parameter 'delay' is missing: delay: duration — how long"), "\(missing)")
         #expect(missing.subject == "p.json:2:56 at $.entries[0].provider.item", "\(missing)")
-        let outOfRange = try #require(error(StrictPoints.profile(#"{"item": "latency", "parameters": {"delay": "1s", "count": 11}}"#)))
+        let outOfRange = try #require(
+            error(StrictPoints.profile(#"{"item": "latency", "parameters": {"delay": "1s", "count": 11}}"#)))
         #expect(outOfRange.message.contains("parameter 'count' is 11, outside 1…10"), "\(outOfRange)")
     }
 
@@ -91,9 +107,15 @@ private enum StrictPoints {
         (#"{"entries": [], "entries": []}"#, "1:17"),
         (#"{"entries": [{"point": "strict-tests.files", "point": "x", "provider": "refused"}]}"#, "1:46"),
         (#"{"entries": [{"point": "strict-tests.files", "provider": {"item": "enospc", "item": "refused"}}]}"#, "1:77"),
-        (#"{"entries": [{"point": "strict-tests.files", "provider": {"item": "enospc", "parameters": {"path": "/a", "path": "/b"}}}]}"#, "1:106"),
+        (
+            #"{"entries": [{"point": "strict-tests.files", "provider": {"item": "enospc", "parameters": {"path": "/a", "path": "/b"}}}]}"#,
+            "1:106"
+        ),
         (#"{"entries": [{"point": "strict-tests.files", "provider": {"constant": {"a": 1, "a": 2}}}]}"#, "1:80"),
-        (#"{"entries": [{"point": "strict-tests.files", "match": {"path": "/a", "path": "/b"}, "provider": "refused"}]}"#, "1:70"),
+        (
+            #"{"entries": [{"point": "strict-tests.files", "match": {"path": "/a", "path": "/b"}, "provider": "refused"}]}"#,
+            "1:70"
+        ),
     ])
     func duplicateMembersAreRefusedAtEveryDepth(json: String, position: String) throws {
         let found = try #require(error(json))
@@ -102,7 +124,9 @@ private enum StrictPoints {
         #expect(found.subject == "p.json:\(position)", "the second occurrence: \(found)")
     }
 
-    @Test(arguments: ["007", "+1", "1.", ".5", "1e", "-", "0x10", "NaN", "Infinity", "-Infinity", "1e400", "01.5", "1.5e+"])
+    @Test(arguments: [
+        "007", "+1", "1.", ".5", "1e", "-", "0x10", "NaN", "Infinity", "-Infinity", "1e400", "01.5", "1.5e+",
+    ])
     func numbersFollowRFC8259(number: String) {
         let found = error(#"{"seed": \#(number), "entries": []}"#)
         #expect(found?.kind == .invalidProfile, "\(number) was accepted")
@@ -125,7 +149,8 @@ private enum StrictPoints {
         let offset = bytes.count
         bytes.append(0xFF)
         bytes += Array("ed\"}\n]}".utf8)
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strict-\(UUID().uuidString).json").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("strict-\(UUID().uuidString).json")
+            .path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let found = try #require(caught { () throws(ChaosError) in _ = try ChaosProfile.load(contentsOfFile: path) })

@@ -3,6 +3,7 @@
 // port nobody listens on. It serves a bounded number of connections and stops by itself.
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -62,7 +63,10 @@ final class FaultServer: Sendable {
         var waited = 0.0
         while !stopped.load(ordering: .relaxed) && waited < lifetime {
             var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            if poll(&descriptor, 1, 50) <= 0 { waited += 0.05; continue }
+            if poll(&descriptor, 1, 50) <= 0 {
+                waited += 0.05
+                continue
+            }
             let connection = accept(listener, nil, nil)
             if connection < 0 { continue }
             connections.wrappingAdd(1, ordering: .relaxed)
@@ -93,7 +97,10 @@ final class FaultServer: Sendable {
         }
         switch behaviour {
         case .cutBody(let body, let declared, let sent, let reset):
-            send(Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(declared)\r\n\r\n".utf8) + Array(body.prefix(sent)))
+            send(
+                Array(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(declared)\r\n\r\n"
+                        .utf8) + Array(body.prefix(sent)))
             usleep(50_000)
             if reset {
                 var option = linger(l_onoff: 1, l_linger: 0)
@@ -101,7 +108,9 @@ final class FaultServer: Sendable {
             }
             close(connection)
         case .closeDelimited(let body, let sent):
-            send(Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n".utf8) + Array(body.prefix(sent)))
+            send(
+                Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n".utf8)
+                    + Array(body.prefix(sent)))
             usleep(50_000)
             close(connection)
         case .neverAnswers:

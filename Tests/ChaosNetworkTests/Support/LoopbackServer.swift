@@ -4,6 +4,7 @@
 // Shared with the benchmark package (Benchmarks/Sources/LoopbackServer links to this file).
 public import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -85,7 +86,10 @@ public final class LoopbackServer: Sendable {
         while !isDone && idle < idleTimeout {
             var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             let ready = poll(&descriptor, 1, 100)
-            if ready <= 0 { idle += 0.1; continue }
+            if ready <= 0 {
+                idle += 0.1
+                continue
+            }
             idle = 0
             let connection = accept(listener, nil, nil)
             if connection < 0 { continue }
@@ -122,7 +126,8 @@ public final class LoopbackServer: Sendable {
             var headers: [String: String] = [:]
             for line in lines {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             let length = Int(headers["content-length"] ?? "0") ?? 0
             guard length >= 0, length <= 16_777_216, headers["transfer-encoding"] == nil else { return }
@@ -134,13 +139,15 @@ public final class LoopbackServer: Sendable {
             }
             let body = Data(buffer[0..<length])
             buffer.removeFirst(length)
-            let request = LoopbackRequest(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
+            let request = LoopbackRequest(
+                method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
             served.wrappingAdd(1, ordering: .relaxed)
             let response = handler(request)
             let keepAlive = headers["connection"]?.lowercased() != "close" && !isDone
             var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
             for (name, value) in response.headers.sorted(by: { $0.key < $1.key }) { text += "\(name): \(value)\r\n" }
-            text += "Content-Length: \(response.body.count)\r\nConnection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+            text +=
+                "Content-Length: \(response.body.count)\r\nConnection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
             var bytes = Array(text.utf8)
             bytes.append(contentsOf: response.body)
             var sent = 0
@@ -192,7 +199,9 @@ public final class LoopbackServer: Sendable {
         address.sin_port = 0
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(socketFD, backlog) == 0 else {
             let code = errno

@@ -1,12 +1,14 @@
 import ChaosKit
 import Foundation
+import HTTPTypes
+@_exported import TestHelpers
+import Testing
+
+@testable import ChaosNetwork
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HTTPTypes
-import Testing
-@_exported import TestHelpers
-@testable import ChaosNetwork
 
 struct User: Codable, Equatable, Sendable {
     var id: Int
@@ -30,7 +32,9 @@ struct Outcome: Sendable {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-func load(_ session: URLSession, _ url: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil) async -> Outcome {
+func load(
+    _ session: URLSession, _ url: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil
+) async -> Outcome {
     var request = URLRequest(url: URL(string: url)!)
     request.httpMethod = method
     for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -49,14 +53,18 @@ func load(_ session: URLSession, _ url: String, method: String = "GET", headers:
     }
 }
 
-func request(_ method: HTTPRequest.Method = .get, _ url: String, headers: [String: String] = [:], body: Data? = nil) -> NetworkRequest {
+func request(_ method: HTTPRequest.Method = .get, _ url: String, headers: [String: String] = [:], body: Data? = nil)
+    -> NetworkRequest
+{
     var head = HTTPRequest(method: method, url: URL(string: url)!)
     for (name, value) in headers { head.headerFields[HTTPField.Name(name)!] = value }
     return NetworkRequest(head, body: body)
 }
 
 @discardableResult
-func expectConfigurationError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> ChaosError? {
+func expectConfigurationError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void)
+    -> ChaosError?
+{
     do {
         try body()
         Issue.record("expected an invalidNetworkConfiguration error", sourceLocation: sourceLocation)
