@@ -28,7 +28,7 @@ let package = Package(
         .executable(name: "chaos-tool", targets: ["chaos-tool"]),
         // Loaded into other programs by `chaos run` (LD_PRELOAD); Linux/glibc only.
         .library(name: "ChaosPreload", type: .dynamic, targets: ["CChaosPreload"]),
-        // The example apps are executable targets, not products: `swift run weather` works
+        // The example apps are executable targets, not products: `swift run Weather` works
         // here, and packages that depend on ChaosKit never see them.
     ],
     // Hummingbird's tree (NIO, swift-crypto, async-http-client …, some 20 packages) is

@@ -11,9 +11,9 @@ import ChaosConsole
 // The control endpoint's example: a program that greets someone and asks for the weather
 // every 10 ms, printing each answer when it changes, while chaos is steered from outside.
 //
-//   swift run ConsoleDemo                              (listens on 127.0.0.1, a free port)
-//   CHAOS_CONTROL=127.0.0.1:4567 swift run ConsoleDemo (a fixed port)
-//   CHAOS_CONTROL_WAIT=1 swift run ConsoleDemo         (waits for `chaos ctl go PID`)
+//   swift run --traits Console ConsoleDemo                           (listens on 127.0.0.1, a free port)
+//   CHAOS_CONTROL=127.0.0.1:4567 swift run --traits Console ConsoleDemo (a fixed port)
+//   CHAOS_CONTROL_WAIT=1 swift run --traits Console ConsoleDemo        (waits for `chaos ctl go PID`)
 //
 // Then `chaos ctl list`, `chaos ctl apply PID Examples/ConsoleDemo/Profiles/shout.json`, or open
 // the console URL it prints. Standard output: `ready URL CONSOLE-URL`, then

@@ -3,9 +3,9 @@ import ChaosPoints
 import ExampleApps
 import Logging
 
-// Run plain:               swift run halley-countdown
-// Run with date chaos:     CHAOS='clock.now=offset(+40y)' swift run halley-countdown
-// Or from a profile:       CHAOS_PROFILE=Examples/Profiles/halley-in-2061.json swift run halley-countdown
+// Run plain:               swift run HalleyCountdown
+// Run with date chaos:     CHAOS='clock.now=offset(+40y)' swift run HalleyCountdown
+// Or from a profile:       CHAOS_PROFILE=Examples/Profiles/halley-in-2061.json swift run HalleyCountdown
 // Logs (which entries chaos applied, the seed) go to standard error, the output to standard output.
 LoggingSystem.bootstrap(StreamLogHandler.standardError)
 Chaos.registerBuiltInPoints()

@@ -5,9 +5,9 @@ import Foundation
 import Logging
 
 // Plays a GPX route through the location point and logs the walk.
-//   swift run location-tracker                        (the device stands still in London)
-//   CHAOS_PROFILE=Examples/Profiles/royal-mile-walk.json swift run location-tracker
-//   CHAOS='location.updates=teleport' swift run location-tracker
+//   swift run LocationTracker                        (the device stands still in London)
+//   CHAOS_PROFILE=Examples/Profiles/royal-mile-walk.json swift run LocationTracker
+//   CHAOS='location.updates=teleport' swift run LocationTracker
 // Logs (which entries chaos applied, the seed) go to standard error, the output to standard output.
 LoggingSystem.bootstrap(StreamLogHandler.standardError)
 Chaos.registerBuiltInPoints()

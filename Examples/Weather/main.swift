@@ -8,10 +8,10 @@ import Logging
 // "The weather at the current location" from a JSON weather API, through ChaosNetwork.
 // There is no network here: the API is a Router in this process (WeatherService), reached
 // through ChaosNetworkClient, so profile chaos on network.send applies to every request.
-//   swift run weather                                                 (Edinburgh, a calm day)
-//   CHAOS_PROFILE=Examples/Profiles/weather-flaky.json swift run weather   (503, retry, slow)
-//   CHAOS='network.send=offline' swift run weather
-//   CHAOS='location.current=city(reykjavik)' swift run weather
+//   swift run Weather                                                 (Edinburgh, a calm day)
+//   CHAOS_PROFILE=Examples/Profiles/weather-flaky.json swift run Weather   (503, retry, slow)
+//   CHAOS='network.send=offline' swift run Weather
+//   CHAOS='location.current=city(reykjavik)' swift run Weather
 // Logs go to standard error, the screen to standard output.
 LoggingSystem.bootstrap(StreamLogHandler.standardError)
 Chaos.registerBuiltInPoints()

@@ -82,7 +82,8 @@ extension ChaosProviderProtocol {
     /// point suspends).
     public func delayed(by delay: Duration) -> Self { modified(by: .delay(delay)) }
 
-    /// This provider for `lease` after the entry is applied; then the entry reverts itself.
+    /// This provider for `lease` after the entry is applied; then a global entry reverts
+    /// itself and a scoped one stops acting.
     public func lease(_ lease: Duration) -> Self { modified(by: .lease(lease)) }
 
     /// A short, readable rendering (`"sequential[constant(1), original]"`), for logs and tools.

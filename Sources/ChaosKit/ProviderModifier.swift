@@ -18,12 +18,13 @@ public enum ProviderModifier: Sendable, Hashable {
     case times(Int)
     /// Wait this long (zero or more), then use the provider.
     case delay(Duration)
-    /// The entry reverts itself this long (more than zero) after it was applied: chaos that
-    /// cannot be left on by mistake. Only outermost: it limits a whole entry.
+    /// The entry ends this long (more than zero) after it was applied — a global entry reverts
+    /// itself, a scoped one stops acting: chaos that cannot be left on by mistake. Only outermost: it limits a whole entry.
     case lease(Duration)
 
     /// Every modifier's profile key, innermost first: the order in which a provider object
-    /// with several of them wraps its provider (`times`, then `probability`, then `delay`).
+    /// with several of them wraps its provider (`times`, then `probability`, then `delay`; a
+    /// `lease`, which limits the whole entry, is outermost).
     public static let profileKeys = ["times", "probability", "delay", "lease"]
 
     /// The key that spells this modifier in a JSON profile.

@@ -10,7 +10,7 @@ import Foundation
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Steer the chaos of running processes: list, status, apply, revert, enable, disable, select, events, go.",
+            "Steer the chaos of running processes: list, status, console, apply, revert, enable, disable, select, events, go, advance.",
         discussion: """
             Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
             else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \

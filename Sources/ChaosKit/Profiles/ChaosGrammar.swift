@@ -6,8 +6,8 @@
 /// - entries are `point=chain`, separated by `;`
 /// - a chain is steps joined by `->`; a step with a count `N*` is used N times, then the
 ///   chain moves on; a step without a count stays for good
-/// - a step is `[P%][N*]task[(arguments)][@delay]`: `P%` applies it with probability P/100,
-///   `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
+/// - a step is `[P%][N*]task[(arguments)][~lease][@delay]`: `P%` applies it with probability P/100,
+///   `~30s` reverts the entry 30 s after it was applied, `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
 /// - tasks: `original` (or `off`), `nil`, `random`, `constant(JSON)`, or a catalogue item
 ///   of the point with arguments `name(value)` or `name(key=value, …)`; a single unnamed
 ///   value fills the item's first declared parameter
