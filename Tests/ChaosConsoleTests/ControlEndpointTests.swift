@@ -259,6 +259,28 @@ import Testing
         try? FileManager.default.removeItem(at: directory)
     }
 
+    @Test func environmentActivationTakesAConfigurationLikeAlways() async throws {
+        let directory = temporaryDirectory()
+        let store = try ResponseSetStore()
+        let setName = uniqueName()
+        try store.add(ResponseSet(setName, matching: .get("/login"), [.init("success", .status(200))]))
+        let configuration = ChaosConsole.Configuration(responseSets: [store], program: "configured")
+        // Without CHAOS_CONTROL nothing listens, configuration or not.
+        let quiet = try await Chaos.bootstrap(
+            control: .environment(configuration), environment: ["CHAOS_CONTROL_DIR": directory.path])
+        #expect(quiet.console == nil)
+        // With it, the endpoint serves the configured response sets under the configured name.
+        let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": directory.path]
+        let started = try await Chaos.bootstrap(control: .environment(configuration), environment: environment)
+        let console = try #require(started.console)
+        let client = ControlClient(url: console.url, token: console.token, timeout: testTimeout)
+        let sets = try await offload { try client.responseSets() }
+        #expect(sets.map(\.name).contains(setName))
+        #expect(try await offload { try client.status() }.program == "configured")
+        await console.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
     @Test func bootstrapWaitsForGoUpToItsBound() async throws {
         let directory = temporaryDirectory()
         let environment = [
