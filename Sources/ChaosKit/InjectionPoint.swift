@@ -116,6 +116,9 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         if core.activity.load(ordering: .relaxed) == 0 {
             return try original(arguments)
         }
+        // A global constant (the common debug-session case) is answered here, inline, without
+        // the call into `dispatch` and its frame.
+        if let value = core.globalConstantOutsideScopes() { return value }
         return try dispatch(arguments)
     }
 

@@ -92,7 +92,7 @@ if !json {
             "swift_dependencies_date_ns / point_scoped_ns (>= 10)",
             ratio("swift_dependencies_date_ns", "point_scoped_ns")
         ),
-        ("point_constant_ns (<= 25)", results.first(where: { $0.0 == "point_constant_ns" })?.1),
+        ("point_constant_ns (<= 10)", results.first(where: { $0.0 == "point_constant_ns" })?.1),
         ("apply_revert_ns (<= 2000)", results.first(where: { $0.0 == "apply_revert_ns" })?.1),
         ("profile_load_apply_us (<= 5000)", results.first(where: { $0.0 == "profile_load_apply_us" })?.1),
         ("console_apply_ms (<= 5)", results.first(where: { $0.0 == "console_apply_ms" })?.1),

@@ -182,6 +182,20 @@ struct PreparedInstallation: Sendable {
         return .entry(unmanaged.takeUnretainedValue())
     }
 
+    /// The newest global entry's constant, counted as one act, when no task scope involves
+    /// the point and that entry is a plain `.constant`; nil otherwise (the caller then goes
+    /// the whole way). Reads inside a point section, like ``readTop()``.
+    @inlinable @inline(__always) func globalConstantOutsideScopes() -> Provider.Result? {
+        guard scopes.load(ordering: .relaxed) == 0 else { return nil }
+        let entered = chaos_point_enter()
+        guard entered != UInt64.max else { return nil }  // CHAOS_POINT_UNPROTECTED: the slow way
+        defer { chaos_point_leave(entered) }
+        guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return nil }
+        return Unmanaged<Installed>.fromOpaque(address)._withUnsafeGuaranteedRef {
+            $0.globalConstant(observed: observed)
+        }
+    }
+
     /// The scoped entry of the current task for this point, if any; the task's scope keeps
     /// it alive for as long as the call can run.
     @inlinable @inline(__always) func scopedEntry() -> Unmanaged<Installed>? {
