@@ -839,16 +839,23 @@ static int start_locked(int64_t wall_ns, int flow) {
     if (atomic_load(&cf_vt.running)) return -1;
     int64_t mono = real_mono();
     int64_t wall = wall_ns ? wall_ns : cf_real_ns(CLOCK_REALTIME);
+    // The virtual monotonic clock starts at the next whole second of the real one (a jump
+    // forward of under a second), so that programs' floating-point arithmetic on it comes
+    // out exact. Foundation's Thread.sleep computes end = start + interval and sleeps
+    // end - now until that is not positive: from an arbitrary nanosecond, an advance of
+    // exactly the interval could leave a residue of one ulp (1.8e-12 s), which it turned
+    // into zero-length sleeps, forever, while virtual time stood still.
+    int64_t base = (mono / NS + 1) * NS;
     atomic_store(&cf_vt.anchor, mono);
-    atomic_store(&cf_vt.base, mono);
-    atomic_store(&cf_vt.wall_minus_mono, wall - mono);
+    atomic_store(&cf_vt.base, base);
+    atomic_store(&cf_vt.wall_minus_mono, wall - base);
     atomic_store(&cf_vt.boot_minus_mono, cf_real_ns(CLOCK_BOOTTIME) - mono);
     atomic_store(&cf_vt.tai_minus_real, cf_real_ns(CLOCK_TAI) - cf_real_ns(CLOCK_REALTIME));
     atomic_store(&cf_vt.flowing, flow ? 1 : 0);
     last_advance_real = mono;
     for (int i = 0; i < VT_TIMERS; i++) timers[i].fd = -1;
     for (int i = 0; i < VT_KNOWN; i++) known[i].deadline = 0;
-    adopt_timers_locked(mono);
+    adopt_timers_locked(base);
     atomic_store_explicit(&cf_vt.running, 1, memory_order_release);
     watchdog_running = 1;
     pthread_attr_t attributes;

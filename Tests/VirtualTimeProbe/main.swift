@@ -208,6 +208,8 @@ func clocks() async throws {
                 uptime: ProcessInfo.processInfo.systemUptime, cpu: Double(cpu.tv_sec) + Double(cpu.tv_nsec) / 1e9)
         }
     }
+    // A whole second: floating-point arithmetic on readings is exact after whole advances.
+    report("start_monotonic_whole_second", chaos_vt_monotonic_ns() % 1_000_000_000 == 0)
     let readings = Shared<(Readings, Readings)?>(nil)
     let sleeper = Thread {
         let before = Readings.now()
