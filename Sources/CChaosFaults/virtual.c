@@ -727,6 +727,10 @@ static int step_locked(void) {
 }
 
 int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
+    return chaos_vt_advance_to_unless(target, max_steps, NULL, NULL);
+}
+
+int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*should_stop)(void *context), void *context) {
     pthread_once(&once, init_once);
     pthread_mutex_lock(&advancing);  // one advance at a time: steps are not interleaved
     pthread_mutex_lock(&lock);
@@ -741,7 +745,7 @@ int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
     for (;;) {
         int64_t next = next_deadline_locked();
         if (next > target || !atomic_load(&cf_vt.running)) break;
-        if (max_steps >= 0 && steps >= max_steps) {
+        if ((max_steps >= 0 && steps >= max_steps) || (should_stop && should_stop(context))) {
             cut_short = 1;
             break;
         }

@@ -369,6 +369,11 @@ int32_t chaos_vt_pending_count(void);
 /// -1 when virtual time is off. One advance runs at a time.
 int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps);
 
+/// chaos_vt_advance_to, asking `should_stop(context)` before each step: once it returns
+/// non-zero the advance ends there, as when `max_steps` cuts it short (the control
+/// endpoint's cancel).
+int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*should_stop)(void *context), void *context);
+
 /// The watchdog period (real ns without an advance while something waits before it
 /// writes what waits to stderr; default 30 s) and the settle limit per advance step
 /// (default 50 ms). Non-positive / negative values keep the current one.
