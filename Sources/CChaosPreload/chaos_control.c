@@ -1,11 +1,17 @@
 // The control endpoint of a `chaos run` child (Docs/Console.md, "The protocol (version 1)"):
 // the required subset of the protocol over a Unix socket, switched on by CHAOS_CONTROL.
 //
-// One thread accepts connections and answers one request per connection. It is the only
-// thread that changes the entry list, so the list needs no lock. Its own I/O is made with
-// raw system calls, and the interposer marks the thread busy (`quiet`), so nothing this
-// endpoint does is ever decided by the plan it serves: a plan that refuses every socket
-// must not lock the controller out.
+// Two threads. The endpoint thread accepts connections and answers them all at once from
+// one poll loop (see "Connections"); the worker carries out, one at a time, the requests that
+// change something. Their own I/O is made with raw system calls, and the interposer marks
+// both threads busy (`quiet`), so nothing this endpoint does is ever decided by the plan it
+// serves: a plan that refuses every socket must not lock the controller out.
+//
+// The endpoint thread keeps a descriptor table of its own (unshare(CLONE_FILES)), holding nothing but
+// its socket and its connections. A daemon closes every descriptor it did not open and
+// reuses the numbers: in a shared table the endpoint would then accept on the program's own
+// listener. Here the program cannot close the endpoint's descriptors, the endpoint cannot
+// touch the program's, and a forked child inherits none of the endpoint's.
 //
 // Entries: every `entry` of the starting plan and of each applied plan is one control
 // entry. The plan installed is made of the enabled entries, those of the plan applied last
@@ -20,19 +26,27 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_close_range
+#define SYS_close_range 436  // the same number on every architecture
+#endif
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define MAX_BODY (1 << 20)
@@ -158,7 +172,13 @@ static uint64_t installed_generation;
 static pid_t owner_pid;
 static char directory[4096], socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)], file_path[4200];
 static char token[65], program[256];
-static int listener = -1;
+static int listener = -1;   // in the endpoint thread's own descriptor table only
+
+// The advance in progress (on the worker thread), for `status`, `/v1/time` and cancelling.
+static _Atomic int advance_running, advance_stop;
+static _Atomic int64_t advance_target, advance_from_steps;
+static _Atomic uint64_t advances_stopped; // cancelled, replaced or abandoned by their client
+static int started;         // the endpoint file was written: the destructor removes it
 
 HIDDEN int chaos_control_wanted(chaos_control_getenv_fn get) {
     const char *value = get("CHAOS_CONTROL");
@@ -347,7 +367,9 @@ static const char *reason(int status) {
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";
+    case 409: return "Conflict";
     case 422: return "Unprocessable Content";
+    case 503: return "Service Unavailable";
     default: return "Internal Server Error";
     }
 }
@@ -435,18 +457,30 @@ static void put_entry(buffer *b, const control_entry *entry) {
     put(b, "}");
 }
 
+static void put_advance_progress(buffer *b);
+
 static void status_body(answer *a) {
     int enabled = 0;
     for (int i = 0; i < entry_count; i++) enabled += entries[i].enabled;
     a->status = 200;
     put(&a->body, "{\"version\":1,\"pid\":%d,\"program\":", (int)owner_pid);
     put_json_string(&a->body, program);
-    put(&a->body, ",\"kind\":\"preload\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]}", entry_count, enabled);
+    put(&a->body, ",\"kind\":\"preload\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]", entry_count, enabled);
+    put_advance_progress(&a->body);
+    put(&a->body, "}");
+}
+
+/// What `status` and `/v1/time` show of an advance while it runs.
+static void put_advance_progress(buffer *b) {
+    if (!atomic_load(&advance_running)) return;
+    int64_t left = atomic_load(&advance_target) - chaos_vt_monotonic_ns();
+    put(b, ",\"advance\":{\"steps\":%lld,\"remainingNanoseconds\":%lld}",
+        (long long)((int64_t)chaos_vt_steps() - atomic_load(&advance_from_steps)), (long long)(left > 0 ? left : 0));
 }
 
 /// The answer of /v1/time: virtual time in this process (`steps`: of the advance just made,
-/// or -1).
-static void time_body(answer *a, int64_t steps) {
+/// or -1; `stopped`: for a DELETE of the advance, whether it stopped one).
+static void time_body(answer *a, int64_t steps, const char *stopped) {
     a->status = 200;
     int running = chaos_vt_running();
     put(&a->body, "{\"running\":%s", running ? "true" : "false");
@@ -460,18 +494,43 @@ static void time_body(answer *a, int64_t steps) {
             (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall, (int)chaos_vt_pending_count());
     }
     if (steps >= 0) put(&a->body, ",\"steps\":%lld", (long long)steps);
+    if (stopped) put(&a->body, ",\"stopped\":%s", stopped);
+    put_advance_progress(&a->body);
     put(&a->body, "}");
 }
 
-/// POST /v1/time/advance?by=DURATION: moves virtual time forward, through every deadline on
-/// the way, and answers once the last has been taken.
-static void advance(answer *a, const char *by) {
+/// An advance goes on without a limit of its own only as far as this many steps (each step
+/// wakes what is due at one deadline): a program that wakes every 0.2 s takes 432,000 steps
+/// for a day. `?steps=N` sets another limit.
+#define DEFAULT_ADVANCE_STEPS 1000000
+
+static int advance_should_stop(void *unused) {
+    (void)unused;
+    return atomic_load(&advance_stop);
+}
+
+/// POST /v1/time/advance?by=DURATION[&steps=N] (on the worker thread): moves virtual time
+/// forward, through every deadline on the way, and answers once the last has been taken;
+/// or, stopped or cut short by its step limit, says where virtual time stays.
+static void advance(answer *a, const char *by, const char *steps_text) {
     int64_t nanoseconds;
     if (!by[0] || chaos_parse_duration(by, &nanoseconds) != 0 || nanoseconds < 0) {
         char subject[100];
         snprintf(subject, sizeof subject, "by=%.80s", by);
         fail(a, 400, "badRequest", subject, "give how far to advance as ?by=DURATION, e.g. 1h, 90m, 30s or 250ms (forward only)");
         return;
+    }
+    long long limit = DEFAULT_ADVANCE_STEPS;
+    if (steps_text[0]) {
+        char *end;
+        errno = 0;
+        limit = strtoll(steps_text, &end, 10);
+        if (*end || errno || limit <= 0) {
+            char subject[100];
+            snprintf(subject, sizeof subject, "steps=%.80s", steps_text);
+            fail(a, 400, "badRequest", subject, "give the most steps the advance may take as ?steps=N, a positive whole number");
+            return;
+        }
     }
     if (!chaos_vt_running()) {
         fail(a, 409, "notRunning", "virtual time",
@@ -480,7 +539,24 @@ static void advance(answer *a, const char *by) {
     }
     int64_t now = chaos_vt_monotonic_ns();
     int64_t target = nanoseconds > INT64_MAX - now ? INT64_MAX : now + nanoseconds;
-    time_body(a, chaos_vt_advance_to(target, -1));
+    atomic_store(&advance_target, target);
+    int64_t steps = chaos_vt_advance_to_unless(target, limit, advance_should_stop, NULL);
+    if (chaos_vt_running() && chaos_vt_monotonic_ns() < target) {
+        int stopped = atomic_load(&advance_stop);
+        if (stopped) atomic_fetch_add(&advances_stopped, 1);
+        buffer reached = {0};
+        put_date(&reached, chaos_vt_reading_ns(CLOCK_REALTIME));
+        char message[600];
+        snprintf(message, sizeof message,
+                 stopped ? "the advance was stopped after %lld steps, before its target; virtual time stays at %s"
+                         : "the advance reached its limit of %lld steps before its target; virtual time stays at %s; "
+                           "advance again, or allow more steps (chaos ctl advance --max-steps)",
+                 (long long)steps, reached.data ? reached.data : "?");
+        free(reached.data);
+        fail(a, 409, stopped ? "advanceStopped" : "stepLimit", "virtual time", message);
+        return;
+    }
+    time_body(a, steps, NULL);
 }
 
 static control_entry *find(int id) {
@@ -625,6 +701,7 @@ typedef struct request {
     char query[1024];
     const char *host, *authorization, *content_type, *origin, *transfer_encoding, *fetch_site;
     long long content_length;
+    uint64_t stopped_before; // DELETE /v1/time/advance: advances_stopped when it arrived
     char *body;
     size_t body_length;
 } request;
@@ -673,14 +750,20 @@ static void route(answer *a, request *r) {
     }
     if (strcmp(path, "/v1/time") == 0) {
         if (!get) { a->allow = "GET"; fail(a, 405, "methodNotAllowed", path, "use GET"); return; }
-        time_body(a, -1);
+        time_body(a, -1, NULL);
         return;
     }
     if (strcmp(path, "/v1/time/advance") == 0) {
-        if (!post) { a->allow = "POST"; fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
-        char by[64];
+        if (del) {
+            // Queued behind the advance it stopped, so it answers once that one has ended.
+            time_body(a, -1, atomic_load(&advances_stopped) > r->stopped_before ? "true" : "false");
+            return;
+        }
+        if (!post) { a->allow = "POST, DELETE"; fail(a, 405, "methodNotAllowed", path, "use POST to advance, DELETE to stop an advance"); return; }
+        char by[64], steps[32];
         query_value(r->query, "by", by, sizeof by);
-        advance(a, by);
+        query_value(r->query, "steps", steps, sizeof steps);
+        advance(a, by, steps);
         return;
     }
     if (strcmp(path, "/v1/entries") == 0) {
@@ -759,65 +842,125 @@ static const char *header_value(char *value) {
     return value;
 }
 
-static void respond(int fd, answer *a) {
+/// The whole answer, head and body, ready to send.
+static void render(answer *a, buffer *out) {
     if (a->body.failed) {
+        free(a->body.data);
         a->body = (buffer){0};
         fail(a, 500, "systemFailure", NULL, "out of memory while answering");
     }
-    buffer head = {0};
-    put(&head, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
+    put(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
         a->status, reason(a->status), a->body.length);
-    if (a->status == 401) put(&head, "WWW-Authenticate: Bearer\r\n");
-    if (a->allow) put(&head, "Allow: %s\r\n", a->allow);
-    put(&head, "\r\n");
-    if (!head.failed) {
-        sys_write_all(fd, head.data, head.length);
-        if (a->body.length) sys_write_all(fd, a->body.data, a->body.length);
-    }
-    free(head.data);
+    if (a->status == 401) put(out, "WWW-Authenticate: Bearer\r\n");
+    if (a->status == 503) put(out, "Retry-After: 1\r\n");
+    if (a->allow) put(out, "Allow: %s\r\n", a->allow);
+    put(out, "\r\n");
+    if (a->body.length) put_bytes(out, a->body.data, a->body.length);
 }
 
-static void serve(int fd) {
-    answer a = {0};
+// MARK: - Connections
+//
+// The endpoint thread serves every connection at once from one poll loop, so no client can
+// hold up another: each request has REQUEST_LIMIT from its accept to arrive whole, and each
+// answer ANSWER_LIMIT to be taken. At most MAX_CONNECTIONS are open; a new one beyond that
+// turns away the oldest that is still sending its request or taking its answer (a slow
+// client), with 503, or is itself turned away when every open one waits for the worker.
+//
+// Requests that change something (every method but GET) run on the worker thread, one at a
+// time in the order they arrived, because they may touch the program's descriptors (virtual
+// time re-arms the program's timerfds) and the endpoint thread has a descriptor table of its
+// own. An advance runs there too, for as long as it takes, while the endpoint thread goes on
+// answering reads; a second advance, a cancel, or the advancing client hanging up stops it.
+
+#define MAX_CONNECTIONS 64
+#define REQUEST_LIMIT_NS (5 * 1000000000LL)
+#define ANSWER_LIMIT_NS (5 * 1000000000LL)
+#define WORKER_POLL_MS 5
+
+typedef enum phase { FREE, READING, QUEUED, WORKING, WRITING } phase;
+
+typedef struct connection {
+    int fd;
+    phase phase;
+    uint64_t order;       // accepted as the order-th connection: who is oldest, and queue order
+    int64_t deadline;     // real monotonic: the request's while READING, the answer's while WRITING
+    char *in;             // what arrived, NUL-terminated
+    size_t used, capacity, head_length;
     request r;
-    memset(&r, 0, sizeof r);
-    r.content_length = -1;
-    char head[MAX_HEAD + 1];
-    size_t used = 0;
-    char *end = NULL;
-    while (used < MAX_HEAD) {
-        long got = syscall(SYS_recvfrom, fd, head + used, MAX_HEAD - used, 0, NULL, NULL);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return; // the client went away, or was too slow
-        used += (size_t)got;
-        head[used] = 0;
-        if ((end = strstr(head, "\r\n\r\n"))) break;
+    answer a;
+    buffer out;
+    size_t sent;
+} connection;
+
+static connection connections[MAX_CONNECTIONS];
+static uint64_t accepted_count;
+
+// The entry list and everything `route` changes, shared by the endpoint thread (reads) and
+// the worker (changes).
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+
+// What runs on the worker. `job` and `job_done` are under `worker.lock`; the connection's
+// request and answer belong to the worker from the hand-over until `job_done`.
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    connection *job;
+    int job_done;
+} worker = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0};
+
+static int64_t real_now(void) { return chaos_fault_real_ns(CLOCK_MONOTONIC); }
+
+static int is_advance(const request *r) { return strcmp(r->path, "/v1/time/advance") == 0; }
+
+static void release(connection *c) {
+    if (c->fd >= 0) sys_close(c->fd);
+    free(c->in);
+    free(c->a.body.data);
+    free(c->out.data);
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    c->phase = FREE;
+}
+
+/// Starts sending `c->a`, which is complete.
+static void answer_now(connection *c) {
+    render(&c->a, &c->out);
+    c->sent = 0;
+    c->phase = WRITING;
+    c->deadline = real_now() + ANSWER_LIMIT_NS;
+}
+
+static void refuse_now(connection *c, int status, const char *kind, const char *subject, const char *message) {
+    fail(&c->a, status, kind, subject, message);
+    answer_now(c);
+}
+
+/// Parses the head in `c->in` (complete: `c->head_length` bytes) into `c->r`. Returns 1 when
+/// the request is good so far (its body may still be on its way), 0 when `c->a` holds the
+/// refusal.
+static int parse_head(connection *c) {
+    request *r = &c->r;
+    r->content_length = -1;
+    char *head = c->in;
+    head[c->head_length - 4] = 0;
+    if (memchr(head, 0, c->head_length - 4)) {
+        fail(&c->a, 400, "badRequest", NULL, "the request head holds a NUL byte");
+        return 0;
     }
-    if (!end) {
-        fail(&a, 400, "badRequest", NULL, "the request head is longer than 16 KiB or incomplete");
-        respond(fd, &a);
-        free(a.body.data);
-        return;
-    }
-    size_t head_length = (size_t)(end - head) + 4;
-    *end = 0;
-    // Request line: METHOD TARGET HTTP/1.x
     char *line_end = strstr(head, "\r\n");
     if (line_end) *line_end = 0;
-    char target[2048];
-    char version[16];
-    if (sscanf(head, "%15s %2047s %15s", r.method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
-        fail(&a, 400, "badRequest", NULL, "the request line is not METHOD PATH HTTP/1.1");
-        respond(fd, &a);
-        free(a.body.data);
-        return;
+    char target[2048], version[16];
+    if (sscanf(head, "%15s %2047s %15s", r->method, target, version) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+        fail(&c->a, 400, "badRequest", NULL, "the request line is not METHOD PATH HTTP/1.1");
+        return 0;
     }
     char *question = strchr(target, '?');
     if (question) {
         *question = 0;
-        snprintf(r.query, sizeof r.query, "%s", question + 1);
+        snprintf(r->query, sizeof r->query, "%s", question + 1);
     }
-    snprintf(r.path, sizeof r.path, "%s", target);
+    snprintf(r->path, sizeof r->path, "%s", target);
+    int lengths = 0;
     for (char *line = line_end ? line_end + 2 : NULL; line && *line;) {
         char *next = strstr(line, "\r\n");
         if (next) *next = 0;
@@ -825,84 +968,329 @@ static void serve(int fd) {
         if (colon) {
             *colon = 0;
             const char *value = header_value(colon + 1);
-            if (strcasecmp(line, "Host") == 0) r.host = value;
-            else if (strcasecmp(line, "Authorization") == 0) r.authorization = value;
-            else if (strcasecmp(line, "Content-Type") == 0) r.content_type = value;
-            else if (strcasecmp(line, "Content-Length") == 0) r.content_length = strtoll(value, NULL, 10);
-            else if (strcasecmp(line, "Origin") == 0) r.origin = value;
-            else if (strcasecmp(line, "Transfer-Encoding") == 0) r.transfer_encoding = value;
-            else if (strcasecmp(line, "Sec-Fetch-Site") == 0) r.fetch_site = value;
+            if (strcasecmp(line, "Host") == 0) r->host = value;
+            else if (strcasecmp(line, "Authorization") == 0) r->authorization = value;
+            else if (strcasecmp(line, "Content-Type") == 0) r->content_type = value;
+            else if (strcasecmp(line, "Content-Length") == 0) {
+                char *end;
+                errno = 0;
+                long long length = strtoll(value, &end, 10);
+                // Two lengths, or one that is not a plain number, is how requests get smuggled.
+                if (lengths++ || end == value || *end || errno || length < 0) r->content_length = -2;
+                else r->content_length = length;
+            } else if (strcasecmp(line, "Origin") == 0) r->origin = value;
+            else if (strcasecmp(line, "Transfer-Encoding") == 0) r->transfer_encoding = value;
+            else if (strcasecmp(line, "Sec-Fetch-Site") == 0) r->fetch_site = value;
         }
         line = next ? next + 2 : NULL;
     }
     char subject[120];
-    if (!r.host || strcasecmp(r.host, "localhost") != 0) {
-        snprintf(subject, sizeof subject, "Host: %.80s", r.host ? r.host : "");
-        fail(&a, 403, "forbiddenHost", r.host ? subject : "Host", "the request does not name this endpoint in its Host header; send Host: localhost");
-    } else if (r.origin || (r.fetch_site && strcmp(r.fetch_site, "cross-site") == 0)) {
-        snprintf(subject, sizeof subject, "Origin: %.80s", r.origin ? r.origin : "");
-        fail(&a, 403, "forbiddenOrigin", subject, "requests from web pages are refused; use chaos ctl");
-    } else if (!r.authorization || strncasecmp(r.authorization, "Bearer ", 7) != 0) {
-        fail(&a, 401, "unauthorized", "Authorization",
+    if (!r->host || strcasecmp(r->host, "localhost") != 0) {
+        snprintf(subject, sizeof subject, "Host: %.80s", r->host ? r->host : "");
+        fail(&c->a, 403, "forbiddenHost", r->host ? subject : "Host",
+             "the request does not name this endpoint in its Host header; send Host: localhost");
+    } else if (r->origin || (r->fetch_site && strcmp(r->fetch_site, "cross-site") == 0)) {
+        snprintf(subject, sizeof subject, "Origin: %.80s", r->origin ? r->origin : "");
+        fail(&c->a, 403, "forbiddenOrigin", subject, "requests from web pages are refused; use chaos ctl");
+    } else if (!r->authorization || strncasecmp(r->authorization, "Bearer ", 7) != 0) {
+        fail(&c->a, 401, "unauthorized", "Authorization",
              "the request carries no token; send Authorization: Bearer TOKEN with the token from this process's endpoint file (chaos ctl does)");
-    } else if (!same_token(header_value((char *)r.authorization + 7))) {
-        fail(&a, 401, "unauthorized", "Authorization",
+    } else if (!same_token(header_value((char *)r->authorization + 7))) {
+        fail(&c->a, 401, "unauthorized", "Authorization",
              "the token is not this session's; read it again from the endpoint file (the token changes with every start)");
-    } else if (r.transfer_encoding) {
-        fail(&a, 400, "badRequest", "Transfer-Encoding", "send the body with Content-Length (at most 1 MiB), not chunked");
-    } else if (r.content_length > MAX_BODY) {
-        fail(&a, 413, "payloadTooLarge", "Content-Length", "a body may hold at most 1 MiB");
+    } else if (r->transfer_encoding) {
+        fail(&c->a, 400, "badRequest", "Transfer-Encoding", "send the body with Content-Length (at most 1 MiB), not chunked");
+    } else if (r->content_length == -2) {
+        fail(&c->a, 400, "badRequest", "Content-Length", "send one Content-Length, a plain decimal number");
+    } else if (r->content_length > MAX_BODY) {
+        fail(&c->a, 413, "payloadTooLarge", "Content-Length", "a body may hold at most 1 MiB");
     } else {
-        size_t want = r.content_length > 0 ? (size_t)r.content_length : 0;
-        r.body = malloc(want + 1);
-        if (!r.body) {
-            fail(&a, 500, "systemFailure", NULL, "out of memory while reading the body");
-        } else {
-            size_t have = used - head_length < want ? used - head_length : want;
-            memcpy(r.body, head + head_length, have);
-            while (have < want) {
-                long got = syscall(SYS_recvfrom, fd, r.body + have, want - have, 0, NULL, NULL);
-                if (got < 0 && errno == EINTR) continue;
-                if (got <= 0) break;
-                have += (size_t)got;
-            }
-            r.body[have] = 0;
-            r.body_length = have;
-            if (have < want) fail(&a, 400, "badRequest", "Content-Length", "the body is shorter than its Content-Length");
-            else route(&a, &r);
+        return 1;
+    }
+    return 0;
+}
+
+/// What arrived so far decides: more to wait for, a refusal, or a request to route.
+static void received(connection *c) {
+    if (!c->head_length) {
+        size_t searched = c->used < MAX_HEAD ? c->used : MAX_HEAD;
+        char *end = memmem(c->in, searched, "\r\n\r\n", 4);
+        if (!end) {
+            if (c->used >= MAX_HEAD) refuse_now(c, 400, "badRequest", NULL, "the request head is longer than 16 KiB");
+            return;
+        }
+        c->head_length = (size_t)(end - c->in) + 4;
+        if (!parse_head(c)) {
+            answer_now(c);
+            return;
         }
     }
-    respond(fd, &a);
+    size_t want = c->r.content_length > 0 ? (size_t)c->r.content_length : 0;
+    if (c->used - c->head_length < want) return;
+    c->r.body = c->in + c->head_length;
+    c->r.body_length = want;
+    c->r.body[want] = 0; // bytes after the body are a pipelined request: Connection: close drops it
+    if (strcmp(c->r.method, "GET") == 0) {
+        pthread_mutex_lock(&state_lock);
+        route(&c->a, &c->r);
+        pthread_mutex_unlock(&state_lock);
+        answer_now(c);
+    } else if (atomic_load(&advance_running) && strcmp(c->r.method, "POST") == 0 && is_advance(&c->r)) {
+        atomic_store(&advance_stop, 1); // the new advance replaces the one running (and counts it stopped)
+        c->phase = QUEUED;
+    } else if (atomic_load(&advance_running) && !(strcmp(c->r.method, "DELETE") == 0 && is_advance(&c->r))) {
+        refuse_now(c, 409, "advancing", "virtual time",
+                   "an advance of virtual time is running; wait for it, or stop it with `chaos ctl advance PID --cancel`");
+    } else {
+        if (strcmp(c->r.method, "DELETE") == 0 && is_advance(&c->r)) {
+            c->r.stopped_before = atomic_load(&advances_stopped);
+            atomic_store(&advance_stop, 1);
+        }
+        c->phase = QUEUED;
+    }
+}
+
+static void read_some(connection *c) {
+    if (c->capacity - c->used < 4096 && c->capacity < MAX_HEAD + MAX_BODY + 1) {
+        size_t capacity = c->capacity ? c->capacity * 2 : 8192;
+        if (capacity > MAX_HEAD + MAX_BODY + 1) capacity = MAX_HEAD + MAX_BODY + 1;
+        char *grown = realloc(c->in, capacity + 1);
+        if (!grown) { refuse_now(c, 500, "systemFailure", NULL, "out of memory while reading the request"); return; }
+        c->in = grown;
+        c->capacity = capacity;
+    }
+    long got = syscall(SYS_recvfrom, c->fd, c->in + c->used, c->capacity - c->used, MSG_DONTWAIT, NULL, NULL);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (got <= 0) { release(c); return; } // gone, or half-closed before the request was whole
+    c->used += (size_t)got;
+    c->in[c->used] = 0;
+    received(c);
+}
+
+static void write_some(connection *c) {
+    if (c->out.failed) { release(c); return; }
+    long wrote = syscall(SYS_sendto, c->fd, c->out.data + c->sent, c->out.length - c->sent, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+    if (wrote < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (wrote <= 0) { release(c); return; }
+    c->sent += (size_t)wrote;
+    if (c->sent == c->out.length) release(c);
+}
+
+/// Turns `c` away with 503, as far as its socket takes it at once.
+static void turn_away(connection *c, const char *message) {
+    answer a = {0};
+    fail(&a, 503, "busy", NULL, message);
+    buffer out = {0};
+    render(&a, &out);
+    if (!out.failed) syscall(SYS_sendto, c->fd, out.data, out.length, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+    free(out.data);
     free(a.body.data);
-    free(r.body);
+    release(c);
+}
+
+static void accept_all(int listener_fd) {
+    for (;;) {
+        int fd = (int)syscall(SYS_accept4, listener_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return; // EAGAIN: all taken; EMFILE and the like: try again on the next round
+        // Only this user's processes may talk to it (the directory is private too).
+        struct ucred peer;
+        socklen_t size = sizeof peer;
+        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.uid != geteuid()) {
+            sys_close(fd);
+            continue;
+        }
+        connection *slot = NULL, *oldest = NULL;
+        for (int i = 0; i < MAX_CONNECTIONS && !slot; i++) {
+            connection *c = &connections[i];
+            if (c->phase == FREE) slot = c;
+            else if ((c->phase == READING || c->phase == WRITING) && (!oldest || c->order < oldest->order)) oldest = c;
+        }
+        if (!slot && oldest) {
+            turn_away(oldest, "too many connections at once, and this one was the slowest; send the request whole and read the answer");
+            slot = oldest;
+        }
+        if (!slot) {
+            connection refused = {.fd = fd};
+            turn_away(&refused, "too many requests are waiting to be carried out; try again in a moment");
+            continue;
+        }
+        slot->fd = fd;
+        slot->phase = READING;
+        slot->order = ++accepted_count;
+        slot->deadline = real_now() + REQUEST_LIMIT_NS;
+    }
+}
+
+/// Hands the oldest queued request to the worker when it is free, and takes its answer
+/// when it is done.
+static void exchange_with_worker(void) {
+    pthread_mutex_lock(&worker.lock);
+    if (worker.job && worker.job_done) {
+        connection *c = worker.job;
+        worker.job = NULL;
+        worker.job_done = 0;
+        if (c->fd >= 0) answer_now(c);
+        else release(c); // its client hung up while it ran
+    }
+    if (!worker.job) {
+        connection *next = NULL;
+        for (int i = 0; i < MAX_CONNECTIONS; i++)
+            if (connections[i].phase == QUEUED && (!next || connections[i].order < next->order)) next = &connections[i];
+        if (next) {
+            next->phase = WORKING;
+            worker.job = next;
+            pthread_cond_signal(&worker.ready);
+        }
+    }
+    pthread_mutex_unlock(&worker.lock);
+}
+
+static void serve_connections(int listener_fd) {
+    for (int i = 0; i < MAX_CONNECTIONS; i++) connections[i].fd = -1;
+    struct pollfd fds[MAX_CONNECTIONS + 1];
+    connection *owner[MAX_CONNECTIONS + 1];
+    for (;;) {
+        int count = 0, working = 0;
+        int64_t now = real_now(), next_deadline = INT64_MAX;
+        fds[count] = (struct pollfd){listener_fd, POLLIN, 0};
+        owner[count++] = NULL;
+        for (int i = 0; i < MAX_CONNECTIONS; i++) {
+            connection *c = &connections[i];
+            if (c->phase == FREE) continue;
+            if (c->phase == QUEUED || c->phase == WORKING) {
+                working = 1;
+                if (c->fd < 0) continue;
+                fds[count] = (struct pollfd){c->fd, POLLRDHUP, 0}; // a hang-up cancels its advance
+            } else {
+                if (c->deadline <= now) { release(c); continue; } // too slow: its deadline passed
+                if (c->deadline < next_deadline) next_deadline = c->deadline;
+                fds[count] = (struct pollfd){c->fd, c->phase == READING ? POLLIN : POLLOUT, 0};
+            }
+            owner[count++] = c;
+        }
+        int64_t wait_ms = next_deadline == INT64_MAX ? -1 : (next_deadline - now) / 1000000 + 1;
+        if (working && (wait_ms < 0 || wait_ms > WORKER_POLL_MS)) wait_ms = WORKER_POLL_MS; // the worker cannot wake this poll
+        struct timespec timeout = {wait_ms / 1000, wait_ms % 1000 * 1000000};
+        long ready = syscall(SYS_ppoll, fds, (unsigned long)count, wait_ms < 0 ? NULL : &timeout, NULL, 0);
+        if (ready < 0 && errno != EINTR) {
+            struct timespec pause = {0, 10000000};
+            syscall(SYS_nanosleep, &pause, NULL);
+        }
+        for (int i = 1; ready > 0 && i < count; i++) {
+            connection *c = owner[i];
+            short events = fds[i].revents;
+            if (!events || c->fd != fds[i].fd) continue;
+            if (c->phase == QUEUED || c->phase == WORKING) {
+                if (!(events & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+                if (is_advance(&c->r) && strcmp(c->r.method, "POST") == 0 && c->phase == WORKING) atomic_store(&advance_stop, 1);
+                sys_close(c->fd);
+                c->fd = -1;
+                if (c->phase == QUEUED) release(c);
+            } else if (c->phase == READING) {
+                read_some(c);
+            } else if (c->phase == WRITING) {
+                if (events & (POLLERR | POLLHUP)) release(c);
+                else write_some(c);
+            }
+        }
+        if (ready > 0 && fds[0].revents) accept_all(listener_fd);
+        exchange_with_worker();
+    }
+}
+
+/// POST /v1/time/advance on the worker, outside the state lock (reads go on meanwhile), and
+/// shown in `status` while it runs.
+static void worker_advance(connection *c) {
+    atomic_store(&advance_stop, 0);
+    atomic_store(&advance_from_steps, (int64_t)chaos_vt_steps());
+    atomic_store(&advance_target, INT64_MAX);
+    atomic_store(&advance_running, 1);
+    route(&c->a, &c->r);
+    atomic_store(&advance_running, 0);
+}
+
+static void *work(void *argument) {
+    void (*quiet)(void) = (void (*)(void))(uintptr_t)argument;
+    if (quiet) quiet();
+    for (;;) {
+        pthread_mutex_lock(&worker.lock);
+        while (!worker.job || worker.job_done) pthread_cond_wait(&worker.ready, &worker.lock);
+        connection *c = worker.job;
+        pthread_mutex_unlock(&worker.lock);
+        if (is_advance(&c->r) && strcmp(c->r.method, "POST") == 0) {
+            worker_advance(c);
+        } else {
+            pthread_mutex_lock(&state_lock);
+            route(&c->a, &c->r);
+            pthread_mutex_unlock(&state_lock);
+        }
+        pthread_mutex_lock(&worker.lock);
+        worker.job_done = 1;
+        pthread_mutex_unlock(&worker.lock);
+    }
+    return NULL;
+}
+
+// What the endpoint thread tells chaos_control_start once its socket listens, or why not.
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int done;
+    char failure[300];
+} startup = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "" };
+
+static void report_startup(const char *what, int error) {
+    pthread_mutex_lock(&startup.lock);
+    if (what) snprintf(startup.failure, sizeof startup.failure, "%s: %s", what, strerror(error));
+    startup.done = 1;
+    pthread_cond_signal(&startup.changed);
+    pthread_mutex_unlock(&startup.lock);
+}
+
+// Gives this thread a descriptor table of its own, without the program's descriptors: the
+// copies unshare makes would keep the program's pipes and sockets open after it closes them.
+static int own_descriptor_table(void) {
+    if (syscall(SYS_unshare, CLONE_FILES) != 0) return -1;
+    if (syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return 0;
+    struct rlimit limit;  // close_range is Linux 5.9; before it, one by one
+    unsigned long highest = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur : 65536;
+    for (unsigned long fd = 0; fd < highest && fd < (1UL << 20); fd++) sys_close((int)fd);
+    return 0;
+}
+
+static int open_listener(void) {
+    int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    memcpy(address.sun_path, socket_path, strlen(socket_path) + 1);
+    syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0); // left by an earlier process with this pid
+    if (syscall(SYS_bind, fd, &address, sizeof address) != 0 || syscall(SYS_listen, fd, 128) != 0) {
+        int error = errno;
+        sys_close(fd);
+        errno = error;
+        return -1;
+    }
+    syscall(SYS_fchmodat, AT_FDCWD, socket_path, 0600);
+    return fd;
 }
 
 static void *run(void *argument) {
     void (*quiet)(void) = (void (*)(void))(uintptr_t)argument;
     if (quiet) quiet();
-    while (1) {
-        int fd = (int)syscall(SYS_accept4, listener, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                if (errno != EINTR && errno != ECONNABORTED) {
-                    struct timespec pause = {0, 100000000};
-                    syscall(SYS_nanosleep, &pause, NULL);
-                }
-                continue;
-            }
-            return NULL; // the program closed our socket (a daemon closing every descriptor)
-        }
-        // Only this user's processes may talk to it (the directory is private too).
-        struct ucred peer;
-        socklen_t size = sizeof peer;
-        struct timeval limit = {5, 0};
-        if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) == 0 && peer.uid == geteuid()) {
-            syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-            syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-            serve(fd);
-        }
-        sys_close(fd);
+    if (own_descriptor_table() != 0) {
+        report_startup("cannot give the endpoint a descriptor table of its own (unshare)", errno);
+        return NULL;
     }
+    listener = open_listener();
+    if (listener < 0) {
+        report_startup(socket_path, errno);
+        return NULL;
+    }
+    report_startup(NULL, 0);
+    serve_connections(listener);
+    return NULL;
 }
 
 // MARK: - Starting and stopping
@@ -935,7 +1323,7 @@ static int private_directory(const char *path) {
 
 __attribute__((destructor)) static void chaos_control_stop(void) {
     // A forked child shares the names but not the endpoint: only the owner removes them.
-    if (listener < 0 || (pid_t)syscall(SYS_getpid) != owner_pid) return;
+    if (!started || (pid_t)syscall(SYS_getpid) != owner_pid) return;
     syscall(SYS_unlinkat, AT_FDCWD, file_path, 0);
     syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0);
 }
@@ -963,20 +1351,27 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (got <= 0) snprintf(program, sizeof program, "program");
     program[strcspn(program, "\n")] = 0;
 
-    int fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) { say("socket", strerror(errno)); return; }
-    struct sockaddr_un address;
-    memset(&address, 0, sizeof address);
-    address.sun_family = AF_UNIX;
-    memcpy(address.sun_path, socket_path, strlen(socket_path) + 1);
-    syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0); // left by an earlier process with this pid
-    if (syscall(SYS_bind, fd, &address, sizeof address) != 0 || syscall(SYS_listen, fd, 16) != 0) {
-        say(socket_path, strerror(errno));
-        sys_close(fd);
-        return;
-    }
-    syscall(SYS_fchmodat, AT_FDCWD, socket_path, 0600);
-    listener = fd;
+    // The program's signals are its own: the endpoint's thread never takes one.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    pthread_t thread;
+    // The worker first: it shares the program's descriptor table, which the endpoint thread
+    // leaves for a table of its own.
+    int failed = pthread_create(&thread, &attributes, work, (void *)(uintptr_t)quiet);
+    if (!failed) failed = pthread_create(&thread, &attributes, run, (void *)(uintptr_t)quiet);
+    pthread_attr_destroy(&attributes);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    if (failed) { say("cannot start its thread", strerror(failed)); return; }
+    // The endpoint file names a socket that listens: wait until it does, or why it cannot.
+    pthread_mutex_lock(&startup.lock);
+    while (!startup.done) pthread_cond_wait(&startup.changed, &startup.lock);
+    pthread_mutex_unlock(&startup.lock);
+    if (startup.failure[0]) { say(startup.failure, NULL); return; }
 
     buffer record = {0};
     put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)owner_pid);
@@ -995,32 +1390,13 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (file >= 0) sys_close(file);
     free(record.data);
     if (!written || syscall(SYS_renameat, AT_FDCWD, temporary, AT_FDCWD, file_path) != 0) {
+        // The thread listens on, but nobody can find it: no endpoint, as far as users go.
         say(file_path, strerror(errno));
         syscall(SYS_unlinkat, AT_FDCWD, temporary, 0);
         syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0);
-        sys_close(fd);
-        listener = -1;
         return;
     }
-
-    // The program's signals are its own: the endpoint's thread never takes one.
-    sigset_t all, previous;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
-    pthread_attr_t attributes;
-    pthread_attr_init(&attributes);
-    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 256 * 1024);
-    pthread_t thread;
-    int failed = pthread_create(&thread, &attributes, run, (void *)(uintptr_t)quiet);
-    pthread_attr_destroy(&attributes);
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    if (failed) {
-        say("cannot start its thread", strerror(failed));
-        chaos_control_stop();
-        sys_close(fd);
-        listener = -1;
-    }
+    started = 1;
 }
 
 #endif
