@@ -29,12 +29,15 @@ public enum ControlAPI {
         /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
         /// `"events"`, `"console"`); the entry routes and `go` are always there.
         public var features: [String]
+        /// The advance of virtual time under way, if one is.
+        public var advance: AdvanceProgress?
 
         /// A status.
         public init(
             version: Int = ControlAPI.version, pid: Int32, program: String, kind: String, entries: Int,
-            enabledEntries: Int, waiting: Bool, features: [String]
+            enabledEntries: Int, waiting: Bool, features: [String], advance: AdvanceProgress? = nil
         ) {
+            self.advance = advance
             self.version = version
             self.pid = pid
             self.program = program
@@ -262,17 +265,37 @@ public enum ControlAPI {
         public var pending: Int?
         /// The deadlines the advance just made stepped through.
         public var steps: Int?
+        /// The advance under way, if one is.
+        public var advance: AdvanceProgress?
+        /// In the answer to stopping an advance: whether one was running and stopped.
+        public var stopped: Bool?
 
         /// A virtual time state.
         public init(
             running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil,
-            steps: Int? = nil
+            steps: Int? = nil, advance: AdvanceProgress? = nil, stopped: Bool? = nil
         ) {
+            self.advance = advance
+            self.stopped = stopped
             self.running = running
             self.now = now
             self.nanosecondsSince1970 = nanosecondsSince1970
             self.pending = pending
             self.steps = steps
+        }
+    }
+
+    /// How far an advance of virtual time has got while it runs.
+    public struct AdvanceProgress: Codable, Sendable, Hashable {
+        /// The deadlines it has stepped through so far.
+        public var steps: Int
+        /// How much virtual time it has still to go.
+        public var remainingNanoseconds: Int64
+
+        /// A progress report.
+        public init(steps: Int, remainingNanoseconds: Int64) {
+            self.steps = steps
+            self.remainingNanoseconds = remainingNanoseconds
         }
     }
 

@@ -140,13 +140,27 @@ public struct ControlClient: Sendable {
 
     /// `POST /v1/time/advance?by=DURATION`: moves the process's virtual time forward by
     /// `duration` (plan text: `1h`, `90m`, `30s`, `250ms`), through every deadline on the
-    /// way; answers once the last has been taken.
+    /// way; answers once the last has been taken, however long that takes (the client's
+    /// timeout does not apply: closing the connection stops the advance). At most
+    /// `maxSteps` steps (`nil`: the endpoint's limit, a million); an advance stopped or cut
+    /// short throws `advanceStopped` or `stepLimit`, saying where virtual time stays.
     @discardableResult
-    public func advance(by duration: String) throws(ControlError) -> ControlAPI.VirtualTime {
-        let query =
-            duration.addingPercentEncoding(
-                withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: ".+-"))) ?? duration
-        return try decode(ControlAPI.VirtualTime.self, try checked(send("POST", "/v1/time/advance?by=\(query)")))
+    public func advance(by duration: String, maxSteps: Int? = nil) throws(ControlError) -> ControlAPI.VirtualTime {
+        var query =
+            "by="
+            + (duration.addingPercentEncoding(
+                withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: ".+-"))) ?? duration)
+        if let maxSteps { query += "&steps=\(maxSteps)" }
+        return try decode(
+            ControlAPI.VirtualTime.self,
+            try checked(send("POST", "/v1/time/advance?\(query)", waitForever: true)))
+    }
+
+    /// `DELETE /v1/time/advance`: stops the advance under way, if one is, and answers once it
+    /// has stopped (`stopped` says whether one ran), with where virtual time stays.
+    @discardableResult
+    public func stopAdvance() throws(ControlError) -> ControlAPI.VirtualTime {
+        try decode(ControlAPI.VirtualTime.self, try checked(send("DELETE", "/v1/time/advance", waitForever: true)))
     }
 
     /// `POST /v1/go`: lets a program waiting in bootstrap (`CHAOS_CONTROL_WAIT=1`) go on.
@@ -195,12 +209,15 @@ public struct ControlClient: Sendable {
 
     /// Sends one request and reads the whole answer (at most 64 MiB), whatever its status.
     /// A body is sent as `application/json` unless `headers` name another `Content-Type`.
-    public func send(_ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [])
-        throws(ControlError) -> ControlResponse
-    {
+    /// With `waitForever`, the answer may take as long as it takes (the request is sent
+    /// within the timeout).
+    public func send(
+        _ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [],
+        waitForever: Bool = false
+    ) throws(ControlError) -> ControlResponse {
         var collected = Data()
         var answered: HTTPResponseHead?
-        try stream(method, path, body: body, headers: headers, waitForever: false) { head, bytes in
+        try stream(method, path, body: body, headers: headers, waitForever: waitForever) { head, bytes in
             answered = head
             collected.append(contentsOf: bytes)
             return true
@@ -420,11 +437,19 @@ struct ControlAddress {
                 }
             }
             guard result == 0 else {
+                let code = errno
                 let reason = ControlEndpoint.lastError()
                 close(fd)
+                // A Unix socket whose queue of connections is full makes connect wait, then
+                // fail with EAGAIN: the endpoint is there, but busy.
+                if code == EAGAIN || code == EWOULDBLOCK || code == ETIMEDOUT || code == EINPROGRESS {
+                    throw ControlError(
+                        "busy", subject: path,
+                        "the endpoint is there but takes no new connection now (\(reason)); try again in a moment")
+                }
                 throw ControlError(
                     "unreachable", subject: path,
-                    "nothing listens on this socket (\(reason)); is the process still running?")
+                    "nothing listens on this socket (\(reason)); the process has ended, or its endpoint stopped")
             }
             return fd
         case .tcp(let host, let port):

@@ -190,7 +190,7 @@ struct CtlStatus: ParsableCommand {
                 return
             }
             print(
-                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")"
+                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
             )
             print(entries.isEmpty ? "entries: none" : "entries:")
             for entry in entries { print("  \(entry.line)") }
@@ -377,17 +377,40 @@ struct CtlAdvance: ParsableCommand {
         commandName: "advance",
         abstract:
             "Move the virtual time of a `chaos run` child forward (its profile has the system.clock item virtual).",
-        discussion:
-            "Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the last has been taken."
+        discussion: """
+            Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the \
+            last has been taken, however long that takes (--timeout does not apply). Meanwhile the process answers \
+            other requests, and `chaos ctl status` shows how far the advance has got. Interrupting this command, \
+            a second advance, or `chaos ctl advance PID --cancel` stops it where it is: virtual time stays there.
+            """
     )
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
-    @Argument(help: "How far: 1h, 90m, 30s, 250ms, 1.5d.") var duration: String
+    @Argument(help: "How far: 1h, 90m, 30s, 250ms, 1.5d.") var duration: String?
+    @Flag(help: "Stop the advance under way instead, once it has stopped.") var cancel = false
+    @Option(
+        help: "The most steps (deadlines woken) the advance may take (default: a million); it stops there and says so."
+    )
+    var maxSteps: Int?
+
+    func validate() throws {
+        if cancel && duration != nil { throw ValidationError("give either a duration or --cancel, not both") }
+        if !cancel && duration == nil { throw ValidationError("give how far to advance (e.g. 1h), or --cancel") }
+        if let maxSteps, maxSteps <= 0 { throw ValidationError("--max-steps must be a positive number") }
+    }
 
     func run() throws {
         try ctl {
-            let time = try options.client(pid: pid).advance(by: duration)
+            let client = try options.client(pid: pid)
+            guard let duration else {
+                let time = try client.stopAdvance()
+                print(
+                    "\(pid): \(time.stopped == true ? "advance stopped" : "no advance was running"); virtual time \(time.now ?? "?")"
+                )
+                return
+            }
+            let time = try client.advance(by: duration, maxSteps: maxSteps)
             print(
                 "\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending"
             )
