@@ -8,7 +8,6 @@
 #include "internal.h"
 #include "fast_clock.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,92 +105,15 @@ void chaos_fault_set_start_anchor(int64_t realtime_ns) { atomic_store(&start_anc
 
 cf_fast_clock cf_fast;
 
-// The threads' tallies of fast readings (fast_clock.h). A thread's tally is listed at its
-// first fast reading and leaves the list when the thread exits (a pthread key's destructor
-// folds its counts into exited_calls); a forked child keeps only its own thread's.
-
-_Thread_local cf_fast_tally cf_fast_mine;
-static pthread_mutex_t tallies_lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_fast_tally *tallies;        ///< under tallies_lock
-static uint64_t exited_calls;         ///< counts of exited threads, this epoch; under tallies_lock
-static int64_t exited_last_ns;
-static pthread_key_t tally_key;
-static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
-
-static void tally_leave(void *tally_pointer) {
-    cf_fast_tally *tally = tally_pointer;
-    pthread_mutex_lock(&tallies_lock);
-    for (cf_fast_tally **link = &tallies; *link; link = &(*link)->next) {
-        if (*link != tally) continue;
-        *link = tally->next;
-        break;
-    }
-    if (atomic_load(&tally->epoch) == atomic_load(&cf_fast.epoch)) {
-        exited_calls += atomic_load(&tally->calls);
-        int64_t last = atomic_load(&tally->last_ns);
-        if (last > exited_last_ns) exited_last_ns = last;
-    }
-    tally->state = -1;  // readings in later destructors count in exited_calls
-    pthread_mutex_unlock(&tallies_lock);
-}
-
-static void tallies_after_fork(void) {
-    pthread_mutex_init(&tallies_lock, NULL);
-    tallies = cf_fast_mine.state == 1 ? &cf_fast_mine : NULL;
-    if (tallies) tallies->next = NULL;
-}
-
-static void tallies_init(void) {
-    pthread_key_create(&tally_key, tally_leave);
-    pthread_atfork(NULL, NULL, tallies_after_fork);
-}
-
-void cf_fast_count_slow(int64_t real_ns) {
-    cf_fast_tally *mine = &cf_fast_mine;
-    if (mine->state == 0) {
-        pthread_once(&tally_once, tallies_init);
-        pthread_mutex_lock(&tallies_lock);
-        mine->next = tallies;
-        tallies = mine;
-        mine->state = 1;
-        pthread_mutex_unlock(&tallies_lock);
-        pthread_setspecific(tally_key, mine);
-        cf_fast_count(real_ns);
-        return;
-    }
-    pthread_mutex_lock(&tallies_lock);
-    exited_calls++;
-    if (real_ns > exited_last_ns) exited_last_ns = real_ns;
-    pthread_mutex_unlock(&tallies_lock);
-}
-
-/// The fast readings of the current epoch, summed over the threads.
-static uint64_t fast_calls(int64_t *last_ns) {
-    uint64_t epoch = atomic_load(&cf_fast.epoch);
-    pthread_mutex_lock(&tallies_lock);
-    uint64_t calls = exited_calls;
-    int64_t last = exited_last_ns;
-    for (cf_fast_tally *tally = tallies; tally; tally = tally->next) {
-        if (atomic_load_explicit(&tally->epoch, memory_order_acquire) != epoch) continue;
-        calls += atomic_load_explicit(&tally->calls, memory_order_relaxed);
-        int64_t at = atomic_load_explicit(&tally->last_ns, memory_order_relaxed);
-        if (at > last) last = at;
-    }
-    pthread_mutex_unlock(&tallies_lock);
-    *last_ns = last;
-    return calls;
-}
-
 /// Publishes the fast path of `plan` (none when its clock entries are anything else).
 /// Called under the install lock, before the plan becomes active.
 static void publish_fast_clock(const chaos_plan *plan) {
     const cf_entry *only = NULL;
-    int32_t index = -1, clock_entries = 0;
+    int32_t clock_entries = 0;
     for (int32_t e = 0; plan && e < plan->count; e++) {
         if (plan->entries[e].point != CHAOS_POINT_CLOCK) continue;
         clock_entries++;
         only = &plan->entries[e];
-        index = e;
     }
     int32_t kind = 0;
     if (clock_entries == 1 && only->nodes[0].kind == CHAOS_NODE_VIRTUAL) {
@@ -204,6 +126,7 @@ static void publish_fast_clock(const chaos_plan *plan) {
         default: break;
         }
     }
+    if (kind) cf_counts_publish(only->counts); // before any reading can name them
     uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed);
     atomic_store_explicit(&cf_fast.sequence, sequence + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -212,18 +135,13 @@ static void publish_fast_clock(const chaos_plan *plan) {
         const cf_node *node = &only->nodes[0];
         uint64_t bits;
         memcpy(&bits, &node->factor, sizeof bits);
-        atomic_store_explicit(&cf_fast.entry, index, memory_order_relaxed);
+        atomic_store_explicit(&cf_fast.counts, only->counts->id, memory_order_relaxed);
         atomic_store_explicit(&cf_fast.ns, node->ns, memory_order_relaxed);
         int64_t seconds = node->ns / 1000000000 - (node->ns % 1000000000 < 0);
         atomic_store_explicit(&cf_fast.seconds, seconds, memory_order_relaxed);
         atomic_store_explicit(&cf_fast.nanoseconds, node->ns - seconds * 1000000000, memory_order_relaxed);
         atomic_store_explicit(&cf_fast.factor_bits, bits, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&cf_fast.epoch, 1, memory_order_relaxed);  // every tally starts again
-    pthread_mutex_lock(&tallies_lock);
-    exited_calls = 0;
-    exited_last_ns = 0;
-    pthread_mutex_unlock(&tallies_lock);
     atomic_store_explicit(&cf_fast.sequence, sequence + 2, memory_order_release);
 }
 
@@ -619,18 +537,21 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             }
             if (!in_scope) continue;
         }
-        uint64_t index = peek ? atomic_load_explicit(&entry->seen, memory_order_relaxed)
-                              : atomic_fetch_add_explicit(&entry->seen, 1, memory_order_relaxed);
+        uint64_t index = peek ? atomic_load_explicit(&entry->calls, memory_order_relaxed)
+                              : atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);
         walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
         chaos_outcome candidate;
         reset(&candidate);
         int r = eval(&w, 0, &candidate);
+        // Counted in the counts this plan's entry points to, which a later plan's entry may
+        // share: a call decided while plans are switched counts once, for this entry.
+        chaos_counts *counts = entry->counts;
         if (r == R_PASS) {
-            if (!peek) atomic_fetch_add_explicit(&entry->passed, 1, memory_order_relaxed);
+            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
             continue;
         }
         if (r == R_ORIGINAL && w.delay == 0) {
-            if (!peek) atomic_fetch_add_explicit(&entry->passed, 1, memory_order_relaxed);
+            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
             break;
         }
         *out = candidate;
@@ -640,9 +561,9 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         out->stat_times = entry->stat_times;
         if (!peek) {
             // Counters are statistics: relaxed, so an acted call pays no fence for them.
-            atomic_fetch_add_explicit(&entry->acted, 1, memory_order_relaxed);
-            atomic_store_explicit(&entry->last_fire_call, index, memory_order_relaxed);
-            atomic_store_explicit(&entry->last_fire_ns, call->real_ns ? call->real_ns : now_realtime(), memory_order_relaxed);
+            atomic_fetch_add_explicit(&counts->acted, 1, memory_order_relaxed);
+            atomic_store_explicit(&counts->last_fire_call, index, memory_order_relaxed);
+            atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : now_realtime(), memory_order_relaxed);
         }
         result = 1;
         break;
@@ -755,26 +676,9 @@ int chaos_fault_counters(int32_t entry, chaos_entry_counters *out) {
     unsigned parity = cf_read_enter();
     chaos_plan *plan = atomic_load(&active);
     if (plan && entry >= 0 && entry < plan->count) {
-        cf_entry *e = &plan->entries[entry];
-        out->point = e->point;
-        out->seen = atomic_load(&e->seen);
-        out->acted = atomic_load(&e->acted);
-        out->passed = atomic_load(&e->passed);
-        out->last_fire_ns = atomic_load(&e->last_fire_ns);
-        out->last_fire_call = atomic_load(&e->last_fire_call);
+        chaos_counts_read(plan->entries[entry].counts, out);
         out->seed = plan->seed;
         out->generation = plan->generation;
-        // Readings the fast path answered for this entry count as seen and acted.
-        if (atomic_load(&cf_fast.kind) && atomic_load(&cf_fast.entry) == entry) {
-            int64_t last_ns = 0;
-            uint64_t fast = fast_calls(&last_ns);
-            if (fast) {
-                out->seen += fast;
-                out->acted += fast;
-                out->last_fire_call = out->seen - 1;
-                if (last_ns > out->last_fire_ns) out->last_fire_ns = last_ns;
-            }
-        }
         result = 0;
     }
     cf_read_leave(parity);

@@ -3,7 +3,7 @@
 // frozen or speed node — what `offset -30y` compiles to — is answered from these words
 // under a sequence lock, without a read section, a tree walk or a function call, so that
 // Foundation's Date() under an offset costs about what it costs plain. The entry acts on
-// every reading, so one count is both its seen and acted (chaos_fault_counters adds it).
+// every reading, so one count is both its seen and acted (chaos_counts_read adds it).
 //
 // Private to the C targets of this package (not in include/, so Swift never imports it).
 #ifndef CCHAOS_FAULTS_FAST_CLOCK_H
@@ -17,49 +17,43 @@
 typedef struct cf_fast_clock {
     _Atomic uint64_t sequence;    ///< odd while the words are being written
     _Atomic int32_t kind;         ///< CHAOS_ACT_OFFSET/FROZEN/SPEED; 0: no fast path
-    _Atomic int32_t entry;        ///< the entry's index in the active plan
     _Atomic int64_t ns;           ///< offset, frozen instant, or speed anchor
     _Atomic int64_t seconds;      ///< `ns` split: whole seconds (floor) …
     _Atomic int64_t nanoseconds;  ///< … and 0 ≤ nanoseconds < 1e9, for adjusting a timespec
     _Atomic uint64_t factor_bits; ///< speed factor (a double's bits)
-    _Atomic uint64_t epoch;       ///< one per installed plan: tallies of another epoch are stale
+    _Atomic uint64_t counts;      ///< the id of the entry's counts (read with the words, so that a
+                                  ///< reading counts for the entry that answered it)
 } cf_fast_clock;
 
 extern cf_fast_clock cf_fast __attribute__((visibility("hidden")));
 
-/// One thread's count of the readings the fast path answered since the plan was installed.
+/// One thread's count of the readings the fast path answered for one entry's counts.
 /// A locked add on one shared word cost as much as the rest of the path (Date() under an
 /// offset went from 1.06× to 1.20× plain), so each thread counts in its own words and
-/// chaos_fault_counters sums them (engine.c keeps the list, and folds in exited threads).
+/// chaos_counts_read sums them (counters.c keeps the list, and settles exited threads').
 typedef struct cf_fast_tally {
     _Atomic uint64_t calls;
     _Atomic int64_t last_ns;      ///< the real time of the last one
-    _Atomic uint64_t epoch;       ///< the cf_fast.epoch these counts belong to
-    struct cf_fast_tally *next;   ///< in engine.c's list, under its lock
+    _Atomic uint64_t counts;      ///< the id of the counts these readings are for
+    struct cf_fast_tally *next;   ///< in counters.c's list, under its lock
     int state;                    ///< 0: not listed yet; 1: listed; -1: its thread is exiting
 } cf_fast_tally;
 
 extern _Thread_local cf_fast_tally cf_fast_mine __attribute__((visibility("hidden"), tls_model("initial-exec")));
 
-/// Lists this thread's tally and counts the reading, or (state -1) counts it in the words
-/// of exited threads.
-void cf_fast_count_slow(int64_t real_ns) __attribute__((visibility("hidden")));
+/// Counts the reading when this thread's tally is not listed yet or holds readings for
+/// other counts (which it first moves into those), or (state -1) in the counts themselves.
+void cf_fast_count_slow(uint64_t counts, int64_t real_ns) __attribute__((visibility("hidden")));
 
-/// Counts one reading the fast path answered (`real_ns` 0: no real time to record).
-static inline void cf_fast_count(int64_t real_ns) {
+/// Counts one reading the fast path answered for the counts with id `counts` (`real_ns` 0:
+/// no real time to record).
+static inline void cf_fast_count(uint64_t counts, int64_t real_ns) {
     cf_fast_tally *mine = &cf_fast_mine;
-    if (__builtin_expect(mine->state != 1, 0)) {
-        cf_fast_count_slow(real_ns);
+    if (__builtin_expect(mine->state != 1 || atomic_load_explicit(&mine->counts, memory_order_relaxed) != counts, 0)) {
+        cf_fast_count_slow(counts, real_ns);
         return;
     }
-    uint64_t epoch = atomic_load_explicit(&cf_fast.epoch, memory_order_relaxed);
-    uint64_t calls = atomic_load_explicit(&mine->calls, memory_order_relaxed);
-    if (atomic_load_explicit(&mine->epoch, memory_order_relaxed) != epoch) {
-        atomic_store_explicit(&mine->calls, 1, memory_order_relaxed);
-        atomic_store_explicit(&mine->epoch, epoch, memory_order_release);
-    } else {
-        atomic_store_explicit(&mine->calls, calls + 1, memory_order_relaxed);
-    }
+    atomic_store_explicit(&mine->calls, atomic_load_explicit(&mine->calls, memory_order_relaxed) + 1, memory_order_relaxed);
     if (real_ns) atomic_store_explicit(&mine->last_ns, real_ns, memory_order_relaxed);
 }
 
@@ -111,11 +105,12 @@ static inline int cf_fast_virtual(int clock, struct timespec *out) {
         return 0;
     }
     int64_t value = atomic_load_explicit(&cf_vt.base, memory_order_acquire) + offset;
+    uint64_t counts = atomic_load_explicit(&cf_fast.counts, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed) != sequence) return 0;
     out->tv_sec = (time_t)(value / 1000000000);
     out->tv_nsec = (long)(value % 1000000000);
-    cf_fast_count(0);
+    cf_fast_count(counts, 0);
     return 1;
 }
 /// Bit p set when the active plan has an entry for point p.
@@ -134,6 +129,7 @@ static inline int cf_fast_clock_adjust(int64_t *seconds, int64_t *nanoseconds) {
     int64_t s = atomic_load_explicit(&cf_fast.seconds, memory_order_relaxed);
     int64_t n = atomic_load_explicit(&cf_fast.nanoseconds, memory_order_relaxed);
     uint64_t bits = atomic_load_explicit(&cf_fast.factor_bits, memory_order_relaxed);
+    uint64_t counts = atomic_load_explicit(&cf_fast.counts, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed) != sequence) return 0;
     int64_t real_ns = *seconds * 1000000000 + *nanoseconds;
@@ -157,7 +153,7 @@ static inline int cf_fast_clock_adjust(int64_t *seconds, int64_t *nanoseconds) {
         *seconds = fake / 1000000000 - (fake % 1000000000 < 0);
         *nanoseconds = fake - *seconds * 1000000000;
     }
-    cf_fast_count(real_ns);
+    cf_fast_count(counts, real_ns);
     return 1;
 }
 

@@ -63,9 +63,24 @@ typedef struct cf_entry {
     int32_t sleeps;
     int32_t count;
     cf_node *nodes;
-    _Atomic uint64_t seen, acted, passed, last_fire_call;
-    _Atomic int64_t last_fire_ns;
+    _Atomic uint64_t calls;   ///< calls that reached it under this plan: the next call's index
+    chaos_counts *counts;     ///< where its calls are counted (never NULL; may outlive the plan)
 } cf_entry;
+
+/// The counts of an entry (counters.c). Relaxed: statistics, so that a decision pays no
+/// fence for them. Seen is not kept: it is acted + passed.
+struct chaos_counts {
+    _Atomic uint64_t acted, passed;
+    _Atomic uint64_t last_fire_call;  ///< the call index, in the plan that decided it
+    _Atomic int64_t last_fire_ns;
+    _Atomic int64_t references;
+    uint64_t id;                      ///< never reused: what fast readings are tallied under
+    int32_t point;
+    bool published;                   ///< listed for the fast path; under counters.c's tallies_lock
+    uint64_t fast;                    ///< fast readings moved out of tallies; under tallies_lock
+    int64_t fast_last_ns;             ///< under tallies_lock
+    struct chaos_counts *next;        ///< in that list; under tallies_lock
+};
 
 struct chaos_plan {
     uint64_t seed;
@@ -96,6 +111,12 @@ void cf_read_leave(unsigned parity);
 
 // engine.c
 const char *cf_intern(const char *text);
+
+// counters.c
+chaos_counts *cf_counts_make(int32_t point);
+void cf_counts_retain(chaos_counts *counts);
+/// Lists `counts` for the fast path, which may then tally readings under their id.
+void cf_counts_publish(chaos_counts *counts);
 
 // virtual.c
 void cf_vt_plan_installed(int has_virtual, int64_t wall_ns, int flow);

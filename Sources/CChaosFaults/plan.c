@@ -440,6 +440,7 @@ void chaos_plan_free(chaos_plan *plan) {
         for (int32_t i = 0; i < entry->count; i++) free_node(&entry->nodes[i]);
         free(entry->nodes);
         free(entry->label);
+        chaos_counts_release(entry->counts);
     }
     free(plan->entries);
     free(plan);
@@ -496,6 +497,10 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
     entry->stat_times = 1;
     entry->sleeps = 1;
     b->node_capacity = 0;
+    if (!(entry->counts = cf_counts_make(point))) {
+        fail(p, 0, "out of memory");
+        return false;
+    }
     token *k;
     if ((k = find(t, 2, "label"))) entry->label = take(k);
     if ((k = find(t, 2, "family")) && !parse_set(p, k, family_names, family_bits, CHAOS_FAMILY_ANY, &entry->families, "family"))

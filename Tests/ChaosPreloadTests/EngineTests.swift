@@ -586,6 +586,104 @@ import Glibc
         #expect(chaos_fault_counters(0, &counters) == 0 && counters.seen == 1, "\(counters)")
     }
 
+    @Test func countsGivenToTheNextPlanMissNoDecisionWhilePlansAreReplaced() throws {
+        defer { chaos_plan_clear() }
+        let text = "chaos-plan 1\nentry files\nnode 0 probability p=0.5 child=1\nnode 1 fail errno=EIO\n"
+        let first = try Self.parse(text).get()
+        let counts = try #require(chaos_plan_counts(first, 0))
+        defer { chaos_counts_release(counts) }
+        chaos_plan_install(first)
+        let stop = Flag()
+        let made = Mutex((calls: 0, acts: 0))
+        let workers = (0..<2).map { _ in
+            Thread {
+                let call = Self.fileCall("/x/y")
+                var calls = 0
+                var acts = 0
+                while !stop.isSet {
+                    if Self.decide(call).action != 0 { acts += 1 }
+                    calls += 1
+                }
+                made.withLock { $0 = (calls: $0.calls + calls, acts: $0.acts + acts) }
+            }
+        }
+        workers.forEach { $0.start() }
+        var counters = chaos_entry_counters()
+        var wrong: [String] = []
+        var lastSeen: UInt64 = 0
+        for _ in 0..<300 {
+            usleep(100)  // time for decisions under each plan
+            let next = try Self.parse(text).get()
+            #expect(chaos_plan_count_into(next, 0, counts) == 0)
+            chaos_plan_install(next)
+            #expect(chaos_plan_count_into(next, 0, counts) == -1, "an installed plan keeps its counts")
+            chaos_counts_read(counts, &counters)
+            if counters.seen != counters.acted + counters.passed || counters.seen < lastSeen {
+                wrong.append("\(counters)")
+            }
+            lastSeen = counters.seen
+        }
+        stop.set()
+        while workers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        chaos_counts_read(counts, &counters)
+        let total = made.withLock { $0 }
+        #expect(wrong.isEmpty, "\(wrong.count) reads did not add up, e.g. \(wrong.prefix(3))")
+        #expect(total.calls > 0)
+        #expect(
+            counters.seen == total.calls && counters.acted == total.acts,
+            "\(total.calls) decisions, \(total.acts) acted; counted \(counters)")
+        let clock = try Self.parse("chaos-plan 1\nentry clock\nnode 0 offset by=1s\n").get()
+        defer { chaos_plan_free(clock) }
+        #expect(chaos_plan_count_into(clock, 0, counts) == -1, "counts are for one point")
+    }
+
+    @Test func fastReadingsCountForTheEntryThatAnsweredThemAcrossPlans() throws {
+        defer { chaos_plan_clear() }
+        let texts = [
+            "chaos-plan 1\nentry clock\nnode 0 offset by=-10s\n", "chaos-plan 1\nentry clock\nnode 0 offset by=-20s\n",
+        ]
+        let firsts = try texts.map { try Self.parse($0).get() }
+        let counts = try firsts.map { try #require(chaos_plan_counts($0, 0)) }
+        defer { counts.forEach { chaos_counts_release($0) } }
+        chaos_plan_free(firsts[1])
+        chaos_plan_install(firsts[0])
+        let stop = Flag()
+        let answered = Mutex([0, 0, 0])  // by -10 s, by -20 s, otherwise
+        let real: Int64 = 100_000_000_000
+        let workers = (0..<2).map { _ in
+            Thread {
+                var mine = [0, 0, 0]
+                var fake: Int64 = 0
+                while !stop.isSet {
+                    guard chaos_fault_clock_constant(real, &fake) == 1 else { continue }
+                    mine[fake == real - 10_000_000_000 ? 0 : fake == real - 20_000_000_000 ? 1 : 2] += 1
+                }
+                answered.withLock { total in for index in 0..<3 { total[index] += mine[index] } }
+            }
+        }
+        workers.forEach { $0.start() }
+        for round in 1...400 {
+            let next = try Self.parse(texts[round % 2]).get()
+            #expect(chaos_plan_count_into(next, 0, counts[round % 2]) == 0)
+            chaos_plan_install(next)
+            usleep(250)  // time for readings under each plan
+        }
+        stop.set()
+        while workers.contains(where: { !$0.isFinished }) { usleep(1000) }
+        let total = answered.withLock { $0 }
+        #expect(total[2] == 0 && total[0] > 0 && total[1] > 0, "\(total)")
+        // Each reading counts for the entry whose words answered it, even when the plan
+        // changed between the reading and its count.
+        for index in 0..<2 {
+            var counters = chaos_entry_counters()
+            chaos_counts_read(counts[index], &counters)
+            #expect(
+                counters.seen == total[index] && counters.acted == total[index] && counters.passed == 0,
+                "\(texts[index]): \(total[index]) readings, counted \(counters)")
+            #expect(counters.last_fire_ns == real)
+        }
+    }
+
     @Test func replacingThePlanWhileOtherThreadsDecideIsSafe() throws {
         defer { chaos_plan_clear() }
         let plans = [

@@ -220,7 +220,9 @@ int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry);
 
 /// Makes `plan` the active plan of the process (taking ownership) and returns 0. The
 /// previous plan stops being used at once and is freed once no decision can still read
-/// it. NULL clears (as `chaos_plan_clear`). Counters start at zero for the new plan.
+/// it. NULL clears (as `chaos_plan_clear`). Call indexes and node counters (times,
+/// sequential) start at zero for the new plan, and so do its entries' counts, except those
+/// given counts that outlive plans (`chaos_plan_count_into`).
 /// `speed anchor=start` nodes take the start anchor (see chaos_fault_set_start_anchor).
 /// Returns -1 (and changes nothing) when `plan` is already the active plan. Not for use
 /// from a signal handler.
@@ -512,7 +514,8 @@ void chaos_case_test_free(chaos_case_test *test);
 typedef struct chaos_entry_counters {
     int32_t point;           ///< chaos_point of the entry
     uint64_t seen;           ///< calls that reached the entry: not decided by an earlier entry, and for
-                             ///< files on a path the entry can decide (its path conditions allow it)
+                             ///< files on a path the entry can decide (its path conditions allow it).
+                             ///< Always acted + passed: a call counts once its decision is made
     uint64_t acted;          ///< calls it answered with anything but the original
     uint64_t passed;         ///< calls it sent to the original or passed on
     int64_t last_fire_ns;    ///< real CLOCK_REALTIME of the last acted call (0: never)
@@ -524,6 +527,28 @@ typedef struct chaos_entry_counters {
 /// Copies entry `entry`'s counters of the active plan; 0 on success, -1 when there is no
 /// such entry.
 int chaos_fault_counters(int32_t entry, chaos_entry_counters *out);
+
+/// The counts of one plan entry (opaque, reference counted), kept apart from the plan so
+/// that they can outlive it. A delivery that replaces its plan to add, remove or switch
+/// entries gives each entry of the new plan the counts the same entry had in the old one:
+/// then no count is carried from plan to plan, and a call decided under the old plan while
+/// the new one is installed counts once, for the entry that decided it.
+typedef struct chaos_counts chaos_counts;
+
+/// The counts of entry `entry` of `plan`, with a reference for the caller; NULL when there
+/// is no such entry.
+chaos_counts *chaos_plan_counts(const chaos_plan *plan, int32_t entry);
+
+/// Makes entry `entry` of `plan`, which was never installed, count into `counts` (taking a
+/// reference; the entry's own counts are dropped). 0, or -1 when there is no such entry,
+/// the plan was installed, or `counts` are for another point.
+int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts);
+
+/// Drops a reference to `counts` (NULL: nothing).
+void chaos_counts_release(chaos_counts *counts);
+
+/// Copies `counts` into `out` (its seed and generation are 0: counts belong to no plan).
+void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out);
 
 /// Number of entries of the active plan (0 when none).
 int32_t chaos_fault_entry_count(void);

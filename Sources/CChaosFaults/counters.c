@@ -1,0 +1,193 @@
+// The counts of plan entries, and the fast path's tallies of the readings it answered.
+//
+// A decision counts its call once, in the counts of the entry that decided it: `acted`
+// when it acted, `passed` when it sent the call to the original or on to later entries.
+// Seen is no word of its own but their sum, so counts read at any moment add up, and a call
+// still being decided is not counted yet. Counts live apart from plans: a delivery that
+// reinstalls its entries (the control endpoint, in-process recompiles) gives the new plan's
+// entry the counts the old one had (chaos_plan_count_into), so a call decided under the old
+// plan while the new one is installed still counts once, for the entry that decided it,
+// and nothing is carried from plan to plan.
+#define _GNU_SOURCE
+#include "internal.h"
+#include "fast_clock.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/// The last id handed to counts; ids are never reused.
+static _Atomic uint64_t last_id;
+
+chaos_counts *cf_counts_make(int32_t point) {
+    chaos_counts *counts = calloc(1, sizeof *counts);
+    if (!counts) return NULL;
+    atomic_init(&counts->references, 1);
+    counts->id = atomic_fetch_add_explicit(&last_id, 1, memory_order_relaxed) + 1;
+    counts->point = point;
+    return counts;
+}
+
+// MARK: - Tallies of the fast path (fast_clock.h)
+
+// A thread's tally is listed at its first fast reading and leaves the list when the thread
+// exits (a pthread key's destructor moves its readings into their counts); a forked child
+// keeps only its own thread's. A tally holds the readings of one counts at a time, named by
+// id: the thread moves them into those counts (`fast`) before it tallies for others, and
+// readings for counts that are gone are dropped. Readers take the lock, so they see a
+// tally's readings either there or in the counts, never in both or neither.
+
+_Thread_local cf_fast_tally cf_fast_mine;
+static pthread_mutex_t tallies_lock = PTHREAD_MUTEX_INITIALIZER;
+static cf_fast_tally *tallies;   ///< threads that made fast readings; under tallies_lock
+static chaos_counts *published;  ///< live counts the fast path was published for; under tallies_lock
+static pthread_key_t tally_key;
+static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
+
+/// The live counts with this id, if the fast path was published for them. Under tallies_lock.
+static chaos_counts *published_counts(uint64_t id) {
+    for (chaos_counts *counts = published; counts; counts = counts->next)
+        if (counts->id == id) return counts;
+    return NULL;
+}
+
+/// Moves the readings of `tally` into the counts they were made for. Under tallies_lock,
+/// on the tally's own thread (the only one that adds to it).
+static void settle(cf_fast_tally *tally) {
+    uint64_t calls = atomic_load_explicit(&tally->calls, memory_order_relaxed);
+    chaos_counts *counts = calls ? published_counts(atomic_load_explicit(&tally->counts, memory_order_relaxed)) : NULL;
+    if (counts) {
+        counts->fast += calls;
+        int64_t last = atomic_load_explicit(&tally->last_ns, memory_order_relaxed);
+        if (last > counts->fast_last_ns) counts->fast_last_ns = last;
+    }
+    atomic_store_explicit(&tally->calls, 0, memory_order_relaxed);
+    atomic_store_explicit(&tally->last_ns, 0, memory_order_relaxed);
+}
+
+static void tally_leave(void *tally_pointer) {
+    cf_fast_tally *tally = tally_pointer;
+    pthread_mutex_lock(&tallies_lock);
+    for (cf_fast_tally **link = &tallies; *link; link = &(*link)->next) {
+        if (*link != tally) continue;
+        *link = tally->next;
+        break;
+    }
+    settle(tally);
+    tally->state = -1; // readings in later destructors go straight to their counts
+    pthread_mutex_unlock(&tallies_lock);
+}
+
+static void tallies_after_fork(void) {
+    pthread_mutex_init(&tallies_lock, NULL);
+    tallies = cf_fast_mine.state == 1 ? &cf_fast_mine : NULL;
+    if (tallies) tallies->next = NULL;
+}
+
+static void tallies_init(void) {
+    pthread_key_create(&tally_key, tally_leave);
+    pthread_atfork(NULL, NULL, tallies_after_fork);
+}
+
+void cf_fast_count_slow(uint64_t id, int64_t real_ns) {
+    cf_fast_tally *mine = &cf_fast_mine;
+    int first = mine->state == 0;
+    if (first) pthread_once(&tally_once, tallies_init);
+    pthread_mutex_lock(&tallies_lock);
+    if (mine->state == -1) {
+        chaos_counts *counts = published_counts(id);
+        if (counts) {
+            counts->fast++;
+            if (real_ns > counts->fast_last_ns) counts->fast_last_ns = real_ns;
+        }
+        pthread_mutex_unlock(&tallies_lock);
+        return;
+    }
+    if (first) {
+        mine->next = tallies;
+        tallies = mine;
+        mine->state = 1;
+    }
+    settle(mine);
+    atomic_store_explicit(&mine->counts, id, memory_order_relaxed);
+    atomic_store_explicit(&mine->calls, 1, memory_order_relaxed);
+    if (real_ns) atomic_store_explicit(&mine->last_ns, real_ns, memory_order_relaxed);
+    pthread_mutex_unlock(&tallies_lock);
+    if (first) pthread_setspecific(tally_key, mine);
+}
+
+void cf_counts_publish(chaos_counts *counts) {
+    pthread_mutex_lock(&tallies_lock);
+    if (!counts->published) {
+        counts->published = true;
+        counts->next = published;
+        published = counts;
+    }
+    pthread_mutex_unlock(&tallies_lock);
+}
+
+// MARK: - Counts
+
+void cf_counts_retain(chaos_counts *counts) { atomic_fetch_add_explicit(&counts->references, 1, memory_order_relaxed); }
+
+void chaos_counts_release(chaos_counts *counts) {
+    if (!counts || atomic_fetch_sub_explicit(&counts->references, 1, memory_order_acq_rel) != 1) return;
+    pthread_mutex_lock(&tallies_lock);
+    for (chaos_counts **link = &published; counts->published && *link; link = &(*link)->next) {
+        if (*link != counts) continue;
+        *link = counts->next;
+        break;
+    }
+    pthread_mutex_unlock(&tallies_lock);
+    free(counts);
+}
+
+void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out) {
+    memset(out, 0, sizeof *out);
+    if (!counts) return;
+    uint64_t acted = atomic_load_explicit(&counts->acted, memory_order_relaxed);
+    uint64_t passed = atomic_load_explicit(&counts->passed, memory_order_relaxed);
+    out->last_fire_call = atomic_load_explicit(&counts->last_fire_call, memory_order_relaxed);
+    out->last_fire_ns = atomic_load_explicit(&counts->last_fire_ns, memory_order_relaxed);
+    pthread_mutex_lock(&tallies_lock);
+    uint64_t fast = counts->fast;
+    int64_t fast_last_ns = counts->fast_last_ns;
+    for (cf_fast_tally *tally = tallies; tally; tally = tally->next) {
+        if (atomic_load_explicit(&tally->counts, memory_order_relaxed) != counts->id) continue;
+        fast += atomic_load_explicit(&tally->calls, memory_order_relaxed);
+        int64_t at = atomic_load_explicit(&tally->last_ns, memory_order_relaxed);
+        if (at > fast_last_ns) fast_last_ns = at;
+    }
+    pthread_mutex_unlock(&tallies_lock);
+    out->point = counts->point;
+    out->acted = acted + fast;
+    out->passed = passed;
+    out->seen = out->acted + out->passed;
+    // Readings the fast path answered count as seen and acted; it acts on every call, so
+    // its last one is the entry's last.
+    if (fast) {
+        out->last_fire_call = out->seen - 1;
+        if (fast_last_ns > out->last_fire_ns) out->last_fire_ns = fast_last_ns;
+    }
+}
+
+// MARK: - Counts of plan entries
+
+chaos_counts *chaos_plan_counts(const chaos_plan *plan, int32_t entry) {
+    if (!plan || entry < 0 || entry >= plan->count) return NULL;
+    chaos_counts *counts = plan->entries[entry].counts;
+    cf_counts_retain(counts);
+    return counts;
+}
+
+int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts) {
+    // Once installed, decisions read the pointer without a lock: it must not change.
+    if (!plan || !counts || plan->generation || entry < 0 || entry >= plan->count) return -1;
+    cf_entry *target = &plan->entries[entry];
+    if (counts->point != target->point) return -1;
+    if (target->counts == counts) return 0;
+    cf_counts_retain(counts);
+    chaos_counts_release(target->counts);
+    target->counts = counts;
+    return 0;
+}
