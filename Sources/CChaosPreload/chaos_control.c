@@ -15,9 +15,9 @@
 //
 // Entries: every `entry` of the starting plan and of each applied plan is one control
 // entry. The plan installed is made of the enabled entries, those of the plan applied last
-// first (as profiles stack in-process), with the seed of the last plan applied. Installing
-// restarts the engine's counters; the endpoint adds the old counts to each entry before it
-// installs, so calls made during the switch itself may go uncounted.
+// first (as profiles stack in-process), with the seed of the last plan applied. Each entry
+// keeps the engine's counts it was first installed with, and every later plan counts its
+// calls there too: switching plans moves no count and loses none.
 #define _GNU_SOURCE
 #include "chaos_control.h"
 
@@ -157,10 +157,7 @@ typedef struct control_entry {
     char *label;         // the label, unescaped (NULL: none)
     int slot;            // its index in the installed plan, -1 when not installed
     int group;           // which plan brought it: later plans decide first
-    uint64_t seen, acted, passed; // counted under plans installed before the current one
-    int acted_before;    // it acted under an earlier plan: last_call/last_ns say when
-    uint64_t last_call;
-    int64_t last_ns;
+    chaos_counts *counts; // shared by every plan it is installed in (NULL: never installed)
 } control_entry;
 
 static control_entry *entries;
@@ -227,6 +224,7 @@ static void free_entries(control_entry *list, int count) {
     for (int i = 0; i < count; i++) {
         free(list[i].text);
         free(list[i].label);
+        chaos_counts_release(list[i].counts);
     }
     free(list);
 }
@@ -280,6 +278,7 @@ HIDDEN void chaos_control_adopt(const chaos_plan *plan) {
     for (int i = 0; i < count; i++) {
         entries[i].id = next_id++;
         entries[i].slot = i; // the constructor installs this very plan
+        entries[i].counts = chaos_plan_counts(plan, i);
     }
 }
 
@@ -313,26 +312,18 @@ static chaos_plan *combine(control_entry *list, int count, uint64_t seed, chaos_
     return plan;
 }
 
-/// Makes `plan` (the enabled entries of `entries`, in order) the active plan, moving the
-/// counts so far into each entry first.
+/// Makes `plan` (the enabled entries of `entries`, in order) the active plan, each entry
+/// counting into its own counts.
 static void install(chaos_plan *plan) {
-    for (int i = 0; i < entry_count; i++) {
-        control_entry *entry = &entries[i];
-        chaos_entry_counters counters;
-        if (entry->slot >= 0 && chaos_fault_counters(entry->slot, &counters) == 0 && counters.generation == installed_generation) {
-            entry->seen += counters.seen;
-            entry->acted += counters.acted;
-            entry->passed += counters.passed;
-            if (counters.last_fire_ns) {
-                entry->acted_before = 1;
-                entry->last_call = counters.last_fire_call;
-                entry->last_ns = counters.last_fire_ns;
-            }
-        }
-        entry->slot = -1;
-    }
+    for (int i = 0; i < entry_count; i++) entries[i].slot = -1;
     int slot = 0;
     in_plan_order(entries, entry_count, take_slot, &slot);
+    for (int i = 0; i < entry_count; i++) {
+        control_entry *entry = &entries[i];
+        if (entry->slot < 0) continue;
+        if (entry->counts) chaos_plan_count_into(plan, entry->slot, entry->counts);
+        else entry->counts = chaos_plan_counts(plan, entry->slot);
+    }
     if (slot == 0) {
         chaos_plan_free(plan);
         chaos_plan_clear();
@@ -345,7 +336,6 @@ static void install(chaos_plan *plan) {
         }
         chaos_plan_install(plan);
     }
-    installed_generation = chaos_fault_plan_generation();
 }
 
 // MARK: - Answers
@@ -406,20 +396,11 @@ static void put_date(buffer *b, int64_t ns) {
 }
 
 static void put_entry(buffer *b, const control_entry *entry) {
-    uint64_t seen = entry->seen, acted = entry->acted, passed = entry->passed, last_call = entry->last_call;
-    int64_t last_ns = entry->last_ns;
-    int has_last = entry->acted_before;
     chaos_entry_counters counters;
-    if (entry->slot >= 0 && chaos_fault_counters(entry->slot, &counters) == 0 && counters.generation == installed_generation) {
-        seen += counters.seen;
-        acted += counters.acted;
-        passed += counters.passed;
-        if (counters.last_fire_ns) {
-            has_last = 1;
-            last_call = counters.last_fire_call;
-            last_ns = counters.last_fire_ns;
-        }
-    }
+    chaos_counts_read(entry->counts, &counters); // zeros for NULL
+    uint64_t seen = counters.seen, acted = counters.acted, passed = counters.passed, last_call = counters.last_fire_call;
+    int64_t last_ns = counters.last_fire_ns;
+    int has_last = last_ns != 0;
     // The provider as the profile wrote it: the part of a `chaos run` label after the arrow.
     const char *provider = NULL;
     if (entry->label) {
@@ -655,7 +636,8 @@ static void revert(answer *a, int id, const char *text) {
         fail(a, 500, "systemFailure", NULL, "out of memory");
         return;
     }
-    // Counters of the survivors move into them before the list changes.
+    // Left out of the plan before they are freed; the old plan holds their counts until the
+    // engine frees it, so calls it still decides are counted, in counts nobody reads.
     for (int i = 0; i < entry_count; i++) {
         if (id && entries[i].id != id) continue;
         entries[i].enabled = 0;

@@ -295,6 +295,131 @@ final class PreloadChild: Sendable {
         #expect(left.filter { $0.hasSuffix(".json") && $0 != "start.json" || $0.hasSuffix(".sock") } == [])
     }
 
+    // MARK: Counters
+
+    /// Connects to a listener of its own as fast as it can, from the moment `GO` exists until
+    /// `STOP` does, and then prints how many connects it made and how many were refused.
+    static let counting = """
+        import os, signal, socket, sys, time
+        go, stop = sys.argv[1], sys.argv[2]
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(1024)
+        server.setblocking(False)
+        print("port", server.getsockname()[1], flush=True)
+        while not os.path.exists(go):
+            time.sleep(0.01)
+        made = refused = other = 0
+        while not os.path.exists(stop):
+            for _ in range(20):
+                client = socket.socket()
+                try:
+                    client.connect(server.getsockname())
+                except ConnectionRefusedError:
+                    refused += 1
+                except OSError:
+                    other += 1
+                finally:
+                    client.close()
+                made += 1
+            try:
+                while True:
+                    server.accept()[0].close()
+            except BlockingIOError:
+                pass
+        print("done", made, refused, other, flush=True)
+        signal.pause()
+        """
+
+    /// What one client saw: entries whose counters did not add up, and how often it read them.
+    struct CounterReport: Sendable {
+        var reads = 0
+        var badReads = 0
+        var examples: [String] = []
+    }
+
+    /// Applies, disables, enables and reverts an entry of its own until `deadline`, reading
+    /// every entry after each step. Its entries pass every call on, so that the persistent
+    /// entry, which they decide before, still sees every call.
+    static func churn(_ client: ControlClient, persistent: Int, until deadline: ContinuousClock.Instant) throws
+        -> CounterReport
+    {
+        var report = CounterReport()
+        var lastSeen = 0
+        func check(_ entries: [ControlAPI.Entry]) {
+            var wrong = entries.filter { $0.seen != $0.acted + $0.passed }.map {
+                "#\($0.id): seen \($0.seen), acted \($0.acted), passed \($0.passed)"
+            }
+            if let kept = entries.first(where: { $0.id == persistent }) {
+                if kept.seen < lastSeen { wrong.append("#\(persistent): seen fell from \(lastSeen) to \(kept.seen)") }
+                lastSeen = kept.seen
+            }
+            report.reads += 1
+            if !wrong.isEmpty { report.badReads += 1 }
+            if report.examples.count < 3 { report.examples += wrong.prefix(3 - report.examples.count) }
+        }
+        let plan =
+            "chaos-plan 1\nentry connect label=\"churn\"\nnode 0 composite\ncase 1 port=1\nnode 1 fail errno=ECONNREFUSED\n"
+        while ContinuousClock.now < deadline {
+            let id = try client.apply(plan: plan, source: "churn").entries[0]
+            check(try client.entries())
+            check([try client.setEnabled(false, entry: id)])
+            check(try client.entries())
+            check([try client.setEnabled(true, entry: id)])
+            check(try client.entries())
+            try client.revert(entry: id)
+            check(try client.entries())
+        }
+        return report
+    }
+
+    @Test func countersAddUpWhileEightClientsChangeTheEntries() async throws {
+        let folder = URL(fileURLWithPath: "/tmp/cnt-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let go = folder.appendingPathComponent("go")
+        let stop = folder.appendingPathComponent("stop")
+        let child = try PreloadChild(
+            profile: Self.harmless, command: ["python3", "-c", Self.counting, go.path, stop.path])
+        defer { child.stop() }
+        try await child.line(startingWith: "port ")
+        let client = ControlClient(try await child.endpoint(), timeout: .seconds(30))
+        // Installed before the first connect and never changed: it sees every call.
+        let persistent = try await offload {
+            try client.apply(
+                plan:
+                    "chaos-plan 1\nseed 7\nentry connect label=\"persistent\"\nnode 0 probability p=0.5 child=1\nnode 1 fail errno=ECONNREFUSED\n",
+                source: "persistent")
+        }.entries[0]
+        try Data().write(to: go)
+        let deadline = ContinuousClock.now + .seconds(4)
+        let reports = try await withThrowingTaskGroup(of: CounterReport.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await offload { try Self.churn(client, persistent: persistent, until: deadline) } }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        try Data().write(to: stop)
+        let done = try await child.line(startingWith: "done ").split(separator: " ").compactMap { Int($0) }
+        try #require(done.count == 3)
+        let (made, refused, other) = (done[0], done[1], done[2])
+        let entries = try await offload { try client.entries() }
+        let final = try #require(entries.first { $0.id == persistent })
+        let start = try #require(entries.first { $0.id == 1 })
+        let reads = reports.map(\.reads).reduce(0, +)
+        let badReads = reports.map(\.badReads).reduce(0, +)
+        #expect(other == 0, "connects that failed otherwise than refused: \(other)")
+        #expect(made > 1000 && reads > 100, "too little happened to show anything: \(made) connects, \(reads) reads")
+        #expect(
+            badReads == 0,
+            "\(badReads) of \(reads) reads did not add up, e.g. \(reports.flatMap(\.examples).prefix(5))")
+        #expect(
+            final.seen == made && final.acted == refused && final.passed == made - refused,
+            "the program made \(made) connects, \(refused) refused; the entry counted seen \(final.seen), acted \(final.acted), passed \(final.passed)"
+        )
+        #expect(start.seen == final.passed, "the start entry sees what the persistent one passes on: \(start)")
+    }
+
     // MARK: Virtual time
 
     static let virtualProfile =
