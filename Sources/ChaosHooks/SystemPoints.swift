@@ -114,10 +114,9 @@ final class InProcessDelivery: Sendable {
         var active: Set<SystemPointKind> = []
         /// Rebindings of intercepted symbols, by symbol.
         var bound: [String: SymbolRebinding] = [:]
-        /// The entry each plan entry compiles, by plan index.
-        var planEntries: [Int32: InstalledEntryReference] = [:]
-        /// Counts of plans already replaced, per entry.
-        var carried: [InstalledEntryReference: ExternalCounts] = [:]
+        /// The engine's counts of each entry it decided calls for: every plan that compiles
+        /// the entry counts into the same ones.
+        var counts: [InstalledEntryReference: EngineCounts] = [:]
     }
 
     private let state = Locked(State())
@@ -173,7 +172,7 @@ final class InProcessDelivery: Sendable {
         state.withLock { install(&$0) }
     }
 
-    /// The plan of the active points' entries; the previous plan's counters are carried over.
+    /// The plan of the active points' entries, each counting where its earlier plans did.
     private func install(_ state: inout State) {
         var lines = ["chaos-plan 1", "seed 0"]
         var planEntries: [Int32: InstalledEntryReference] = [:]
@@ -205,17 +204,22 @@ final class InProcessDelivery: Sendable {
                 index += 1
             }
         }
-        for (planIndex, entry) in state.planEntries {
-            var counters = chaos_entry_counters()
-            guard chaos_fault_counters(planIndex, &counters) == 0 else { continue }
-            state.carried[entry, default: ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)].add(
-                counters)
-        }
         let text = lines.joined(separator: "\n") + "\n"
         var error = chaos_plan_error()
         if index == 0 {
             chaos_plan_clear()
-        } else if chaos_plan_load_text(text, text.utf8.count, &error) != 0 {
+        } else if let plan = chaos_plan_parse(text, text.utf8.count, &error) {
+            // No count moves between plans: a call the old plan decides while this one is
+            // installed counts once, in the counts the entry keeps.
+            for (planIndex, entry) in planEntries {
+                if let counts = state.counts[entry] {
+                    chaos_plan_count_into(plan, planIndex, counts.pointer)
+                } else if let pointer = chaos_plan_counts(plan, planIndex) {
+                    state.counts[entry] = EngineCounts(pointer)
+                }
+            }
+            chaos_plan_install(plan)
+        } else {
             // The compiler writes only what the engine reads: this is a defect, not input.
             Self.logger.error(
                 "the fault engine refused a compiled plan",
@@ -227,28 +231,21 @@ final class InProcessDelivery: Sendable {
             chaos_plan_clear()
             planEntries = [:]
         }
-        state.carried = state.carried.filter { alive.contains($0.key) }
-        state.planEntries = planEntries
-        for (planIndex, entry) in planEntries {
+        state.counts = state.counts.filter { alive.contains($0.key) }
+        for entry in planEntries.values {
             let id = entry.id  // not the entry: its closure must not keep it alive
-            entry.countAlso { [weak self] in self?.counts(of: id, planIndex: planIndex) }
+            entry.countAlso { [weak self] in self?.counts(of: id) }
         }
     }
 
-    /// What the engine counted for an entry: earlier plans' counts plus the current one's.
-    private func counts(of id: ObjectIdentifier, planIndex: Int32) -> ExternalCounts? {
-        state.withLock { state in
-            guard
-                let entry = state.carried.keys.first(where: { $0.id == id })
-                    ?? state.planEntries[planIndex].flatMap({ $0.id == id ? $0 : nil })
-            else { return nil }
-            var total = state.carried[entry] ?? ExternalCounts(seen: 0, acted: 0, lastActedCall: -1, lastActedTime: 0)
-            if state.planEntries[planIndex]?.id == id {
-                var counters = chaos_entry_counters()
-                if chaos_fault_counters(planIndex, &counters) == 0 { total.add(counters) }
-            }
-            return total
-        }
+    /// What the engine counted for an entry, under every plan that compiled it.
+    private func counts(of id: ObjectIdentifier) -> ExternalCounts? {
+        guard let counts = state.withLock({ $0.counts.first { $0.key.id == id }?.value }) else { return nil }
+        var counters = chaos_entry_counters()
+        chaos_counts_read(counts.pointer, &counters)
+        return ExternalCounts(
+            seen: Int(counters.seen), acted: Int(counters.acted),
+            lastActedCall: counters.acted > 0 ? Int(counters.last_fire_call) : -1, lastActedTime: counters.last_fire_ns)
     }
 
     /// The interceptors (symbol, replacement) that entries on `kind` need, for symbols the
@@ -268,15 +265,14 @@ final class InProcessDelivery: Sendable {
     }
 }
 
-extension ExternalCounts {
-    mutating func add(_ counters: chaos_entry_counters) {
-        if counters.acted > 0 {
-            lastActedCall = seen + Int(counters.last_fire_call)
-            lastActedTime = counters.last_fire_ns
-        }
-        seen += Int(counters.seen)
-        acted += Int(counters.acted)
-    }
+/// A reference to counts of the engine (chaos_counts), dropped with the last holder.
+final class EngineCounts: @unchecked Sendable {
+    // Unchecked: the pointer never changes, and the engine's counts are thread-safe.
+    let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { chaos_counts_release(pointer) }
 }
 
 /// Answers the engine's `ask` nodes: the point decides in Swift, with its scopes.
