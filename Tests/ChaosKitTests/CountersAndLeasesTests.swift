@@ -37,6 +37,36 @@ import Testing
         #expect(counters[1].acted > tasks * calls / 3 && counters[1].acted < tasks * calls * 2 / 3)
     }
 
+    @Test func countersReadDuringCallsAddUp() throws {
+        let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
+        let chaos = Chaos(seed: 4)
+        // Acts on every call, counted apart from the calls (`times` keeps `acted` of its own).
+        try chaos.profile(point.entry(ChaosProvider.constant(-1).times(Int.max))).apply()
+        defer { chaos.revertAll() }
+        let stop = SharedCounter()
+        let finished = SharedCounter()
+        let callers = 2
+        for _ in 0..<callers {
+            Thread {
+                var index = 0
+                while stop.current == 0 {
+                    _ = point(index)
+                    index &+= 1
+                }
+                finished.increment()
+            }.start()
+        }
+        var wrong: [EntryCounters] = []
+        for _ in 0..<200_000 {
+            let counters = chaos.counters[0]
+            if counters.passed < 0 || counters.seen != counters.acted + counters.passed { wrong.append(counters) }
+        }
+        stop.increment()
+        while finished.current < callers { usleep(1000) }
+        #expect(wrong.isEmpty, "\(wrong.count) reads showed more acts than calls, e.g. \(wrong.prefix(3))")
+        #expect(chaos.counters[0].seen > 0 && chaos.counters[0].passed == 0)
+    }
+
     @Test func theLastActNamesTheCallAndSeedThatReplayIt() throws {
         let point = InjectionPoint<Int, Int, Never>(uniqueName()) { $0 }
         func run(seed: UInt64) throws -> (acts: [Int], last: EntryCounters.LastAct?) {

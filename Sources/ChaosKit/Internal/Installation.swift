@@ -145,8 +145,12 @@ public import Synchronization
 
     /// A snapshot of the counters.
     final func counters(chaosSeed: UInt64?) -> EntryCounters {
-        var seen = self.seen.load(ordering: .relaxed)
-        var acted = actsOnEveryCall ? seen : self.acted.load(ordering: .relaxed)
+        // Acts first: a call counts in `seen` before it acts, so a later load of `seen` covers
+        // every act loaded. Read the other way round, calls made between the two loads showed
+        // more acts than calls (a negative `passed`). Clamped too: the loads are relaxed.
+        let actedSoFar = actsOnEveryCall ? 0 : self.acted.load(ordering: .relaxed)
+        var seen = Swift.max(self.seen.load(ordering: .relaxed), actedSoFar)
+        var acted = actsOnEveryCall ? seen : actedSoFar
         var lastCall = actsOnEveryCall ? seen - 1 : lastActedCall.load(ordering: .relaxed)
         var lastTime = lastActedTime.load(ordering: .relaxed)
         if let external = externalCounts.withLock({ $0 })?() {
