@@ -164,7 +164,6 @@ static control_entry *entries;
 static int entry_count, entry_capacity, next_id = 1, next_group = 1;
 static uint64_t plan_seed;
 static int anchor_chosen;
-static uint64_t installed_generation;
 
 static pid_t owner_pid;
 static char directory[4096], socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)], file_path[4200];
@@ -1312,7 +1311,6 @@ __attribute__((destructor)) static void chaos_control_stop(void) {
 
 HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)) {
     owner_pid = (pid_t)syscall(SYS_getpid);
-    installed_generation = chaos_fault_plan_generation();
     const char *explicit = get("CHAOS_CONTROL_DIR"), *runtime = get("XDG_RUNTIME_DIR"), *home = get("HOME");
     int length;
     if (explicit && *explicit) length = snprintf(directory, sizeof directory, "%s", explicit);
