@@ -33,8 +33,10 @@ static void fail(parser *p, int column, const char *format, ...) {
     e->column = column;
     va_list list;
     va_start(list, format);
-    vsnprintf(e->message, sizeof e->message, format, list);
+    int length = vsnprintf(e->message, sizeof e->message, format, list);
     va_end(list);
+    // A message cut to fit must not end inside a character: it is sent on as UTF-8 text.
+    if (length >= (int)sizeof e->message) e->message[chaos_utf8_trim_incomplete(e->message, strlen(e->message))] = 0;
 }
 
 // MARK: - Tokens
@@ -43,6 +45,7 @@ typedef struct token {
     const char *key;     ///< the word, or the part before '='
     size_t key_length;
     char *value;         ///< decoded value after '=' (NULL: no '=')
+    const char *raw;     ///< the value as written (from its opening quote, if quoted)
     int column;
     int value_column;
     bool used;
@@ -107,6 +110,7 @@ static bool tokenize(parser *p, const char *line, size_t length, line_tokens *ou
             }
             i++;
             t->value_column = (int)i + 1;
+            t->raw = line + i;
             size_t capacity = length - i + 1;
             if (capacity > CHAOS_PLAN_MAX_STRING + 1) capacity = CHAOS_PLAN_MAX_STRING + 1;
             char *value = malloc(capacity);
@@ -452,6 +456,32 @@ static char *take(token *t) {
     return value;
 }
 
+/// The column of byte `offset` of `t`'s decoded value, in the line as written.
+static int value_byte_column(const token *t, size_t offset) {
+    const char *at = t->raw;
+    int column = t->value_column;
+    bool quoted = *at == '"';
+    if (quoted) { at++; column++; }
+    for (size_t i = 0; i < offset; i++) {
+        int step = !quoted || *at != '\\' ? 1 : at[1] == 'x' ? 4 : 2;
+        at += step;
+        column += step;
+    }
+    return column;
+}
+
+/// Labels and names are text: they are shown and sent back in answers (JSON, UTF-8 only).
+/// Paths and values may hold any bytes (file names and environments do), and are written
+/// back escaped instead.
+static bool is_text(parser *p, const token *t, const char *what) {
+    size_t bad;
+    if (chaos_utf8_valid(t->value, strlen(t->value), &bad)) return true;
+    fail(p, value_byte_column(t, bad),
+         "%s is not UTF-8 text (byte 0x%02x); write it in UTF-8 (for example \\xc3\\xa9 for \xc3\xa9) or leave the byte out",
+         what, (unsigned char)t->value[bad]);
+    return false;
+}
+
 static int32_t default_families(int32_t point) {
     return point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV
                ? CHAOS_FAMILY_INET | CHAOS_FAMILY_INET6 : 0;
@@ -502,7 +532,10 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
         return false;
     }
     token *k;
-    if ((k = find(t, 2, "label"))) entry->label = take(k);
+    if ((k = find(t, 2, "label"))) {
+        if (!is_text(p, k, "a label")) return false;
+        entry->label = take(k);
+    }
     if ((k = find(t, 2, "family")) && !parse_set(p, k, family_names, family_bits, CHAOS_FAMILY_ANY, &entry->families, "family"))
         return false;
     if ((k = find(t, 2, "monotonic")) && !parse_yes_no(k->value, &entry->monotonic)) {
@@ -873,6 +906,7 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
             fail(p, k->value_column, "name is an environment variable's name (not empty, no '=')");
             return false;
         }
+        if (!is_text(p, k, "a variable's name")) return false;
         c->name = take(k);
     }
     return true;
@@ -1185,14 +1219,22 @@ static void put(writer *w, const char *format, ...) {
     else w->used += (size_t)wrote;
 }
 
+/// A quoted value; bytes that are not UTF-8 (a path or a variable's value may hold any) are
+/// written as \xHH, so the canonical text is always UTF-8 and reads back the same bytes.
 static void put_string(writer *w, const char *key, const char *value) {
     put(w, " %s=\"", key);
-    for (const unsigned char *c = (const unsigned char *)value; *c; c++) {
-        if (*c == '"' || *c == '\\') put(w, "\\%c", *c);
-        else if (*c == '\n') put(w, "\\n");
-        else if (*c == '\t') put(w, "\\t");
-        else if (*c < 0x20 || *c == 0x7f) put(w, "\\x%02x", *c);
-        else put(w, "%c", *c);
+    size_t length = strlen(value);
+    for (size_t i = 0; i < length;) {
+        int valid;
+        size_t count = chaos_utf8_next(value + i, length - i, &valid);
+        for (size_t end = i + count; i < end; i++) {
+            unsigned char c = (unsigned char)value[i];
+            if (c == '"' || c == '\\') put(w, "\\%c", c);
+            else if (c == '\n') put(w, "\\n");
+            else if (c == '\t') put(w, "\\t");
+            else if (c < 0x20 || c == 0x7f || !valid) put(w, "\\x%02x", c);
+            else put(w, "%c", c);
+        }
     }
     put(w, "\"");
 }

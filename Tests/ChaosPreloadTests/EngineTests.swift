@@ -17,8 +17,11 @@ import Glibc
     }
 
     static func parse(_ text: String) -> Result<OpaquePointer, ParseError> {
+        parse(bytes: Array(text.utf8))
+    }
+
+    static func parse(bytes: [UInt8]) -> Result<OpaquePointer, ParseError> {
         var error = chaos_plan_error()
-        let bytes = Array(text.utf8)
         let plan = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buffer.count, 1)) {
                 chaos_plan_parse($0, buffer.count, &error)
@@ -181,6 +184,21 @@ import Glibc
             ("chaos-plan 1\nentry clock\nnode 0 ask id=1\n", 0, 0, ""),
             ("chaos-plan 1\nentry getenv\nnode 0 ask id=1\n", 0, 0, ""),
             ("chaos-plan 1\nentry dns\nnode 0 delay by=1ms child=1\nnode 1 ask id=2\n", 0, 0, ""),
+            // Labels and names are text: bytes that are not UTF-8 are refused where they are
+            // written (an escape's column), whatever makes them ill-formed.
+            (
+                "chaos-plan 1\nentry files label=\"ab\\xff\"\nnode 0 original\n", 2, 22,
+                "a label is not UTF-8 text (byte 0xff)"
+            ),
+            ("chaos-plan 1\nentry files label=\"\\xc0\\xaf\"\nnode 0 original\n", 2, 20, "not UTF-8 text (byte 0xc0)"),
+            ("chaos-plan 1\nentry files label=\"x\\xed\\xa0\\x80\"\nnode 0 original\n", 2, 21, "not UTF-8"),
+            ("chaos-plan 1\nentry files label=\"\\xf4\\x90\\x80\\x80\"\nnode 0 original\n", 2, 20, "not UTF-8"),
+            ("chaos-plan 1\nentry files label=\"caf\\xc3\"\nnode 0 original\n", 2, 23, "write it in UTF-8"),
+            ("chaos-plan 1\nentry files label=\"caf\\xc3\\xa9\"\nnode 0 original\n", 0, 0, ""),
+            (
+                "chaos-plan 1\nentry getenv\nnode 0 composite\ncase 1 name=\"A\\xff\"\nnode 1 unset\n", 4, 15,
+                "a variable's name is not UTF-8 text"
+            ),
         ] as [(String, Int, Int, String)])
     func parseErrorsAreLocatedAndSayWhatToFix(text: String, line: Int, column: Int, fragment: String) {
         let error = Self.error(text)
@@ -190,6 +208,101 @@ import Glibc
         }
         #expect(error?.line == Int32(line) && error?.column == Int32(column), "\(String(describing: error))")
         #expect(error?.message.contains(fragment) == true, "\(String(describing: error))")
+    }
+
+    @Test func aLabelWithARawByteThatIsNotUTF8IsRefusedAtThatByte() {
+        let text = Array("chaos-plan 1\nentry files label=ab".utf8) + [0xFF] + Array("\nnode 0 original\n".utf8)
+        guard case .failure(let error) = Self.parse(bytes: text) else {
+            Issue.record("a label holding 0xff was accepted")
+            return
+        }
+        #expect(error.line == 2 && error.column == 21, "\(error)")
+        #expect(error.message.contains("not UTF-8"), "\(error)")
+    }
+
+    @Test func pathsAndValuesKeepAnyBytesAndTheirCanonicalTextIsUTF8() throws {
+        let text = """
+            chaos-plan 1
+            entry files
+            node 0 composite
+            case 1 path="/a\\xff\\xc3\\xa9"
+            node 1 fail errno=EIO
+            entry getenv
+            node 0 composite
+            case 1 name=HOME
+            node 1 set value="\\xfe\\xc3"
+            """
+        let plan = try Self.parse(text).get()
+        defer { chaos_plan_free(plan) }
+        let length = chaos_plan_format(plan, nil, 0)
+        var buffer = [UInt8](repeating: 0, count: Int(length) + 1)
+        _ = buffer.withUnsafeMutableBufferPointer {
+            $0.baseAddress!.withMemoryRebound(to: CChar.self, capacity: $0.count) {
+                chaos_plan_format(plan, $0, Int(length) + 1)
+            }
+        }
+        let canonical = try #require(String(validating: buffer.prefix(Int(length)), as: UTF8.self))
+        #expect(canonical.contains(#"path="/a\xffé""#), "\(canonical)")
+        #expect(canonical.contains(#"value="\xfe\xc3""#), "\(canonical)")
+        let again = try Self.parse(canonical).get()
+        defer { chaos_plan_free(again) }
+        #expect(Self.format(again) == canonical)
+    }
+
+    @Test func utf8IsCutAndMeasuredAtCharacters() {
+        func bytes(_ text: [UInt8], _ body: (UnsafePointer<CChar>, Int) -> Int) -> Int {
+            text.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(buffer.count, 1)) {
+                    body($0, buffer.count)
+                }
+            }
+        }
+        let enye: [UInt8] = Array(String(repeating: "ñ", count: 9).utf8)
+        // The kernel keeps 15 bytes of a program's name: 7 ñ and half of the 8th.
+        #expect(bytes(Array(enye.prefix(15))) { chaos_utf8_trim_incomplete($0, $1) } == 14)
+        #expect(bytes(enye) { chaos_utf8_trim_incomplete($0, $1) } == 18)
+        #expect(bytes(enye) { chaos_utf8_cut($0, $1, 15) } == 14)
+        #expect(bytes([0x61, 0xFF]) { chaos_utf8_trim_incomplete($0, $1) } == 2, "a wrong byte is not a cut")
+        // Each ill-formed part is as long as Swift's decoder finds it, so one U+FFFD for each
+        // matches what Swift (and Python) show.
+        struct SplitMix: RandomNumberGenerator {
+            var state: UInt64
+            mutating func next() -> UInt64 {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                return z ^ (z >> 31)
+            }
+        }
+        var random = SplitMix(state: 0x0123_4567)
+        // Bytes at the edges of table 3-7's ranges, and any byte.
+        let edges: [UInt8] =
+            [0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEF]
+            + [0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
+        var checked = 0
+        for _ in 0..<20_000 {
+            var input: [UInt8] = []
+            for _ in 0..<Int.random(in: 1...12, using: &random) {
+                input.append(
+                    Bool.random(using: &random)
+                        ? edges.randomElement(using: &random)! : UInt8.random(in: 0...255, using: &random))
+            }
+            var replaced = 0
+            var offset = 0
+            while offset < input.count {
+                var valid: Int32 = 0
+                let count = bytes(Array(input[offset...])) { chaos_utf8_next($0, $1, &valid) }
+                if valid == 0 { replaced += 1 }
+                offset += count
+            }
+            let swift = String(decoding: input, as: UTF8.self).unicodeScalars.filter { $0 == "\u{FFFD}" }.count
+            #expect(replaced == swift, "\(input)")
+            let isValid = bytes(input) { Int(chaos_utf8_valid($0, $1, nil)) } == 1
+            #expect(isValid == (String(validating: input, as: UTF8.self) != nil), "\(input)")
+            checked += 1
+        }
+        #expect(checked == 20_000)
     }
 
     @Test func theParserEndsInAValueOrAnErrorOnEveryMutatedInput() throws {

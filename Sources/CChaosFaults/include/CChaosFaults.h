@@ -612,6 +612,26 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
 /// looked up again).
 int chaos_fd_tracking(void);
 
+// MARK: - UTF-8 (utf8.c)
+
+/// The character at the start of `text` (`length` > 0 bytes): how many bytes it takes, and
+/// in `*valid` whether it is well-formed UTF-8 (no overlong forms, surrogates or code points
+/// past U+10FFFF). An ill-formed part counts as Swift's and Python's decoders count it (the
+/// "maximal subpart", 1 to 3 bytes), so one U+FFFD written for it matches theirs.
+size_t chaos_utf8_next(const char *text, size_t length, int *valid);
+
+/// Whether `length` bytes of `text` are well-formed UTF-8; when not, `*bad` (if given) is
+/// the offset of the first byte that is not.
+int chaos_utf8_valid(const char *text, size_t length, size_t *bad);
+
+/// The longest prefix of `text`, at most `limit` bytes, that does not split a character:
+/// where a quote of input may be cut.
+size_t chaos_utf8_cut(const char *text, size_t length, size_t limit);
+
+/// `length` without a character cut short at the end of `text` (what a cut at a byte count
+/// leaves, as the kernel's 15-byte program names do); other bytes are kept.
+size_t chaos_utf8_trim_incomplete(const char *text, size_t length);
+
 #ifdef __cplusplus
 }
 #endif
