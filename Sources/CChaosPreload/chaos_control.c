@@ -95,13 +95,19 @@ static void put(buffer *b, const char *format, ...) {
     b->length += (size_t)need;
 }
 
-/// A JSON string (quotes included); bytes that are not valid text are kept as they are, so
-/// labels in UTF-8 stay readable.
+/// A JSON string (quotes included), always valid UTF-8 whatever `text` holds: each part
+/// that is not UTF-8 (a request's bytes quoted in an error, a name cut at a byte count)
+/// becomes one U+FFFD, as Swift's and Python's decoders would read it.
 static void put_json(buffer *b, const char *text, size_t count) {
     put_bytes(b, "\"", 1);
     for (size_t i = 0; i < count; i++) {
         unsigned char c = (unsigned char)text[i];
-        if (c == '"' || c == '\\') {
+        if (c >= 0x80) {
+            int valid;
+            size_t length = chaos_utf8_next(text + i, count - i, &valid);
+            put_bytes(b, valid ? text + i : "\xEF\xBF\xBD", valid ? length : 3);
+            i += length - 1;
+        } else if (c == '"' || c == '\\') {
             char pair[2] = {'\\', (char)c};
             put_bytes(b, pair, 2);
         } else if (c == '\n') {
@@ -175,6 +181,16 @@ static _Atomic int advance_running, advance_stop;
 static _Atomic int64_t advance_target, advance_from_steps;
 static _Atomic uint64_t advances_stopped; // cancelled, replaced or abandoned by their client
 static int started;         // the endpoint file was written: the destructor removes it
+
+/// The program's name, from /proc/self/comm, into `program`. The kernel keeps 15 bytes of
+/// it and may cut a character in two (`ñ` is two bytes): what is left of one is dropped.
+static void read_program_name(void) {
+    long got = read_small("/proc/self/comm", program, sizeof program);
+    if (got <= 0) snprintf(program, sizeof program, "program");
+    program[strcspn(program, "\n")] = 0;
+    program[chaos_utf8_trim_incomplete(program, strlen(program))] = 0;
+    if (!program[0]) snprintf(program, sizeof program, "program");
+}
 
 HIDDEN int chaos_control_wanted(chaos_control_getenv_fn get) {
     const char *value = get("CHAOS_CONTROL");
@@ -370,8 +386,9 @@ static void fail(answer *a, int status, const char *kind, const char *subject, c
     put(&a->body, "{\"error\":{\"kind\":");
     put_json_string(&a->body, kind);
     if (subject) {
+        // A character split by the caller's cut at 80 bytes is left out, not shown as U+FFFD.
         put(&a->body, ",\"subject\":");
-        put_json_string(&a->body, subject);
+        put_json(&a->body, subject, chaos_utf8_trim_incomplete(subject, strlen(subject)));
     }
     put(&a->body, ",\"message\":");
     put_json_string(&a->body, message);
@@ -558,7 +575,8 @@ static void apply(answer *a, const char *body, size_t length, const char *source
     chaos_plan *alone = chaos_plan_parse(body, length, &error);
     char subject[160];
     if (!alone) {
-        snprintf(subject, sizeof subject, "%.80s:%d:%d", source, (int)error.line, (int)error.column);
+        snprintf(subject, sizeof subject, "%.*s:%d:%d", (int)chaos_utf8_cut(source, strlen(source), 80), source,
+                 (int)error.line, (int)error.column);
         fail(a, 422, "invalidProfile", subject, error.message);
         return;
     }
@@ -1327,9 +1345,7 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     unsigned char random[32];
     if (syscall(SYS_getrandom, random, sizeof random, 0) != (long)sizeof random) { say("getrandom failed", strerror(errno)); return; }
     for (int i = 0; i < 32; i++) snprintf(token + 2 * i, 3, "%02x", random[i]);
-    long got = read_small("/proc/self/comm", program, sizeof program);
-    if (got <= 0) snprintf(program, sizeof program, "program");
-    program[strcspn(program, "\n")] = 0;
+    read_program_name();
 
     // The program's signals are its own: the endpoint's thread never takes one.
     sigset_t all, previous;

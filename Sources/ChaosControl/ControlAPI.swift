@@ -382,6 +382,15 @@ public enum ControlAPI {
         }
         return decoder
     }
+
+    /// `data` as valid UTF-8: each part that is not becomes U+FFFD, as ``decoder()`` needs
+    /// (it refuses the whole answer otherwise). Endpoints answer in UTF-8; this keeps a
+    /// process listed and steerable when one does not (an older `chaos run` library could
+    /// send a label's bytes raw).
+    static func repaired(_ data: Data) -> Data {
+        if String(validating: data, as: UTF8.self) != nil { return data }
+        return Data(String(decoding: data, as: UTF8.self).utf8)
+    }
 }
 
 /// Any JSON value (a parameter's default).

@@ -237,7 +237,7 @@ public struct ControlClient: Sendable {
     }
 
     static func error(status: Int, body: Data) -> ControlError {
-        if let decoded = try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: body) {
+        if let decoded = try? ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: ControlAPI.repaired(body)) {
             return ControlError(
                 decoded.error.kind, status: status, subject: decoded.error.subject, decoded.error.message)
         }
@@ -250,7 +250,7 @@ public struct ControlClient: Sendable {
 
     private func decode<T: Decodable>(_ type: T.Type, _ response: ControlResponse) throws(ControlError) -> T {
         do {
-            return try ControlAPI.decoder().decode(type, from: response.body)
+            return try ControlAPI.decoder().decode(type, from: ControlAPI.repaired(response.body))
         } catch {
             throw ControlError(
                 "badResponse", status: response.status,
