@@ -1295,28 +1295,51 @@ static void *run(void *argument) {
 // MARK: - Starting and stopping
 
 static void say(const char *what, const char *detail) {
-    char line[600];
+    char line[sizeof directory + 512];
     int length = snprintf(line, sizeof line, "chaos preload: no control endpoint: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
     if (length > 0) syscall(SYS_write, 2, line, (size_t)(length < (int)sizeof line ? length : (int)sizeof line - 1));
 }
 
-/// Makes `path` and its parents (mode 0700), then checks it as ControlEndpoint does: a
-/// directory of this user that nobody else may use.
+/// Chooses the directory of the endpoint files for `path` (the one the environment names)
+/// as ControlEndpoint does, so that `chaos ctl` looks where the files are, and leaves it in
+/// `directory`. A missing directory is made (with its missing parents, mode 0700); an
+/// existing one is never chmod'ed, since it may be anyone's (CHAOS_CONTROL_DIR=/tmp). A
+/// shared sticky directory such as /tmp gets the private subdirectory chaoskit-UID; one that
+/// others may write to without the sticky bit is refused, and so is one of another user.
 static int private_directory(const char *path) {
     char partial[sizeof directory];
     snprintf(partial, sizeof partial, "%s", path);
-    for (char *slash = partial + 1; *slash; slash++) {
-        if (*slash != '/') continue;
-        *slash = 0;
-        syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
-        *slash = '/';
-    }
-    syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
     struct stat info;
-    if (syscall(SYS_newfstatat, AT_FDCWD, path, &info, AT_SYMLINK_NOFOLLOW) != 0) { say(path, strerror(errno)); return -1; }
-    if (!S_ISDIR(info.st_mode)) { say(path, "is not a directory; set CHAOS_CONTROL_DIR"); return -1; }
-    if (info.st_uid != geteuid()) { say(path, "belongs to another user; set CHAOS_CONTROL_DIR"); return -1; }
-    if ((info.st_mode & 077) && syscall(SYS_fchmodat, AT_FDCWD, path, 0700) != 0) { say(path, "cannot be made private"); return -1; }
+    if (syscall(SYS_newfstatat, AT_FDCWD, partial, &info, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT) { say(partial, strerror(errno)); return -1; }
+        for (char *slash = partial + 1; *slash; slash++) {
+            if (*slash != '/') continue;
+            *slash = 0;
+            syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
+            *slash = '/';
+        }
+        syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
+        if (syscall(SYS_newfstatat, AT_FDCWD, partial, &info, AT_SYMLINK_NOFOLLOW) != 0) { say(partial, strerror(errno)); return -1; }
+    }
+    if (!S_ISDIR(info.st_mode)) { say(partial, "is not a directory (a symbolic link or a file is refused); set CHAOS_CONTROL_DIR"); return -1; }
+    if ((info.st_mode & S_ISVTX) && (info.st_mode & 022)) {
+        // Shared, as /tmp is: the sticky bit keeps others from renaming or removing what is
+        // ours, so a subdirectory of our own, checked once made, is private.
+        int length = snprintf(directory, sizeof directory, "%s/chaoskit-%u", partial, (unsigned)geteuid());
+        if (length <= 0 || (size_t)length >= sizeof directory) { say(partial, "is too long a path; set CHAOS_CONTROL_DIR"); return -1; }
+        if (syscall(SYS_mkdirat, AT_FDCWD, directory, 0700) != 0 && errno != EEXIST) { say(directory, strerror(errno)); return -1; }
+        if (syscall(SYS_newfstatat, AT_FDCWD, directory, &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(info.st_mode) ||
+            info.st_uid != geteuid() || (info.st_mode & 077)) {
+            say(directory, "is not a private directory of yours (mode 0700, a real directory): someone else may have made it; remove it, or set CHAOS_CONTROL_DIR to a directory you own");
+            return -1;
+        }
+        return 0;
+    }
+    if (info.st_uid != geteuid()) { say(partial, "belongs to another user; set CHAOS_CONTROL_DIR to a directory you own"); return -1; }
+    if (info.st_mode & 022) {
+        say(partial, "others may write to this directory, and without the sticky bit they could replace endpoint files; run chmod go-w on it (or chmod +t to share it), or set CHAOS_CONTROL_DIR to a private directory");
+        return -1;
+    }
     return 0;
 }
 

@@ -51,25 +51,42 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     // MARK: The directory
 
     /// The per-user directory of endpoint files: `CHAOS_CONTROL_DIR` when set, else
-    /// `$XDG_RUNTIME_DIR/chaoskit`, else `~/.chaoskit/control`.
+    /// `$XDG_RUNTIME_DIR/chaoskit`, else `~/.chaoskit/control`; inside a shared sticky
+    /// directory such as /tmp, its private subdirectory (see ``filesDirectory(for:)``).
     public static func directory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         if let explicit = environment["CHAOS_CONTROL_DIR"], !explicit.isEmpty {
-            return URL(fileURLWithPath: explicit, isDirectory: true)
+            return filesDirectory(for: URL(fileURLWithPath: explicit, isDirectory: true))
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            return URL(fileURLWithPath: runtime, isDirectory: true).appendingPathComponent(
-                "chaoskit", isDirectory: true)
+            return filesDirectory(
+                for: URL(fileURLWithPath: runtime, isDirectory: true).appendingPathComponent(
+                    "chaoskit", isDirectory: true))
         }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(
-            ".chaoskit/control", isDirectory: true)
+        return filesDirectory(
+            for: URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(
+                ".chaoskit/control", isDirectory: true))
     }
 
-    /// Writes this record as `PID.json` into `directory` (made private to the user if
-    /// needed), readable and writable by the user only; returns the file.
+    /// Where the endpoint files of `directory` are: `directory/chaoskit-UID` when it is a
+    /// shared sticky directory (one others may write to, with the sticky bit, as /tmp), else
+    /// `directory` itself. The preload library of `chaos run` chooses the same way, so both
+    /// find each other's files for the same `CHAOS_CONTROL_DIR`. Nothing is made or changed;
+    /// given the subdirectory, it answers the subdirectory.
+    public static func filesDirectory(for directory: URL) -> URL {
+        var info = stat()
+        guard lstat(directory.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, isSharedSticky(info) else {
+            return directory
+        }
+        return directory.appendingPathComponent("chaoskit-\(geteuid())", isDirectory: true)
+    }
+
+    /// Writes this record as `PID.json` into `directory` (see ``filesDirectory(for:)``; made
+    /// with mode 0700 when missing, never changed when it exists), readable and writable by
+    /// the user only; returns the file.
     @discardableResult
     public func publish(in directory: URL = ControlEndpoint.directory()) throws(ControlError) -> URL {
-        try Self.makePrivateDirectory(directory)
+        let directory = try Self.makePrivateDirectory(directory)
         let file = directory.appendingPathComponent("\(pid).json")
         let temporary = directory.appendingPathComponent(".\(pid).\(UInt32.random(in: .min ... .max)).tmp")
         let data: Data
@@ -98,7 +115,7 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
 
     /// Removes this process's endpoint file from `directory` (when it is this record's).
     public func withdraw(from directory: URL = ControlEndpoint.directory()) {
-        let file = directory.appendingPathComponent("\(pid).json")
+        let file = Self.filesDirectory(for: directory).appendingPathComponent("\(pid).json")
         if let data = FileManager.default.contents(atPath: file.path),
             let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data), record.token != token
         {
@@ -107,10 +124,11 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         unlink(file.path)
     }
 
-    /// The endpoint files in `directory` whose processes are alive, by pid. Files of dead
-    /// processes are removed (with their Unix sockets in `directory`); unreadable files are
-    /// skipped.
+    /// The endpoint files in `directory` (see ``filesDirectory(for:)``) whose processes are
+    /// alive, by pid. Files of dead processes are removed (with their Unix sockets in the
+    /// same directory); unreadable files are skipped.
     public static func all(in directory: URL = ControlEndpoint.directory()) -> [ControlEndpoint] {
+        let directory = filesDirectory(for: directory)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
         var found: [ControlEndpoint] = []
         for name in names where name.hasSuffix(".json") && !name.hasPrefix(".") {
@@ -135,14 +153,15 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         return found.sorted { $0.pid < $1.pid }
     }
 
-    /// The live endpoint of process `pid`; an error that says how to find one otherwise.
+    /// The live endpoint of process `pid` in `directory` (see ``filesDirectory(for:)``); an
+    /// error that says how to find one otherwise.
     public static func find(pid: Int32, in directory: URL = ControlEndpoint.directory()) throws(ControlError)
         -> ControlEndpoint
     {
         if let record = all(in: directory).first(where: { $0.pid == pid }) { return record }
         throw ControlError(
             "noSuchProcess", subject: "pid \(pid)",
-            "no controllable process has this pid (no endpoint file in \(directory.path)); `chaos ctl list` shows them, and a Swift program gets an endpoint with CHAOS_CONTROL=127.0.0.1:0"
+            "no controllable process has this pid (no endpoint file in \(filesDirectory(for: directory).path)); `chaos ctl list` shows them, and a Swift program gets an endpoint with CHAOS_CONTROL=127.0.0.1:0"
         )
     }
 
@@ -151,20 +170,38 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         return kill(pid, 0) == 0 || errno == EPERM
     }
 
-    /// Makes `directory` (and missing parents) with mode 0700, and refuses one that another
-    /// user owns or that others may write to.
-    static func makePrivateDirectory(_ directory: URL) throws(ControlError) {
+    /// Whether a directory is shared the way /tmp is: others may write to it, and the sticky
+    /// bit keeps them from removing or renaming what is not theirs.
+    private static func isSharedSticky(_ info: stat) -> Bool {
+        info.st_mode & S_ISVTX != 0 && info.st_mode & 0o022 != 0
+    }
+
+    /// The directory for endpoint files that `directory` stands for, made when missing (with
+    /// its missing parents, mode 0700) and checked as the preload library checks it: an
+    /// existing directory is never chmod'ed. A shared sticky one (/tmp) gets the private
+    /// subdirectory `chaoskit-UID`, which must then be the user's own, a real directory and
+    /// private; one others may write to without the sticky bit is refused, and so is one of
+    /// another user.
+    static func makePrivateDirectory(_ directory: URL) throws(ControlError) -> URL {
         let path = directory.path
         var info = stat()
         if lstat(path, &info) != 0 {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
+            guard errno == ENOENT else {
                 throw ControlError(
                     "endpointFiles", subject: path,
-                    "cannot create the directory of endpoint files (\(error.localizedDescription)); set CHAOS_CONTROL_DIR to a directory you own"
+                    "the directory of endpoint files cannot be read (\(lastError())); set CHAOS_CONTROL_DIR to a directory you own"
                 )
+            }
+            // Made a component at a time, as the preload library does: each made here is 0700.
+            var partial = ""
+            for component in path.split(separator: "/") {
+                partial += "/" + component
+                if mkdir(partial, 0o700) != 0 && errno != EEXIST {
+                    throw ControlError(
+                        "endpointFiles", subject: partial,
+                        "cannot create the directory of endpoint files (\(lastError())); set CHAOS_CONTROL_DIR to a directory you own"
+                    )
+                }
             }
             guard lstat(path, &info) == 0 else {
                 throw ControlError(
@@ -176,16 +213,37 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
                 "endpointFiles", subject: path,
                 "is not a directory (a symbolic link or a file is refused); remove it or set CHAOS_CONTROL_DIR")
         }
+        if isSharedSticky(info) {
+            let own = filesDirectory(for: directory)
+            if mkdir(own.path, 0o700) != 0 && errno != EEXIST {
+                throw ControlError(
+                    "endpointFiles", subject: own.path,
+                    "cannot create a private directory for endpoint files in this shared one (\(lastError())); set CHAOS_CONTROL_DIR to a directory you own"
+                )
+            }
+            var mine = stat()
+            guard lstat(own.path, &mine) == 0, (mine.st_mode & S_IFMT) == S_IFDIR, mine.st_uid == geteuid(),
+                mine.st_mode & 0o077 == 0
+            else {
+                throw ControlError(
+                    "endpointFiles", subject: own.path,
+                    "is not a private directory of yours (mode 0700, a real directory): someone else may have made it; remove it, or set CHAOS_CONTROL_DIR to a directory you own"
+                )
+            }
+            return own
+        }
         guard info.st_uid == geteuid() else {
             throw ControlError(
                 "endpointFiles", subject: path,
                 "belongs to another user (uid \(info.st_uid)); set CHAOS_CONTROL_DIR to a directory you own")
         }
-        if info.st_mode & 0o077 != 0, chmod(path, 0o700) != 0 {
+        guard info.st_mode & 0o022 == 0 else {
             throw ControlError(
                 "endpointFiles", subject: path,
-                "others may read it and it cannot be made private (\(lastError())); run chmod 700 on it")
+                "others may write to this directory, and without the sticky bit they could replace endpoint files; run chmod go-w on it (or chmod +t to share it), or set CHAOS_CONTROL_DIR to a private directory"
+            )
         }
+        return directory
     }
 
     static func lastError() -> String {

@@ -35,8 +35,11 @@ struct CtlOptions: ParsableArguments {
     @Option(help: "Seconds to wait for an answer.")
     var timeout: Double = 5
 
+    /// Where the endpoint files are (a shared sticky directory such as /tmp stands for its
+    /// private subdirectory, as where the endpoints write them).
     var endpointDirectory: URL {
-        directory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ControlEndpoint.directory()
+        ControlEndpoint.filesDirectory(
+            for: directory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ControlEndpoint.directory())
     }
 
     func client(pid: Int32) throws -> ControlClient {

@@ -214,8 +214,9 @@ import Testing
         let file = endpoint.directory.appendingPathComponent("\(getpid()).json")
         let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        // The directory was the test's: its mode is left as it was (others may not write).
         let directory = try FileManager.default.attributesOfItem(atPath: endpoint.directory.path)
-        #expect(((directory[.posixPermissions] as? NSNumber)?.intValue ?? 0) & 0o077 == 0)
+        #expect(((directory[.posixPermissions] as? NSNumber)?.intValue ?? 0) & 0o022 == 0)
         let record = try ControlEndpoint.find(pid: getpid(), in: endpoint.directory)
         #expect(record.url == endpoint.console.url)
         #expect(record.token == endpoint.console.token)
@@ -343,6 +344,74 @@ import Testing
         }
         #expect(refused?.subject == "CHAOS_CONTROL")
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    @Test func endpointDirectoriesAreMadePrivateOrLeftAsTheyAre() async throws {
+        let base = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let record = ControlEndpoint(pid: getpid(), program: "tests", url: "http://127.0.0.1:1", token: "t")
+        func mode(_ url: URL) -> mode_t {
+            var info = stat()
+            return lstat(url.path, &info) == 0 ? info.st_mode & 0o7777 : 0
+        }
+        // Made here: 0700, parents too.
+        let made = base.appendingPathComponent("a/b", isDirectory: true)
+        try record.publish(in: made)
+        #expect(mode(made) == 0o700 && mode(made.deletingLastPathComponent()) == 0o700)
+        // Shared and sticky (/tmp): left as it is, the files go into chaoskit-UID.
+        let shared = base.appendingPathComponent("shared", isDirectory: true)
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        chmod(shared.path, 0o1777)
+        let file = try record.publish(in: shared)
+        let own = shared.appendingPathComponent("chaoskit-\(geteuid())", isDirectory: true)
+        #expect(mode(shared) == 0o1777)
+        #expect(mode(own) == 0o700)
+        #expect(file.path == own.appendingPathComponent("\(getpid()).json").path)
+        #expect(ControlEndpoint.directory(environment: ["CHAOS_CONTROL_DIR": shared.path]) == own)
+        #expect(ControlEndpoint.filesDirectory(for: own) == own)
+        #expect(try ControlEndpoint.find(pid: getpid(), in: shared).token == "t")
+        record.withdraw(from: shared)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        // Others may write and no sticky bit: refused, untouched, with what to do.
+        let open = base.appendingPathComponent("open", isDirectory: true)
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: false)
+        chmod(open.path, 0o777)
+        let refused = caught { () throws(ControlError) in try record.publish(in: open) }
+        #expect(refused?.kind == "endpointFiles" && refused?.message.contains("chmod go-w") == true)
+        #expect(mode(open) == 0o777)
+        // Ours and readable by others: used as it is (each file and socket is 0600).
+        let readable = base.appendingPathComponent("readable", isDirectory: true)
+        try FileManager.default.createDirectory(at: readable, withIntermediateDirectories: false)
+        chmod(readable.path, 0o755)
+        try record.publish(in: readable)
+        #expect(mode(readable) == 0o755)
+        // A private subdirectory someone else prepared, or a link, is refused.
+        let squatted = base.appendingPathComponent("squatted", isDirectory: true)
+        try FileManager.default.createDirectory(at: squatted, withIntermediateDirectories: false)
+        chmod(squatted.path, 0o1777)
+        let planted = squatted.appendingPathComponent("chaoskit-\(geteuid())")
+        try FileManager.default.createDirectory(at: planted, withIntermediateDirectories: false)
+        chmod(planted.path, 0o755)
+        let open755 = caught { () throws(ControlError) in try record.publish(in: squatted) }
+        #expect(open755?.message.contains("not a private directory of yours") == true)
+        try FileManager.default.removeItem(at: planted)
+        try FileManager.default.createSymbolicLink(at: planted, withDestinationURL: made)
+        let linked = caught { () throws(ControlError) in try record.publish(in: squatted) }
+        #expect(linked?.message.contains("not a private directory of yours") == true)
+    }
+
+    @Test func anInProcessEndpointInASharedDirectoryIsFoundByChaosCtl() async throws {
+        let shared = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: shared) }
+        chmod(shared.path, 0o1777)
+        let environment = ["CHAOS_CONTROL": "127.0.0.1:0", "CHAOS_CONTROL_DIR": shared.path]
+        let started = try await Chaos.bootstrap(control: .environment, environment: environment)
+        let console = try #require(started.console)
+        var info = stat()
+        #expect(lstat(shared.path, &info) == 0 && info.st_mode & 0o7777 == 0o1777)
+        let listed = try await offload { try ChaosToolRun.chaos(["ctl", "list", "--directory", shared.path]) }
+        #expect(listed.output.contains("\(getpid())  "), "\(listed.output) \(listed.errors)")
+        await console.stop()
     }
 
     @Test func addressesFromTheEnvironment() throws {

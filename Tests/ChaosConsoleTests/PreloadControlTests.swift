@@ -38,11 +38,14 @@ final class PreloadChild: Sendable {
             time.sleep(0.02)
         """
 
-    /// Starts `chaos run --profile PROFILE -- COMMAND…` (the loop when no command is given).
-    init(profile: String, command: [String] = ["python3", "-c", PreloadChild.loop]) throws {
+    /// Starts `chaos run --profile PROFILE -- COMMAND…` (the loop when no command is given),
+    /// with CHAOS_CONTROL_DIR a fresh directory of mode `directoryMode` (when given).
+    init(profile: String, command: [String] = ["python3", "-c", PreloadChild.loop], directoryMode: mode_t? = nil) throws
+    {
         // Short: the socket's path must stay under 104 bytes.
         directory = URL(fileURLWithPath: "/tmp/pctl-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        if let directoryMode { chmod(directory.path, directoryMode) }
         let profileFile = directory.appendingPathComponent("start.json")
         try Data(profile.utf8).write(to: profileFile)
         process = Process()
@@ -510,3 +513,60 @@ final class PreloadChild: Sendable {
         #expect(malformed.errors.contains("e.g. 1h"), "\(malformed.errors)")
     }
 }
+
+// MARK: - Directories (issue #21)
+
+#if os(Linux)
+extension PreloadControlTests {
+    @Test func aSharedStickyDirectoryKeepsItsModeAndHoldsAPrivateOne() async throws {
+        let child = try PreloadChild(profile: Self.harmless, directoryMode: 0o1777)
+        defer { child.stop() }
+        try await child.line(startingWith: "ok")
+        let endpoint = try await child.endpoint()
+        var info = stat()
+        #expect(lstat(child.directory.path, &info) == 0 && info.st_mode & 0o7777 == 0o1777, "chmod'ed: \(info.st_mode)")
+        let own = child.directory.appendingPathComponent("chaoskit-\(geteuid())")
+        #expect(lstat(own.path, &info) == 0 && info.st_mode & 0o7777 == 0o700 && info.st_uid == geteuid())
+        #expect(endpoint.url == "unix:\(own.path)/\(child.pid).sock")
+        // Both sides choose the same directory, so chaos ctl finds the file there.
+        #expect(ControlEndpoint.directory(environment: ["CHAOS_CONTROL_DIR": child.directory.path]) == own)
+        let listed = try await child.ctl("list")
+        #expect(listed.output.contains("\(child.pid)  python3  unix:\(own.path)/"), "\(listed.errors)")
+        let status = try await child.ctl("status", "\(child.pid)")
+        #expect(status.status == 0, "\(status.errors)")
+    }
+
+    @Test func aDirectoryOthersMayWriteToWithoutTheStickyBitIsRefused() async throws {
+        let child = try PreloadChild(profile: Self.harmless, directoryMode: 0o777)
+        defer { child.stop() }
+        let said = try await child.line(startingWith: "chaos preload: no control endpoint")
+        #expect(said.contains("chmod go-w"), "\(said)")
+        try await child.line(startingWith: "ok")
+        var info = stat()
+        #expect(lstat(child.directory.path, &info) == 0 && info.st_mode & 0o7777 == 0o777)
+        let files = try FileManager.default.contentsOfDirectory(atPath: child.directory.path)
+        #expect(files == ["start.json"])
+    }
+}
+
+/// Runs the built `chaos` tool.
+enum ChaosToolRun {
+    static func chaos(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        let process = Process()
+        process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+            String(decoding: errorData, as: UTF8.self)
+        )
+    }
+}
+#endif
