@@ -39,17 +39,25 @@ public struct ControlClient: Sendable {
     public let token: String
     /// How long a connection, a write or a wait for bytes may take.
     public var timeout: Duration
+    /// Whether a Unix socket may belong to a process of another user. Off by default: such a
+    /// process could answer anything and would learn every plan sent to it, so a socket
+    /// whose peer (`SO_PEERCRED`) is not the caller's effective user is refused with an
+    /// `untrustedEndpoint` error before anything is sent. A TCP peer's user cannot be asked;
+    /// the endpoint file's owner (``ControlEndpoint/find(pid:in:allowingOtherUsers:)``) vouches
+    /// for it.
+    public var allowsOtherUsers: Bool
 
     /// A client of the endpoint at `url` (`http://127.0.0.1:PORT` or `unix:/path`).
-    public init(url: String, token: String, timeout: Duration = .seconds(5)) {
+    public init(url: String, token: String, timeout: Duration = .seconds(5), allowsOtherUsers: Bool = false) {
         self.url = url
         self.token = token
         self.timeout = timeout
+        self.allowsOtherUsers = allowsOtherUsers
     }
 
     /// A client of a process found by its endpoint file.
-    public init(_ endpoint: ControlEndpoint, timeout: Duration = .seconds(5)) {
-        self.init(url: endpoint.url, token: endpoint.token, timeout: timeout)
+    public init(_ endpoint: ControlEndpoint, timeout: Duration = .seconds(5), allowsOtherUsers: Bool = false) {
+        self.init(url: endpoint.url, token: endpoint.token, timeout: timeout, allowsOtherUsers: allowsOtherUsers)
     }
 
     // MARK: The verbs
@@ -267,7 +275,7 @@ public struct ControlClient: Sendable {
         waitForever: Bool, _ deliver: (HTTPResponseHead, ArraySlice<UInt8>) throws(ControlError) -> Bool
     ) throws(ControlError) {
         let address = try ControlAddress(url)
-        let socket = try address.connect(timeout: timeout)
+        let socket = try address.connect(timeout: timeout, peer: allowsOtherUsers ? nil : geteuid())
         defer { close(socket) }
         var request =
             "\(method) \(path) HTTP/1.1\r\nHost: \(address.hostHeader)\r\nAuthorization: Bearer \(token)\r\nAccept: \(accept)\r\nConnection: close\r\nUser-Agent: ChaosControl/\(ControlAPI.version)\r\n"
@@ -408,8 +416,9 @@ struct ControlAddress {
         }
     }
 
-    /// A connected socket, with send and receive timeouts set.
-    func connect(timeout: Duration) throws(ControlError) -> Int32 {
+    /// A connected socket, with send and receive timeouts set. A Unix socket whose peer is
+    /// not of user `peer` (when given) is closed unused.
+    func connect(timeout: Duration, peer: uid_t? = nil) throws(ControlError) -> Int32 {
         switch transport {
         case .unix(let path):
             #if canImport(Darwin)
@@ -450,6 +459,14 @@ struct ControlAddress {
                 throw ControlError(
                     "unreachable", subject: path,
                     "nothing listens on this socket (\(reason)); the process has ended, or its endpoint stopped")
+            }
+            if let peer {
+                do throws(ControlError) {
+                    try Self.check(fd, path: path, isOf: peer)
+                } catch {
+                    close(fd)
+                    throw error
+                }
             }
             return fd
         case .tcp(let host, let port):
@@ -495,6 +512,42 @@ struct ControlAddress {
             throw ControlError(
                 "unreachable", subject: "\(host):\(port)",
                 "nothing answers there (\(reason)); is the process still running, and is this its endpoint?")
+        }
+    }
+}
+
+extension ControlAddress {
+    /// The user of the process at the other end of the connected Unix socket `fd`, as the
+    /// kernel recorded it when that process listened; nil when it cannot be asked.
+    static func peerUser(_ fd: Int32) -> uid_t? {
+        #if canImport(Darwin)
+        var user = uid_t()
+        var group = gid_t()
+        return getpeereid(fd, &user, &group) == 0 ? user : nil
+        #else
+        // struct ucred: pid, uid, gid.
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var size = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0,
+            Int(size) == MemoryLayout.size(ofValue: credentials)
+        else { return nil }
+        return credentials.1
+        #endif
+    }
+
+    /// Refuses the socket `fd` (connected to `path`) unless its peer runs as `user`.
+    static func check(_ fd: Int32, path: String, isOf user: uid_t) throws(ControlError) {
+        guard let peer = peerUser(fd) else {
+            throw ControlError(
+                "untrustedEndpoint", subject: path,
+                "the user of the process behind this socket cannot be asked (\(ControlEndpoint.lastError())); allow other users (chaos ctl --allow-other-users) to talk to it anyway"
+            )
+        }
+        guard peer == user else {
+            throw ControlError(
+                "untrustedEndpoint", subject: path,
+                "the process behind this socket runs as uid \(peer), not as you (uid \(user)); it could answer anything and would learn what is sent to it. Steer it as that user, or allow other users (chaos ctl --allow-other-users) if you trust them"
+            )
         }
     }
 }

@@ -116,26 +116,39 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     /// Removes this process's endpoint file from `directory` (when it is this record's).
     public func withdraw(from directory: URL = ControlEndpoint.directory()) {
         let file = Self.filesDirectory(for: directory).appendingPathComponent("\(pid).json")
-        if let data = FileManager.default.contents(atPath: file.path),
-            let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data), record.token != token
-        {
-            return  // another endpoint of this pid replaced it
+        do {
+            if let record = try Self.read(file.path, allowingOtherUsers: false), record.token != token {
+                return  // another endpoint of this pid replaced it
+            }
+        } catch {
+            return  // another user's file: not this endpoint's to remove
         }
         unlink(file.path)
     }
 
     /// The endpoint files in `directory` (see ``filesDirectory(for:)``) whose processes are
     /// alive, by pid. Files of dead processes are removed (with their Unix sockets in the
-    /// same directory); unreadable files are skipped.
-    public static func all(in directory: URL = ControlEndpoint.directory()) -> [ControlEndpoint] {
+    /// same directory); unreadable files are skipped. So are files another user owns, unless
+    /// `allowingOtherUsers`: their process could answer anything and learn what is sent to
+    /// it. `refused` hears of each skipped file of another user, as an `untrustedEndpoint`
+    /// error.
+    public static func all(
+        in directory: URL = ControlEndpoint.directory(), allowingOtherUsers: Bool = false,
+        refused: (ControlError) -> Void = { _ in }
+    ) -> [ControlEndpoint] {
         let directory = filesDirectory(for: directory)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
         var found: [ControlEndpoint] = []
         for name in names where name.hasSuffix(".json") && !name.hasPrefix(".") {
             let path = directory.appendingPathComponent(name).path
-            guard let data = FileManager.default.contents(atPath: path),
-                let record = try? ControlAPI.decoder().decode(ControlEndpoint.self, from: data)
-            else { continue }
+            let record: ControlEndpoint
+            do throws(ControlError) {
+                guard let read = try read(path, allowingOtherUsers: allowingOtherUsers) else { continue }
+                record = read
+            } catch {
+                refused(error)
+                continue
+            }
             guard isAlive(record.pid) else {
                 unlink(path)
                 // A `chaos run` child that ended with _exit (as dash does) could not remove
@@ -154,15 +167,48 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     }
 
     /// The live endpoint of process `pid` in `directory` (see ``filesDirectory(for:)``); an
-    /// error that says how to find one otherwise.
-    public static func find(pid: Int32, in directory: URL = ControlEndpoint.directory()) throws(ControlError)
-        -> ControlEndpoint
-    {
-        if let record = all(in: directory).first(where: { $0.pid == pid }) { return record }
+    /// error that says how to find one otherwise. A file another user owns is an
+    /// `untrustedEndpoint` error unless `allowingOtherUsers`.
+    public static func find(
+        pid: Int32, in directory: URL = ControlEndpoint.directory(), allowingOtherUsers: Bool = false
+    ) throws(ControlError) -> ControlEndpoint {
+        let directory = filesDirectory(for: directory)
+        if let record = try read(
+            directory.appendingPathComponent("\(pid).json").path, allowingOtherUsers: allowingOtherUsers),
+            record.pid == pid, isAlive(pid)
+        {
+            return record
+        }
         throw ControlError(
             "noSuchProcess", subject: "pid \(pid)",
-            "no controllable process has this pid (no endpoint file in \(filesDirectory(for: directory).path)); `chaos ctl list` shows them, and a Swift program gets an endpoint with CHAOS_CONTROL=127.0.0.1:0"
+            "no controllable process has this pid (no endpoint file in \(directory.path)); `chaos ctl list` shows them, and a Swift program gets an endpoint with CHAOS_CONTROL=127.0.0.1:0"
         )
+    }
+
+    /// The record in the endpoint file at `path`; nil when there is none or it is not one.
+    /// The file is opened without following a symbolic link, and its owner is the opened
+    /// file's, so a file swapped in between cannot pass for the user's own.
+    static func read(_ path: String, allowingOtherUsers: Bool) throws(ControlError) -> ControlEndpoint? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size <= 1 << 16 else { return nil }
+        if !allowingOtherUsers, info.st_uid != geteuid() {
+            throw ControlError(
+                "untrustedEndpoint", subject: path,
+                "this endpoint file belongs to uid \(info.st_uid), not to you (uid \(geteuid())); its process could answer anything and would learn what is sent to it. Steer it as that user, or allow other users (chaos ctl --allow-other-users) if you trust them"
+            )
+        }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while data.count <= 1 << 16 {
+            let count = chunk.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            data.append(contentsOf: chunk[..<count])
+        }
+        return try? ControlAPI.decoder().decode(ControlEndpoint.self, from: ControlAPI.repaired(data))
     }
 
     private static func isAlive(_ pid: Int32) -> Bool {
@@ -249,4 +295,11 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     static func lastError() -> String {
         String(cString: strerror(errno))
     }
+}
+
+/// `read(2)`, named apart from the endpoint's own `read`.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// Named for the libc function it reaches past the type's own `read`.
+private func Glibc_read(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(fd, buffer, count)
 }

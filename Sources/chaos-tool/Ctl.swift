@@ -15,7 +15,10 @@ struct Ctl: ParsableCommand {
             Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
             else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
             CHAOS_CONTROL=127.0.0.1:0 and Chaos.bootstrap(control: .environment); a program started \
-            by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here).
+            by `chaos run` gets one with CHAOS_CONTROL=unix (its profiles are compiled here). \
+            Only your own processes are steered: an endpoint file or a socket of another user is \
+            refused unless --allow-other-users is given. What processes send is printed with its \
+            control characters escaped.
             """,
         subcommands: [
             CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self,
@@ -35,6 +38,14 @@ struct CtlOptions: ParsableArguments {
     @Option(help: "Seconds to wait for an answer.")
     var timeout: Double = 5
 
+    @Flag(
+        help: """
+            Also talk to processes of other users. Without it, an endpoint file another user owns, \
+            or a socket whose process runs as another user, is refused: that process could answer \
+            anything and would learn every profile sent to it. Give it only for users you trust.
+            """)
+    var allowOtherUsers = false
+
     /// Where the endpoint files are (a shared sticky directory such as /tmp stands for its
     /// private subdirectory, as where the endpoints write them).
     var endpointDirectory: URL {
@@ -47,17 +58,29 @@ struct CtlOptions: ParsableArguments {
     }
 
     func endpoint(pid: Int32) throws -> ControlEndpoint {
-        try ControlEndpoint.find(pid: pid, in: endpointDirectory)
+        try ControlEndpoint.find(pid: pid, in: endpointDirectory, allowingOtherUsers: allowOtherUsers)
     }
 
     func client(_ endpoint: ControlEndpoint) -> ControlClient {
-        ControlClient(endpoint, timeout: .milliseconds(Int(timeout * 1_000)))
+        ControlClient(endpoint, timeout: .milliseconds(Int(timeout * 1_000)), allowsOtherUsers: allowOtherUsers)
+    }
+
+    /// The live endpoints; each file of another user that is skipped is said on stderr.
+    func endpoints() -> [ControlEndpoint] {
+        ControlEndpoint.all(in: endpointDirectory, allowingOtherUsers: allowOtherUsers) { refusal in
+            warn("skipped: \(refusal.description)")
+        }
     }
 }
 
-/// A control error as the tool reports it (ArgumentParser prints the description).
+/// A control error as the tool reports it (ArgumentParser prints the description), with
+/// what came from a process or a file escaped.
 struct CtlFailure: Error, CustomStringConvertible {
     let description: String
+
+    init(description: TerminalText) {
+        self.description = description.description
+    }
 }
 
 /// Runs `body`, turning a ControlError into a one-line report.
@@ -65,7 +88,7 @@ func ctl<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as ControlError {
-        throw CtlFailure(description: error.description)
+        throw CtlFailure(description: "\(error.description)")
     }
 }
 
@@ -100,12 +123,23 @@ struct CtlList: ParsableCommand {
 
     func run() throws {
         var rows: [(endpoint: ControlEndpoint, status: ControlAPI.Status, entries: [ControlAPI.Entry])] = []
-        for endpoint in ControlEndpoint.all(in: options.endpointDirectory) {
-            let client = ControlClient(endpoint, timeout: .seconds(1))
-            // Skip processes that do not answer, or a recycled pid's endpoint.
-            guard let status = try? client.status(), status.pid == endpoint.pid,
-                let entries = try? client.entries()
-            else { continue }
+        for endpoint in options.endpoints() {
+            var client = options.client(endpoint)
+            client.timeout = .seconds(1)
+            // Skip processes that do not answer, or a recycled pid's endpoint; say which
+            // were refused for their user.
+            let status: ControlAPI.Status
+            let entries: [ControlAPI.Entry]
+            do {
+                status = try client.status()
+                guard status.pid == endpoint.pid else { continue }
+                entries = try client.entries()
+            } catch let error where error.kind == "untrustedEndpoint" {
+                warn("skipped pid \(endpoint.pid): \(error.description)")
+                continue
+            } catch {
+                continue
+            }
             rows.append((endpoint, status, entries))
         }
         if json {
@@ -118,21 +152,21 @@ struct CtlList: ParsableCommand {
                         pid: $0.endpoint.pid, program: $0.status.program, url: $0.endpoint.url, kind: $0.status.kind,
                         waiting: $0.status.waiting, entries: $0.entries)
                 })
-            print(String(decoding: data, as: UTF8.self))
+            print(TerminalText.json(data))
             return
         }
         guard !rows.isEmpty else {
-            print("no controllable processes (endpoint files in \(options.endpointDirectory.path))")
+            say("no controllable processes (endpoint files in \(options.endpointDirectory.path))")
             return
         }
         for row in rows {
             let on =
                 row.status.enabledEntries > 0
                 ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
-            print(
+            say(
                 "\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")"
             )
-            for entry in row.entries { print("    \(entry.line)") }
+            for entry in row.entries { say("    \(entry.line)") }
         }
     }
 }
@@ -148,13 +182,13 @@ struct CtlConsole: ParsableCommand {
 
     func run() throws {
         guard let pid else {
-            let consoles = ControlEndpoint.all(in: options.endpointDirectory).compactMap { endpoint in
+            let consoles = options.endpoints().compactMap { endpoint -> TerminalText? in
                 endpoint.consoleURL.map { "\(endpoint.pid)  \(endpoint.program)  \($0)" }
             }
-            print(
-                consoles.isEmpty
-                    ? "no process serves a web console (endpoint files in \(options.endpointDirectory.path))"
-                    : consoles.joined(separator: "\n"))
+            if consoles.isEmpty {
+                say("no process serves a web console (endpoint files in \(options.endpointDirectory.path))")
+            }
+            for console in consoles { say(console) }
             return
         }
         let endpoint = try ctl { try options.endpoint(pid: pid) }
@@ -164,7 +198,7 @@ struct CtlConsole: ParsableCommand {
                     "process \(pid) (\(endpoint.program)) serves no web console: its endpoint is \(endpoint.url) (\(endpoint.kind)); steer it with chaos ctl status/apply/revert"
             )
         }
-        print(url)
+        say("\(url)")
     }
 }
 
@@ -187,20 +221,19 @@ struct CtlStatus: ParsableCommand {
                     let status: ControlAPI.Status, entries: [ControlAPI.Entry], responseSets: [ControlAPI.ResponseSet]
                 }
                 print(
-                    String(
-                        decoding: try ControlAPI.encoder().encode(
-                            Report(status: status, entries: entries, responseSets: sets)), as: UTF8.self))
+                    TerminalText.json(
+                        try ControlAPI.encoder().encode(Report(status: status, entries: entries, responseSets: sets))))
                 return
             }
-            print(
+            say(
                 "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
             )
-            print(entries.isEmpty ? "entries: none" : "entries:")
-            for entry in entries { print("  \(entry.line)") }
+            say(entries.isEmpty ? "entries: none" : "entries:")
+            for entry in entries { say("  \(entry.line)") }
             if !sets.isEmpty {
-                print("response sets:")
+                say("response sets:")
                 for set in sets {
-                    print(
+                    say(
                         "  \(set.name) (\(set.matcher)): \(set.responses.map { $0 == set.selected ? "[\($0)]" : $0 }.joined(separator: ", "))"
                     )
                 }
@@ -236,7 +269,7 @@ struct CtlApply: ParsableCommand {
             } else {
                 applied = try client.apply(profile: data, source: file)
             }
-            print("applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))")
+            say("applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))")
         }
     }
 
@@ -265,7 +298,7 @@ struct CtlRevert: ParsableCommand {
         try ctl {
             let client = try options.client(pid: pid)
             let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
-            print(
+            say(
                 reverted.entries.isEmpty
                     ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))")
         }
@@ -281,7 +314,7 @@ struct CtlEnable: ParsableCommand {
 
     func run() throws {
         let number = try entryNumber(entry)
-        try ctl { print(try options.client(pid: pid).setEnabled(true, entry: number).line) }
+        try ctl { say("\(try options.client(pid: pid).setEnabled(true, entry: number).line)") }
     }
 }
 
@@ -295,7 +328,7 @@ struct CtlDisable: ParsableCommand {
 
     func run() throws {
         let number = try entryNumber(entry)
-        try ctl { print(try options.client(pid: pid).setEnabled(false, entry: number).line) }
+        try ctl { say("\(try options.client(pid: pid).setEnabled(false, entry: number).line)") }
     }
 }
 
@@ -321,19 +354,15 @@ struct CtlEvents: ParsableCommand {
             let client = options.client(endpoint)
             let encoder = ControlAPI.encoder()
             try client.events(onOpen: {
-                FileHandle.standardError.write(Data("following the events of \(pid) (\(client.url))\n".utf8))
+                warn("following the events of \(pid) (\(client.url))")
             }) { event in
                 // Written at once (not through print's buffer): followers such as tests and
                 // `| grep` see each event as it comes.
-                if json {
-                    var data = (try? encoder.encode(event)) ?? Data()
-                    data.append(UInt8(ascii: "\n"))
-                    FileHandle.standardOutput.write(data)
-                } else {
-                    let line =
-                        "\(event.date.formatted(.iso8601))  \(event.entry.map { "#\($0) " } ?? "")\(event.point) ← \(event.provider)  call \(event.callIndex)  entry seed \(event.entrySeed)\n"
-                    FileHandle.standardOutput.write(Data(line.utf8))
-                }
+                let line: TerminalText =
+                    json
+                    ? "\(safe: TerminalText.json((try? encoder.encode(event)) ?? Data()))\n"
+                    : "\(event.date.formatted(.iso8601))  \(event.entry.map { "#\($0) " } ?? "")\(event.point) ← \(event.provider)  call \(event.callIndex)  entry seed \(event.entrySeed)\n"
+                FileHandle.standardOutput.write(Data(line.description.utf8))
                 seen += 1
                 return count.map { seen < $0 } ?? true
             }
@@ -353,7 +382,7 @@ struct CtlSelect: ParsableCommand {
     func run() throws {
         try ctl {
             let selected = try options.client(pid: pid).select(response, in: set)
-            print(
+            say(
                 "\(selected.name): \(selected.responses.map { $0 == selected.selected ? "[\($0)]" : $0 }.joined(separator: ", "))"
             )
         }
@@ -370,7 +399,7 @@ struct CtlGo: ParsableCommand {
     func run() throws {
         try ctl {
             try options.client(pid: pid).go()
-            print("go sent to \(pid)")
+            say("go sent to \(pid)")
         }
     }
 }
@@ -408,13 +437,13 @@ struct CtlAdvance: ParsableCommand {
             let client = try options.client(pid: pid)
             guard let duration else {
                 let time = try client.stopAdvance()
-                print(
+                say(
                     "\(pid): \(time.stopped == true ? "advance stopped" : "no advance was running"); virtual time \(time.now ?? "?")"
                 )
                 return
             }
             let time = try client.advance(by: duration, maxSteps: maxSteps)
-            print(
+            say(
                 "\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending"
             )
         }

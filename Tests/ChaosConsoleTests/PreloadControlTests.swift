@@ -5,6 +5,10 @@ import Testing
 
 @testable import ChaosControl
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A Python loop started by the built `chaos run` with CHAOS_CONTROL set: it connects to a
 /// listener of its own every 20 ms and prints `ok` or `refused`, so what `chaos ctl` changes
 /// in libChaosPreload.so shows in its output.
@@ -567,6 +571,274 @@ enum ChaosToolRun {
             process.terminationStatus, String(decoding: outputData, as: UTF8.self),
             String(decoding: errorData, as: UTF8.self)
         )
+    }
+}
+#endif
+
+// MARK: - Text and trust (issue #21)
+
+#if os(Linux)
+
+/// Sends `request` as it is to the Unix socket at `path` and returns the whole answer (the
+/// endpoint closes after one).
+func exchange(_ path: String, _ request: [UInt8]) throws -> [UInt8] {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+    defer { close(fd) }
+    var limit = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard connected == 0 else { throw TestFailure("connect \(path): \(errno)") }
+    var sent = 0
+    while sent < request.count {
+        let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard count > 0 else { break }  // the endpoint may answer and close before the end
+        sent += count
+    }
+    var answer: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { break }
+        answer += chunk[..<count]
+    }
+    return answer
+}
+
+/// A seeded generator, so a failing fuzz input can be made again.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension PreloadControlTests {
+    /// A copy of /bin/sleep named `name` in a fresh folder (removed by the caller): the
+    /// kernel names a process by its program's file, cut to 15 bytes.
+    func sleeper(named name: String) throws -> (folder: URL, path: String) {
+        let folder = URL(fileURLWithPath: "/tmp/pname-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent(name).path
+        try FileManager.default.copyItem(atPath: "/bin/sleep", toPath: path)
+        return (folder, path)
+    }
+
+    @Test func answersAreValidUTF8WhateverBytesTheRequestsHold() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        try await child.line(startingWith: "ok")
+        let endpoint = try await child.endpoint()
+        let socket = String(endpoint.url.dropFirst(5))
+        let token = Array(endpoint.token.utf8)
+        var random = SplitMix(state: 0x21_0003)
+        // Bytes that end nothing early: no space or line break (the request line splits at
+        // them), with every byte from 0x80 up, where UTF-8 goes wrong.
+        let anyByte: [UInt8] = Array(0x21...0xFF).filter { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") }
+        func junk(_ range: ClosedRange<Int> = 1...120) -> [UInt8] {
+            (0..<Int.random(in: range, using: &random)).map { _ in anyByte.randomElement(using: &random)! }
+        }
+        func percent(_ bytes: [UInt8]) -> [UInt8] {
+            Array(bytes.map { String(format: "%%%02X", $0) }.joined().utf8)
+        }
+        func request(_ line: String, _ target: [UInt8], headers: [[UInt8]] = [], body: [UInt8] = []) -> [UInt8] {
+            var head = Array("\(line) ".utf8) + target + Array(" HTTP/1.1\r\n".utf8)
+            var named = headers
+            if !named.contains(where: { $0.starts(with: Array("Host:".utf8)) }) {
+                named.append(Array("Host: localhost".utf8))
+            }
+            named.append(Array("Authorization: Bearer ".utf8) + token)
+            if !body.isEmpty { named.append(Array("Content-Length: \(body.count)".utf8)) }
+            for header in named { head += header + Array("\r\n".utf8) }
+            return head + Array("\r\n".utf8) + body
+        }
+        let plan = Array("Content-Type: text/x-chaos-plan".utf8)
+        var kinds: [String: Int] = [:]
+        var checked = 0
+        for round in 0..<1_000 {
+            let kind = round % 8
+            let bytes: [UInt8]
+            switch kind {
+            case 0: bytes = request("GET", Array("/".utf8) + junk())
+            case 1: bytes = request("GET", Array("/v1/status".utf8), headers: [Array("Host: ".utf8) + junk()])
+            case 2: bytes = request("GET", Array("/v1/status".utf8), headers: [Array("Origin: ".utf8) + junk()])
+            case 3:
+                bytes = request(
+                    "POST", Array("/v1/entries".utf8), headers: [Array("Content-Type: ".utf8) + junk()], body: [0x41])
+            case 4: bytes = request("GET", Array("/v1/entries/".utf8) + junk())
+            case 5:
+                // A plan that does not parse, quoted back in the message, from a named source.
+                bytes = request(
+                    "POST", Array("/v1/entries?source=".utf8) + percent(junk(1...200)), headers: [plan],
+                    body: Array("chaos-plan 1\nentry ".utf8) + junk() + Array("\nnode 0 original\n".utf8))
+            case 6: bytes = request("POST", Array("/v1/time/advance?by=".utf8) + percent(junk(1...60)))
+            default:
+                // A label of any bytes, escaped as plan text writes them.
+                let label = junk(1...40).map { String(format: "\\x%02x", $0) }.joined()
+                bytes = request(
+                    "POST", Array("/v1/entries?source=fuzz".utf8), headers: [plan],
+                    body: Array("chaos-plan 1\nentry connect label=\"\(label)\"\nnode 0 original\n".utf8))
+            }
+            let answer = try await offload { try exchange(socket, bytes) }
+            let split = try #require(
+                answer.indices.first { answer[$0...].starts(with: Array("\r\n\r\n".utf8)) }, "no head: \(answer)")
+            let body = Array(answer[(split + 4)...])
+            let text = String(validating: body, as: UTF8.self)
+            #expect(text != nil, "not UTF-8 (request \(round), kind \(kind)): \(body)")
+            #expect(
+                (try? JSONSerialization.jsonObject(with: Data(body))) != nil,
+                "not JSON (request \(round)): \(String(decoding: body, as: UTF8.self))")
+            let status = String(decoding: answer.prefix(12), as: UTF8.self)
+            kinds[status, default: 0] += 1
+            checked += 1
+        }
+        #expect(checked == 1_000)
+        // Each kind of subject was reached: the errors, and labels that happened to be text.
+        for status in ["HTTP/1.1 404", "HTTP/1.1 403", "HTTP/1.1 415", "HTTP/1.1 422", "HTTP/1.1 400"] {
+            #expect(kinds[status, default: 0] > 0, "\(kinds)")
+        }
+        // What was applied is listed, and every answer about it is text.
+        let listing = request("GET", Array("/v1/entries".utf8))
+        let entries = try await offload { try exchange(socket, listing) }
+        #expect(String(validating: entries, as: UTF8.self) != nil)
+        let listed = try await child.ctl("list")
+        #expect(listed.output.contains("\(child.pid)  python3  unix:"), "\(listed.errors)")
+    }
+
+    @Test func aPlanLabelThatIsNotUTF8IsRefusedAndTheProcessStaysListed() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        try await child.line(startingWith: "ok")
+        let endpoint = try await child.endpoint()
+        let client = ControlClient(endpoint, timeout: .seconds(30))
+        do {
+            _ = try await offload {
+                try client.apply(
+                    plan: "chaos-plan 1\nentry connect label=\"x\\xff\"\nnode 0 original\n", source: "typed")
+            }
+            Issue.record("a label that is not UTF-8 was applied")
+        } catch let error as ControlError {
+            #expect(error.status == 422)
+            #expect(error.subject == "typed:2:23", "\(error)")
+            #expect(error.message.contains("not UTF-8"), "\(error)")
+        }
+        // A label that is text but steers a terminal is taken, and shown escaped.
+        _ = try await offload {
+            try client.apply(
+                plan: "chaos-plan 1\nentry connect label=\"\\x1b[31mred\"\nnode 0 original\n", source: "typed")
+        }
+        let status = try await child.ctl("status", "\(child.pid)")
+        #expect(status.status == 0, "\(status.errors)")
+        #expect(status.output.contains(#"← \u{1B}[31mred"#), "\(status.output)")
+        #expect(!status.output.contains("\u{1B}"))
+        let listed = try await child.ctl("list")
+        #expect(listed.output.contains("\(child.pid)  python3  unix:"), "\(listed.errors)")
+        #expect(!listed.output.contains("\u{1B}"))
+        let json = try await child.ctl("list", "--json")
+        #expect(json.output.contains(#"\u001b[31mred"#), "\(json.output)")
+    }
+
+    @Test func programNamesAreCutAtCharactersAndPrintedEscaped() async throws {
+        let enye = try sleeper(named: String(repeating: "ñ", count: 9))
+        defer { try? FileManager.default.removeItem(at: enye.folder) }
+        let escape = try sleeper(named: "\u{1B}[31mevil\u{9B}")
+        defer { try? FileManager.default.removeItem(at: escape.folder) }
+        let spanish = try PreloadChild(profile: Self.harmless, command: [enye.path, "60"])
+        defer { spanish.stop() }
+        let evil = try PreloadChild(profile: Self.harmless, command: [escape.path, "60"])
+        defer { evil.stop() }
+
+        // 15 bytes of 18: seven ñ, and the half of the eighth is dropped, not sent.
+        let file = try await spanish.endpoint()
+        #expect(file.program == String(repeating: "ñ", count: 7))
+        let listed = try await spanish.ctl("list")
+        #expect(listed.output.contains("\(spanish.pid)  ñññññññ  unix:"), "\(listed.output) \(listed.errors)")
+        let status = try await spanish.ctl("status", "\(spanish.pid)")
+        #expect(status.status == 0 && status.output.hasPrefix("\(spanish.pid)  ñññññññ  "), "\(status.errors)")
+
+        _ = try await evil.endpoint()
+        let shown = try await evil.ctl("list")
+        #expect(shown.output.contains(#"\#(evil.pid)  \u{1B}[31mevil\u{9B}  unix:"#), "\(shown.output)")
+        #expect(!shown.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B })
+        let json = try await evil.ctl("list", "--json")
+        #expect(!json.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B })
+        #expect(json.output.contains(#""program":"\u001b[31mevil\u009b""#), "\(json.output)")
+    }
+
+    /// Root's `chaos ctl` and a process of `nobody`: the endpoint file's owner and the
+    /// socket's peer are both checked, so nothing is sent to a socket of another user.
+    @Test(
+        .enabled(
+            if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv to run a program as nobody"))
+    func chaosCtlTalksOnlyToProcessesOfItsOwnUser() async throws {
+        let nobody: uid_t = 65534
+        let directory = URL(fileURLWithPath: "/tmp/pown-\(getpid())-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        chown(directory.path, nobody, gid_t(nobody))
+        chmod(directory.path, 0o700)
+        let library = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("libChaosPreload.so").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "/usr/bin/env", "LD_PRELOAD=\(library)",
+            "CHAOS_CONTROL=unix", "CHAOS_CONTROL_DIR=\(directory.path)", "/bin/sleep", "60",
+        ]
+        try process.run()
+        defer {
+            // SIGKILL: the program may have inherited a mask that blocks SIGTERM.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let pid = process.processIdentifier
+        let file = directory.appendingPathComponent("\(pid).json")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !FileManager.default.fileExists(atPath: file.path) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let record = try #require(try? ControlEndpoint.read(file.path, allowingOtherUsers: true))
+
+        // The file is another user's: refused, typed, with what to do.
+        let refused = caught { () throws(ControlError) in try ControlEndpoint.find(pid: pid, in: directory) }
+        #expect(refused?.kind == "untrustedEndpoint" && refused?.message.contains("--allow-other-users") == true)
+        #expect(ControlEndpoint.all(in: directory).isEmpty)
+        let options = ["--directory", directory.path, "--timeout", "30"]
+        let status = try ChaosToolRun.chaos(["ctl", "status", "\(pid)"] + options)
+        #expect(status.status != 0 && status.errors.contains("belongs to uid \(nobody)"), "\(status.errors)")
+        let listed = try ChaosToolRun.chaos(["ctl", "list"] + options)
+        #expect(!listed.output.contains("\(pid)"))
+        #expect(listed.errors.contains("skipped"), "\(listed.errors)")
+
+        // A file of root's own naming nobody's socket: the peer's user is checked before
+        // anything is sent.
+        let client = ControlClient(record, timeout: .seconds(30))
+        let peer = await caught { () async throws(ControlError) in
+            do { _ = try await offload { try client.status() } } catch let error as ControlError { throw error } catch {
+            }
+        }
+        #expect(peer?.kind == "untrustedEndpoint", "\(String(describing: peer))")
+        #expect(peer?.message.contains("runs as uid \(nobody)") == true, "\(String(describing: peer))")
+        // Allowed, the client sends; the endpoint itself turns root away (its SO_PEERCRED).
+        let allowed = ControlClient(record, timeout: .seconds(30), allowsOtherUsers: true)
+        let answer = await caught { () async throws(ControlError) in
+            do { _ = try await offload { try allowed.status() } } catch let error as ControlError { throw error } catch
+            {}
+        }
+        #expect(answer?.kind != "untrustedEndpoint")
     }
 }
 #endif
