@@ -180,6 +180,11 @@ static int listener = -1;   // in the endpoint thread's own descriptor table onl
 static _Atomic int advance_running, advance_stop;
 static _Atomic int64_t advance_target, advance_from_steps;
 static _Atomic uint64_t advances_stopped; // cancelled, replaced or abandoned by their client
+
+// The program's exit while requests are in flight (see "The program's exit").
+static _Atomic int in_flight;       // connections queued for or held by the worker
+static _Atomic int exit_requested, exit_answered;
+static _Atomic int exit_status_value;
 static int started;         // the endpoint file was written: the destructor removes it
 
 /// The program's name, from /proc/self/comm, into `program`. The kernel keeps 15 bytes of
@@ -493,6 +498,7 @@ static void time_body(answer *a, int64_t steps, const char *stopped) {
     if (steps >= 0) put(&a->body, ",\"steps\":%lld", (long long)steps);
     if (stopped) put(&a->body, ",\"stopped\":%s", stopped);
     put_advance_progress(&a->body);
+    if (atomic_load(&exit_requested)) put(&a->body, ",\"exited\":{\"status\":%d}", atomic_load(&exit_status_value));
     put(&a->body, "}");
 }
 
@@ -1144,6 +1150,56 @@ static void exchange_with_worker(void) {
     pthread_mutex_unlock(&worker.lock);
 }
 
+// MARK: - The program's exit
+//
+// An advance often lets the program finish: its client must learn that the advance did its
+// work and the program exited, not find the connection closed without an answer. The
+// program's exit handler (on_exit, which is given the status) hands the status to the
+// endpoint thread and waits, briefly and only when requests are in flight, while it answers
+// them: an advance with where virtual time got to and the status, a request still queued
+// with 503 (nothing was changed). A change the worker is carrying out is answered when it
+// is done, as usual.
+
+static void answer_at_exit(void) {
+    int busy = 0;
+    for (int i = 0; i < MAX_CONNECTIONS; i++) {
+        connection *c = &connections[i];
+        if (c->fd < 0) continue;
+        if (c->phase == QUEUED) {
+            refuse_now(c, 503, "exiting", NULL, "the program is exiting; nothing was changed");
+            write_some(c);
+        } else if (c->phase == WORKING && is_advance(&c->r) && strcmp(c->r.method, "POST") == 0) {
+            // The worker still owns c->a: this answer is the endpoint thread's own.
+            answer a = {0};
+            time_body(&a, (int64_t)chaos_vt_steps() - atomic_load(&advance_from_steps), NULL);
+            buffer out = {0};
+            render(&a, &out);
+            if (!out.failed) syscall(SYS_sendto, c->fd, out.data, out.length, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+            free(out.data);
+            free(a.body.data);
+            sys_close(c->fd);
+            c->fd = -1; // released when the worker hands the job back
+        } else if (c->phase == WORKING) {
+            busy = 1;
+        }
+    }
+    if (!busy) atomic_store(&exit_answered, 1);
+}
+
+#if defined(__GLIBC__)
+static void control_at_exit(int status, void *unused) {
+    (void)unused;
+    if (!started || (pid_t)syscall(SYS_getpid) != owner_pid || !atomic_load(&in_flight)) return;
+    atomic_store(&exit_status_value, status & 0xFF);
+    atomic_store(&exit_requested, 1);
+    // The endpoint thread looks every WORKER_POLL_MS while requests are in flight.
+    for (int waited = 0; waited < 500 && !atomic_load(&exit_answered); waited++) {
+        struct timespec pause = {0, 1000000};
+        syscall(SYS_nanosleep, &pause, NULL);
+    }
+}
+#endif
+
 static void serve_connections(int listener_fd) {
     for (int i = 0; i < MAX_CONNECTIONS; i++) connections[i].fd = -1;
     struct pollfd fds[MAX_CONNECTIONS + 1];
@@ -1167,6 +1223,7 @@ static void serve_connections(int listener_fd) {
             }
             owner[count++] = c;
         }
+        atomic_store(&in_flight, working);
         int64_t wait_ms = next_deadline == INT64_MAX ? -1 : (next_deadline - now) / 1000000 + 1;
         if (working && (wait_ms < 0 || wait_ms > WORKER_POLL_MS)) wait_ms = WORKER_POLL_MS; // the worker cannot wake this poll
         struct timespec timeout = {wait_ms / 1000, wait_ms % 1000 * 1000000};
@@ -1194,6 +1251,7 @@ static void serve_connections(int listener_fd) {
         }
         if (ready > 0 && fds[0].revents) accept_all(listener_fd);
         exchange_with_worker();
+        if (atomic_load(&exit_requested) && !atomic_load(&exit_answered)) answer_at_exit();
     }
 }
 
@@ -1416,6 +1474,9 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
         return;
     }
     started = 1;
+#if defined(__GLIBC__)
+    on_exit(control_at_exit, NULL);
+#endif
 }
 
 #endif

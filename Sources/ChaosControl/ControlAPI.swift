@@ -269,12 +269,16 @@ public enum ControlAPI {
         public var advance: AdvanceProgress?
         /// In the answer to stopping an advance: whether one was running and stopped.
         public var stopped: Bool?
+        /// The program exited (calling `exit`) while the request ran: an advance that let it
+        /// finish answers with where virtual time got to and this.
+        public var exited: ExitReport?
 
         /// A virtual time state.
         public init(
             running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil,
-            steps: Int? = nil, advance: AdvanceProgress? = nil, stopped: Bool? = nil
+            steps: Int? = nil, advance: AdvanceProgress? = nil, stopped: Bool? = nil, exited: ExitReport? = nil
         ) {
+            self.exited = exited
             self.advance = advance
             self.stopped = stopped
             self.running = running
@@ -283,6 +287,15 @@ public enum ControlAPI {
             self.pending = pending
             self.steps = steps
         }
+    }
+
+    /// How a program ended while a request ran.
+    public struct ExitReport: Codable, Sendable, Hashable {
+        /// The status it passed to `exit` (0…255).
+        public var status: Int
+
+        /// An exit report.
+        public init(status: Int) { self.status = status }
     }
 
     /// How far an advance of virtual time has got while it runs.

@@ -432,6 +432,21 @@ struct CtlAdvance: ParsableCommand {
         if let maxSteps, maxSteps <= 0 { throw ValidationError("--max-steps must be a positive number") }
     }
 
+    /// Whether process `pid` has ended (gone, or a zombie its parent has not yet reaped),
+    /// looking for up to a second: a process closes its descriptors before it is a zombie.
+    static func hasEnded(_ pid: Int32) -> Bool {
+        for _ in 0..<100 {
+            // Read to its end: /proc files report a size of 0.
+            guard let file = FileHandle(forReadingAtPath: "/proc/\(pid)/stat") else { return true }
+            let text = String(decoding: file.readDataToEndOfFile(), as: UTF8.self)
+            try? file.close()
+            guard let close = text.lastIndex(of: ")") else { return true }
+            if text[close...].hasPrefix(") Z") || text[close...].hasPrefix(") X") { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
     func run() throws {
         try ctl {
             let client = try options.client(pid: pid)
@@ -442,7 +457,23 @@ struct CtlAdvance: ParsableCommand {
                 )
                 return
             }
-            let time = try client.advance(by: duration, maxSteps: maxSteps)
+            let time: ControlAPI.VirtualTime
+            do {
+                time = try client.advance(by: duration, maxSteps: maxSteps)
+            } catch  where Self.hasEnded(pid) {
+                // The advance let the program end without calling exit (a signal, or _exit):
+                // its work is done, and only the program's parent can know the status.
+                say(
+                    "\(pid): the program ended during the advance (not through exit: its status is its parent's to report)"
+                )
+                return
+            }
+            if let exited = time.exited {
+                say(
+                    "\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps; the program exited with status \(exited.status)"
+                )
+                return
+            }
             say(
                 "\(pid): virtual time \(time.now ?? "?") after \(time.steps ?? 0) steps, \(time.pending ?? 0) waits pending"
             )

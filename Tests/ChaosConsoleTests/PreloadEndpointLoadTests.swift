@@ -218,6 +218,32 @@ import Testing
         }
     }
 
+    /// An advance that lets the program end has done its work: `chaos ctl advance` succeeds
+    /// and says how the program ended, whether through exit (with its status) or not. A
+    /// thread that wakes every second keeps the advance going well past the exit.
+    @Test(arguments: ["sys.exit(3)", "os._exit(4)"])
+    func anAdvanceThatLetsTheProgramEndSucceeds(_ ending: String) async throws {
+        let program = """
+            import os, sys, threading, time
+            def tick():
+                while True:
+                    time.sleep(1)
+            threading.Thread(target=tick, daemon=True).start()
+            print("ready", flush=True)
+            time.sleep(30)
+            \(ending)
+            """
+        let child = try PreloadChild(profile: Self.tickingProfile, command: ["python3", "-c", program])
+        defer { child.stop() }
+        try await child.line(startingWith: "ready")
+        let advanced = try await child.ctl("advance", "\(child.pid)", "1h")
+        #expect(advanced.status == 0, "\(advanced.errors)")
+        let expected =
+            ending.hasPrefix("sys.exit")
+            ? "the program exited with status 3" : "the program ended during the advance (not through exit"
+        #expect(advanced.output.contains(expected), "\(advanced.output)")
+    }
+
     /// Waits until `status` shows an advance with at least `steps` steps; every status must
     /// answer within the client's timeout.
     static func progress(of client: ControlClient, atLeast steps: Int) async throws -> ControlAPI.AdvanceProgress {
