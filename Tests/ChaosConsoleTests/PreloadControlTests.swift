@@ -583,22 +583,10 @@ enum ChaosToolRun {
 /// Sends `request` as it is to the Unix socket at `path` and returns the whole answer (the
 /// endpoint closes after one).
 func exchange(_ path: String, _ request: [UInt8]) throws -> [UInt8] {
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket: \(errno)") }
+    let fd = try PreloadEndpointLoadTests.connectUnix(path)
     defer { close(fd) }
     var limit = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-    var address = sockaddr_un()
-    address.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &address.sun_path) { raw in
-        for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
-    }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard connected == 0 else { throw TestFailure("connect \(path): \(errno)") }
     var sent = 0
     while sent < request.count {
         let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -613,18 +601,6 @@ func exchange(_ path: String, _ request: [UInt8]) throws -> [UInt8] {
         answer += chunk[..<count]
     }
     return answer
-}
-
-/// A seeded generator, so a failing fuzz input can be made again.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 extension PreloadControlTests {
@@ -645,7 +621,7 @@ extension PreloadControlTests {
         let endpoint = try await child.endpoint()
         let socket = String(endpoint.url.dropFirst(5))
         let token = Array(endpoint.token.utf8)
-        var random = SplitMix(state: 0x21_0003)
+        var random = SeededRandom(seed: 0x21_0003)  // a failing input can be made again
         // Bytes that end nothing early: no space or line break (the request line splits at
         // them), with every byte from 0x80 up, where UTF-8 goes wrong.
         let anyByte: [UInt8] = Array(0x21...0xFF).filter { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "%") }
