@@ -1,13 +1,11 @@
 // Path folding and matching, and the descriptor table.
 //
-// Paths are folded lexically, the way the kernel walks them apart from symbolic links:
-// a relative path is joined to its base (the cwd, or the directory a dirfd was opened
-// on), then empty components and `.` are dropped and `..` removes the component before it
-// (never above `/`). Links are not resolved: patterns are not resolved either, so both
-// sides are compared in the same (lexical) space. The cwd and descriptors the table did
-// not see opened come from the kernel (getcwd(2), /proc/self/fd), which reports physical
-// paths; a compiler of plans should therefore resolve the existing part of a pattern with
-// realpath(3) before writing it (the C parser never touches the file system).
+// Folding is lexical, the fallback of physical.c: a relative path is joined to its base
+// (the cwd, or the directory a dirfd was opened on), then empty components and `.` are
+// dropped and `..` removes the component before it (never above `/`). Plans with a path
+// selector compare physical paths instead (physical.c): folding ignores links, and a
+// pattern and a call naming one file through different links must still meet. Without a
+// selector a name only decides the /dev, /proc and /sys rule, which folding serves.
 #define _GNU_SOURCE
 #include "internal.h"
 

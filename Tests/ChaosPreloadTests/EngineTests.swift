@@ -402,6 +402,46 @@ import Glibc
         #expect(resolve(fd, "../" + (folder as NSString).lastPathComponent + "/g") == folder + "/g")
     }
 
+    @Test func pathsReachWhatTheKernelReachesThroughLinksDotDotAndNewNames() throws {
+        func text(_ buffer: [CChar]) -> String {
+            String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        func physical(_ dirfd: Int32, _ path: String, follow: Bool = true) -> String? {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            guard chaos_path_physical(dirfd, path, follow ? 1 : 0, &buffer, buffer.count) >= 0 else { return nil }
+            return text(buffer)
+        }
+        let folder = try Preload.directory("physical")
+        defer { Preload.remove(folder) }
+        try FileManager.default.createDirectory(atPath: folder + "/real/sub", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: folder + "/lnk", withDestinationPath: "real")
+        try FileManager.default.createSymbolicLink(atPath: folder + "/deep", withDestinationPath: folder + "/real/sub")
+        #expect(physical(AT_FDCWD, folder + "/lnk") == folder + "/real")
+        #expect(physical(AT_FDCWD, folder + "/lnk", follow: false) == folder + "/lnk", "the link itself")
+        #expect(physical(AT_FDCWD, folder + "/lnk/not-yet") == folder + "/real/not-yet")
+        #expect(physical(AT_FDCWD, folder + "/deep/../x") == folder + "/real/x", "`..` of the link's target")
+        #expect(physical(AT_FDCWD, folder + "/no/such/x") == nil, "no directory to reach")
+        let fd = open(folder, O_RDONLY | O_DIRECTORY)
+        defer { close(fd) }
+        #expect(physical(fd, "deep/../../lnk/sub/y") == folder + "/real/sub/y")
+        #expect(physical(fd, "new") == folder + "/new")
+        if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/var/run")) != nil {
+            #expect(physical(AT_FDCWD, "/var/run") == physical(AT_FDCWD, "/run"))
+        }
+        // Decisions: the plan names the link (compiled to the real path); calls name either.
+        try Self.install(Preload.filesPlan(folder + "/real", ops: "write"))
+        defer { chaos_plan_clear() }
+        for name in ["/lnk/a", "/deep/../b", "/real/sub/c"] {
+            var buffer = [CChar](repeating: 0, count: 4096)
+            #expect(chaos_path_reached(AT_FDCWD, folder + name, 1, &buffer, buffer.count) >= 0)
+            let reached = text(buffer)
+            #expect(Self.decide(Self.fileCall(reached)).action == Int32(CHAOS_ACT_FAIL.rawValue), "\(name): \(reached)")
+        }
+        var buffer = [CChar](repeating: 0, count: 4096)
+        #expect(chaos_path_reached(AT_FDCWD, folder + "/deep/../../c", 1, &buffer, buffer.count) >= 0)
+        #expect(Self.decide(Self.fileCall(text(buffer))).action == 0)
+    }
+
     // MARK: Errno table
 
     @Test func theErrnoTableFollowsWhatEachCallCanReturn() {

@@ -219,6 +219,28 @@ extension EngineTests {
             #expect(clockGettime(clockid_t(12345), &reading) == -1 && errno == EINVAL)
         }
 
+        @Test func aPathSelectorReachesItsDirectoryThroughLinksAndDotDot() throws {
+            defer { chaos_plan_clear() }
+            let folder = try Preload.directory("inprocess-links")
+            defer { Preload.remove(folder) }
+            try FileManager.default.createDirectory(atPath: folder + "/real/sub", withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(atPath: folder + "/lnk", withDestinationPath: "real")
+            try FileManager.default.createSymbolicLink(
+                atPath: folder + "/deep", withDestinationPath: folder + "/real/sub")
+            let creat = try interceptor("creat", as: CreatFunction.self)
+            let close = try interceptor("close", as: FdFunction.self)
+            try EngineTests.install(Preload.filesPlan(folder + "/real", ops: "open"))
+            for name in ["/lnk/new", "/lnk/sub/new", "/deep/../new2", "/real/new3"] {
+                errno = 0
+                let fd = creat(folder + name, 0o644)
+                #expect(fd == -1 && errno == ENOSPC, "\(name)")
+                if fd >= 0 { _ = close(fd) }
+            }
+            let outside = creat(folder + "/deep/../../outside", 0o644)
+            #expect(outside >= 0, "outside the selected directory")
+            #expect(close(outside) == 0)
+        }
+
         @Test func askNodesAreAnsweredOnTheCallingThreadAndTheAnswerIsExecuted() throws {
             defer {
                 chaos_plan_clear()

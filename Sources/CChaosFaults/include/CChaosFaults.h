@@ -404,7 +404,7 @@ typedef struct chaos_call {
     int32_t point;          ///< chaos_point
     int32_t fn;             ///< chaos_fn (selects the op and the errno table)
     int32_t fd;             ///< files/sockets: the descriptor (-1 for path-only calls)
-    const char *path;       ///< files: absolute, folded path (see chaos_path_resolve); NULL: take fd's
+    const char *path;       ///< files: absolute path (see chaos_path_reached); NULL: take fd's
     const char *path2;      ///< files: rename's second path (an entry matches when either does)
     int32_t special;        ///< files: 1 for a descriptor 0–2 the process inherited (only its exact path
                             ///< matches); /dev, /proc and /sys are recognized from the path itself
@@ -561,10 +561,27 @@ uint64_t chaos_fault_seed(void);
 /// Folds `path` the way the kernel would see it, lexically: relative paths are taken from
 /// `dirfd` (AT_FDCWD: the cwd, read with getcwd(2); a descriptor: the path this table
 /// recorded for it, else /proc/self/fd), then `.`, `..` and repeated `/` are folded.
-/// Symbolic links are not followed (see Docs/FaultPlan.md). Writes a NUL-terminated
+/// Symbolic links are not followed: the fallback of chaos_path_reached (Docs/FaultPlan.md). Writes a NUL-terminated
 /// absolute path into `out`; returns its length, or -1 when it does not fit or the base
 /// is unknown.
 int chaos_path_resolve(int dirfd, const char *path, char *out, size_t capacity);
+
+/// The physical path of what `path` (relative to `dirfd`) reaches, as the kernel walks it:
+/// symbolic links followed (the last one only with `follow`), `..` taken after them. A
+/// name that does not exist yet is its directory's physical path plus its last component.
+/// Returns the length written into `out`, or -1 when neither it nor its directory exists
+/// (physical.c; raw system calls only, safe in signal handlers).
+int chaos_path_physical(int dirfd, const char *path, int follow, char *out, size_t capacity);
+
+/// The name the engine matches a call's `path` by: physical (chaos_path_physical) while the
+/// active plan has a `path=` condition, else, or when that fails, lexical
+/// (chaos_path_resolve).
+int chaos_path_reached(int dirfd, const char *path, int follow, char *out, size_t capacity);
+
+/// The name to record for `fd`, just opened on `path` (relative to `dirfd`): the kernel's
+/// name of the descriptor while the active plan has a `path=` condition, else the lexical
+/// one. Returns the length written into `out`, or -1.
+int chaos_path_opened(int fd, int dirfd, const char *path, char *out, size_t capacity);
 
 /// Whether a pattern (as in `path=`) matches an absolute folded path. Patterns without
 /// wildcards match the path and everything below it, by whole components (`/a/io` matches
