@@ -129,7 +129,8 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
     public let function: String
     /// The descriptor the call works on (files, sockets), or nil.
     public let fileDescriptor: Int32?
-    /// The file's absolute path, folded the way the kernel walks it (files), or nil.
+    /// The file's absolute path (files), or nil: physical, as the kernel reaches it, while a
+    /// path selector is applied; else folded lexically.
     public let path: String?
     /// `rename`'s second path.
     public let secondPath: String?

@@ -71,8 +71,9 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// File calls on `path` — a file or directory and everything below it (by whole
     /// components: `/a/io` never matches `/a/io2`), or a glob (`*` and `?` within a
     /// component, `**` across components) — doing one of `operations` (all when nil).
-    /// A relative path is taken from the current directory; `.`, `..` and `//` are folded
-    /// and the existing part resolved, as the kernel will see the files.
+    /// A relative path is taken from the current directory, and the path is resolved the
+    /// way the kernel walks it (links followed, `..` after them): it selects a file or
+    /// directory, so calls reach it through any name (Docs/FaultPlan.md, "Paths").
     public static func files(path: String? = nil, operations: Set<FileOperationKind>? = nil) throws(ChaosError)
         -> SystemTarget
     {
@@ -245,7 +246,14 @@ enum PathPattern {
                 .invalidProvider, subject: "system.files",
                 "the path '\(given.prefix(120))' is too long or its directory is unknown")
         }
-        let pattern = physical(CText.string(folded))
+        // A name the kernel can reach is taken as it reaches it (`lnk/..` is the parent of
+        // the link's target, which folding first would miss); globs and deeper names that
+        // do not exist yet are folded, then their existing part resolved.
+        var reached = [CChar](repeating: 0, count: Int(PATH_MAX) * 2)
+        let pattern =
+            !given.contains(where: { "*?[".contains($0) })
+                && chaos_path_physical(AT_FDCWD, given, 1, &reached, reached.count) >= 0
+            ? CText.string(reached) : physical(CText.string(folded))
         var why = [CChar](repeating: 0, count: 320)
         guard chaos_path_pattern_check(pattern, &why, why.count) == 0 else {
             throw ChaosError(

@@ -48,6 +48,9 @@ import Glibc
         // `..` after a link is the link target's parent, as the kernel walks it.
         #expect(try Self.fails(folder + "/real", "echo x > deep/../new4", in: folder))
         #expect(try Self.fails(folder + "/real", "echo x > ../new5", in: folder + "/deep"))
+        // The profile's own `..` after a link: the link target's parent, real.
+        #expect(try Self.fails(folder + "/deep/..", "echo x > lnk/new6", in: folder))
+        #expect(try !Self.fails(folder + "/deep/..", "echo x > outside3", in: folder))
         // Outside the selected directory, whatever the name: the writes succeed.
         #expect(try !Self.fails(folder + "/real", "echo x > deep/../../outside1", in: folder))
         #expect(try !Self.fails(folder + "/lnk", "echo x > outside2 && echo y > lnk2", in: folder))
