@@ -19,9 +19,10 @@ static _Atomic(chaos_plan *) active;
 _Atomic uint32_t cf_active_points;
 static _Atomic uint32_t clock_flags;
 _Atomic uint64_t cf_plan_generation;
-/// Whether the active plan has a `path=` condition (physical.c resolves names only then);
-/// written under install_lock before the plan is published.
-_Atomic int cf_path_selectors;
+/// The operations (CHAOS_OP_* bits) a `path=` condition of the active plan selects: names
+/// of other calls cannot meet a selector, so physical.c resolves them cheaply. Written
+/// under install_lock before the plan is published.
+_Atomic uint32_t cf_path_selectors;
 static _Atomic uint64_t epoch;
 static _Atomic int64_t readers[2];
 static _Atomic int install_lock, sync_lock, intern_lock;
@@ -153,17 +154,18 @@ int chaos_fault_clock_constant(int64_t real_ns, int64_t *fake_ns) { return cf_fa
 
 // MARK: - Install
 
-/// Whether some files entry of `plan` selects by path.
-static int has_path_selector(const chaos_plan *plan) {
+/// The operations the path selectors of `plan` select (a case without ops: all of them).
+static uint32_t path_selector_ops(const chaos_plan *plan) {
+    uint32_t ops = 0;
     for (int32_t e = 0; plan && e < plan->count; e++) {
         const cf_entry *entry = &plan->entries[e];
         for (int32_t i = 0; entry->point == CHAOS_POINT_FILES && i < entry->count; i++) {
             const cf_node *node = &entry->nodes[i];
             for (int32_t c = 0; node->kind == CHAOS_NODE_COMPOSITE && c < node->count; c++)
-                if (node->cases[c].path) return 1;
+                if (node->cases[c].path) ops |= node->cases[c].ops ? node->cases[c].ops : UINT32_MAX;
         }
     }
-    return 0;
+    return ops;
 }
 
 int chaos_plan_install(chaos_plan *plan) {
@@ -212,7 +214,7 @@ int chaos_plan_install(chaos_plan *plan) {
     }
     atomic_store(&clock_flags, flags);
     publish_fast_clock(plan);
-    atomic_store(&cf_path_selectors, has_path_selector(plan));
+    atomic_store(&cf_path_selectors, path_selector_ops(plan));
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
                          1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT;
     cf_fd_tracking_set((points & fd_points) != 0);

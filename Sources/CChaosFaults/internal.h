@@ -111,7 +111,7 @@ void cf_read_leave(unsigned parity);
 
 // engine.c
 const char *cf_intern(const char *text);
-extern _Atomic int cf_path_selectors __attribute__((visibility("hidden")));
+extern _Atomic uint32_t cf_path_selectors __attribute__((visibility("hidden")));
 
 // counters.c
 chaos_counts *cf_counts_make(int32_t point);

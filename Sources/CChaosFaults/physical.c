@@ -54,10 +54,15 @@ int chaos_path_physical(int dirfd, const char *path, int follow, char *out, size
     return (int)(used + 1 + last_length);
 }
 
-int chaos_path_reached(int dirfd, const char *path, int follow, char *out, size_t capacity) {
-    // Without a path selector a name only matters for /dev, /proc and /sys, which are
-    // named lexically: the kernel's names there are links to processes and descriptors.
-    if (atomic_load_explicit(&cf_path_selectors, memory_order_acquire)) {
+int chaos_path_reached(int32_t fn, int dirfd, const char *path, char *out, size_t capacity) {
+    // Without a path selector for this call's operation a name only matters for /dev,
+    // /proc and /sys, which are named lexically: the kernel's names there are links to
+    // processes and descriptors.
+    const chaos_fn_info *info = chaos_fault_fn_info(fn);
+    uint32_t op = info ? info->op : UINT32_MAX;
+    if (atomic_load_explicit(&cf_path_selectors, memory_order_acquire) & op) {
+        // Opens reach through a final link; rename, unlink, rmdir and mkdir act on the name.
+        int follow = fn != CHAOS_FN_RENAME && fn != CHAOS_FN_UNLINK && fn != CHAOS_FN_RMDIR && fn != CHAOS_FN_MKDIR;
         int length = chaos_path_physical(dirfd, path, follow, out, capacity);
         if (length >= 0) return length;
     }

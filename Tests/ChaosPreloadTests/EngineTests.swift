@@ -433,13 +433,20 @@ import Glibc
         defer { chaos_plan_clear() }
         for name in ["/lnk/a", "/deep/../b", "/real/sub/c"] {
             var buffer = [CChar](repeating: 0, count: 4096)
-            #expect(chaos_path_reached(AT_FDCWD, folder + name, 1, &buffer, buffer.count) >= 0)
+            #expect(
+                chaos_path_reached(Int32(CHAOS_FN_WRITE.rawValue), AT_FDCWD, folder + name, &buffer, buffer.count) >= 0)
             let reached = text(buffer)
             #expect(Self.decide(Self.fileCall(reached)).action == Int32(CHAOS_ACT_FAIL.rawValue), "\(name): \(reached)")
         }
         var buffer = [CChar](repeating: 0, count: 4096)
-        #expect(chaos_path_reached(AT_FDCWD, folder + "/deep/../../c", 1, &buffer, buffer.count) >= 0)
+        #expect(
+            chaos_path_reached(
+                Int32(CHAOS_FN_WRITE.rawValue), AT_FDCWD, folder + "/deep/../../c", &buffer, buffer.count) >= 0)
         #expect(Self.decide(Self.fileCall(text(buffer))).action == 0)
+        // An operation no path selector names is folded without asking the kernel.
+        #expect(
+            chaos_path_reached(Int32(CHAOS_FN_OPEN.rawValue), AT_FDCWD, folder + "/lnk/a", &buffer, buffer.count) >= 0)
+        #expect(text(buffer) == folder + "/lnk/a")
     }
 
     // MARK: Errno table
