@@ -84,11 +84,9 @@ static int descriptor_path(int fd, char *out, size_t capacity) {
 }
 
 int chaos_path_opened(int fd, int dirfd, const char *path, char *out, size_t capacity) {
+    // One readlink: what was opened, whichever name reached it. Reads and writes then
+    // decide from the table without touching the file system.
     if (atomic_load_explicit(&cf_path_selectors, memory_order_acquire)) {
-        // Unknown: the table asks /proc/self/fd on first use, which names what was opened
-        // whichever name reached it, and a file only opened and closed never pays for it.
-        // Not 0-2: a number the table looks up is taken as inherited.
-        if (fd > 2) return -1;
         int length = descriptor_path(fd, out, capacity);
         if (length >= 0) return length;
     }

@@ -579,10 +579,9 @@ int chaos_path_physical(int dirfd, const char *path, int follow, char *out, size
 /// (chaos_path_resolve).
 int chaos_path_reached(int32_t fn, int dirfd, const char *path, char *out, size_t capacity);
 
-/// The name to record for `fd`, just opened on `path` (relative to `dirfd`): while the
-/// active plan has a `path=` condition the kernel's name of the descriptor, or -1 (record
-/// it as unknown: looked up on first use), else the lexical name. Returns the length
-/// written into `out`, or -1.
+/// The name to record for `fd`, just opened on `path` (relative to `dirfd`): the kernel's
+/// name of the descriptor while the active plan has a `path=` condition, else the lexical
+/// one. Returns the length written into `out`, or -1.
 int chaos_path_opened(int fd, int dirfd, const char *path, char *out, size_t capacity);
 
 /// Whether a pattern (as in `path=`) matches an absolute folded path. Patterns without
