@@ -322,9 +322,15 @@ import Testing
 
     /// What `fd` has received so far, without waiting.
     static func readAvailable(_ fd: Int32) -> String {
+        String(decoding: receiveAvailable(fd).bytes, as: UTF8.self)
+    }
+
+    /// What `fd` has received so far, without waiting, and whether its peer has closed it.
+    static func receiveAvailable(_ fd: Int32) -> (bytes: [UInt8], closed: Bool) {
         var bytes = [UInt8](repeating: 0, count: 4096)
         let count = recv(fd, &bytes, bytes.count, Int32(MSG_DONTWAIT))
-        return count > 0 ? String(decoding: bytes[..<count], as: UTF8.self) : ""
+        if count > 0 { return (Array(bytes[..<count]), false) }
+        return ([], count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
     }
 
     /// The inodes of the Unix sockets bound to `path`, from /proc/net/unix.
