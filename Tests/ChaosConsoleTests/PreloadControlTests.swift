@@ -102,8 +102,10 @@ final class PreloadChild: Sendable {
             "the program printed no line starting with '\(prefix)' in time; it printed: \(output.suffix(5))")
     }
 
-    /// The endpoint file the preload library wrote, once it is there.
-    func endpoint(timeout: Duration = .seconds(30)) async throws -> ControlEndpoint {
+    /// The endpoint file the preload library wrote for `pid` (by default the program's), once
+    /// it is there.
+    func endpoint(of pid: Int32? = nil, timeout: Duration = .seconds(30)) async throws -> ControlEndpoint {
+        let pid = pid ?? self.pid
         let deadline = ContinuousClock.now + timeout
         while true {
             let late = ContinuousClock.now >= deadline

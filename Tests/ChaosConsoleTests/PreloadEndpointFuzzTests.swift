@@ -24,7 +24,8 @@ import Testing
     /// through its listener. A connection the endpoint took prints `lost`. A connect that a
     /// fuzzed plan refuses prints `refused`, and the loop goes on: applied chaos cannot end it.
     static let daemon = """
-        import os, socket, time
+        import ctypes, os, socket, time
+        ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG: SIGKILL when its parent goes
         os.closerange(3, 1024)
         server = socket.socket()
         server.bind(("127.0.0.1", 0))
@@ -51,6 +52,19 @@ import Testing
             time.sleep(0.02)
         """
 
+    /// Runs the daemon as a child of its own, and waits for it. Foundation's Process takes
+    /// the closing of a socket its child inherited for the child's end, and then waits for
+    /// it, holding up every other process of the test run: a daemon it started itself
+    /// would stall them all for as long as the fuzz runs. Here the parent keeps the socket.
+    static let parent = """
+        import os, sys
+        pid = os.fork()
+        if pid == 0:
+            os.execv(sys.executable, [sys.executable, "-c", sys.argv[1]])
+        print("daemon", pid, flush=True)
+        os.waitpid(pid, 0)
+        """
+
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
@@ -60,11 +74,13 @@ import Testing
         let total = environment["CHAOS_FUZZ_REQUESTS"].flatMap { Int($0) } ?? 20_000
         let seed = environment["CHAOS_FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 0...UInt64.max)
         let replay = "seed \(seed) (CHAOS_FUZZ_SEED=\(seed) sends these requests again)"
-        let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", Self.daemon])
+        let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", Self.parent, Self.daemon])
         defer { child.stop() }
+        let pid = try #require(Int32(try await child.line(startingWith: "daemon ").dropFirst(7)))
+        defer { kill(pid, SIGKILL) }
         let listening = try await child.line(startingWith: "port ")
         #expect(listening.hasSuffix(" fd 3"), "the daemon's listener took the lowest descriptor: \(listening)")
-        let endpoint = try await child.endpoint()
+        let endpoint = try await child.endpoint(of: pid)
         let path = String(endpoint.url.dropFirst(5))
         let fuzzer = EndpointFuzzer(path: path, token: endpoint.token, seed: seed)
         let started = ContinuousClock.now
@@ -72,13 +88,12 @@ import Testing
         // The endpoint's buffers and the allocator's arenas take their working size first.
         let warmUp = min(2_000, total / 10)
         var report = try await fuzzer.run(0..<warmUp)
-        let before = try await ProcessUsage.baseline(of: child.pid)
+        let before = try await ProcessUsage.baseline(of: pid)
 
         let stop = Locked(false)
         defer { stop.withLock { $0 = true } }
         let slowClients = Task { try await offload { SlowClients.trickle(path: path, connections: 100, until: stop) } }
         let quick = ControlClient(endpoint, timeout: .seconds(1))
-        let pid = child.pid
         let watch = Task { try await offload { StatusWatch.ask(quick, pid: pid, until: stop) } }
         let linesBefore = child.output.count
         report.merge(try await fuzzer.run(warmUp..<total))
@@ -92,8 +107,8 @@ import Testing
         let client = ControlClient(endpoint, timeout: .seconds(30))
         _ = try await offload { try client.revertAll() }
         try await child.line(startingWith: "ok", after: child.output.count)
-        #expect(try await offload { try quick.status() }.pid == child.pid, "the endpoint answers")
-        let after = try await ProcessUsage.settled(of: child.pid, toward: before)
+        #expect(try await offload { try quick.status() }.pid == pid, "the endpoint answers")
+        let after = try await ProcessUsage.settled(of: pid, toward: before)
 
         let statuses = report.byStatus.sorted { $0.key < $1.key }.map { "\($0.value)×\($0.key)" }
         print(
@@ -130,7 +145,7 @@ import Testing
         #expect(slow.turnedAway > 0, "the slow clients kept the endpoint full: some were turned away")
         #expect(watched.calls > 0 && watched.failures.isEmpty, "status within 1 s: \(watched.failures.prefix(5))")
 
-        #expect(child.process.isRunning)
+        #expect(child.process.isRunning && kill(pid, 0) == 0, "the daemon and its parent live")
         #expect(linesDuring > 0, "the program went on with its own work during the fuzz")
         #expect(!child.output.contains("lost"), "every connection of the program's came back to it")
         // Bound: the allocator may keep what the warm-up did not reach of eight 1 MiB
