@@ -631,11 +631,20 @@ static void apply(answer *a, const char *body, size_t length, const char *source
     put(&a->body, "],\"seed\":\"%llu\"}", (unsigned long long)seed);
 }
 
-/// Installs the entry list as it now is; an error answer when it cannot.
-static int reinstall(answer *a) {
+/// Installs the entry list as it now is; an error answer when it cannot. `enabled` names
+/// an entry just enabled: the entries enabled with it may break the engine's limits, which
+/// is the user's to change, not a failure of the endpoint's.
+static int reinstall(answer *a, const char *enabled) {
     chaos_plan_error error;
     memset(&error, 0, sizeof error);
     chaos_plan *plan = combine(entries, entry_count, plan_seed, &error);
+    if (!plan && enabled && strcmp(error.message, "out of memory") != 0) {
+        char subject[100], message[400];
+        snprintf(subject, sizeof subject, "entry %.80s", enabled);
+        snprintf(message, sizeof message, "with the entries already enabled the plan is refused: %s; disable or revert some first", error.message);
+        fail(a, 422, "invalidProfile", subject, message);
+        return -1;
+    }
     if (!plan) {
         fail(a, 500, "systemFailure", NULL, error.message);
         return -1;
@@ -665,7 +674,7 @@ static void revert(answer *a, int id, const char *text) {
         if (id && entries[i].id != id) continue;
         entries[i].enabled = 0;
     }
-    if (reinstall(a) != 0) { free(gone); free(ids.data); return; }
+    if (reinstall(a, NULL) != 0) { free(gone); free(ids.data); return; }
     for (int i = 0; i < entry_count; i++) {
         if (!id || entries[i].id == id) {
             put(&ids, "%s%d", removed ? "," : "", entries[i].id);
@@ -689,7 +698,7 @@ static void set_enabled(answer *a, int id, const char *text, int enabled) {
     }
     if (entry->enabled != enabled) {
         entry->enabled = enabled;
-        if (reinstall(a) != 0) {
+        if (reinstall(a, enabled ? text : NULL) != 0) {
             entry->enabled = !enabled;
             return;
         }

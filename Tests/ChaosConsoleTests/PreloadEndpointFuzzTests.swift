@@ -157,6 +157,33 @@ import Testing
             after.settled,
             "descriptors per thread \(before.descriptors) before, \(after.descriptors) after the fuzz")
     }
+
+    /// Found by the fuzzer: enabling an entry that takes the enabled entries past the
+    /// engine's limit of 256 answered 500 systemFailure. It is the user's to change, so a
+    /// 422 naming the entry, and nothing changes.
+    @Test func enablingPastTheEnginesLimitIsRefusedAndChangesNothing() async throws {
+        let child = try PreloadChild(profile: Self.harmless)
+        defer { child.stop() }
+        try await child.line(startingWith: "port ")
+        let client = ControlClient(try await child.endpoint(), timeout: .seconds(30))
+        let one = "entry dns\nnode 0 composite\ncase 1 host=limit.invalid\nnode 1 fail ret=EAI_FAIL\n"
+        // With the start entry, 256.
+        let first = try await offload {
+            try client.apply(plan: "chaos-plan 1\n" + String(repeating: one, count: 255))
+        }.entries[0]
+        _ = try await offload { try client.setEnabled(false, entry: first) }
+        _ = try await offload { try client.apply(plan: "chaos-plan 1\n" + one) }
+        do {
+            _ = try await offload { try client.setEnabled(true, entry: first) }
+            Issue.record("an entry past the engine's limit was enabled")
+        } catch let error as ControlError {
+            #expect(error.status == 422 && error.kind == "invalidProfile", "\(error)")
+            #expect(error.subject == "entry \(first)", "\(error)")
+        }
+        let entries = try await offload { try client.entries() }
+        #expect(entries.count == 257 && entries.filter(\.enabled).count == 256)
+        #expect(entries.first { $0.id == first }?.enabled == false)
+    }
 }
 
 // MARK: - Requests
