@@ -936,12 +936,17 @@ static void release(connection *c) {
     c->phase = FREE;
 }
 
-/// Starts sending `c->a`, which is complete.
+static void write_some(connection *c);
+
+/// Starts sending `c->a`, which is complete. Most answers fit the socket at once: sent now,
+/// they never wait for the next round while a newcomer turns away the oldest connection
+/// still taking its answer, which would take this prompt client for a slow one.
 static void answer_now(connection *c) {
     render(&c->a, &c->out);
     c->sent = 0;
     c->phase = WRITING;
     c->deadline = real_now() + ANSWER_LIMIT_NS;
+    write_some(c);
 }
 
 static void refuse_now(connection *c, int status, const char *kind, const char *subject, const char *message) {
@@ -1132,6 +1137,9 @@ static void accept_all(int listener_fd) {
         slot->phase = READING;
         slot->order = ++accepted_count;
         slot->deadline = real_now() + REQUEST_LIMIT_NS;
+        // A client that sent its request whole is served now: left unread until the next
+        // round, it would be the oldest connection still sending for the next newcomer.
+        read_some(slot);
     }
 }
 
