@@ -74,11 +74,9 @@ struct ProfileDecoder {
             }
             enabled = flag
         }
-        var entry = ChaosProfile.Entry(
+        return ChaosProfile.Entry(
             pointName: pointName, provider: provider, enabled: enabled, location: location(node.line, node.column, path)
         )
-        entry.pointLocation = location(pointNode.line, pointNode.column, "\(path).point")
-        return entry
     }
 
     /// A `parameters` or `match` object, with where each member was written.
@@ -114,7 +112,6 @@ struct ProfileDecoder {
             default:
                 var parameters = ProfileParameters()
                 parameters.location = location(node.line, node.column, path)
-                parameters.itemLocation = parameters.location
                 return .catalogue(name, parameters)
             }
         case .object:
@@ -160,7 +157,6 @@ struct ProfileDecoder {
                 } else {
                     parameters.location = location(nameNode.line, nameNode.column, "\(path).item")
                 }
-                parameters.itemLocation = location(nameNode.line, nameNode.column, "\(path).item")
                 result = .catalogue(name, parameters)
             }
             // Innermost first, as ProviderModifier.profileKeys orders them.
