@@ -167,10 +167,9 @@ extension ChaosConsole {
         }
         do throws(ChaosError) {
             let profile = try ChaosProfile.decode(json: body, file: source)
-            // A profile sent to a running app may name points it has not made yet.
-            let chaos = try profile.apply(missingPoints: .wait)
+            let chaos = try profile.apply()
             keep(chaos)
-            let ids = (chaos.appliedEntries + chaos.waitingEntries).map(\.id.number).sorted()
+            let ids = chaos.appliedEntries.map(\.id.number)
             Self.logger.info(
                 "chaos control: profile applied", metadata: ["entries": "\(ids)", "seed": "\(chaos.seed)"])
             return json(ControlAPI.Applied(entries: ids, seed: String(chaos.seed)), status: .created)
