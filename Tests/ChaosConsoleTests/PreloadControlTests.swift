@@ -120,24 +120,8 @@ final class PreloadChild: Sendable {
 
     /// Runs `chaos ctl ARGS --directory DIR`.
     func ctl(_ arguments: String...) async throws -> (status: Int32, output: String, errors: String) {
-        let directory = self.directory
-        return try await offload {
-            let process = Process()
-            process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
-            process.arguments = ["ctl"] + arguments + ["--directory", directory.path, "--timeout", "30"]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let outputData = output.fileHandleForReading.readDataToEndOfFile()
-            let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (
-                process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-                String(decoding: errorData, as: UTF8.self)
-            )
-        }
+        let arguments = ["ctl"] + arguments + ["--directory", directory.path, "--timeout", "30"]
+        return try await offload { try ChaosToolRun.chaos(arguments) }
     }
 
     func file(_ name: String, _ text: String) throws -> String {
@@ -559,21 +543,9 @@ extension PreloadControlTests {
 /// Runs the built `chaos` tool.
 enum ChaosToolRun {
     static func chaos(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos")
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-            String(decoding: errorData, as: UTF8.self)
-        )
+        let path = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("chaos").path
+        guard let ran = runProgram(path, arguments) else { throw TestFailure("\(path) could not be started") }
+        return (ran.status, String(decoding: ran.stdout, as: UTF8.self), ran.stderr)
     }
 }
 #endif
