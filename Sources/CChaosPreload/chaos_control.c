@@ -926,6 +926,12 @@ static int64_t real_now(void) { return chaos_fault_real_ns(CLOCK_MONOTONIC); }
 
 static int is_advance(const request *r) { return strcmp(r->path, "/v1/time/advance") == 0; }
 
+/// POST /v1/time/advance: an advance to run.
+static int starts_advance(const request *r) { return is_advance(r) && strcmp(r->method, "POST") == 0; }
+
+/// DELETE /v1/time/advance: a stop of the advance running.
+static int stops_advance(const request *r) { return is_advance(r) && strcmp(r->method, "DELETE") == 0; }
+
 static void release(connection *c) {
     if (c->fd >= 0) sys_close(c->fd);
     free(c->in);
@@ -1054,14 +1060,14 @@ static void received(connection *c) {
         route(&c->a, &c->r);
         pthread_mutex_unlock(&state_lock);
         answer_now(c);
-    } else if (atomic_load(&advance_running) && strcmp(c->r.method, "POST") == 0 && is_advance(&c->r)) {
+    } else if (atomic_load(&advance_running) && starts_advance(&c->r)) {
         atomic_store(&advance_stop, 1); // the new advance replaces the one running (and counts it stopped)
         c->phase = QUEUED;
-    } else if (atomic_load(&advance_running) && !(strcmp(c->r.method, "DELETE") == 0 && is_advance(&c->r))) {
+    } else if (atomic_load(&advance_running) && !stops_advance(&c->r)) {
         refuse_now(c, 409, "advancing", "virtual time",
                    "an advance of virtual time is running; wait for it, or stop it with `chaos ctl advance PID --cancel`");
     } else {
-        if (strcmp(c->r.method, "DELETE") == 0 && is_advance(&c->r)) {
+        if (stops_advance(&c->r)) {
             c->r.stopped_before = atomic_load(&advances_stopped);
             atomic_store(&advance_stop, 1);
         }
@@ -1096,14 +1102,21 @@ static void write_some(connection *c) {
 }
 
 /// Turns `c` away with 503, as far as its socket takes it at once.
+/// Sends `a` on `fd` as far as the socket takes it at once, and frees it: for an answer that
+/// is not the connection's own (`c->a` may be the worker's, or never used).
+static void send_once(int fd, answer *a) {
+    buffer out = {0};
+    render(a, &out);
+    if (!out.failed) syscall(SYS_sendto, fd, out.data, out.length, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+    free(out.data);
+    free(a->body.data);
+}
+
+/// Turns `c` away with 503.
 static void turn_away(connection *c, const char *message) {
     answer a = {0};
     fail(&a, 503, "busy", NULL, message);
-    buffer out = {0};
-    render(&a, &out);
-    if (!out.failed) syscall(SYS_sendto, c->fd, out.data, out.length, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
-    free(out.data);
-    free(a.body.data);
+    send_once(c->fd, &a);
     release(c);
 }
 
@@ -1184,16 +1197,11 @@ static void answer_at_exit(void) {
         if (c->fd < 0) continue;
         if (c->phase == QUEUED) {
             refuse_now(c, 503, "exiting", NULL, "the program is exiting; nothing was changed");
-            write_some(c);
-        } else if (c->phase == WORKING && is_advance(&c->r) && strcmp(c->r.method, "POST") == 0) {
+        } else if (c->phase == WORKING && starts_advance(&c->r)) {
             // The worker still owns c->a: this answer is the endpoint thread's own.
             answer a = {0};
             time_body(&a, (int64_t)chaos_vt_steps() - atomic_load(&advance_from_steps), NULL);
-            buffer out = {0};
-            render(&a, &out);
-            if (!out.failed) syscall(SYS_sendto, c->fd, out.data, out.length, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
-            free(out.data);
-            free(a.body.data);
+            send_once(c->fd, &a);
             sys_close(c->fd);
             c->fd = -1; // released when the worker hands the job back
         } else if (c->phase == WORKING) {
@@ -1255,7 +1263,7 @@ static void serve_connections(int listener_fd) {
             if (!events || c->fd != fds[i].fd) continue;
             if (c->phase == QUEUED || c->phase == WORKING) {
                 if (!(events & (POLLRDHUP | POLLHUP | POLLERR))) continue;
-                if (is_advance(&c->r) && strcmp(c->r.method, "POST") == 0 && c->phase == WORKING) atomic_store(&advance_stop, 1);
+                if (starts_advance(&c->r) && c->phase == WORKING) atomic_store(&advance_stop, 1);
                 sys_close(c->fd);
                 c->fd = -1;
                 if (c->phase == QUEUED) release(c);
@@ -1291,7 +1299,7 @@ static void *work(void *argument) {
         while (!worker.job || worker.job_done) pthread_cond_wait(&worker.ready, &worker.lock);
         connection *c = worker.job;
         pthread_mutex_unlock(&worker.lock);
-        if (is_advance(&c->r) && strcmp(c->r.method, "POST") == 0) {
+        if (starts_advance(&c->r)) {
             worker_advance(c);
         } else {
             pthread_mutex_lock(&state_lock);
