@@ -248,19 +248,28 @@ uint64_t chaos_fault_plan_generation(void) { return atomic_load(&cf_plan_generat
 
 // MARK: - Draws
 
-static uint64_t mix(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
+// The same arithmetic as Swift's SeededRandom (SplitMix64), so that an entry draws the
+// same sequence whichever engine decides its calls.
+static const uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+
+static uint64_t scramble(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index) {
-    uint64_t h = mix(seed);
-    h = mix(h ^ (uint64_t)(uint32_t)entry);
-    h = mix(h ^ salt);
-    h = mix(h ^ call_index);
-    return (double)(h >> 11) * 0x1.0p-53;
+static uint64_t derive(uint64_t seed, uint64_t value) { return scramble(scramble(seed) ^ (value + golden_gamma)); }
+
+uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point) {
+    const char *name = chaos_fault_point_public_name(point);
+    uint64_t hash = 0xCBF29CE484222325ull; // FNV-1a, as Swift's stable hash of the point name
+    for (const unsigned char *c = (const unsigned char *)(name ? name : ""); *c; c++) hash = (hash ^ *c) * 0x100000001B3ull;
+    return derive(plan_seed, hash);
+}
+
+double chaos_fault_draw(uint64_t entry_seed, uint64_t salt, uint64_t asked) {
+    uint64_t state = derive(derive(entry_seed, asked), salt) + golden_gamma;
+    return (double)(scramble(state) >> 11) * 0x1.0p-53;
 }
 
 // MARK: - Decisions
@@ -443,7 +452,9 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         }
         return node->otherwise >= 0 ? eval(w, node->otherwise, out) : R_PASS;
     case CHAOS_NODE_PROBABILITY:
-        if (chaos_fault_draw(w->plan->seed, w->entry_index, node->salt, w->index) < node->p) return eval(w, node->child, out);
+        // Drawn for the k-th call this node is asked about: calls the entry does not target
+        // never reach it, so they take no draws.
+        if (chaos_fault_draw(w->entry->seed, node->salt, tick(w, node)) < node->p) return eval(w, node->child, out);
         return R_PASS;
     case CHAOS_NODE_TIMES: {
         uint64_t k = tick(w, node);

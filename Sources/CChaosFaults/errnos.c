@@ -180,6 +180,15 @@ const char *chaos_fault_point_name(int32_t point) {
     return point >= 0 && point < CHAOS_POINT_COUNT ? point_names[point] : NULL;
 }
 
+// What ChaosKit calls each point; an entry's seed derives from it, as in Swift.
+static const char *public_point_names[CHAOS_POINT_COUNT] = {
+    "system.files", "system.connect", "system.accept", "system.send",
+    "system.recv", "system.getaddrinfo", "system.getenv", "system.clock"};
+
+const char *chaos_fault_point_public_name(int32_t point) {
+    return point >= 0 && point < CHAOS_POINT_COUNT ? public_point_names[point] : NULL;
+}
+
 static const char *op_names[] = {"open", "read", "write", "sync", "truncate", "rename", "unlink", "mkdir", "close"};
 
 const char *chaos_fault_op_name(uint32_t op) {

@@ -63,6 +63,8 @@ typedef struct cf_entry {
     int32_t sleeps;
     int32_t count;
     cf_node *nodes;
+    uint64_t seed;            ///< what its probability nodes draw from
+    bool seed_given;          ///< `seed=` was written (else derived from the plan's seed)
     _Atomic uint64_t calls;   ///< calls that reached it under this plan: the next call's index
     chaos_counts *counts;     ///< where its calls are counted (never NULL; may outlive the plan)
 } cf_entry;

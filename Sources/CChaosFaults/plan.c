@@ -502,9 +502,9 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
              nearest(name->key, name->key_length, point_names, hint, sizeof hint), join(point_names, list, sizeof list));
         return false;
     }
-    static const char *const socket_keys[] = {"label", "family", NULL};
-    static const char *const clock_keys[] = {"label", "monotonic", "stat", "sleep", NULL};
-    static const char *const plain_keys[] = {"label", NULL};
+    static const char *const socket_keys[] = {"label", "seed", "family", NULL};
+    static const char *const clock_keys[] = {"label", "seed", "monotonic", "stat", "sleep", NULL};
+    static const char *const plain_keys[] = {"label", "seed", NULL};
     const char *const *keys = default_families(point) ? socket_keys : point == CHAOS_POINT_CLOCK ? clock_keys : plain_keys;
     if (!check_keys(p, t, 2, keys, "an entry")) return false;
     chaos_plan *plan = b->plan;
@@ -535,6 +535,14 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
     if ((k = find(t, 2, "label"))) {
         if (!is_text(p, k, "a label")) return false;
         entry->label = take(k);
+    }
+    entry->seed = chaos_fault_entry_seed(plan->seed, point);
+    if ((k = find(t, 2, "seed"))) {
+        if (!k->value || !parse_u64(k->value, &entry->seed)) {
+            fail(p, k->value ? k->value_column : k->column, "seed is an unsigned 64-bit number (decimal or 0x…)");
+            return false;
+        }
+        entry->seed_given = true;
     }
     if ((k = find(t, 2, "family")) && !parse_set(p, k, family_names, family_bits, CHAOS_FAMILY_ANY, &entry->families, "family"))
         return false;
@@ -1266,6 +1274,7 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
         const cf_entry *entry = &plan->entries[e];
         put(&w, "entry %s", point_names[entry->point]);
         if (entry->label) put_string(&w, "label", entry->label);
+        if (entry->seed_given) put(&w, " seed=%llu", (unsigned long long)entry->seed);
         if (default_families(entry->point)) put_set(&w, "family", entry->families, family_names, family_bits);
         if (entry->point == CHAOS_POINT_CLOCK)
             put(&w, " monotonic=%s stat=%s sleep=%s", entry->monotonic ? "yes" : "no", entry->stat_times ? "yes" : "no",

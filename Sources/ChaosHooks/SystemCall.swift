@@ -26,12 +26,7 @@ public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     case clock = 7
 
     /// The profile name of the point, e.g. `"system.files"`.
-    public var pointName: String {
-        switch self {
-        case .dns: "system.getaddrinfo"
-        default: "system." + planName
-        }
-    }
+    public var pointName: String { String(cString: chaos_fault_point_public_name(rawValue)) }
 
     /// The point's name in fault plans (`files`, `dns` …).
     var planName: String { String(cString: chaos_fault_point_name(rawValue)) }

@@ -1,5 +1,5 @@
 import CChaosFaults
-import ChaosKit
+@_spi(Hooks) public import ChaosKit
 public import Foundation
 
 #if canImport(Glibc)
@@ -174,4 +174,9 @@ enum SystemClockReading {
     static func realNanoseconds() -> Int64 {
         chaos_fault_real_ns(CLOCK_REALTIME)
     }
+}
+
+@_spi(Hooks) extension SystemOutcome: CallPassingResult {
+    /// `pass` hands the call to the point's next older entry.
+    public var passesCallOn: Bool { self == .pass }
 }

@@ -34,26 +34,31 @@ struct SystemPlanCompiler {
 
     let point: SystemPointKind
     let delivery: Delivery
-    /// Mixed into every probability node's salt (in-process: the entry's seed), so each
-    /// entry draws its own sequence; nil keeps the node numbers (the plan seed then varies).
-    let salt: UInt64?
+    /// What the entry's probability nodes draw from (in-process: the entry's seed); nil
+    /// lets the engine derive it from the plan's seed and the point, as ChaosKit does.
+    let entrySeed: UInt64?
+    /// The position of the node being written in a depth-first walk of the tree, counted
+    /// from 1 as ChaosKit counts it: a probability node's salt, so that both engines draw
+    /// the same numbers.
+    private var position: UInt64 = 0
 
     private var nodes: [String?] = []
     private var families: Set<SocketFamily> = []
     private var scopes: [ClockScope] = []
 
-    init(point: SystemPointKind, delivery: Delivery, salt: UInt64?) {
+    init(point: SystemPointKind, delivery: Delivery, entrySeed: UInt64?) {
         self.point = point
         self.delivery = delivery
-        self.salt = salt
+        self.entrySeed = entrySeed
     }
 
     /// The `entry` line and `node`/`case` lines of one entry.
-    static func entry(_ tree: Tree, point: SystemPointKind, label: String, delivery: Delivery, salt: UInt64?)
+    static func entry(_ tree: Tree, point: SystemPointKind, label: String, delivery: Delivery, entrySeed: UInt64?)
         throws(Unsupported) -> [String]
     {
-        var compiler = SystemPlanCompiler(point: point, delivery: delivery, salt: salt)
-        _ = try compiler.emit(tree)
+        var compiler = SystemPlanCompiler(point: point, delivery: delivery, entrySeed: entrySeed)
+        // The shape ChaosKit runs: modifiers around a selector count only its calls.
+        _ = try compiler.emit(tree.withSelectorsOutermost())
         let body = compiler.nodes.compactMap { $0 }
         guard body.count == compiler.nodes.count, body.count <= Int(CHAOS_PLAN_MAX_NODES) else {
             throw Unsupported(
@@ -68,7 +73,7 @@ struct SystemPlanCompiler {
     /// form, and for points that task scopes involve. `scopes` are the clock options of the
     /// outcomes it may answer.
     static func askingEntry(point: SystemPointKind, label: String, scopes: [ClockScope]) -> [String] {
-        var compiler = SystemPlanCompiler(point: point, delivery: .inProcess, salt: nil)
+        var compiler = SystemPlanCompiler(point: point, delivery: .inProcess, entrySeed: nil)
         compiler.scopes = scopes
         compiler.families = Set(SocketFamily.allCases)
         return [compiler.entryLine(label: label), "node 0 ask id=0"]
@@ -85,6 +90,7 @@ struct SystemPlanCompiler {
 
     private func entryLine(label: String) -> String {
         var words = ["entry", point.planName, PlanText.word("label", label)]
+        if let entrySeed { words.append("seed=\(entrySeed)") }
         if point.isSocketPoint {
             let chosen = families.union([.inet, .inet6])
             words.append(
@@ -101,6 +107,7 @@ struct SystemPlanCompiler {
 
     /// Writes `tree`'s nodes (a parent before its children) and returns the index of its root.
     private mutating func emit(_ tree: Tree) throws(Unsupported) -> Int {
+        position += 1
         switch tree {
         case .leaf(let leaf):
             let index = reserve()
@@ -108,19 +115,20 @@ struct SystemPlanCompiler {
             return index
         case .sequential(let children):
             let index = reserve()
-            // A run of equal leaves is one node covering that many calls (`I*N`): a jump
-            // after 10,000 readings stays two nodes.
+            // A step covers its span of calls (`I*N`), and a run of equal leaves is one
+            // node covering that many: a jump after 10,000 readings stays two nodes.
             var runs: [(child: Int, count: Int, leaf: String?)] = []
             for child in children {
                 if case .leaf(let leaf) = child, let last = runs.last, let text = last.leaf,
                     text == (try leafText(leaf))
                 {
                     runs[runs.count - 1].count += 1
+                    position += 1  // the leaf not written still has its place in the walk
                     continue
                 }
                 var text: String?
                 if case .leaf(let leaf) = child { text = try leafText(leaf) }
-                runs.append((try emit(child), 1, text))
+                runs.append((try emit(child), child.sequentialSpan, text))
             }
             nodes[index] =
                 "node \(index) sequential children="
@@ -145,12 +153,11 @@ struct SystemPlanCompiler {
             return index
         case .modified(let modifier, let child):
             let index = reserve()
+            let salt = position
             let childIndex = try emit(child)
             switch modifier {
             case .probability(let p):
-                var text = "node \(index) probability p=\(p) child=\(childIndex)"
-                if let salt { text += " salt=\(salt &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15)" }
-                nodes[index] = text
+                nodes[index] = "node \(index) probability p=\(p) child=\(childIndex) salt=\(salt)"
             case .times(let n):
                 nodes[index] = "node \(index) times n=\(n) child=\(childIndex)"
             case .delay(let duration):

@@ -188,7 +188,7 @@ final class InProcessDelivery: Sendable {
                 : try? entries.reversed().map { entry throws(SystemPlanCompiler.Unsupported) in
                     try SystemPlanCompiler.entry(
                         entry.tree, point: kind, label: "\(kind.pointName) ← \(entry.tree.summary.prefix(200))",
-                        delivery: .inProcess, salt: entry.seed)
+                        delivery: .inProcess, entrySeed: entry.seed)
                 }
             if let compiled {
                 for (offset, entry) in entries.reversed().enumerated() {

@@ -68,7 +68,7 @@ public struct SystemRunPlan: Sendable, Equatable {
                     lines += try SystemPlanCompiler.entry(
                         item.tree, point: kind,
                         label: "#\(item.number + 1) \(kind.pointName) ← \(item.entry.provider.summary.prefix(200))",
-                        delivery: .program, salt: nil
+                        delivery: .program, entrySeed: nil
                     )
                 } catch {
                     throw item.entry.located(

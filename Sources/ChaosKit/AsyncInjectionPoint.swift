@@ -96,11 +96,10 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
             installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
             return value
         }
-        var delay = Duration.zero
-        let (leaf, salt) = installed.root.resolve(
-            arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
-        if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
-        if delay > .zero {
+        var waits: Duration?
+        let (leaf, salt, acts) = installed.root.resolve(arguments, entrySeed: installed.seed, delay: &waits)
+        if acts { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
+        if let delay = waits, delay > .zero {
             // A cancelled sleep still answers: chaos must not turn into a CancellationError
             // the point's Failure type may not be able to express.
             try? await Task.sleep(for: delay)

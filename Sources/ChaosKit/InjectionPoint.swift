@@ -162,11 +162,10 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
             installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
             return value
         }
-        var delay = Duration.zero
-        let (leaf, salt) = installed.root.resolve(
-            arguments, entrySeed: installed.seed, callIndex: callIndex, delay: &delay)
-        if !leaf.isOriginal { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
-        if delay > .zero { sleepBlocking(for: delay) }
+        var waits: Duration?
+        let (leaf, salt, acts) = installed.root.resolve(arguments, entrySeed: installed.seed, delay: &waits)
+        if acts { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
+        if let delay = waits, delay > .zero { sleepBlocking(for: delay) }
         switch leaf {
         case .original:
             return try original(arguments)
@@ -242,7 +241,7 @@ extension PointCore {
         if scopes.load(ordering: .acquiring) != 0 { return .varying }
         guard let top = top() else { return .original }
         if let value = top.rootConstant { return .constant(value) }
-        if case .leaf(.original, _) = top.root { return .original }
+        if case .leaf(.original, _, _) = top.root { return .original }
         return .varying
     }
 }

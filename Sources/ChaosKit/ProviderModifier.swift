@@ -231,8 +231,8 @@ public enum ProviderModifier: Sendable, Hashable {
     /// This modifier ready to run, with its own counter and random salt.
     func compiled(salt: UInt64) -> ModifierRuntime {
         switch self {
-        case .times: ModifierRuntime(modifier: self, counter: CallCounter(), salt: salt)
-        case .probability, .delay, .lease: ModifierRuntime(modifier: self, counter: nil, salt: salt)
+        case .times, .probability: ModifierRuntime(modifier: self, counter: CallCounter(), salt: salt)
+        case .delay, .lease: ModifierRuntime(modifier: self, counter: nil, salt: salt)
         }
     }
 
@@ -260,11 +260,15 @@ struct ModifierSyntaxError: Error {
     @usableFromInline let counter: CallCounter?
     @usableFromInline let salt: UInt64
 
-    /// What the modifier does for call `callIndex` of an entry seeded `entrySeed`.
-    @usableFromInline func decide(entrySeed: UInt64, callIndex: Int) -> ModifierDecision {
+    /// What the modifier does for the next call it is asked about, in an entry seeded
+    /// `entrySeed`. Both counting modifiers count the calls that reach them, not the
+    /// entry's: calls a selector keeps away take no count and no draw.
+    @usableFromInline func decide(entrySeed: UInt64) -> ModifierDecision {
         switch modifier {
         case .probability(let p):
-            var source = SeededRandom(seed: SeededRandom.derive(entrySeed, UInt64(bitPattern: Int64(callIndex)), salt))
+            // The fault engine's chaos_fault_draw makes the same draw, so both engines agree.
+            let asked = UInt64(bitPattern: Int64(counter?.next() ?? 0))
+            var source = SeededRandom(seed: SeededRandom.derive(entrySeed, asked, salt))
             return source.nextUnitInterval() < p ? .proceed : .original
         case .times(let limit):
             return (counter?.next() ?? 0) < limit ? .proceed : .original

@@ -139,6 +139,73 @@ extension ProviderTree {
     }
 }
 
+extension ProviderTree {
+    /// How many calls this tree covers as a step of a `sequential`: *n* when it carries
+    /// `times: n` (a ``ProviderModifier/times(_:)`` at its root, possibly under other
+    /// modifiers), else one. So `[offline 2 times, original]` is offline for two calls.
+    public var sequentialSpan: Int {
+        var node = self
+        while case .modified(let modifier, let child) = node {
+            if case .times(let count) = modifier { return count }
+            node = child
+        }
+        return 1
+    }
+
+    /// The same tree with each modifier that stands directly around a *selector* moved
+    /// inside it. A selector is a composite of one branch whose fallback hands the call to
+    /// the point's next entry (`passesOn` says which leaves do): the calls it does not take
+    /// are not the entry's at all, so they must not be counted by `times`, draw for
+    /// `probability` or wait for `delay`. A lease bounds the entry and stays outermost.
+    public func selectorsOutermost(passesOn: (Leaf) -> Bool) -> ProviderTree {
+        switch self {
+        case .leaf:
+            return self
+        case .sequential(let children):
+            return .sequential(children.map { $0.selectorsOutermost(passesOn: passesOn) })
+        case .composite(let branches, let otherwise):
+            return .composite(
+                branches.map {
+                    ProviderBranch(condition: $0.condition, provider: $0.provider.selectorsOutermost(passesOn: passesOn))
+                }, otherwise: otherwise.selectorsOutermost(passesOn: passesOn))
+        case .modified(let modifier, let child):
+            let inner = child.selectorsOutermost(passesOn: passesOn)
+            guard !modifier.isLease, case .composite(let branches, let otherwise) = inner, branches.count == 1,
+                case .leaf(let fallback) = otherwise, passesOn(fallback)
+            else { return .modified(modifier, inner) }
+            let branch = branches[0]
+            let moved = ProviderTree.modified(modifier, branch.provider).selectorsOutermost(passesOn: passesOn)
+            return .composite([ProviderBranch(condition: branch.condition, provider: moved)], otherwise: otherwise)
+        }
+    }
+}
+
+/// A result that says "not this entry's call": the point hands the call to its next older
+/// entry. Such a leaf never counts as an act, and a composite falling back to it selects
+/// the entry's calls (see ``ProviderTree/selectorsOutermost(passesOn:)``).
+@_spi(Hooks) public protocol CallPassingResult {
+    /// Whether this result hands the call on.
+    var passesCallOn: Bool { get }
+}
+
+extension ProviderLeaf {
+    /// Whether this leaf hands the call to the point's next entry (a ``CallPassingResult``).
+    @usableFromInline var passesCallOn: Bool {
+        if case .constant(let value) = self, let passing = value as? any CallPassingResult {
+            return passing.passesCallOn
+        }
+        return false
+    }
+}
+
+extension ProviderTree {
+    /// ``selectorsOutermost(passesOn:)`` with the leaves' own notion of handing a call on.
+    @_spi(Hooks) public func withSelectorsOutermost<Result, Failure, Body>() -> ProviderTree
+    where Leaf == ProviderLeaf<Result, Failure, Body> {
+        selectorsOutermost(passesOn: \.passesCallOn)
+    }
+}
+
 /// A condition over a call's arguments, as a typed composite provider tests it.
 public struct ArgumentCondition<Arguments>: Sendable, ProviderSummarizable {
     /// Whether the branch applies to a call with these arguments.

@@ -556,7 +556,7 @@ import Glibc
         #expect(chaos_fault_counters(2, &counters) == -1)
     }
 
-    @Test func anOriginalInAnEarlierEntryIsFinalAndDrawsFollowTheEntrysCallIndex() throws {
+    @Test func anOriginalInAnEarlierEntryIsFinalAndDrawsFollowTheNodesAskedCount() throws {
         defer { chaos_plan_clear() }
         try Self.install(
             """
@@ -577,13 +577,17 @@ import Glibc
         for _ in 0..<40 {
             outcomes.append(Self.decide(Self.fileCall("/srv/app/data")).action == Int32(CHAOS_ACT_FAIL.rawValue))
         }
-        // The config calls never reached entry 1, so its call index k is the k-th data call.
-        #expect(outcomes == (0..<40).map { chaos_fault_draw(99, 1, 5, UInt64($0)) < 0.5 })
+        // The config calls never reached entry 1, so its probability node's k-th call is the
+        // k-th data call.
+        let entrySeed = chaos_fault_entry_seed(99, Int32(CHAOS_POINT_FILES.rawValue))
+        #expect(outcomes == (0..<40).map { chaos_fault_draw(entrySeed, 5, UInt64($0)) < 0.5 })
         var counters = chaos_entry_counters()
         #expect(chaos_fault_counters(1, &counters) == 0)
         #expect(counters.seen == 40 && counters.acted == UInt64(outcomes.filter { $0 }.count))
         // The replay pair: the last acted call index with the seed draws below p.
-        #expect(chaos_fault_draw(counters.seed, 1, 5, counters.last_fire_call) < 0.5 && counters.seed == 99)
+        #expect(
+            chaos_fault_draw(chaos_fault_entry_seed(counters.seed, Int32(CHAOS_POINT_FILES.rawValue)), 5, counters.last_fire_call)
+                < 0.5 && counters.seed == 99)
         #expect(
             chaos_fault_counters(0, &counters) == 0 && counters.seen == 20 && counters.acted == 0
                 && counters.passed == 20)

@@ -305,10 +305,11 @@ import Glibc
         #expect(first == again)
         #expect(first != other)
         #expect(first.count > 5 && first.count < 40, "\(first)")
-        // The indexes are the engine's draws for (seed, entry 0, salt 11, the entry's call
-        // index): each round is an open, a write and a close in the folder, so the write of
-        // round i is the entry's call 3i+1.
-        let expected = (0..<64).filter { chaos_fault_draw(7, 0, 11, UInt64(3 * $0 + 1)) < 0.3 }
+        // The indexes are the engine's draws for (the entry's seed, salt 11, the node's
+        // asked count): each round is an open, a write and a close in the folder, but only
+        // writes are the entry's, so the write of round i is the node's call i.
+        let entrySeed = chaos_fault_entry_seed(7, Int32(CHAOS_POINT_FILES.rawValue))
+        let expected = (0..<64).filter { chaos_fault_draw(entrySeed, 11, UInt64($0)) < 0.3 }
         #expect(first == expected)
     }
 

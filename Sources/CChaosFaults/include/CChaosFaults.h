@@ -114,6 +114,9 @@ int32_t chaos_fault_errno_value(const char *name);
 /// "files", "connect", … (NULL when out of range).
 const char *chaos_fault_point_name(int32_t point);
 
+/// "system.files", "system.getaddrinfo", …: the point's name in ChaosKit and in profiles.
+const char *chaos_fault_point_public_name(int32_t point);
+
 /// "open", "read", … for one CHAOS_OP_* bit (NULL otherwise).
 const char *chaos_fault_op_name(uint32_t op);
 
@@ -485,11 +488,16 @@ void chaos_fault_set_real_clock(chaos_real_clock_fn function);
 /// interposer, no hook can change it).
 int64_t chaos_fault_real_ns(int clock);
 
-/// The deterministic draw behind probability nodes: a splitmix64 mix of the plan seed, the
-/// entry index, the node's salt and the entry's call index of the call (its `seen` count
-/// before it), mapped to [0, 1). With `last_fire_call` and `seed` from the counters it
-/// reproduces a decision.
-double chaos_fault_draw(uint64_t seed, int32_t entry, uint64_t salt, uint64_t call_index);
+/// The deterministic draw behind probability nodes, in [0, 1): the same arithmetic as a
+/// ChaosKit `probability` modifier (SplitMix64 over the entry's seed, the node's salt and
+/// `asked`, how many calls the node was asked about before this one). The same seed gives
+/// the same draws in Swift, in-process and under `chaos run`.
+double chaos_fault_draw(uint64_t entry_seed, uint64_t salt, uint64_t asked);
+
+/// The seed of an entry on `point` in a plan seeded `plan_seed` that gives none itself
+/// (`seed=` on its `entry` line): as ChaosKit derives it from a `Chaos` seed and the
+/// point's name, so a profile's seed draws alike in-process and under `chaos run`.
+uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point);
 
 // MARK: - Conditions outside a plan
 

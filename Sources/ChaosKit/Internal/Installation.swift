@@ -6,8 +6,12 @@ public import Synchronization
 /// nested providers count and draw independently. The shape is the ``ProviderTree``'s;
 /// what a modifier does is its ``ModifierRuntime``'s.
 @usableFromInline indirect enum CompiledNode<Arguments, Result: Sendable, Failure: Error, Body: Sendable>: Sendable {
-    case leaf(ProviderLeaf<Result, Failure, Body>, salt: UInt64)
-    case sequential([CompiledNode], CallCounter)
+    /// `acts`: whether answering with the leaf counts as an act (not for the original, nor
+    /// for a result that hands the call on).
+    case leaf(ProviderLeaf<Result, Failure, Body>, salt: UInt64, acts: Bool)
+    /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan``), and
+    /// the calls the sequence has been asked about.
+    case sequential([(node: CompiledNode, span: Int)], CallCounter)
     case composite([(condition: ArgumentCondition<Arguments>, node: CompiledNode)], otherwise: CompiledNode)
     case modified(ModifierRuntime, CompiledNode)
 
@@ -24,9 +28,9 @@ public import Synchronization
         salt &+= 1
         switch tree {
         case .leaf(let leaf):
-            self = .leaf(leaf, salt: salt)
+            self = .leaf(leaf, salt: salt, acts: !leaf.isOriginal && !leaf.passesCallOn)
         case .sequential(let children):
-            self = .sequential(children.map { CompiledNode($0, salt: &salt) }, CallCounter())
+            self = .sequential(children.map { (CompiledNode($0, salt: &salt), $0.sequentialSpan) }, CallCounter())
         case .composite(let branches, let otherwise):
             let compiled = branches.map { (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt)) }
             self = .composite(compiled, otherwise: CompiledNode(otherwise, salt: &salt))
@@ -36,33 +40,39 @@ public import Synchronization
         }
     }
 
-    /// What call `callIndex` does, without doing it: the leaf that answers, its salt, and
-    /// the waits of the delays on the way there (added to `delay`). Counters advance;
-    /// nothing else happens.
+    /// What the next call does, without doing it: the leaf that answers, its salt,
+    /// whether that is an act, and the waits of the delays on the way there (added to
+    /// `delay`, which stays nil when the call meets no delay). The counters of the nodes
+    /// the call reaches advance; nothing else happens.
     @inlinable func resolve(
-        _ arguments: Arguments, entrySeed: UInt64, callIndex: Int, delay: inout Duration
-    ) -> (leaf: ProviderLeaf<Result, Failure, Body>, salt: UInt64) {
+        _ arguments: Arguments, entrySeed: UInt64, delay: inout Duration?
+    ) -> (leaf: ProviderLeaf<Result, Failure, Body>, salt: UInt64, acts: Bool) {
         switch self {
-        case .leaf(let leaf, let salt):
-            return (leaf, salt)
-        case .sequential(let children, let counter):
-            let step = Swift.min(counter.next(), children.count - 1)
-            return children[step].resolve(arguments, entrySeed: entrySeed, callIndex: callIndex, delay: &delay)
+        case .leaf(let leaf, let salt, let acts):
+            // A delay acts even around the original: the call was slowed on purpose.
+            return (leaf, salt, acts || delay != nil)
+        case .sequential(let steps, let counter):
+            var position = counter.next()
+            for step in steps.dropLast() {
+                if position < step.span { return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay) }
+                position -= step.span
+            }
+            return steps[steps.count - 1].node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
         case .composite(let branches, let otherwise):
             for branch in branches where branch.condition.test(arguments) {
-                return branch.node.resolve(arguments, entrySeed: entrySeed, callIndex: callIndex, delay: &delay)
+                return branch.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
             }
-            return otherwise.resolve(arguments, entrySeed: entrySeed, callIndex: callIndex, delay: &delay)
+            return otherwise.resolve(arguments, entrySeed: entrySeed, delay: &delay)
         case .modified(let runtime, let child):
-            switch runtime.decide(entrySeed: entrySeed, callIndex: callIndex) {
+            switch runtime.decide(entrySeed: entrySeed) {
             case .proceed:
                 break
             case .wait(let wait):
-                delay += wait
+                delay = (delay ?? .zero) + wait
             case .original:
-                return (.original, 0)
+                return (.original, 0, delay != nil)
             }
-            return child.resolve(arguments, entrySeed: entrySeed, callIndex: callIndex, delay: &delay)
+            return child.resolve(arguments, entrySeed: entrySeed, delay: &delay)
         }
     }
 }
@@ -236,12 +246,18 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
         pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String,
         tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?
     ) {
+        // Both engines run this shape: Swift here, and the fault engine compiles `tree`.
+        let tree = tree.withSelectorsOutermost()
         self.root = CompiledNode(tree)
         self.tree = tree
-        if case .leaf(.constant(let value)) = tree { rootConstant = value } else { rootConstant = nil }
+        if case .leaf(let leaf) = tree, case .constant(let value) = leaf, !leaf.passesCallOn {
+            rootConstant = value
+        } else {
+            rootConstant = nil
+        }
         if case .leaf(.block(let body)) = tree { rootBlock = body } else { rootBlock = nil }
         let acts: Bool
-        if case .leaf(let leaf) = tree, !leaf.isOriginal { acts = true } else { acts = false }
+        if case .leaf(let leaf) = tree, !leaf.isOriginal, !leaf.passesCallOn { acts = true } else { acts = false }
         super.init(
             pointName: pointName, seed: seed, entryID: entryID, summary: summary, actsOnEveryCall: acts, lease: lease)
     }

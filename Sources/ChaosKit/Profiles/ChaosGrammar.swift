@@ -4,8 +4,9 @@
 /// CHAOS="clock.now=offset(-1d);demo.fetch-score=20%3*offline->original"
 /// ```
 /// - entries are `point=chain`, separated by `;`
-/// - a chain is steps joined by `->`; a step with a count `N*` is used N times, then the
-///   chain moves on; a step without a count stays for good
+/// - a chain is steps joined by `->`; a step with a count `N*` covers N calls, then the
+///   chain moves on; a step without a count stays for good (`2*offline->original` is the
+///   JSON `{"sequential": [{"item": "offline", "times": 2}, "original"]}`)
 /// - a step is `[P%][N*]task[(arguments)][~lease][@delay]`: `P%` applies it with probability P/100,
 ///   `~30s` reverts the entry 30 s after it was applied, `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
 /// - tasks: `original` (or `off`), `nil`, `random`, `constant(JSON)`, or a catalogue item
@@ -114,22 +115,18 @@ private struct StepParser {
             let (count, provider) = try self.step(trimmed)
             parsed.append((count, provider, trimmed.lowerBound))
         }
-        // Built from the end: a counted step is repeated, then the rest of the chain follows.
-        let last = parsed[parsed.count - 1]
-        var result = last.count.map { ProviderDescription.modified(.times($0), last.provider) } ?? last.provider
-        for step in parsed.dropLast().reversed() {
-            guard let count = step.count else {
-                throw fail(
-                    step.at,
-                    "a step without a count never ends, so nothing after it would run; give it a count such as 3*")
-            }
-            result = .sequential(Array(repeating: step.provider, count: count) + [result])
+        // A counted step covers its count of calls, as `times` does in a JSON sequential.
+        for step in parsed.dropLast() where step.count == nil {
+            throw fail(
+                step.at, "a step without a count never ends, so nothing after it would run; give it a count such as 3*")
         }
-        return result
+        return parsed.count == 1 ? parsed[0].provider : .sequential(parsed.map(\.provider))
     }
 
-    /// A step: modifier prefixes, the task, modifier suffixes. The `times` prefix is the
-    /// step's count, which the chain uses.
+    /// A step: modifier prefixes, the task, modifier suffixes. The modifiers wrap the task
+    /// in the order a JSON provider object applies its keys (`times` innermost), so both
+    /// spell the same tree; the `times` prefix is also the step's count, which the chain
+    /// checks.
     func step(_ range: Range<Int>) throws(ChaosError) -> (count: Int?, provider: ProviderDescription) {
         var lower = range.lowerBound
         var upper = range.upperBound
@@ -168,6 +165,7 @@ private struct StepParser {
             upper = parts[0].upperBound
         }
         var provider = try task(ChaosGrammar.trim(characters, lower..<upper))
+        if let count { provider = .modified(.times(count), provider) }
         for modifier in prefixes.reversed() { provider = .modified(modifier, provider) }
         for modifier in suffixes { provider = .modified(modifier, provider) }
         return (count, provider)

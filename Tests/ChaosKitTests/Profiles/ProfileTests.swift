@@ -48,7 +48,8 @@ private enum ProfilePoints {
         #expect(profile.seed == 7)
         let chaos = try profile.apply()
         defer { chaos.revertAll() }
-        // Call i uses step i (the last repeats); times(2) inside step 0 never reaches its limit.
+        // A step carrying times: 2 covers two calls; then the last step repeats.
+        #expect(ProfilePoints.number(1) == 100)
         #expect(ProfilePoints.number(1) == 100)
         #expect(ProfilePoints.number(1) == 6)
         #expect(ProfilePoints.number(2) == 7)
