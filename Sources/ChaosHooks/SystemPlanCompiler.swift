@@ -128,7 +128,7 @@ struct SystemPlanCompiler {
                 }
                 var text: String?
                 if case .leaf(let leaf) = child { text = try leafText(leaf) }
-                runs.append((try emit(child), child.sequentialSpan, text))
+                runs.append((try emit(child), child.stepSpan(), text))
             }
             nodes[index] =
                 "node \(index) sequential children="

@@ -142,14 +142,22 @@ extension ProviderTree {
 extension ProviderTree {
     /// How many calls this tree covers as a step of a `sequential`: *n* when it carries
     /// `times: n` (a ``ProviderModifier/times(_:)`` at its root, possibly under other
-    /// modifiers), else one. So `[offline 2 times, original]` is offline for two calls.
-    public var sequentialSpan: Int {
+    /// modifiers or inside its selector, where ``selectorsOutermost(passesOn:)`` moves it),
+    /// else one. So `[offline 2 times, original]` is offline for two calls.
+    public func sequentialSpan(passesOn: (Leaf) -> Bool) -> Int {
         var node = self
-        while case .modified(let modifier, let child) = node {
-            if case .times(let count) = modifier { return count }
-            node = child
+        while true {
+            switch node {
+            case .modified(.times(let count), _):
+                return count
+            case .modified(_, let child):
+                node = child
+            case .composite(let branches, .leaf(let fallback)) where branches.count == 1 && passesOn(fallback):
+                node = branches[0].provider
+            default:
+                return 1
+            }
         }
-        return 1
     }
 
     /// The same tree with each modifier that stands directly around a *selector* moved
@@ -203,6 +211,12 @@ extension ProviderTree {
     @_spi(Hooks) public func withSelectorsOutermost<Result, Failure, Body>() -> ProviderTree
     where Leaf == ProviderLeaf<Result, Failure, Body> {
         selectorsOutermost(passesOn: \.passesCallOn)
+    }
+
+    /// ``sequentialSpan(passesOn:)`` with the leaves' own notion of handing a call on.
+    @_spi(Hooks) public func stepSpan<Result, Failure, Body>() -> Int
+    where Leaf == ProviderLeaf<Result, Failure, Body> {
+        sequentialSpan(passesOn: \.passesCallOn)
     }
 }
 

@@ -104,6 +104,24 @@ enum Scenarios {
             expected: "writes=-1/ENOSPC,-1/ENOSPC,1,1"
         ),
         Scenario(
+            name: "times on an item aimed at writes: the open before them does not use the count",
+            profile: #"""
+                {"entries": [{"point": "system.files",
+                              "provider": {"item": "enospc", "parameters": {"path": "$DIR/io", "operations": ["write"]}, "times": 1}}]}
+                """#,
+            probe: ["writes", "$DIR", "5"],
+            expected: "writes=-1/ENOSPC,1,1,1,1"
+        ),
+        Scenario(
+            name: "a sequential step with times: 2 covers two calls (the CHAOS line's 2*enospc->original)",
+            profile: #"""
+                {"entries": [{"point": "system.files", "match": {"path": "$DIR/io", "operations": ["write"]},
+                              "provider": {"sequential": [{"item": "enospc", "times": 2}, "original"]}}]}
+                """#,
+            probe: ["writes", "$DIR", "4"],
+            expected: "writes=-1/ENOSPC,-1/ENOSPC,1,1"
+        ),
+        Scenario(
             name: "getenv set and unset, seen by getenv and secure_getenv",
             profile: #"""
                 {"entries": [

@@ -9,7 +9,7 @@ public import Synchronization
     /// `acts`: whether answering with the leaf counts as an act (not for the original, nor
     /// for a result that hands the call on).
     case leaf(ProviderLeaf<Result, Failure, Body>, salt: UInt64, acts: Bool)
-    /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan``), and
+    /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan(passesOn:)``), and
     /// the calls the sequence has been asked about.
     case sequential([(node: CompiledNode, span: Int)], CallCounter)
     case composite([(condition: ArgumentCondition<Arguments>, node: CompiledNode)], otherwise: CompiledNode)
@@ -30,7 +30,7 @@ public import Synchronization
         case .leaf(let leaf):
             self = .leaf(leaf, salt: salt, acts: !leaf.isOriginal && !leaf.passesCallOn)
         case .sequential(let children):
-            self = .sequential(children.map { (CompiledNode($0, salt: &salt), $0.sequentialSpan) }, CallCounter())
+            self = .sequential(children.map { (CompiledNode($0, salt: &salt), $0.stepSpan()) }, CallCounter())
         case .composite(let branches, let otherwise):
             let compiled = branches.map { (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt)) }
             self = .composite(compiled, otherwise: CompiledNode(otherwise, salt: &salt))
