@@ -24,8 +24,13 @@ struct Run: ParsableCommand {
             library calls (LD_PRELOAD), with probability, times, delay, sequential and match
             meaning what they mean in-process. Without a seed one is drawn and printed, so a run
             can be replayed with --seed or CHAOS_SEED.
+            A program the preload library cannot reach is refused before it starts, with the reason:
+            statically linked programs (no dynamic loader loads the library), Go programs (they make
+            their own system calls) and ELF files of another class or machine. --allow-unreached runs
+            it anyway, without chaos.
             Exit status: the program's own; 125 when chaos run itself fails (a profile error,
-            no preload library), 126 when the program cannot be run, 127 when it is not found.
+            no preload library, a program it cannot reach), 126 when the program cannot be run, 127
+            when it is not found.
             Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
             """
     )
@@ -43,6 +48,12 @@ struct Run: ParsableCommand {
 
     @Flag(help: "Compile the profile again instead of using a plan compiled earlier.")
     var noCache = false
+
+    @Flag(
+        help:
+            "Run a program the preload library cannot reach (static, Go, another ELF class) anyway, without chaos, instead of refusing it."
+    )
+    var allowUnreached = false
 
     @Argument(parsing: .captureForPassthrough, help: "The program and its arguments (after --).")
     var command: [String]
@@ -86,6 +97,7 @@ struct Run: ParsableCommand {
         var argv = [launcher, "run", "--profile", profile]
         if let seed { argv += ["--seed", String(seed)] }
         if let preload { argv += ["--preload", preload] }
+        if allowUnreached { argv.append("--allow-unreached") }
         argv += ["--"] + arguments
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
         cArguments.append(nil)

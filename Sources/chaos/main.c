@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "development.h"
+#include "reach.h"
 
 #define MAX_PROFILE (1 << 20)
 #define MAX_CACHED (4 << 20)
@@ -136,7 +137,27 @@ static void unescape(char *text) {
 // starts with directive lines (`env NAME=VALUE`, `unenv NAME`, `seed N` when the profile
 // fixes one, `draws` when the plan has probabilities) and a line `plan`, followed by the
 // plan text without its seed.
-static int run(char *cached, const char *seed_option, const char *preload, char **argv) {
+// Refuses (125) a program the preload library cannot reach, saying why and what to do,
+// unless the user asked to run it anyway: chaos that silently never fires is worse than
+// none. Returns 0 when the program may start.
+static int refuse_unreached(char **argv, int allow_unreached) {
+    char file[PATH_MAX];
+    enum chaos_reach reach = chaos_reach_program(argv[0], file, sizeof file);
+    if (reach == CHAOS_REACHED) return 0;
+    int same = strcmp(file, argv[0]) == 0;
+    if (allow_unreached) {
+        fprintf(stderr, "chaos run: warning: %s%s%s%s reaches no entry of the profile (--allow-unreached)\n", argv[0],
+                same ? "" : " (", same ? "" : file, same ? "" : ")");
+        return 0;
+    }
+    fprintf(stderr, "chaos run: %s%s%s%s cannot be reached: %s. Or pass --allow-unreached to run it without chaos.\n",
+            argv[0], same ? "" : " (", same ? "" : file, same ? "" : ")", chaos_reach_reason(reach));
+    return 125;
+}
+
+static int run(char *cached, const char *seed_option, const char *preload, int allow_unreached, char **argv) {
+    int refused = refuse_unreached(argv, allow_unreached);
+    if (refused) return refused;
     if (strncmp(cached, "chaoskit-run 1\n", 15) != 0) {
         fprintf(stderr, "chaos run: the compiled plan is damaged; run again with --no-cache\n");
         return 125;
@@ -255,7 +276,7 @@ static int regular_file(const char *path) {
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
 static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t cache_capacity) {
     const char *profile = NULL, *seed = NULL, *preload_option = NULL;
-    int command = -1;
+    int command = -1, allow_unreached = 0;
     cache[0] = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -266,6 +287,7 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         else if (strncmp(a, "--seed=", 7) == 0) seed = a + 7;
         else if (strcmp(a, "--preload") == 0 && i + 1 < argc) preload_option = argv[++i];
         else if (strncmp(a, "--preload=", 10) == 0) preload_option = a + 10;
+        else if (strcmp(a, "--allow-unreached") == 0) allow_unreached = 1;
         else return -1;  // --no-cache, --help, a mistake: the tool answers
     }
     if (!profile || command < 0 || command >= argc) return -1;
@@ -296,7 +318,7 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         snprintf(cache, cache_capacity, "%s", path);
         return -1;
     }
-    return run(cached, seed, preload, argv + command);
+    return run(cached, seed, preload, allow_unreached, argv + command);
 }
 
 // The source folders (below Sources/) each product is built from, as Package.swift says:

@@ -1,0 +1,166 @@
+import Foundation
+import TestHelpers
+import Testing
+
+/// `chaos run` refuses, before it starts them, programs its preload library cannot reach:
+/// a profile that silently does nothing is worse than no chaos tool.
+@Suite struct ReachTests {
+    static func which(_ name: String) -> String? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// A workspace with a profile that fails every write under it with ENOSPC.
+    struct Workspace {
+        let folder: String
+        let profile: String
+
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-reach-\(UUID().uuidString)")
+                .path
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            profile = folder + "/enospc.json"
+            try #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(folder)/out"}}}]}"#
+                .write(toFile: profile, atomically: true, encoding: .utf8)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: folder) }
+
+        /// `chaos run` of `program` with `arguments`, and whether the program got to write
+        /// its marker file.
+        func run(_ program: String, _ arguments: [String] = [], options: [String] = []) throws -> (
+            ChaosToolTests.Outcome, ran: Bool
+        ) {
+            let marker = folder + "/ran"
+            try? FileManager.default.removeItem(atPath: marker)
+            let outcome = try ChaosToolTests.chaos(
+                ["run", "--preload", ChaosToolTests.preloadLibrary] + options + ["--profile", profile, "--", program]
+                    + arguments + [marker])
+            return (outcome, FileManager.default.fileExists(atPath: marker))
+        }
+
+        /// Builds `source` (C) into `name` with the extra compiler `flags`.
+        func compile(_ name: String, _ source: String, flags: [String] = []) throws -> String? {
+            let sourcePath = folder + "/\(name).c"
+            try source.write(toFile: sourcePath, atomically: true, encoding: .utf8)
+            let output = folder + "/" + name
+            let built = try ChaosToolTests.run("/usr/bin/env", ["cc", "-O1"] + flags + ["-o", output, sourcePath])
+            return built.status == 0 ? output : nil
+        }
+    }
+
+    /// Creates the file named by its last argument: proof that the program ran.
+    static let marking = """
+        #include <fcntl.h>
+        #include <unistd.h>
+        int main(int argc, char **argv) { int fd = open(argv[argc - 1], O_WRONLY | O_CREAT, 0644); return fd < 0; }
+        """
+
+    @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
+    func aStaticProgramIsRefusedBeforeItStartsAndAllowedWhenAsked() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        guard let program = try workspace.compile("static-marker", Self.marking, flags: ["-static"]) else {
+            Issue.record("cc -static failed: is libc6-dev's libc.a installed?")
+            return
+        }
+        let refused = try workspace.run(program)
+        #expect(refused.0.status == 125, "\(refused.0)")
+        #expect(refused.0.errors.contains("statically linked") && refused.0.errors.contains("--allow-unreached"))
+        #expect(!refused.ran, "a refused program must not start")
+        let allowed = try workspace.run(program, options: ["--allow-unreached"])
+        #expect(allowed.0.status == 0 && allowed.ran, "\(allowed.0)")
+        #expect(allowed.0.errors.contains("warning"), "running it anyway still says chaos cannot reach it")
+    }
+
+    @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
+    func aDynamicProgramAndAScriptRunningOneStart() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("dynamic-marker", Self.marking))
+        let direct = try workspace.run(program)
+        #expect(direct.0.status == 0 && direct.ran && direct.0.errors.isEmpty, "\(direct.0)")
+        let script = workspace.folder + "/mark.sh"
+        try "#!/bin/sh\nexec \"\(program)\" \"$@\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let throughShell = try workspace.run(script)
+        #expect(throughShell.0.status == 0 && throughShell.ran, "\(throughShell.0)")
+    }
+
+    @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
+    func aScriptWhoseInterpreterIsStaticIsRefused() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        guard let interpreter = try workspace.compile("static-interpreter", Self.marking, flags: ["-static"]) else {
+            Issue.record("cc -static failed: is libc6-dev's libc.a installed?")
+            return
+        }
+        let script = workspace.folder + "/run.script"
+        try "#!\(interpreter)\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let refused = try workspace.run(script)
+        #expect(refused.0.status == 125 && !refused.ran, "\(refused.0)")
+        #expect(refused.0.errors.contains(interpreter), "the refusal names the interpreter it is about")
+    }
+
+    @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
+    func anELFOfAnotherClassIsRefused() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("other-class", Self.marking))
+        // The same program marked 32-bit: the dynamic loader of a 64-bit library would
+        // skip the library for it.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: program))
+        bytes[4] = 1  // EI_CLASS = ELFCLASS32
+        try bytes.write(to: URL(fileURLWithPath: program))
+        let refused = try workspace.run(program)
+        #expect(refused.0.status == 125 && !refused.ran, "\(refused.0)")
+        #expect(refused.0.errors.contains("another class"), "\(refused.0.errors)")
+    }
+
+    @Test(.enabled(if: which("go") != nil, "no Go toolchain (apt install golang-go)"))
+    func goProgramsStaticOrDynamicAreRefused() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let module = workspace.folder + "/gomarker"
+        try FileManager.default.createDirectory(atPath: module, withIntermediateDirectories: true)
+        try "module gomarker\n\ngo 1.19\n".write(toFile: module + "/go.mod", atomically: true, encoding: .utf8)
+        try """
+        package main
+
+        import "os"
+
+        func main() { f, err := os.Create(os.Args[len(os.Args)-1]); if err != nil { os.Exit(1) }; f.Close() }
+        """.write(toFile: module + "/main.go", atomically: true, encoding: .utf8)
+        let cache = ["GOCACHE": workspace.folder + "/gocache", "GOFLAGS": "-mod=mod", "GO111MODULE": "on"]
+        var builds: [(name: String, arguments: [String], environment: [String: String])] = [
+            ("go-static", ["build", "-o", workspace.folder + "/go-static", "."], cache.merging(["CGO_ENABLED": "0"]) { $1 })
+        ]
+        if Self.which("cc") != nil {
+            builds.append(
+                ("go-external", ["build", "-ldflags=-linkmode=external", "-o", workspace.folder + "/go-external", "."], cache)
+            )
+        }
+        for build in builds {
+            let built = try Self.runIn(module, Self.which("go")!, build.arguments, environment: build.environment)
+            guard built.status == 0 else {
+                Issue.record("go build failed: \(built.errors)")
+                continue
+            }
+            let refused = try workspace.run(workspace.folder + "/" + build.name)
+            #expect(refused.0.status == 125 && !refused.ran, "\(build.name): \(refused.0)")
+            #expect(refused.0.errors.contains("Go program"), "\(build.name): \(refused.0.errors)")
+        }
+    }
+
+    /// Runs `executable` in `directory` (go builds the module it finds there).
+    static func runIn(_ directory: String, _ executable: String, _ arguments: [String], environment: [String: String])
+        throws -> ChaosToolTests.Outcome
+    {
+        try ChaosToolTests.run(
+            "/bin/sh", ["-c", "cd \"$0\" && exec \"$@\"", directory, executable] + arguments, environment: environment)
+    }
+}
