@@ -645,6 +645,64 @@ static int probe_sqlite(report *r, const char *name, int argc, const char *const
     return 0;
 }
 
+// MARK: - Call scripts (the conformance matrix)
+
+/// script DIR SLOW_MS STEP…: each STEP is `OP:NAME`, one call on the file DIR/NAME, and the
+/// result is one character per step: `A` when chaos acted (the call failed with an errno a
+/// fault injects — ENOSPC, EIO, EACCES — or took at least SLOW_MS milliseconds: a delay),
+/// `P` when it passed (the real call, fast), `E` for any other failure. OP is `open`
+/// (O_RDWR|O_CREAT|O_APPEND; the descriptor is kept for NAME), `write` (one byte),
+/// `read` (pread of one byte at 0), `fsync` or `close`, the last four on NAME's descriptor.
+static int probe_script(report *r, int argc, const char *const *argv) {
+    if (argc < 3) return usage(r, "script DIR SLOW_MS OP:NAME…");
+    enum { NAMES = 16 };
+    const char *names[NAMES] = {0};
+    int fds[NAMES];
+    for (int i = 0; i < NAMES; i++) fds[i] = -1;
+    int64_t slow_ns = (int64_t)atoi(argv[1]) * 1000000;
+    char path[PATH_MAX];
+    for (int step = 2; step < argc; step++) {
+        const char *colon = strchr(argv[step], ':');
+        if (!colon || colon == argv[step] || !colon[1]) return usage(r, "script DIR SLOW_MS OP:NAME… (a step is OP:NAME)");
+        size_t op_length = (size_t)(colon - argv[step]);
+        const char *name = colon + 1;
+        int slot = -1;
+        for (int i = 0; i < NAMES && slot < 0; i++) {
+            if (!names[i]) { names[i] = name; slot = i; }
+            else if (strcmp(names[i], name) == 0) slot = i;
+        }
+        if (slot < 0) return usage(r, "script: at most 16 file names");
+        int64_t start = raw_ns(CLOCK_MONOTONIC);
+        long value = 0;
+        errno = 0;
+        if (op_length == 4 && strncmp(argv[step], "open", 4) == 0) {
+            if (fds[slot] >= 0) close(fds[slot]);
+            value = fds[slot] = open(joined(path, sizeof path, argv[0], name), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        } else if (op_length == 5 && strncmp(argv[step], "write", 5) == 0) {
+            value = (long)write(fds[slot], "x", 1);
+        } else if (op_length == 4 && strncmp(argv[step], "read", 4) == 0) {
+            char byte;
+            value = (long)pread(fds[slot], &byte, 1, 0);
+        } else if (op_length == 5 && strncmp(argv[step], "fsync", 5) == 0) {
+            value = fsync(fds[slot]);
+        } else if (op_length == 5 && strncmp(argv[step], "close", 5) == 0) {
+            value = close(fds[slot]);
+            fds[slot] = -1;
+        } else {
+            return usage(r, "script: OP is open, write, read, fsync or close");
+        }
+        int code = errno;
+        int64_t took = raw_ns(CLOCK_MONOTONIC) - start;
+        char mark = 'P';
+        if (value < 0) mark = (code == ENOSPC || code == EIO || code == EACCES) ? 'A' : 'E';
+        else if (slow_ns > 0 && took >= slow_ns) mark = 'A';
+        put(r, "%c", mark);
+    }
+    for (int i = 0; i < NAMES; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    return 0;
+}
+
 // MARK: - Dispatch
 
 int chaos_probe_run(const char *name, int argc, const char *const *argv, char *out, size_t capacity) {
@@ -663,13 +721,14 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strcmp(name, "names") == 0) status = probe_names(&r, argc, argv);
     else if (strcmp(name, "writes") == 0) status = probe_writes(&r, argc, argv);
     else if (strcmp(name, "draws") == 0) status = probe_draws(&r, argc, argv);
+    else if (strcmp(name, "script") == 0) status = probe_script(&r, argc, argv);
     else if (strcmp(name, "getenv") == 0) status = probe_getenv(&r, argc, argv);
     else if (strcmp(name, "connect") == 0) status = probe_connect(&r, argc, argv);
     else if (strcmp(name, "connect-wait") == 0) status = probe_connect_wait(&r, argc, argv);
     else if (strcmp(name, "dns") == 0) status = probe_dns(&r, argc, argv);
     else if (strcmp(name, "clock") == 0) status = probe_clock(&r, argc, argv);
     else if (strncmp(name, "sqlite-", 7) == 0) status = probe_sqlite(&r, name, argc, argv);
-    else status = usage(&r, "files, paths, glob, descriptors, stdio, names, writes, draws, getenv, connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+    else status = usage(&r, "files, paths, glob, descriptors, stdio, names, writes, draws, script, getenv, connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
     errno = saved;
     return status;
 }
