@@ -86,25 +86,29 @@ enum Matrix {
 
     // MARK: Golden sequences of the probability cases (recorded from the C engine)
 
-    // Empty: not recorded yet (the test then fails, showing what each cell gave).
+    // Recorded from the C engine (in-process and chaos run agree) at 280983f. Empty: not
+    // recorded yet (the test then fails, showing what each cell gave).
     /// p 0.5 around an item's writes of a, seed 7: open, then 16 writes.
-    static let goldenWrites = ""
+    static let goldenWrites = "PPAAPPPAAAAAAAPPP"
     /// p 0.5 below times 4 around an item's writes, seed 7: open, then 10 writes.
-    static let goldenTimesOverProbability = ""
+    static let goldenTimesOverProbability = "PAPPPPPPPPP"
     /// p 0.5 below a one-step sequential below times 4, seed 7: open, then 10 writes.
-    static let goldenTimesOverSequentialProbability = ""
+    static let goldenTimesOverSequentialProbability = "PPAAPPPPPPP"
     /// p 0.5 with times 3 as a step of a sequential under match, seed 11: open, then 8 writes.
+    /// Not recorded: at 280983f the step covers one call instead of three (an item's step
+    /// with `times` covers one call once its modifiers move inside the item's selector),
+    /// so no engine draws for calls 1 and 2 yet.
     static let goldenProbabilityStep = ""
     /// p 0.5 under match, seed 11: open, then 12 writes.
-    static let goldenMatch = ""
+    static let goldenMatch = "PAPAAPAPAPAAA"
     /// p 0.5 on the app point, seed 5, 16 calls.
-    static let goldenApp = ""
-    /// p 0.5 below times 4 on the app point, seed 5, 10 calls.
-    static let goldenAppTimesOverProbability = ""
-    /// p 0.5 with times 3 as a step of a sequential on the app point, seed 5, 8 calls.
-    static let goldenAppProbabilityStep = ""
+    static let goldenApp = "PPAPPPPPPPAPAAAP"
+    /// p 0.5 below times 4 on the app point, seed 8, 10 calls.
+    static let goldenAppTimesOverProbability = "APPPPPPPPP"
+    /// p 0.5 with times 3 as a step of a sequential on the app point, seed 9, 8 calls.
+    static let goldenAppProbabilityStep = "PAAPPPPP"
     /// p 0.5 under match on the app point, seed 13, 12 calls.
-    static let goldenAppMatch = ""
+    static let goldenAppMatch = "PPAAPPPAAAAP"
 
     /// `golden` with every `A` after the first `n` turned into `P`: what times n below the
     /// same probability node (same seed, same position, same draws) acts on.
@@ -445,7 +449,7 @@ enum Matrix {
         MatrixCase(
             name: "app: probability 0.5 inside times 4", point: .app,
             code: { _ in app(minus1.probability(0.5).times(4)) }, json: nil, chaos: nil,
-            seed: 5, script: (0..<10).map { "w\($0)" }, expected: goldenAppTimesOverProbability),
+            seed: 8, script: (0..<10).map { "w\($0)" }, expected: goldenAppTimesOverProbability),
         MatrixCase(
             name: "app: sequential [constant ×2, original] (2*constant(-1)->original)", point: .app,
             code: { _ in app(.sequential([minus1.times(2), .original])) },
@@ -477,7 +481,7 @@ enum Matrix {
             json:
                 #"{"point": "\#(w)", "provider": {"sequential": [{"constant": -1, "times": 3, "probability": 0.5}, "original"]}}"#,
             chaos: "\(w)=50%3*constant(-1)->original",
-            seed: 5, script: (0..<8).map { "w\($0)" }, expected: goldenAppProbabilityStep),
+            seed: 9, script: (0..<8).map { "w\($0)" }, expected: goldenAppProbabilityStep),
         MatrixCase(
             name: "app: match with times 2 inside", point: .app,
             code: { _ in app(.composite([.when(startsWithA, minus1.times(2))])) },
