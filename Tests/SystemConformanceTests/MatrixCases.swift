@@ -86,8 +86,9 @@ enum Matrix {
 
     // MARK: Golden sequences of the probability cases (recorded from the C engine)
 
-    // Recorded from the C engine (in-process and chaos run agree) at 280983f. Empty: not
-    // recorded yet (the test then fails, showing what each cell gave).
+    // Recorded from the C engine (in-process and chaos run agree) at 280983f; the app
+    // cases' from ChaosKit. Empty: not recorded yet (the test then fails, showing what
+    // each cell gave).
     /// p 0.5 around an item's writes of a, seed 7: open, then 16 writes.
     static let goldenWrites = "PPAAPPPAAAAAAAPPP"
     /// p 0.5 below times 4 around an item's writes, seed 7: open, then 10 writes.
@@ -95,10 +96,8 @@ enum Matrix {
     /// p 0.5 below a one-step sequential below times 4, seed 7: open, then 10 writes.
     static let goldenTimesOverSequentialProbability = "PPAAPPPPPPP"
     /// p 0.5 with times 3 as a step of a sequential under match, seed 11: open, then 8 writes.
-    /// Not recorded: at 280983f the step covers one call instead of three (an item's step
-    /// with `times` covers one call once its modifiers move inside the item's selector),
-    /// so no engine draws for calls 1 and 2 yet.
-    static let goldenProbabilityStep = ""
+    /// (Recorded at 41f8051, once a step's span looked through its selector.)
+    static let goldenProbabilityStep = "PAPAPPPPP"
     /// p 0.5 under match, seed 11: open, then 12 writes.
     static let goldenMatch = "PAPAAPAPAPAAA"
     /// p 0.5 on the app point, seed 5, 16 calls.
