@@ -268,8 +268,9 @@ uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point) {
 }
 
 double chaos_fault_draw(uint64_t entry_seed, uint64_t salt, uint64_t asked) {
-    uint64_t state = derive(derive(entry_seed, asked), salt) + golden_gamma;
-    return (double)(scramble(state) >> 11) * 0x1.0p-53;
+    // SeededRandom(seed: derive(entrySeed, asked, salt)).nextUnitInterval()
+    uint64_t seed = scramble(derive(entry_seed, asked) ^ (salt + golden_gamma));
+    return (double)(scramble(seed + golden_gamma) >> 11) * 0x1.0p-53;
 }
 
 // MARK: - Decisions
@@ -383,6 +384,27 @@ static uint64_t tick(walk *w, cf_node *node) {
                    : atomic_fetch_add_explicit(&node->counter, 1, memory_order_relaxed);
 }
 
+/// The step of a sequential node that its call `k` uses (the last one repeats).
+static int32_t step_at(const cf_node *node, uint64_t k) {
+    for (int32_t i = 0; i < node->count - 1; i++) {
+        if (k < node->weights[i]) return i;
+        k -= node->weights[i];
+    }
+    return node->count - 1;
+}
+
+/// Whether node `index` takes the call: false only for a selector (a composite whose
+/// fallback passes the call on) none of whose cases holds.
+static bool selector_takes(walk *w, int32_t index) {
+    const cf_node *node = &w->entry->nodes[index];
+    if (node->kind != CHAOS_NODE_COMPOSITE) return true;
+    if (node->otherwise >= 0 && w->entry->nodes[node->otherwise].kind != CHAOS_NODE_PASS) return true;
+    bool named = w->named, takes = false;
+    for (int32_t i = 0; i < node->count && !takes; i++) takes = case_matches(w, &node->cases[i]);
+    w->named = named;
+    return takes;
+}
+
 static int eval(walk *w, int32_t index, chaos_outcome *out) {
     cf_node *node = &w->entry->nodes[index];
     const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
@@ -436,14 +458,17 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->action = CHAOS_ACT_ASK;
         out->ask_id = (uint32_t)node->n;
         return R_ACT;
-    case CHAOS_NODE_SEQUENTIAL: {
-        uint64_t k = tick(w, node);
-        for (int32_t i = 0; i < node->count; i++) {
-            if (k < node->weights[i] || i == node->count - 1) return eval(w, node->children[i], out);
-            k -= node->weights[i];
+    case CHAOS_NODE_SEQUENTIAL:
+        for (;;) {
+            uint64_t k = atomic_load_explicit(&node->counter, memory_order_relaxed);
+            int32_t child = node->children[step_at(node, k)];
+            // A step that is a selector is asked only about the calls it takes: the others
+            // pass on without moving the sequence.
+            if (!selector_takes(w, child)) return eval(w, child, out);
+            if (w->peek || atomic_compare_exchange_weak_explicit(&node->counter, &k, k + 1, memory_order_relaxed,
+                                                                 memory_order_relaxed))
+                return eval(w, child, out);
         }
-        return R_PASS;
-    }
     case CHAOS_NODE_COMPOSITE:
         for (int32_t i = 0; i < node->count; i++) {
             bool named = w->named;

@@ -9,9 +9,11 @@ public import Synchronization
     /// `acts`: whether answering with the leaf counts as an act (not for the original, nor
     /// for a result that hands the call on).
     case leaf(ProviderLeaf<Result, Failure, Body>, salt: UInt64, acts: Bool)
-    /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan(passesOn:)``), and
-    /// the calls the sequence has been asked about.
-    case sequential([(node: CompiledNode, span: Int)], CallCounter)
+    /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan(passesOn:)``)
+    /// and, for a step that is a selector, the conditions of the calls it takes; and the
+    /// calls the sequence has been asked about.
+    case sequential(
+        [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)], CallCounter, selective: Bool)
     case composite([(condition: ArgumentCondition<Arguments>, node: CompiledNode)], otherwise: CompiledNode)
     case modified(ModifierRuntime, CompiledNode)
 
@@ -30,7 +32,14 @@ public import Synchronization
         case .leaf(let leaf):
             self = .leaf(leaf, salt: salt, acts: !leaf.isOriginal && !leaf.passesCallOn)
         case .sequential(let children):
-            self = .sequential(children.map { (CompiledNode($0, salt: &salt), $0.stepSpan()) }, CallCounter())
+            let steps = children.map { child in
+                var selects: [ArgumentCondition<Arguments>]?
+                if case .composite(let branches, .leaf(let fallback)) = child, fallback.passesCallOn {
+                    selects = branches.map(\.condition)
+                }
+                return (node: CompiledNode(child, salt: &salt), span: child.stepSpan(), selects: selects)
+            }
+            self = .sequential(steps, CallCounter(), selective: steps.contains { $0.selects != nil })
         case .composite(let branches, let otherwise):
             let compiled = branches.map { (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt)) }
             self = .composite(compiled, otherwise: CompiledNode(otherwise, salt: &salt))
@@ -51,13 +60,25 @@ public import Synchronization
         case .leaf(let leaf, let salt, let acts):
             // A delay acts even around the original: the call was slowed on purpose.
             return (leaf, salt, acts || delay != nil)
-        case .sequential(let steps, let counter):
-            var position = counter.next()
-            for step in steps.dropLast() {
-                if position < step.span { return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay) }
-                position -= step.span
+        case .sequential(let steps, let counter, let selective):
+            guard selective else {
+                let step = steps[Self.step(at: counter.next(), of: steps)]
+                return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
             }
-            return steps[steps.count - 1].node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
+            // A step that is a selector is asked only about the calls it takes: the others
+            // pass on without moving the sequence.
+            while true {
+                let position = counter.value.load(ordering: .relaxed)
+                let step = steps[Self.step(at: position, of: steps)]
+                if let selects = step.selects, !selects.contains(where: { $0.test(arguments) }) {
+                    return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
+                }
+                if counter.value.weakCompareExchange(
+                    expected: position, desired: position + 1, ordering: .relaxed
+                ).exchanged {
+                    return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
+                }
+            }
         case .composite(let branches, let otherwise):
             for branch in branches where branch.condition.test(arguments) {
                 return branch.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
@@ -74,6 +95,20 @@ public import Synchronization
             }
             return child.resolve(arguments, entrySeed: entrySeed, delay: &delay)
         }
+    }
+}
+
+extension CompiledNode {
+    /// The step of a sequence that its call `position` uses (the last one repeats).
+    @inlinable static func step(
+        at position: Int, of steps: [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)]
+    ) -> Int {
+        var position = position
+        for index in steps.indices.dropLast() {
+            if position < steps[index].span { return index }
+            position -= steps[index].span
+        }
+        return steps.count - 1
     }
 }
 
