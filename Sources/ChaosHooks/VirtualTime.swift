@@ -286,9 +286,11 @@ extension VirtualTime {
         let kept = String(decoding: Array(name.utf8.prefix(15)), as: UTF8.self)
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.compactMap { entry -> ThreadID? in
+            // Read to the end: /proc files report a size of 0, which whole-file readers
+            // may take at its word.
             guard let id = ThreadID(entry),
-                let comm = try? String(contentsOfFile: "/proc/self/task/\(entry)/comm", encoding: .utf8),
-                comm.trimmingCharacters(in: .newlines) == kept
+                let file = FileHandle(forReadingAtPath: "/proc/self/task/\(entry)/comm"),
+                String(decoding: file.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .newlines) == kept
             else { return nil }
             return id
         }.sorted()
