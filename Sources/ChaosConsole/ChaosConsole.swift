@@ -368,13 +368,13 @@ public final class ChaosConsole: Sendable {
     /// Keeps a `Chaos` applied through the endpoint alive; drops ones with nothing applied.
     func keep(_ chaos: Chaos) {
         state.withLock { state in
-            state.applied.removeAll { $0.appliedEntries.isEmpty }
+            state.applied.removeAll { $0.appliedEntries.isEmpty && $0.waitingEntries.isEmpty }
             state.applied.append(chaos)
         }
     }
 
     func pruneApplied() {
-        state.withLock { $0.applied.removeAll { $0.appliedEntries.isEmpty } }
+        state.withLock { $0.applied.removeAll { $0.appliedEntries.isEmpty && $0.waitingEntries.isEmpty } }
     }
 
     /// A stream of SSE text for one client; nil once the console stopped.

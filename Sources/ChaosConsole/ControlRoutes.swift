@@ -167,9 +167,10 @@ extension ChaosConsole {
         }
         do throws(ChaosError) {
             let profile = try ChaosProfile.decode(json: body, file: source)
-            let chaos = try profile.apply()
+            // A profile sent to a running app may name points it has not made yet.
+            let chaos = try profile.apply(missingPoints: .wait)
             keep(chaos)
-            let ids = chaos.appliedEntries.map(\.id.number)
+            let ids = (chaos.appliedEntries + chaos.waitingEntries).map(\.id.number).sorted()
             Self.logger.info(
                 "chaos control: profile applied", metadata: ["entries": "\(ids)", "seed": "\(chaos.seed)"])
             return json(ControlAPI.Applied(entries: ids, seed: String(chaos.seed)), status: .created)

@@ -70,7 +70,8 @@ extension ChaosConsole {
                     callIndex: $0.callIndex, entrySeed: String($0.entrySeed),
                     chaosSeed: $0.chaosSeed.map { String($0) }, date: $0.date)
             },
-            leaseEnds: counters.leaseEnds, chaosSeed: String(live.chaosSeed)
+            leaseEnds: counters.leaseEnds, chaosSeed: String(live.chaosSeed),
+            pending: live.isPending ? true : nil, problem: live.problem.map { "\($0)" }
         )
     }
 

@@ -177,12 +177,20 @@ public enum ControlAPI {
         public var leaseEnds: Date?
         /// The seed of the `Chaos` that applied it, decimal.
         public var chaosSeed: String
+        /// True while the entry waits for its point to be created (an app's point nothing
+        /// has made yet); absent or false once it is live.
+        public var pending: Bool?
+        /// Why the entry never acts: its point appeared and the provider did not fit it,
+        /// said where the entry was written. Absent for every other entry.
+        public var problem: String?
 
         /// An entry.
         public init(
             id: Int, point: String, provider: String, enabled: Bool, seen: Int, acted: Int, passed: Int,
-            lastAct: LastAct?, leaseEnds: Date?, chaosSeed: String
+            lastAct: LastAct?, leaseEnds: Date?, chaosSeed: String, pending: Bool? = nil, problem: String? = nil
         ) {
+            self.pending = pending
+            self.problem = problem
             self.id = id
             self.point = point
             self.provider = provider

@@ -17,6 +17,24 @@ import Logging
 public final class Chaos: Sendable {
     /// Every random choice this `Chaos` makes derives from this seed, so a run replays exactly.
     public let seed: UInt64
+    /// What ``apply()`` does with a name-based entry whose point does not exist yet.
+    public let missingPoints: MissingPoints
+
+    /// What ``apply()`` does with an entry that names a point nobody has created yet.
+    public enum MissingPoints: Sendable {
+        /// Refuse the apply (``ChaosError/Kind/unknownPoint``): code holds the points it names.
+        case refuse
+        /// Let the entry wait, and apply it the moment its point is created — an app's
+        /// `static let` point exists only once something touches it. For profiles from
+        /// outside the code (`CHAOS`, `CHAOS_PROFILE`, the control endpoint).
+        ///
+        /// A waiting entry is listed as pending (``LiveEntry/isPending``). When its point
+        /// appears, its provider is checked against the point: if it does not fit, the
+        /// entry never acts, the located error is logged and kept (``LiveEntry/problem``).
+        /// Names whose prefix a lazy point source owns (`system.`) never wait: those
+        /// points all exist at once, so a missing one is a typo and refused as before.
+        case wait
+    }
 
     /// An entry this `Chaos` applied: enabled ones are on their point's stack.
     private struct Applied {
@@ -25,9 +43,20 @@ public final class Chaos: Sendable {
         var enabled = true
     }
 
+    /// An entry applied while its point did not exist yet (``MissingPoints/wait``).
+    private struct Waiting {
+        let entry: ProfileEntry
+        var enabled = true
+        /// Why the entry could not apply when its point appeared; it then never acts.
+        var problem: ChaosError?
+    }
+
     private struct State {
         var pending: [ProfileEntry] = []
         var applied: [Applied] = []
+        var waiting: [Waiting] = []
+        /// Where entries were written (profiles), to locate errors found after `apply()`.
+        var sources: [ProfileEntry.ID: ChaosProfile.Entry] = [:]
         var registered = false
     }
 
@@ -36,8 +65,20 @@ public final class Chaos: Sendable {
 
     /// A builder whose random choices derive from `seed`; without one, a seed is drawn
     /// (and logged, so that the run can be replayed).
-    public init(seed: UInt64? = nil) {
+    ///
+    /// `missingPoints` says what ``apply()`` does with an entry whose point does not exist
+    /// yet: refuse it (the default), or let it wait for the point.
+    public init(seed: UInt64? = nil, missingPoints: MissingPoints = .refuse) {
         self.seed = seed ?? UInt64.random(in: .min ... .max)
+        self.missingPoints = missingPoints
+    }
+
+    /// Remembers where profile entries were written, so that an error found when a waiting
+    /// entry's point appears says where to fix it.
+    func locate(_ sources: [(entry: ProfileEntry, source: ChaosProfile.Entry)]) {
+        state.withLock { state in
+            for item in sources { state.sources[item.entry.id] = item.source }
+        }
     }
 
     /// Adds entries to apply with the next ``apply()``.
@@ -66,11 +107,13 @@ public final class Chaos: Sendable {
             state.pending = []
             var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
             prepared.reserveCapacity(pending.count)
+            var missing: [ProfileEntry] = []
             for entry in pending {
                 // A linear scan: a builder applies a handful of entries, where hashing costs more.
                 let id = entry.id
                 guard !state.applied.contains(where: { $0.entry.id == id }),
-                    !prepared.contains(where: { $0.entry.id == id })
+                    !state.waiting.contains(where: { $0.entry.id == id }),
+                    !prepared.contains(where: { $0.entry.id == id }), !missing.contains(where: { $0.id == id })
                 else {
                     return ChaosError(
                         .alreadyApplied, subject: "entry \(entry.id) (\(entry))",
@@ -79,16 +122,45 @@ public final class Chaos: Sendable {
                 }
                 do throws(ChaosError) {
                     prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+                } catch let error where mayWait(entry, after: error) {
+                    missing.append(entry)
                 } catch {
+                    return error
+                }
+            }
+            // Waiters are listed before anything takes effect, and withdrawn if the apply
+            // fails: one that binds meanwhile waits for this lock, then finds nothing to bind.
+            var waiting: [ProfileEntry] = []
+            func withdrawWaiters() {
+                for entry in waiting { PointRegistry.shared.withdraw(entry.id, name: entry.pointName) }
+            }
+            for entry in missing {
+                if PointRegistry.shared.wait(for: entry.pointName, waiter(for: entry)) {
+                    waiting.append(entry)
+                    continue
+                }
+                do throws(ChaosError) {
+                    // Its point was created since the look-up: resolve it as any other.
+                    prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+                } catch {
+                    withdrawWaiters()
                     return error
                 }
             }
             do throws(ChaosError) {
                 try Self.activateAll(prepared)
             } catch {
+                withdrawWaiters()
                 return error
             }
-            if !prepared.isEmpty, !state.registered {
+            state.waiting += waiting.map { Waiting(entry: $0) }
+            for entry in waiting {
+                Self.logger.info(
+                    "chaos entry waits for its point to be created",
+                    metadata: ["entry": "\(entry)", "at": "\(state.sources[entry.id]?.location ?? "")"])
+            }
+            if !waiting.isEmpty { Self.reportAtExit }
+            if !prepared.isEmpty || !waiting.isEmpty, !state.registered {
                 state.registered = true
                 Self.live.withLock { $0[ObjectIdentifier(self)] = WeakChaos(chaos: self) }
             }
@@ -106,6 +178,97 @@ public final class Chaos: Sendable {
             return nil
         }
         if let result { throw result }
+    }
+
+    /// Whether `entry`, refused with `error`, may wait for its point instead.
+    private func mayWait(_ entry: ProfileEntry, after error: ChaosError) -> Bool {
+        missingPoints == .wait && error.kind == .unknownPoint && PointRegistry.shared.mayWait(for: entry.pointName)
+    }
+
+    private func waiter(for entry: ProfileEntry) -> PointRegistry.Waiter {
+        let id = entry.id
+        return PointRegistry.Waiter(id: id) { [weak self] in self?.bindWaiting(id) }
+    }
+
+    /// Applies the waiting entry `id` now that its point exists (on the thread creating
+    /// the point). A provider that does not fit the point is a located error, logged and
+    /// kept on the entry, which then never acts: the rest of the profile stays applied.
+    private func bindWaiting(_ id: ProfileEntry.ID) {
+        let outcome = state.withLock { state -> (entry: ProfileEntry, error: ChaosError?)? in
+            guard let index = state.waiting.firstIndex(where: { $0.entry.id == id }) else { return nil }
+            let waiting = state.waiting[index]
+            let entry = waiting.entry
+            do throws(ChaosError) {
+                let prepared = try entry.prepared(chaosSeed: seed)
+                if waiting.enabled {
+                    do throws(ChaosError) {
+                        try prepared.core.retainActivation()
+                    } catch {
+                        throw entry.attributed(error)
+                    }
+                }
+                state.waiting.remove(at: index)
+                state.applied.append(Applied(entry: entry, prepared: prepared, enabled: waiting.enabled))
+                if waiting.enabled {
+                    prepared.core.pushGlobal(prepared.installation)
+                    prepared.core.notifyChanged()
+                }
+                if let lease = prepared.installation.lease {
+                    scheduleLeaseEnd(entry, prepared.installation, after: lease)
+                }
+                return (entry, nil)
+            } catch {
+                let located = state.sources[id]?.located(error) ?? error
+                state.waiting[index].problem = located
+                return (entry, located)
+            }
+        }
+        guard let outcome else { return }
+        if let error = outcome.error {
+            Self.logger.error(
+                "chaos entry not applied: its point appeared, and the provider does not fit it",
+                metadata: ["entry": "\(outcome.entry)", "error": "\(error)"])
+        } else {
+            Self.logger.info("chaos entry applied: its point was created", metadata: ["entry": "\(outcome.entry)"])
+        }
+    }
+
+    /// Logs a warning for every entry still waiting for a point, with the nearest names:
+    /// an entry that never became live is most often a misspelt name.
+    func reportWaiting(_ when: String, logger: Logger = Chaos.logger) {
+        let never = state.withLock { state in
+            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
+        }
+        guard !never.isEmpty else { return }
+        let known = PointRegistry.shared.names
+        for (entry, location) in never {
+            logger.warning(
+                "chaos entry never applied: no point named '\(InputExcerpt.of(entry.pointName, limit: 200))' was created before \(when)\(Suggestions.hint(for: entry.pointName, in: known))",
+                metadata: ["entry": "\(entry)", "at": "\(location)"])
+        }
+    }
+
+    /// Reports, when the process exits, the entries that waited in vain (once installed).
+    private static let reportAtExit: Void = {
+        atexit {
+            let builders = Chaos.live.withLock { $0.values.compactMap(\.chaos) }
+            for chaos in builders { chaos.reportWaiting("the process exited") }
+        }
+    }()
+
+    /// The entries applied while their point did not exist, that wait for it (or whose
+    /// provider did not fit it when it appeared: see ``LiveEntry/problem``).
+    public var waitingEntries: [ProfileEntry] {
+        state.withLock { $0.waiting.map(\.entry) }
+    }
+
+    /// The problem of each waiting entry whose point appeared but did not fit, by id.
+    var waitingProblems: [ProfileEntry.ID: ChaosError] {
+        state.withLock { state in
+            Dictionary(state.waiting.compactMap { item in item.problem.map { (item.entry.id, $0) } }) { first, _ in
+                first
+            }
+        }
     }
 
     /// Reverts `entry` when its lease ends, if this very installation of it is still applied
@@ -131,6 +294,11 @@ public final class Chaos: Sendable {
     /// Reverts one applied entry; an entry this `Chaos` did not apply is an error.
     public func revert(_ entry: ProfileEntry) throws(ChaosError) {
         let found = state.withLock { state -> Bool in
+            if let index = state.waiting.firstIndex(where: { $0.entry.id == entry.id }) {
+                PointRegistry.shared.withdraw(entry.id, name: entry.pointName)
+                state.waiting.remove(at: index)
+                return true
+            }
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else { return false }
             Self.uninstall(state.applied.remove(at: index))
             return true
@@ -147,6 +315,8 @@ public final class Chaos: Sendable {
     /// Reverts every entry this `Chaos` applied, newest first.
     public func revertAll() {
         state.withLock { state in
+            for item in state.waiting { PointRegistry.shared.withdraw(item.entry.id, name: item.entry.pointName) }
+            state.waiting = []
             for item in state.applied.reversed() {
                 Self.uninstall(item)
             }
@@ -186,6 +356,11 @@ public final class Chaos: Sendable {
     /// or back on. Enabling may fail as applying can (a C hook that cannot be patched now).
     public func setEnabled(_ enabled: Bool, _ entry: ProfileEntry) throws(ChaosError) {
         try state.withLock { (state: inout State) throws(ChaosError) in
+            if let index = state.waiting.firstIndex(where: { $0.entry.id == entry.id }) {
+                // Takes effect when the point appears.
+                state.waiting[index].enabled = enabled
+                return
+            }
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else {
                 throw ChaosError(
                     .notApplied, subject: "entry \(entry.id) (\(entry))",
@@ -248,8 +423,17 @@ public final class Chaos: Sendable {
                 state.applied.map {
                     LiveEntry(
                         entry: $0.entry, isEnabled: $0.enabled,
-                        counters: $0.prepared.installation.counters(chaosSeed: chaos.seed), chaosSeed: chaos.seed)
+                        counters: $0.prepared.installation.counters(chaosSeed: chaos.seed), chaosSeed: chaos.seed,
+                        isPending: false, problem: nil)
                 }
+                    + state.waiting.map {
+                        LiveEntry(
+                            entry: $0.entry, isEnabled: $0.enabled,
+                            counters: EntryCounters(
+                                entry: $0.entry.id, pointName: $0.entry.pointName,
+                                provider: $0.entry.providerSummary, seen: 0, acted: 0, lastAct: nil, leaseEnds: nil),
+                            chaosSeed: chaos.seed, isPending: $0.problem == nil, problem: $0.problem)
+                    }
             }
         }.sorted { $0.entry.id.number < $1.entry.id.number }
     }
@@ -268,7 +452,10 @@ public final class Chaos: Sendable {
     private static func owner(of id: ProfileEntry.ID) throws(ChaosError) -> (chaos: Chaos, entry: ProfileEntry) {
         let builders = live.withLock { $0.values.compactMap(\.chaos) }
         for chaos in builders {
-            if let entry = chaos.state.withLock({ $0.applied.first { $0.entry.id == id }?.entry }) {
+            let found = chaos.state.withLock { state in
+                state.applied.first { $0.entry.id == id }?.entry ?? state.waiting.first { $0.entry.id == id }?.entry
+            }
+            if let entry = found {
                 return (chaos, entry)
             }
         }

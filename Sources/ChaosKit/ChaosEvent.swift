@@ -75,4 +75,10 @@ public struct LiveEntry: Sendable {
     public let counters: EntryCounters
     /// The seed of the `Chaos` that applied it.
     public let chaosSeed: UInt64
+    /// Whether it waits for its point to be created (see ``Chaos/MissingPoints/wait``):
+    /// it has not acted and cannot yet.
+    public let isPending: Bool
+    /// Why it will never act: its point appeared, and the provider did not fit it (the
+    /// error is located where the entry was written). Nil for every other entry.
+    public let problem: ChaosError?
 }

@@ -17,6 +17,15 @@ extension PointRegistry {
     /// The mangled type names of this package's lazy point sources.
     private static let lazySourceTypeNames = ["10ChaosHooks12SystemPointsO"]
 
+    /// Whether an entry for `name`, which no live point carries, may wait for the point to
+    /// be created: not when a lazy source owns its prefix (`system.`), whose points are all
+    /// made at once, so a name it lacks is a typo.
+    func mayWait(for name: String) -> Bool {
+        !Self.lazySourceTypeNames.contains { typeName in
+            (_typeByName(typeName) as? any LazyPointSource.Type).map { name.hasPrefix($0.pointNamePrefix) } ?? false
+        }
+    }
+
     /// Creates the points of the lazy source whose prefix `name` has, when that source is
     /// linked into the process; whether one did.
     func createLazily(_ name: String) -> Bool {

@@ -107,6 +107,8 @@ extension ControlAPI.Entry {
     var line: String {
         var text = "#\(id) \(point) ← \(provider)  seen \(seen), acted \(acted), passed \(passed)"
         if !enabled { text += " (disabled)" }
+        if pending == true { text += " (pending: the program has not created this point yet)" }
+        if let problem { text += " (not applied: \(problem))" }
         if let lastAct { text += "; last act: call \(lastAct.callIndex), entry seed \(lastAct.entrySeed)" }
         if let leaseEnds { text += "; lease ends \(leaseEnds.formatted(.iso8601))" }
         return text

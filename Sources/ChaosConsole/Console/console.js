@@ -89,7 +89,7 @@
         element("th", { scope: "row", text: "#" + entry.id }),
         element("td", { text: entry.point }),
         element("td", { text: entry.provider }),
-        element("td", { text: entry.enabled ? "on" : "off" }),
+        element("td", { text: entry.problem ? "not applied: " + entry.problem : entry.pending ? "pending (no such point yet)" : entry.enabled ? "on" : "off" }),
         element("td", { className: "number", text: String(entry.seen) }),
         element("td", { className: "number", text: String(entry.acted) }),
         element("td", { className: "number", text: String(entry.passed) }),

@@ -10,9 +10,45 @@ final class PointRegistry: Sendable {
 
     private let points = Locked<[String: [WeakPoint]]>([:])
 
+    /// An entry waiting for a point of its name to be created (see ``Chaos/MissingPoints``).
+    struct Waiter: Sendable {
+        let id: ProfileEntry.ID
+        /// Applies the entry; runs on the thread that creates the point, outside every lock.
+        let bind: @Sendable () -> Void
+    }
+
+    /// Waiting entries by point name. Only creating a point and applying read it, so calls
+    /// of points never pay for entries that wait.
+    private let waiters = Locked<[String: [Waiter]]>([:])
+
     func register(_ point: any AnyPointCore) {
         let entry = WeakPoint(point: point, id: ObjectIdentifier(point))
         points.withLock { $0[point.name, default: []].append(entry) }
+        // Listed first, then waiters taken: `wait(for:_:)` adds first, then looks, so one
+        // of the two always sees the other.
+        let due = waiters.withLock { $0.removeValue(forKey: point.name) } ?? []
+        for waiter in due { waiter.bind() }
+    }
+
+    /// Makes `waiter` bind when a point named `name` is created. False when such a point
+    /// is live already and the waiter was withdrawn: the caller resolves the entry itself.
+    func wait(for name: String, _ waiter: Waiter) -> Bool {
+        waiters.withLock { $0[name, default: []].append(waiter) }
+        guard !live(name).isEmpty else { return true }
+        // Created meanwhile. If `register` took the waiter already, it binds it.
+        return !withdraw(waiter.id, name: name)
+    }
+
+    /// Removes the waiter for entry `id`; whether it was still waiting.
+    @discardableResult
+    func withdraw(_ id: ProfileEntry.ID, name: String) -> Bool {
+        waiters.withLock { table in
+            guard let list = table[name], let index = list.firstIndex(where: { $0.id == id }) else { return false }
+            var rest = list
+            rest.remove(at: index)
+            table[name] = rest.isEmpty ? nil : rest
+            return true
+        }
     }
 
     func unregister(_ id: ObjectIdentifier) {

@@ -1,4 +1,5 @@
 public import Foundation
+public import Logging
 
 extension Chaos {
     /// How the code was compiled; chaos from the environment only acts in debug builds
@@ -27,13 +28,20 @@ extension Chaos {
     /// switch on by accident in production (in a release build the variables are ignored
     /// and a warning is logged). Every applied entry and the seed are logged. A bad profile
     /// applies nothing and the error gives file, line, column and JSON path.
+    ///
+    /// An entry may name one of the app's points that does not exist yet (a `static let`
+    /// is made on first use): it waits and applies the moment the point is created (see
+    /// ``Chaos/MissingPoints/wait``). One that never becomes live is logged as a warning
+    /// with the nearest names when the session stops or the process exits.
+    /// `logger` receives the session's messages.
     /// Returns the session, or nil when nothing was asked for (or the build refuses).
     @discardableResult
     public static func bootstrap(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         allowInReleaseBuilds: Bool = false,
         buildConfiguration: BuildConfiguration = .current,
-        watchProfile: Bool = true
+        watchProfile: Bool = true,
+        logger sessionLogger: Logger = Logger(label: "ChaosKit.session")
     ) throws(ChaosError) -> ChaosSession? {
         let path = environment["CHAOS_PROFILE"].flatMap { $0.isEmpty ? nil : $0 }
         let line = environment["CHAOS"].flatMap { $0.isEmpty ? nil : $0 }
@@ -55,7 +63,7 @@ extension Chaos {
             seed = fixed
         }
         let session = try ChaosSession(
-            seed: seed, profilePath: path, fileEntries: profile?.entries ?? [], inline: inline)
+            seed: seed, profilePath: path, fileEntries: profile?.entries ?? [], inline: inline, logger: sessionLogger)
         logger.info("chaos session started", metadata: ["seed": "\(seed)", "entries": "\(session.entries.count)"])
         if watchProfile { session.watch() }
         return session

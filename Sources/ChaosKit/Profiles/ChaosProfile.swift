@@ -37,6 +37,9 @@ public struct ChaosProfile: Sendable {
         public var enabled: Bool
         /// Where the entry is: `file:line:column` and its JSON path, for error messages.
         public var location: String
+        /// Where the point's name is (`… at $.entries[0].point`), when known: an unknown
+        /// point is an error about the name, not the whole entry.
+        public var pointLocation: String?
 
         /// An entry for the point named `pointName`.
         public init(pointName: String, provider: ProviderDescription, enabled: Bool = true, location: String = "") {
@@ -127,9 +130,15 @@ public struct ChaosProfile: Sendable {
     /// Applies the enabled entries with a new `Chaos` (seeded from the profile when it has a
     /// seed), all or nothing; an error names the entry's (or the parameter's) file, line,
     /// column and JSON path.
-    public func apply(seed overrideSeed: UInt64? = nil) throws(ChaosError) -> Chaos {
-        let chaos = Chaos(seed: overrideSeed ?? seed)
+    ///
+    /// With `missingPoints: .wait`, an entry whose point does not exist yet waits for it
+    /// (see ``Chaos/MissingPoints/wait``); every other error still refuses the whole profile.
+    public func apply(seed overrideSeed: UInt64? = nil, missingPoints: Chaos.MissingPoints = .refuse)
+        throws(ChaosError) -> Chaos
+    {
+        let chaos = Chaos(seed: overrideSeed ?? seed, missingPoints: missingPoints)
         let located = locatedEntries
+        chaos.locate(located)
         chaos.profile(located.map(\.entry))
         do throws(ChaosError) {
             try chaos.apply()
@@ -142,30 +151,42 @@ public struct ChaosProfile: Sendable {
     /// Checks every enabled entry against the live points — names, provider types,
     /// catalogue items and their parameters, modifiers — without applying anything (no
     /// point is activated, no C slot patched). The error is the one ``apply(seed:)`` would throw.
-    public func validate() throws(ChaosError) {
+    ///
+    /// With `missingPoints: .wait` it checks as ``apply(seed:missingPoints:)`` would then,
+    /// and returns the entries that would wait: their point does not exist yet and may
+    /// still be created (an app's own point, see ``Chaos/MissingPoints/wait``). Only their
+    /// JSON shape can be checked until it exists.
+    @discardableResult
+    public func validate(missingPoints: Chaos.MissingPoints = .refuse) throws(ChaosError) -> [Entry] {
         let located = locatedEntries
+        var waiting: [Entry] = []
         for item in located {
             do throws(ChaosError) {
                 _ = try item.entry.prepared(chaosSeed: seed ?? 0)
+            } catch let error
+                where missingPoints == .wait && error.kind == .unknownPoint
+                && PointRegistry.shared.mayWait(for: item.entry.pointName)
+            {
+                waiting.append(item.source)
             } catch {
                 throw Self.located(error, in: located)
             }
         }
+        return waiting
     }
 
-    private var locatedEntries: [(entry: ProfileEntry, location: String)] {
-        entries.filter(\.enabled).map { (entry: ProfileEntry(point: $0.pointName, $0.provider), location: $0.location) }
+    private var locatedEntries: [(entry: ProfileEntry, source: Entry)] {
+        entries.filter(\.enabled).map { (entry: ProfileEntry(point: $0.pointName, $0.provider), source: $0) }
     }
 
-    /// An entry's error, said about where the entry (or the parameter at fault) was written.
-    private static func located(_ error: ChaosError, in located: [(entry: ProfileEntry, location: String)])
+    /// An entry's error, said about where the entry (or the value at fault) was written.
+    private static func located(_ error: ChaosError, in located: [(entry: ProfileEntry, source: Entry)])
         -> ChaosError
     {
         guard let culprit = located.first(where: { error.subject?.hasPrefix("entry \($0.entry.id) ") == true }) else {
             return error
         }
-        let location = error.sourceLocation ?? culprit.location
-        return ChaosError(error.kind, subject: location.isEmpty ? error.subject : location, error.message)
+        return culprit.source.located(error)
     }
 }
 
@@ -173,7 +194,7 @@ extension ChaosProfile.Entry {
     /// `error`, said about where this entry — or the parameter at fault, when the error
     /// knows it — was written (`file:line:column at $.json.path`).
     public func located(_ error: ChaosError) -> ChaosError {
-        let place = error.sourceLocation ?? location
+        let place = error.sourceLocation ?? (error.kind == .unknownPoint ? pointLocation : nil) ?? location
         return ChaosError(error.kind, subject: place.isEmpty ? error.subject : place, error.message)
     }
 }

@@ -24,10 +24,17 @@ public final class ChaosSession: Sendable {
         public let enabled: Bool
         /// Where the entry was written.
         public let location: String
+        /// Whether it waits for its point to be created (an app's `static let` point that
+        /// nothing has touched yet); it applies the moment the point exists.
+        public let isPending: Bool
+        /// Why it never acts: its point appeared and the provider did not fit it (located).
+        public let problem: ChaosError?
 
-        /// `#index point ← provider` plus `(disabled)` when disabled.
+        /// `#index point ← provider` plus `(disabled)`, `(pending)` or the problem.
         public var description: String {
-            "#\(index) \(pointName) ← \(provider)\(enabled ? "" : " (disabled)")"
+            let state =
+                problem.map { " (not applied: \($0))" } ?? (isPending ? " (pending: no such point yet)" : "")
+            return "#\(index) \(pointName) ← \(provider)\(enabled ? "" : " (disabled)")\(state)"
         }
     }
 
@@ -54,14 +61,16 @@ public final class ChaosSession: Sendable {
     public let profilePath: String?
     private let inline: [ChaosProfile.Entry]
     private let state: Locked<State>
-    private let logger = Logger(label: "ChaosKit.session")
+    private let logger: Logger
 
-    init(seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry])
-        throws(ChaosError)
-    {
+    init(
+        seed: UInt64, profilePath: String?, fileEntries: [ChaosProfile.Entry], inline: [ChaosProfile.Entry],
+        logger: Logger = Logger(label: "ChaosKit.session")
+    ) throws(ChaosError) {
         self.seed = seed
         self.profilePath = profilePath
         self.inline = inline
+        self.logger = logger
         self.state = Locked(State(entries: fileEntries + inline, fileStamp: profilePath.flatMap(FileStamp.init(path:))))
         try state.withLock { state throws(ChaosError) in
             state.chaos = try Self.applied(state.entries, seed: seed)
@@ -76,17 +85,27 @@ public final class ChaosSession: Sendable {
         stop()
     }
 
+    /// Entries of points the app has not created yet wait for them: a session comes from
+    /// the environment, and names the app's lazily made points.
     private static func applied(_ entries: [ChaosProfile.Entry], seed: UInt64) throws(ChaosError) -> Chaos {
-        try ChaosProfile(seed: seed, entries: entries).apply()
+        try ChaosProfile(seed: seed, entries: entries).apply(missingPoints: .wait)
     }
 
     /// Every entry, enabled or not.
     public var entries: [EntryInfo] {
         state.withLock { state in
-            state.entries.enumerated().map { index, entry in
-                EntryInfo(
+            // The Chaos holds the enabled entries, in order.
+            let waiting = state.chaos?.waitingEntries ?? []
+            let problems = state.chaos?.waitingProblems ?? [:]
+            var applied = ((state.chaos?.appliedEntries ?? []) + waiting).sorted { $0.id.number < $1.id.number }
+                .makeIterator()
+            return state.entries.enumerated().map { index, entry in
+                let live = entry.enabled ? applied.next() : nil
+                let problem = live.flatMap { problems[$0.id] }
+                return EntryInfo(
                     index: index, pointName: entry.pointName, provider: entry.provider.summary, enabled: entry.enabled,
-                    location: entry.location)
+                    location: entry.location, isPending: problem == nil && live.map { waiting.contains($0) } == true,
+                    problem: problem)
             }
         }
     }
@@ -185,11 +204,14 @@ public final class ChaosSession: Sendable {
         }
     }
 
-    /// Stops watching and reverts every entry of the session.
+    /// Stops watching and reverts every entry of the session. An entry that waited for its
+    /// point all along is logged as a warning with the nearest point names (a typo, most
+    /// likely).
     public func stop() {
         state.withLock { state in
             state.watchers?.cancel()
             state.watchers = nil
+            state.chaos?.reportWaiting("the session ended", logger: logger)
             state.chaos?.revertAll()
             state.chaos = nil
         }

@@ -395,10 +395,15 @@ extension ProfileTests {
         #expect(try Chaos.bootstrap(environment: [:], buildConfiguration: .debug) == nil)
     }
 
+    /// A point that does not exist yet is no error (its entry waits: PendingPointTests);
+    /// a provider that does not fit a live point is, and refuses the whole line.
     @Test func badProfileAtBootstrapAppliesNothing() {
         #expect(throws: ChaosError.self) {
             try Chaos.bootstrap(
-                environment: ["CHAOS": "profile-tests.number=constant(3);profile-tests.nope=original"],
+                environment: [
+                    "CHAOS":
+                        #"profile-tests.number=constant(3);profile-tests.nope=original;profile-tests.date=constant("x")"#
+                ],
                 buildConfiguration: .debug, watchProfile: false
             )
         }
