@@ -43,11 +43,18 @@ public struct SystemRunPlan: Sendable, Equatable {
         var environment: [EnvironmentChange] = []
         for (number, entry) in profile.entries.enumerated() where entry.enabled {
             guard let kind = SystemPointKind(pointName: entry.pointName) else {
+                let names = SystemPointKind.allCases.map(\.pointName)
+                let name = InputExcerpt.of(entry.pointName, limit: 200)
+                let hint = Suggestions.hint(for: entry.pointName, in: names)
+                // A near or `system.` name is a typo; anything else is a Swift program's point.
+                let why =
+                    hint.isEmpty && !entry.pointName.hasPrefix("system.")
+                    ? "chaos run reaches another program through its system calls only; \(name) lives in a Swift program (apply it there)"
+                    : "no system point is named '\(name)'\(hint)"
                 throw entry.located(
                     ChaosError(
-                        .invalidProfile, subject: entry.pointName,
-                        "chaos run reaches another program through its system calls only; \(entry.pointName) lives in a Swift program (apply it there), while chaos run takes \(SystemPointKind.allCases.map(\.pointName).joined(separator: ", "))"
-                    ))
+                        .unknownPoint, subject: entry.pointName,
+                        "\(why); chaos run takes \(names.joined(separator: ", "))"))
             }
             let tree: SystemPlanCompiler.Tree
             do throws(ChaosError) {

@@ -19,6 +19,9 @@ public struct ProfileParameters: Sendable, Hashable {
     var locations: [String: String] = [:]
     /// Where the parameters as a whole were written, when known.
     var location: String?
+    /// Where the catalogue item's name was written, when known: an unknown item is an
+    /// error about the name, not about its parameters.
+    var itemLocation: String?
 
     /// Parameters for `context` (used in error messages).
     public init(_ values: [String: ProfileValue] = [:], context: String = "") {

@@ -65,7 +65,7 @@ struct Run: ParsableCommand {
         }
         let plan: SystemRunPlan
         do {
-            plan = try SystemRunPlan.compile(try ChaosProfile.load(contentsOfFile: profile))
+            plan = try ProfileCheck.runPlan(try ChaosProfile.load(contentsOfFile: profile))
         } catch {
             printError("chaos run: \(error)")
             throw ExitCode(125)

@@ -1,12 +1,26 @@
 import ArgumentParser
 import ChaosHooks
-import ChaosKit
+@_spi(Hooks) import ChaosKit
 
-/// `chaos validate FILE…`: checks profiles; exit status 1 when any has an error.
+/// `chaos validate [--for app|run] FILE…`: checks profiles as the delivery they are meant
+/// for would; exit status 1 when any has an error.
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check chaos profiles: errors give file, line, column and JSON path."
+        abstract: "Check chaos profiles: errors give file, line, column and JSON path.",
+        discussion: """
+            --for app (the default) checks as a Swift program applies the profile (Chaos.bootstrap,
+            CHAOS_PROFILE, a session, the console): built-in and system points fully; a point
+            this tool does not know is an app's own and waits in the program until it is created,
+            so only its JSON shape is checked here (a note names the nearest known points).
+            --for run checks exactly as chaos run does: system points only, compiled for the
+            preload library.
+            """
     )
+
+    @Option(
+        name: .customLong("for"),
+        help: "The delivery the profile is meant for: app (in a Swift program) or run (chaos run).")
+    var delivery: Delivery = .app
 
     @Argument(help: "Profile files (JSON); - reads one from standard input.")
     var files: [String]
@@ -17,26 +31,13 @@ struct Validate: ParsableCommand {
         for file in files {
             do {
                 let profile = try ChaosProfile.load(contentsOfFile: file)
-                let known = Set(Chaos.pointNames)
-                let unknown = profile.entries.map(\.pointName).filter { !known.contains($0) }
-                // Entries on the tool's own points are checked fully; an app's points only
-                // exist in the app, so for those the structure is what can be checked here.
-                let checkable = ChaosProfile(
-                    seed: profile.seed, entries: profile.entries.filter { known.contains($0.pointName) })
-                try checkable.validate()
-                print("\(file): ok (\(profile.entries.count) entries)")
-                for name in Set(unknown).sorted() {
+                let report = try ProfileCheck.check(profile, for: delivery)
+                print("\(file): ok for \(delivery.rawValue) (\(profile.entries.count) entries)")
+                let known = Chaos.pointNames
+                for entry in report.waiting {
                     print(
-                        "\(file): note: '\(name)' is not a built-in point; its entries were checked for structure only")
-                }
-                // System entries also run under `chaos run`: say when one could not.
-                let system = profile.entries.filter { SystemPointKind(pointName: $0.pointName) != nil }
-                if !system.isEmpty {
-                    do throws(ChaosError) {
-                        _ = try SystemRunPlan.compile(ChaosProfile(seed: profile.seed, entries: system))
-                    } catch {
-                        print("\(file): note: chaos run would refuse it (in-process it applies): \(error)")
-                    }
+                        "\(entry.pointLocation ?? entry.location): note: no point '\(entry.pointName)' here; in the app the entry waits until the point is created, and its provider is checked then\(Suggestions.hint(for: entry.pointName, in: known))"
+                    )
                 }
             } catch {
                 failed = true

@@ -357,5 +357,47 @@ import Testing
         #expect(outcome.status == 125)
         #expect(outcome.errors.contains("demo.today lives in a Swift program"), "\(outcome.errors)")
     }
+
+    /// `chaos validate --for run` is `chaos run`'s own check: the same refusal, word for
+    /// word, located at the value to fix, with "did you mean". The default (app) delivery
+    /// refuses a `system.` typo too, since system points all exist at once.
+    @Test func validateAndRunAgreeOnTyposAndLocateTheWrongValue() throws {
+        let point = try Self.temporaryFile(
+            "{\"entries\": [\n  {\"point\": \"system.file\", \"provider\": \"enospc\"}\n]}")
+        let item = try Self.temporaryFile(
+            "{\"entries\": [\n  {\"point\": \"system.files\",\n   \"provider\": {\"item\": \"enospcc\", \"parameters\": {\"paths\": [\"/tmp\"]}}}\n]}"
+        )
+        defer { for file in [point, item] { try? FileManager.default.removeItem(atPath: file) } }
+        for (file, place, suggestion) in [
+            (point, "\(point):2:13 at $.entries[0].point", "did you mean 'system.files'?"),
+            (item, "\(item):3:25 at $.entries[0].provider.item", "did you mean 'enospc'?"),
+        ] {
+            let app = try Self.chaos("validate", file)
+            #expect(app.status == 1, "\(app.output)")
+            #expect(app.errors.hasPrefix(place), "\(app.errors)")
+            #expect(app.errors.contains(suggestion), "\(app.errors)")
+            let validated = try Self.chaos("validate", "--for", "run", file)
+            #expect(validated.status == 1, "\(validated.output)")
+            #expect(validated.errors.hasPrefix(place), "\(validated.errors)")
+            #expect(validated.errors.contains(suggestion), "\(validated.errors)")
+            let ran = try Self.chaos("run", "--preload", Self.preloadLibrary, "--profile", file, "--", "true")
+            #expect(ran.status == 125)
+            #expect(ran.errors == "chaos run: \(validated.errors)")
+        }
+    }
+
+    /// An app's own point is unknown to the tool: for the app it waits, with a note that
+    /// offers the nearest names; for `chaos run` it is refused.
+    @Test func validateForTheAppLetsAnAppsPointWaitAndRunRefusesIt() throws {
+        let profile = try Self.temporaryFile(#"{"entries": [{"point": "demo.todya", "provider": "original"}]}"#)
+        defer { try? FileManager.default.removeItem(atPath: profile) }
+        let app = try Self.chaos("validate", "--for", "app", profile)
+        #expect(app.status == 0, "\(app.errors)")
+        #expect(app.output.contains("at $.entries[0].point: note: no point 'demo.todya'"), "\(app.output)")
+        #expect(app.output.contains("did you mean 'demo.today'?"), "\(app.output)")
+        let run = try Self.chaos("validate", "--for", "run", profile)
+        #expect(run.status == 1)
+        #expect(run.errors.contains("demo.todya lives in a Swift program"), "\(run.errors)")
+    }
     #endif
 }

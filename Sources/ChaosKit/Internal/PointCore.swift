@@ -283,7 +283,7 @@ struct PreparedInstallation: Sendable {
                     ? "no catalogue item named '\(InputExcerpt.of(itemName))'; this point has no catalogue items"
                     : "no catalogue item named '\(InputExcerpt.of(itemName))'\(Suggestions.hint(for: itemName, in: names)); choose one of: \(names.joined(separator: ", "))"
             )
-            error.sourceLocation = parameters.location
+            error.sourceLocation = parameters.itemLocation ?? parameters.location
             throw error
         }
         var parameters = parameters

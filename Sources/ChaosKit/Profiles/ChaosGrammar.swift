@@ -217,6 +217,7 @@ private struct StepParser {
         default:
             var parameters = ProfileParameters()
             parameters.location = "\(source) column \(nameRange.lowerBound + 1)"
+            parameters.itemLocation = parameters.location
             if let arguments { try self.arguments(arguments, into: &parameters) }
             return .catalogue(name, parameters)
         }

@@ -74,9 +74,11 @@ struct ProfileDecoder {
             }
             enabled = flag
         }
-        return ChaosProfile.Entry(
+        var entry = ChaosProfile.Entry(
             pointName: pointName, provider: provider, enabled: enabled, location: location(node.line, node.column, path)
         )
+        entry.pointLocation = location(pointNode.line, pointNode.column, "\(path).point")
+        return entry
     }
 
     /// A `parameters` or `match` object, with where each member was written.
@@ -112,6 +114,7 @@ struct ProfileDecoder {
             default:
                 var parameters = ProfileParameters()
                 parameters.location = location(node.line, node.column, path)
+                parameters.itemLocation = parameters.location
                 return .catalogue(name, parameters)
             }
         case .object:
@@ -157,6 +160,7 @@ struct ProfileDecoder {
                 } else {
                     parameters.location = location(nameNode.line, nameNode.column, "\(path).item")
                 }
+                parameters.itemLocation = location(nameNode.line, nameNode.column, "\(path).item")
                 result = .catalogue(name, parameters)
             }
             // Innermost first, as ProviderModifier.profileKeys orders them.
