@@ -53,7 +53,7 @@ public struct SystemRunPlan: Sendable, Equatable {
                     : "no system point is named '\(name)'\(hint)"
                 throw entry.located(
                     ChaosError(
-                        .unknownPoint, subject: entry.pointName,
+                        .unknownPoint, subject: name,
                         "\(why); chaos run takes \(names.joined(separator: ", "))"))
             }
             let tree: SystemPlanCompiler.Tree

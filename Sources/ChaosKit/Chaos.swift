@@ -116,16 +116,22 @@ public final class Chaos: Sendable {
                     !prepared.contains(where: { $0.entry.id == id }), !missing.contains(where: { $0.id == id })
                 else {
                     return ChaosError(
-                        .alreadyApplied, subject: "entry \(entry.id) (\(entry))",
+                        .alreadyApplied, subject: "entry \(entry.id) (\(entry.excerpt))",
                         "this entry is already applied by this Chaos; revert it first or make a new entry"
                     )
                 }
                 do throws(ChaosError) {
                     prepared.append((entry, try entry.prepared(chaosSeed: seed)))
-                } catch let error where mayWait(entry, after: error) {
-                    missing.append(entry)
                 } catch {
-                    return error
+                    guard missingPoints == .wait else { return error }
+                    let waits: Bool
+                    do throws(ChaosError) {
+                        waits = try PointRegistry.shared.waits(entry, after: error)
+                    } catch let refused {
+                        return refused
+                    }
+                    guard waits else { return error }
+                    missing.append(entry)
                 }
             }
             // Waiters are listed before anything takes effect, and withdrawn if the apply
@@ -157,7 +163,7 @@ public final class Chaos: Sendable {
             for entry in waiting {
                 Self.logger.info(
                     "chaos entry waits for its point to be created",
-                    metadata: ["entry": "\(entry)", "at": "\(state.sources[entry.id]?.location ?? "")"])
+                    metadata: ["entry": "\(entry.excerpt)", "at": "\(state.sources[entry.id]?.location ?? "")"])
             }
             if !waiting.isEmpty { Self.reportAtExit }
             if !prepared.isEmpty || !waiting.isEmpty, !state.registered {
@@ -167,7 +173,7 @@ public final class Chaos: Sendable {
             for item in prepared {
                 item.prepared.core.pushGlobal(item.prepared.installation)
                 state.applied.append(Applied(entry: item.entry, prepared: item.prepared))
-                Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry)", "seed": "\(seed)"])
+                Self.logger.debug("chaos applied", metadata: ["entry": "\(item.entry.excerpt)", "seed": "\(seed)"])
             }
             for item in prepared { item.prepared.core.notifyChanged() }
             for item in prepared {
@@ -178,11 +184,6 @@ public final class Chaos: Sendable {
             return nil
         }
         if let result { throw result }
-    }
-
-    /// Whether `entry`, refused with `error`, may wait for its point instead.
-    private func mayWait(_ entry: ProfileEntry, after error: ChaosError) -> Bool {
-        missingPoints == .wait && error.kind == .unknownPoint && PointRegistry.shared.mayWait(for: entry.pointName)
     }
 
     private func waiter(for entry: ProfileEntry) -> PointRegistry.Waiter {
@@ -227,9 +228,9 @@ public final class Chaos: Sendable {
         if let error = outcome.error {
             Self.logger.error(
                 "chaos entry not applied: its point appeared, and the provider does not fit it",
-                metadata: ["entry": "\(outcome.entry)", "error": "\(error)"])
+                metadata: ["entry": "\(outcome.entry.excerpt)", "error": "\(error)"])
         } else {
-            Self.logger.info("chaos entry applied: its point was created", metadata: ["entry": "\(outcome.entry)"])
+            Self.logger.info("chaos entry applied: its point was created", metadata: ["entry": "\(outcome.entry.excerpt)"])
         }
     }
 
@@ -244,7 +245,7 @@ public final class Chaos: Sendable {
         for (entry, location) in never {
             logger.warning(
                 "chaos entry never applied: no point named '\(InputExcerpt.of(entry.pointName, limit: 200))' was created before \(when)\(Suggestions.hint(for: entry.pointName, in: known))",
-                metadata: ["entry": "\(entry)", "at": "\(location)"])
+                metadata: ["entry": "\(entry.excerpt)", "at": "\(location)"])
         }
     }
 
@@ -286,7 +287,7 @@ public final class Chaos: Sendable {
             if ended {
                 Self.logger.info(
                     "chaos lease ended; entry reverted",
-                    metadata: ["entry": "\(entry)", "lease": "\(DurationText.format(lease))"])
+                    metadata: ["entry": "\(entry.excerpt)", "lease": "\(DurationText.format(lease))"])
             }
         }
     }
@@ -305,11 +306,11 @@ public final class Chaos: Sendable {
         }
         guard found else {
             throw ChaosError(
-                .notApplied, subject: "entry \(entry.id) (\(entry))",
+                .notApplied, subject: "entry \(entry.id) (\(entry.excerpt))",
                 "this Chaos has not applied this entry (or already reverted it); revert it with the Chaos that applied it"
             )
         }
-        Self.logger.debug("chaos reverted", metadata: ["entry": "\(entry)"])
+        Self.logger.debug("chaos reverted", metadata: ["entry": "\(entry.excerpt)"])
     }
 
     /// Reverts every entry this `Chaos` applied, newest first.
@@ -363,7 +364,7 @@ public final class Chaos: Sendable {
             }
             guard let index = state.applied.firstIndex(where: { $0.entry.id == entry.id }) else {
                 throw ChaosError(
-                    .notApplied, subject: "entry \(entry.id) (\(entry))",
+                    .notApplied, subject: "entry \(entry.id) (\(entry.excerpt))",
                     "this Chaos has not applied this entry (or already reverted it); apply it first"
                 )
             }
@@ -385,7 +386,7 @@ public final class Chaos: Sendable {
             if !enabled { core.releaseActivation() }
             state.applied[index].enabled = enabled
         }
-        Self.logger.info("chaos entry \(enabled ? "enabled" : "disabled")", metadata: ["entry": "\(entry)"])
+        Self.logger.info("chaos entry \(enabled ? "enabled" : "disabled")", metadata: ["entry": "\(entry.excerpt)"])
     }
 
     /// What each entry this `Chaos` has applied (and not reverted) did, oldest first: calls

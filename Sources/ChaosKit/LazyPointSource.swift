@@ -26,6 +26,22 @@ extension PointRegistry {
         }
     }
 
+    /// Whether `entry`, refused with `error`, waits for its point under
+    /// ``Chaos/MissingPoints/wait``. Only a missing point whose name could be a point's
+    /// waits; a name no point could have (junk, or 100,000 characters sent to the control
+    /// endpoint) is refused here, at the name, saying what a point name looks like.
+    func waits(_ entry: ProfileEntry, after error: ChaosError) throws(ChaosError) -> Bool {
+        guard error.kind == .unknownPoint, mayWait(for: entry.pointName) else { return false }
+        guard PendingPointName.isPlausible(entry.pointName) else {
+            throw entry.attributed(
+                ChaosError(
+                    .unknownPoint, subject: InputExcerpt.of(entry.pointName, limit: 200),
+                    "no live injection point has this name, and no point can be created with it, so the entry cannot wait for one: \(PendingPointName.rule)"
+                ))
+        }
+        return true
+    }
+
     /// Creates the points of the lazy source whose prefix `name` has, when that source is
     /// linked into the process; whether one did.
     func createLazily(_ name: String) -> Bool {
@@ -37,5 +53,28 @@ extension PointRegistry {
             return true
         }
         return false
+    }
+}
+
+/// What a point name an entry may wait for looks like. Names written by code may be
+/// anything; an entry from outside waits only for a name that could be one of them.
+enum PendingPointName {
+    /// The longest name an entry waits for, in characters.
+    static let maxLength = 200
+
+    /// The rule, as error messages say it.
+    static let rule = "a point name is 1 to \(maxLength) letters, digits, '.', '-' or '_' (e.g. app.fetch-user)"
+
+    /// Whether `name` keeps the rule. Stops at the first character past it, so a huge name
+    /// costs no more than a short one.
+    static func isPlausible(_ name: String) -> Bool {
+        var count = 0
+        for character in name {
+            count += 1
+            guard count <= maxLength,
+                character.isLetter || character.isNumber || character == "." || character == "-" || character == "_"
+            else { return false }
+        }
+        return count > 0
     }
 }

@@ -79,6 +79,9 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     /// The point's name and the provider, e.g. `clock.now ← constant(2000-01-01 00:00:00 +0000)`.
     public var description: String { "\(pointName) ← \(providerSummary)" }
 
+    /// ``description`` cut for a log line or an error message: the name may be input.
+    var excerpt: String { InputExcerpt.of(description, limit: 200) }
+
     public static func == (lhs: ProfileEntry, rhs: ProfileEntry) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
@@ -98,7 +101,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         let detail = error.subject.map { $0 == pointName ? error.message : "\($0): \(error.message)" } ?? error.message
         // A point name is code, not input, but a profile may spell a junk one: cut generously.
         var attributed = ChaosError(
-            error.kind, subject: "entry \(id) (\(InputExcerpt.of(description, limit: 200)))", detail)
+            error.kind, subject: "entry \(id) (\(excerpt))", detail)
         attributed.sourceLocation = error.sourceLocation
         return attributed
     }

@@ -36,7 +36,7 @@ struct Validate: ParsableCommand {
                 let known = Chaos.pointNames
                 for entry in report.waiting {
                     print(
-                        "\(entry.pointLocation ?? entry.location): note: no point '\(entry.pointName)' here; in the app the entry waits until the point is created, and its provider is checked then\(Suggestions.hint(for: entry.pointName, in: known))"
+                        "\(entry.pointLocation ?? entry.location): note: no point '\(InputExcerpt.of(entry.pointName, limit: 200))' here; in the app the entry waits until the point is created, and its provider is checked then\(Suggestions.hint(for: entry.pointName, in: known))"
                     )
                 }
             } catch {

@@ -159,12 +159,14 @@ func errorKind(_ response: ControlResponse) -> String? {
             }
             #expect((400...499).contains(response.status), "\(path)")
         }
-        // Bodies that are not profiles: random bytes, deep nesting, a huge string.
+        // Bodies that are not profiles: random bytes, deep nesting, a huge point name (no
+        // point can have it, so the entry may not wait for one).
+        let hugeName = Data(
+            #"{"entries": [{"point": "\#(String(repeating: "x", count: 100_000))", "provider": "original"}]}"#.utf8)
         let bodies = [
             Data((0..<512).map { _ in UInt8.random(in: 0...255, using: &random) }),
             Data(String(repeating: "[", count: 100_000).utf8),
-            Data(
-                #"{"entries": [{"point": "\#(String(repeating: "x", count: 100_000))", "provider": "original"}]}"#.utf8),
+            hugeName,
         ]
         for body in bodies {
             let response = try await offload {
@@ -172,9 +174,16 @@ func errorKind(_ response: ControlResponse) -> String? {
                     url, ["POST /v1/entries HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"], body: body)
             }
             #expect(response.status == 422)
+            guard response.status == 422 else { continue }
             let detail = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: response.body).error
             #expect(detail.message.count < 600, "errors quote at most 80 characters of input")
+            if body == hugeName {
+                #expect(detail.kind == "unknownPoint", "\(detail)")
+                #expect(detail.subject == "<control request>:1:24 at $.entries[0].point", "\(detail)")
+                #expect(detail.message.contains("a point name is 1 to 200 letters"), "\(detail)")
+            }
         }
+        #expect(!Chaos.liveEntries.contains { $0.entry.pointName.count > 200 }, "nothing was kept pending")
         let status = try await offload { try endpoint.client.status() }
         #expect(status.pid == getpid())
         await endpoint.finish()

@@ -162,12 +162,14 @@ public struct ChaosProfile: Sendable {
         var waiting: [Entry] = []
         for item in located {
             do throws(ChaosError) {
-                _ = try item.entry.prepared(chaosSeed: seed ?? 0)
-            } catch let error
-                where missingPoints == .wait && error.kind == .unknownPoint
-                && PointRegistry.shared.mayWait(for: item.entry.pointName)
-            {
-                waiting.append(item.source)
+                do throws(ChaosError) {
+                    _ = try item.entry.prepared(chaosSeed: seed ?? 0)
+                } catch {
+                    guard missingPoints == .wait, try PointRegistry.shared.waits(item.entry, after: error) else {
+                        throw error
+                    }
+                    waiting.append(item.source)
+                }
             } catch {
                 throw Self.located(error, in: located)
             }

@@ -78,6 +78,65 @@ private let livePoint = InjectionPoint<Void, Int, Never>("pending-tests.live") {
         #expect(chaos.appliedEntries.isEmpty && chaos.waitingEntries.isEmpty)
     }
 
+    /// Only a name that could be a point's waits: 100,000 characters (or junk) is refused at
+    /// once, located at the name, with what a point name looks like, quoting an excerpt.
+    @Test(.timeLimit(.minutes(1))) func aNameNoPointCouldHaveIsRefusedNotKeptPending() throws {
+        let huge = String(repeating: "x", count: 100_000)
+        for name in [huge, "pending-tests.has space", "pending-tests.{x}", ""] {
+            let chaos = Chaos(missingPoints: .wait)
+            #expect {
+                try chaos.profile(ProfileEntry(point: name, .original)).apply()
+            } throws: { error in
+                guard let error = error as? ChaosError else { return false }
+                return error.kind == .unknownPoint && error.message.contains("a point name is 1 to 200 letters")
+                    && error.description.count < 1_000
+            }
+            #expect(chaos.waitingEntries.isEmpty && chaos.appliedEntries.isEmpty)
+        }
+        #expect(!Chaos.liveEntries.contains { $0.entry.pointName == huge })
+
+        // In a profile, the error is located at the name.
+        let profile = try ChaosProfile.decode(
+            json: Data(#"{"entries": [{"point": "\#(huge)", "provider": "original"}]}"#.utf8), file: "huge.json")
+        for check in [{ _ = try profile.apply(missingPoints: .wait) }, { _ = try profile.validate(missingPoints: .wait) }]
+        {
+            #expect {
+                try check()
+            } throws: { error in
+                guard let error = error as? ChaosError else { return false }
+                return error.kind == .unknownPoint && error.subject == "huge.json:1:24 at $.entries[0].point"
+                    && error.message.contains("a point name is") && error.description.count < 1_000
+            }
+        }
+        // 200 letters, digits, '.', '-' and '_' may still wait.
+        let longest = "pending-tests.long_" + String(repeating: "9", count: 200 - 19)
+        let waiting = Chaos(missingPoints: .wait)
+        try waiting.profile(ProfileEntry(point: longest, .original)).apply()
+        #expect(waiting.waitingEntries.count == 1)
+        waiting.revertAll()
+        #expect {
+            try Chaos(missingPoints: .wait).profile(ProfileEntry(point: longest + "9", .original)).apply()
+        } throws: { ($0 as? ChaosError)?.message.contains("a point name is") == true }
+    }
+
+    /// A `CHAOS` line naming a point no point could have refuses the session, located in
+    /// the line, rather than leaving an entry pending forever.
+    @Test(.timeLimit(.minutes(1))) func aCHAOSLineWithAHugePointNameIsRefused() throws {
+        let (logger, log) = RecordingLogHandler.logger()
+        let huge = String(repeating: "y", count: 100_000)
+        #expect {
+            try Chaos.bootstrap(
+                environment: ["CHAOS": "pending-tests.unused=original;\(huge)=original"], buildConfiguration: .debug,
+                watchProfile: false, logger: logger)
+        } throws: { error in
+            guard let error = error as? ChaosError else { return false }
+            return error.kind == .unknownPoint && error.subject?.hasPrefix("CHAOS") == true
+                && error.message.contains("a point name is") && error.description.count < 1_000
+        }
+        #expect(!Chaos.liveEntries.contains { $0.entry.pointName == huge || $0.entry.pointName == "pending-tests.unused" })
+        #expect(log.all.allSatisfy { "\($0.message) \($0.metadata)".count < 1_000 }, "log lines quote excerpts")
+    }
+
     /// Code holds the points it names: by default a missing one is still refused.
     @Test func codeStillRefusesAMissingPointByDefault() {
         #expect { try Chaos().profile(ProfileEntry(point: "pending-tests.nowhere", .original)).apply() } throws: {
