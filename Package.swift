@@ -78,7 +78,7 @@ let package = Package(
         // names, for ChaosHooks to rebind GOT and data slots to, and the `ask` answers.
         .target(
             name: "CChaosIntercept", dependencies: ["CChaosFaults"],
-            exclude: ["interceptors.inc"],
+            exclude: ["interceptors.inc", "interceptors"],
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
