@@ -100,11 +100,14 @@ bool cf_errno_known(int32_t err);
 int cf_raw_readlink_fd(int fd, char *out, size_t capacity);
 int64_t cf_real_ns(int clock);
 bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
-void cf_fd_tracking_set(bool on);
 bool cf_special_path(const char *path);
 
+// fd_table.c
 #include "fast_fd.h"
+void cf_fd_tracking_set(bool on);
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
+
+// engine.c
 void cf_synchronize(void);
 /// Read sections this thread is inside (a signal handler may interrupt one).
 extern _Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
