@@ -49,14 +49,14 @@ import Testing
     /// depend on which products `swift test` happened to build.
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
-        let engine = root.appendingPathComponent("Sources/CChaosFaults")
-        let sources =
-            ["Sources/CChaosPreload/chaos_preload.c", "Sources/CChaosPreload/chaos_control.c"].map {
-                root.appendingPathComponent($0).path
+        let sources = ["Sources/CChaosPreload", "Sources/CChaosFaults"].flatMap { folder in
+            let directory = root.appendingPathComponent(folder)
+            return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
+                $0.hasSuffix(".c")
             }
-            + ((try? FileManager.default.contentsOfDirectory(atPath: engine.path)) ?? []).filter { $0.hasSuffix(".c") }
             .sorted()
-            .map { engine.appendingPathComponent($0).path }
+            .map { directory.appendingPathComponent($0).path }
+        }
         let includes = [
             "Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept",
             "Sources/CChaosIntercept/include",
