@@ -130,35 +130,9 @@ int chaos_fault_errnos(int32_t fn, int32_t *out, int capacity) {
     return count;
 }
 
-typedef struct errno_name {
-    const char *name;
-    int32_t value;
-} errno_name;
-
-static const errno_name names[] = {
-    {"EPERM", EPERM}, {"ENOENT", ENOENT}, {"EINTR", EINTR}, {"EIO", EIO}, {"ENXIO", ENXIO},
-    {"EBADF", EBADF}, {"EAGAIN", EAGAIN}, {"EWOULDBLOCK", EWOULDBLOCK}, {"ENOMEM", ENOMEM}, {"EACCES", EACCES},
-    {"EFAULT", EFAULT}, {"EBUSY", EBUSY}, {"EEXIST", EEXIST}, {"EXDEV", EXDEV}, {"ENODEV", ENODEV},
-    {"ENOTDIR", ENOTDIR}, {"EISDIR", EISDIR}, {"EINVAL", EINVAL}, {"ENFILE", ENFILE}, {"EMFILE", EMFILE},
-    {"ETXTBSY", ETXTBSY}, {"EFBIG", EFBIG}, {"ENOSPC", ENOSPC}, {"ESPIPE", ESPIPE}, {"EROFS", EROFS},
-    {"EMLINK", EMLINK}, {"EPIPE", EPIPE}, {"ENAMETOOLONG", ENAMETOOLONG}, {"ENOSYS", ENOSYS},
-    {"ENOTEMPTY", ENOTEMPTY}, {"ELOOP", ELOOP}, {"ENONET", ENONET}, {"EPROTO", EPROTO}, {"EOVERFLOW", EOVERFLOW},
-    {"ENOTSOCK", ENOTSOCK}, {"EDESTADDRREQ", EDESTADDRREQ}, {"EMSGSIZE", EMSGSIZE}, {"EPROTOTYPE", EPROTOTYPE},
-    {"ENOPROTOOPT", ENOPROTOOPT}, {"EOPNOTSUPP", EOPNOTSUPP}, {"EAFNOSUPPORT", EAFNOSUPPORT},
-    {"EADDRINUSE", EADDRINUSE}, {"EADDRNOTAVAIL", EADDRNOTAVAIL}, {"ENETDOWN", ENETDOWN},
-    {"ENETUNREACH", ENETUNREACH}, {"ECONNABORTED", ECONNABORTED}, {"ECONNRESET", ECONNRESET},
-    {"ENOBUFS", ENOBUFS}, {"EISCONN", EISCONN}, {"ENOTCONN", ENOTCONN}, {"ETIMEDOUT", ETIMEDOUT},
-    {"ECONNREFUSED", ECONNREFUSED}, {"EHOSTDOWN", EHOSTDOWN}, {"EHOSTUNREACH", EHOSTUNREACH},
-    {"EALREADY", EALREADY}, {"EINPROGRESS", EINPROGRESS}, {"EDQUOT", EDQUOT},
-    {"EAI_ADDRFAMILY", EAI_ADDRFAMILY}, {"EAI_AGAIN", EAI_AGAIN}, {"EAI_BADFLAGS", EAI_BADFLAGS},
-    {"EAI_FAIL", EAI_FAIL}, {"EAI_FAMILY", EAI_FAMILY}, {"EAI_MEMORY", EAI_MEMORY}, {"EAI_NODATA", EAI_NODATA},
-    {"EAI_NONAME", EAI_NONAME}, {"EAI_SERVICE", EAI_SERVICE}, {"EAI_SOCKTYPE", EAI_SOCKTYPE},
-    {"EAI_SYSTEM", EAI_SYSTEM},
-};
-
 const char *chaos_fault_errno_name(int32_t err) {
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (names[i].value == err) return names[i].name;
+    for (const cf_errno_name *e = cf_errno_names; e->name; e++)
+        if (e->value == err) return e->name;
     return NULL;
 }
 
@@ -166,34 +140,25 @@ bool cf_errno_known(int32_t err) { return chaos_fault_errno_name(err) != NULL; }
 
 int32_t chaos_fault_errno_value(const char *name) {
     if (!name || !*name) return 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcasecmp(names[i].name, name) == 0) return names[i].value;
+    for (const cf_errno_name *e = cf_errno_names; e->name; e++)
+        if (strcasecmp(e->name, name) == 0) return e->value;
     char *end = NULL;
     long value = strtol(name, &end, 10);
     if (end && *end == 0 && value != 0 && value > -100 && value < 200 && cf_errno_known((int32_t)value)) return (int32_t)value;
     return 0;
 }
 
-static const char *point_names[CHAOS_POINT_COUNT] = {"files", "connect", "accept", "send", "recv", "dns", "getenv", "clock"};
-
 const char *chaos_fault_point_name(int32_t point) {
-    return point >= 0 && point < CHAOS_POINT_COUNT ? point_names[point] : NULL;
+    return point >= 0 && point < CHAOS_POINT_COUNT ? cf_point_names[point] : NULL;
 }
-
-// What ChaosKit calls each point; an entry's seed derives from it, as in Swift.
-static const char *public_point_names[CHAOS_POINT_COUNT] = {
-    "system.files", "system.connect", "system.accept", "system.send",
-    "system.recv", "system.getaddrinfo", "system.getenv", "system.clock"};
 
 const char *chaos_fault_point_public_name(int32_t point) {
-    return point >= 0 && point < CHAOS_POINT_COUNT ? public_point_names[point] : NULL;
+    return point >= 0 && point < CHAOS_POINT_COUNT ? cf_point_public_names[point] : NULL;
 }
 
-static const char *op_names[] = {"open", "read", "write", "sync", "truncate", "rename", "unlink", "mkdir", "close"};
-
 const char *chaos_fault_op_name(uint32_t op) {
-    for (unsigned i = 0; i < sizeof op_names / sizeof op_names[0]; i++)
-        if (op == (1u << i)) return op_names[i];
+    for (unsigned i = 0; cf_op_names[i]; i++)
+        if (op == cf_op_bits[i]) return cf_op_names[i];
     return NULL;
 }
 
@@ -203,9 +168,9 @@ const char *cf_errno_list(int32_t point, char *buffer, size_t capacity, uint32_t
     bool seen[256] = {false};
     size_t used = 0;
     buffer[0] = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        int32_t value = names[i].value;
-        if (value == EWOULDBLOCK && strcmp(names[i].name, "EWOULDBLOCK") == 0) continue;
+    for (const cf_errno_name *e = cf_errno_names; e->name; e++) {
+        int32_t value = e->value;
+        if (value == EWOULDBLOCK && strcmp(e->name, "EWOULDBLOCK") == 0) continue;
         bool allowed = false;
         for (int fn = 0; fn < CHAOS_FN_COUNT && !allowed; fn++) {
             if (table[fn].info.point != point) continue;
@@ -214,7 +179,7 @@ const char *cf_errno_list(int32_t point, char *buffer, size_t capacity, uint32_t
         }
         if (!allowed || seen[(uint8_t)value]) continue;
         seen[(uint8_t)value] = true;
-        int wrote = snprintf(buffer + used, capacity - used, "%s%s", used ? " " : "", names[i].name);
+        int wrote = snprintf(buffer + used, capacity - used, "%s%s", used ? " " : "", e->name);
         if (wrote < 0 || (size_t)wrote >= capacity - used) break;
         used += (size_t)wrote;
     }

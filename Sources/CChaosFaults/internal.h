@@ -92,6 +92,22 @@ struct chaos_plan {
     uint64_t generation;
 };
 
+// names.c: the one table of names (each NULL-terminated; bits parallel to names)
+extern const char *const cf_point_names[], *const cf_point_public_names[], *const cf_op_names[], *const cf_family_names[], *const cf_role_names[],
+    *const cf_clock_names[], *const cf_kind_names[];
+extern const uint32_t cf_op_bits[], cf_family_bits[], cf_role_bits[], cf_clock_bits[];
+typedef struct cf_unit {
+    const char *name;
+    int64_t ns;
+    bool in_plan;  ///< plan text takes it (every unit is a person's)
+} cf_unit;
+extern const cf_unit cf_units[];
+typedef struct cf_errno_name {
+    const char *name;
+    int32_t value;
+} cf_errno_name;
+extern const cf_errno_name cf_errno_names[];
+
 // errnos.c
 const char *cf_errno_list(int32_t fn, char *buffer, size_t capacity, uint32_t mask_fns_of_point, uint32_t ops);
 bool cf_errno_known(int32_t err);

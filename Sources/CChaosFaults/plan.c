@@ -321,7 +321,7 @@ static bool parse_double(const char *text, double *out) {
     return true;
 }
 
-/// A duration: [+-]digits[.digits][unit], unit ns (default), us, ms, s, m, h, d.
+/// A duration: [+-]digits[.digits][unit], unit ns (default) or another plan unit of names.c.
 static bool parse_duration(const char *text, int64_t *out) {
     if (!text || !*text) return false;
     const char *c = text;
@@ -346,15 +346,10 @@ static bool parse_duration(const char *text, int64_t *out) {
         digits += fraction_digits;
     }
     if (digits == 0) return false;
-    uint64_t unit;
-    if (!*c || strcmp(c, "ns") == 0) unit = 1;
-    else if (strcmp(c, "us") == 0) unit = 1000;
-    else if (strcmp(c, "ms") == 0) unit = 1000000;
-    else if (strcmp(c, "s") == 0) unit = 1000000000ull;
-    else if (strcmp(c, "m") == 0) unit = 60000000000ull;
-    else if (strcmp(c, "h") == 0) unit = 3600000000000ull;
-    else if (strcmp(c, "d") == 0) unit = 86400000000000ull;
-    else return false;
+    uint64_t unit = *c ? 0 : 1;
+    for (const cf_unit *u = cf_units; u->name && !unit; u++)
+        if (u->in_plan && strcmp(c, u->name) == 0) unit = (uint64_t)u->ns;
+    if (!unit) return false;
     if (whole > (uint64_t)INT64_MAX / unit) return false;
     uint64_t value = whole * unit;
     // fraction * unit / scale without overflow: unit <= 8.64e13, fraction < 1e18.
@@ -399,19 +394,17 @@ static bool parse_set(parser *p, token *t, const char *const *names, const uint3
     return true;
 }
 
-static const char *const point_names[] = {"files", "connect", "accept", "send", "recv", "dns", "getenv", "clock", NULL};
-static const char *const op_names[] = {"open", "read", "write", "sync", "truncate", "rename", "unlink", "mkdir", "close", NULL};
-static const uint32_t op_bits[] = {CHAOS_OP_OPEN, CHAOS_OP_READ, CHAOS_OP_WRITE, CHAOS_OP_SYNC, CHAOS_OP_TRUNCATE,
-                                   CHAOS_OP_RENAME, CHAOS_OP_UNLINK, CHAOS_OP_MKDIR, CHAOS_OP_CLOSE};
-static const char *const family_names[] = {"inet", "inet6", "unix", "other", NULL};
-static const uint32_t family_bits[] = {CHAOS_FAMILY_INET, CHAOS_FAMILY_INET6, CHAOS_FAMILY_UNIX, CHAOS_FAMILY_OTHER};
-static const char *const role_names[] = {"client", "server", "other", NULL};
-static const uint32_t role_bits[] = {CHAOS_ROLE_CLIENT, CHAOS_ROLE_SERVER, CHAOS_ROLE_OTHER};
-static const char *const clock_names[] = {"realtime", "realtime_coarse", "tai", "realtime_alarm", "monotonic", NULL};
-static const uint32_t clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTIME_COARSE, CHAOS_CLOCKSRC_TAI,
-                                      CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
-static const char *const kind_names[] = {"original", "pass", "fail", "short", "offset", "frozen", "speed", "set", "unset",
-                                         "sequential", "composite", "probability", "times", "delay", "ask", "virtual", NULL};
+// The words of plan text, from the one table of names (names.c).
+static const char *const *const point_names = cf_point_names;
+static const char *const *const op_names = cf_op_names;
+static const uint32_t *const op_bits = cf_op_bits;
+static const char *const *const family_names = cf_family_names;
+static const uint32_t *const family_bits = cf_family_bits;
+static const char *const *const role_names = cf_role_names;
+static const uint32_t *const role_bits = cf_role_bits;
+static const char *const *const clock_names = cf_clock_names;
+static const uint32_t *const clock_bits = cf_clock_bits;
+static const char *const *const kind_names = cf_kind_names;
 
 // MARK: - Building
 

@@ -148,10 +148,10 @@ static int advance_should_stop(void *unused) {
 /// or, stopped or cut short by its step limit, says where virtual time stays.
 HIDDEN void ctl_advance(answer *a, const char *by, const char *steps_text) {
     int64_t nanoseconds;
-    if (!by[0] || chaos_parse_duration(by, &nanoseconds) != 0 || nanoseconds < 0) {
+    if (!by[0] || chaos_parse_duration_text(by, &nanoseconds) != 0) {
         char subject[100];
         snprintf(subject, sizeof subject, "by=%.80s", by);
-        ctl_fail(a, 400, "badRequest", subject, "give how far to advance as ?by=DURATION, e.g. 1h, 90m, 30s or 250ms (forward only)");
+        ctl_fail(a, 400, "badRequest", subject, "give how far to advance as ?by=DURATION, e.g. 1h, 1h30m, 30s or 250ms (forward only)");
         return;
     }
     long long limit = DEFAULT_ADVANCE_STEPS;

@@ -76,7 +76,7 @@ struct SystemPlanCompiler {
         var compiler = SystemPlanCompiler(point: point, delivery: .inProcess, entrySeed: nil)
         compiler.scopes = scopes
         compiler.families = Set(SocketFamily.allCases)
-        return [compiler.entryLine(label: label), "node 0 ask id=0"]
+        return [compiler.entryLine(label: label), "node 0 \(PlanNodeKind.ask) id=0"]
     }
 
     /// The clock options of the outcomes anywhere in `tree`.
@@ -131,7 +131,7 @@ struct SystemPlanCompiler {
                 runs.append((try emit(child), child.stepSpan(), text))
             }
             nodes[index] =
-                "node \(index) sequential children="
+                "node \(index) \(PlanNodeKind.sequential) children="
                 + runs.map { $0.count == 1 ? "\($0.child)" : "\($0.child)*\($0.count)" }.joined(separator: ",")
             return index
         case .composite(let branches, let otherwise):
@@ -149,7 +149,7 @@ struct SystemPlanCompiler {
                 cases.append("case \(child) \(target.planText)")
             }
             let fallback = try emit(otherwise)
-            nodes[index] = (["node \(index) composite otherwise=\(fallback)"] + cases).joined(separator: "\n")
+            nodes[index] = (["node \(index) \(PlanNodeKind.composite) otherwise=\(fallback)"] + cases).joined(separator: "\n")
             return index
         case .modified(let modifier, let child):
             let index = reserve()
@@ -157,9 +157,9 @@ struct SystemPlanCompiler {
             let childIndex = try emit(child)
             switch modifier {
             case .probability(let p):
-                nodes[index] = "node \(index) probability p=\(p) child=\(childIndex) salt=\(salt)"
+                nodes[index] = "node \(index) \(PlanNodeKind.probability) p=\(p) child=\(childIndex) salt=\(salt)"
             case .times(let n):
-                nodes[index] = "node \(index) times n=\(n) child=\(childIndex)"
+                nodes[index] = "node \(index) \(PlanNodeKind.times) n=\(n) child=\(childIndex)"
             case .delay(let duration):
                 guard point != .clock, point != .getenv else {
                     throw Unsupported(reason: "\(point.pointName) answers at once; it takes no delay")
@@ -167,7 +167,7 @@ struct SystemPlanCompiler {
                 guard duration <= .seconds(86_400) else {
                     throw Unsupported(reason: "a system call waits at most a day, not \(DurationText.format(duration))")
                 }
-                nodes[index] = "node \(index) delay by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
+                nodes[index] = "node \(index) \(PlanNodeKind.delay) by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
             case .lease:
                 throw Unsupported(
                     reason:
@@ -188,7 +188,7 @@ struct SystemPlanCompiler {
     {
         switch leaf {
         case .original:
-            return "original"
+            return PlanNodeKind.original.rawValue
         case .block:
             throw Unsupported(reason: "a block is Swift code; it runs in-process only")
         case .random:
@@ -198,25 +198,25 @@ struct SystemPlanCompiler {
         case .constant(let outcome):
             if let problem = outcome.problem(on: point) { throw Unsupported(reason: problem) }
             switch outcome {
-            case .real: return "original"
-            case .pass: return "pass"
-            case .fail(let code): return "fail errno=\(SystemErrno.name(code))"
-            case .resolverFailure(let code): return "fail ret=\(SystemErrno.name(code))"
-            case .short(let max): return max.map { "short max=\($0)" } ?? "short"
+            case .real: return PlanNodeKind.original.rawValue
+            case .pass: return PlanNodeKind.pass.rawValue
+            case .fail(let code): return "\(PlanNodeKind.fail) errno=\(SystemErrno.name(code))"
+            case .resolverFailure(let code): return "\(PlanNodeKind.fail) ret=\(SystemErrno.name(code))"
+            case .short(let max): return max.map { "\(PlanNodeKind.short) max=\($0)" } ?? PlanNodeKind.short.rawValue
             case .offset(let ns, let scope):
                 scopes.append(scope)
-                return "offset by=\(ns)"
+                return "\(PlanNodeKind.offset) by=\(ns)"
             case .frozen(let ns, let scope):
                 scopes.append(scope)
-                return "frozen at=\(ns)"
+                return "\(PlanNodeKind.frozen) at=\(ns)"
             case .speed(let factor, let since, let scope):
                 scopes.append(scope)
-                return "speed factor=\(factor) anchor=" + (delivery == .program ? "start" : "\(since)")
+                return "\(PlanNodeKind.speed) factor=\(factor) anchor=" + (delivery == .program ? "start" : "\(since)")
             case .virtual(let start, let flowing):
                 scopes.append(ClockScope(monotonic: true, fileTimes: true, sleeps: true))
-                return "virtual" + (start.map { " at=\($0 == 0 ? 1 : $0)" } ?? "") + (flowing ? " flow=yes" : "")
-            case .set(let value): return "set " + PlanText.word("value", value)
-            case .unset: return "unset"
+                return PlanNodeKind.virtual.rawValue + (start.map { " at=\($0 == 0 ? 1 : $0)" } ?? "") + (flowing ? " flow=yes" : "")
+            case .set(let value): return "\(PlanNodeKind.set) " + PlanText.word("value", value)
+            case .unset: return PlanNodeKind.unset.rawValue
             }
         }
     }

@@ -67,6 +67,14 @@ public enum DurationText {
         return (negative ? "-" : "") + parts
     }
 
+    /// The fixed-length units of this grammar, with their length in nanoseconds; `mo` and
+    /// `y`, calendar units, have no fixed length. The C engine's table of names lists the
+    /// same (a test checks it), for the control endpoint's durations.
+    public static let fixedUnits: [(name: String, nanoseconds: Int64)] = [
+        ("ns", 1), ("us", 1_000), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000),
+        ("h", 3_600_000_000_000), ("d", 86_400_000_000_000), ("w", 604_800_000_000_000),
+    ]
+
     /// A regular expression for a duration string, for JSON Schemas.
     public static let schemaPattern =
         "^\\s*[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w)([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h|d|w))*\\s*$"
@@ -142,9 +150,8 @@ struct TimeSpanSyntax {
     }
 
     /// Nanoseconds per fixed-length unit.
-    private static let fixedUnits: [String: Double] = [
-        "ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "h": 3_600e9, "d": 86_400e9, "w": 604_800e9,
-    ]
+    private static let fixedUnits: [String: Double] = Dictionary(
+        uniqueKeysWithValues: DurationText.fixedUnits.map { ($0.name, Double($0.nanoseconds)) })
 }
 
 extension String {

@@ -120,6 +120,24 @@ const char *chaos_fault_point_public_name(int32_t point);
 /// "open", "read", … for one CHAOS_OP_* bit (NULL otherwise).
 const char *chaos_fault_op_name(uint32_t op);
 
+/// The engine's tables of names (names.c), for the Swift side to check its own against.
+typedef enum chaos_table {
+    CHAOS_TABLE_POINTS = 0,      ///< value: CHAOS_POINT_*
+    CHAOS_TABLE_OPERATIONS = 1,  ///< value: CHAOS_OP_* bit
+    CHAOS_TABLE_FAMILIES = 2,    ///< value: CHAOS_FAMILY_* bit
+    CHAOS_TABLE_ROLES = 3,       ///< value: CHAOS_ROLE_* bit
+    CHAOS_TABLE_CLOCKS = 4,      ///< value: CHAOS_CLOCKSRC_* bit
+    CHAOS_TABLE_NODE_KINDS = 5,  ///< value: CHAOS_NODE_*
+    CHAOS_TABLE_UNITS = 6,       ///< duration units a person writes; value: nanoseconds
+    CHAOS_TABLE_PLAN_UNITS = 7,  ///< the units plan text takes; value: nanoseconds
+    CHAOS_TABLE_ERRNOS = 8,      ///< errno and EAI names; value: the number
+    CHAOS_TABLE_PUBLIC_POINTS = 9, ///< "system.files" …: the points' names in ChaosKit; value: CHAOS_POINT_*
+} chaos_table;
+
+/// The `index`-th name of `table` (from 0), with its value in `*value` (may be NULL); NULL
+/// past the end.
+const char *chaos_fault_table_name(int32_t table, int32_t index, int64_t *value);
+
 // MARK: - Plans
 
 /// Node kinds of a provider tree (the text keyword in quotes).
@@ -358,6 +376,13 @@ int64_t chaos_vt_next_deadline(void);
 /// A duration as plan text writes it (`3600s`, `1h`, `90m`, `250ms`, `1.5d`, a number of
 /// nanoseconds; a leading sign allowed) in `nanoseconds`: 0, or -1 when it is none.
 int chaos_parse_duration(const char *text, int64_t *nanoseconds);
+
+/// A duration as a person writes it, in the grammar of ChaosKit's DurationText: one or more
+/// number-unit parts (`1h30m`, `1.5d`, `250ms`, `2w`; units ns, us, µs, ms, s, m, h, d, w),
+/// spaces anywhere, an optional `+`, never negative, no calendar units. Saturates at
+/// INT64_MAX nanoseconds. 0, or -1 when `text` is none (what the control endpoint's
+/// `?by=` takes, so that `chaos ctl advance 1h30m` means what it does in a profile).
+int chaos_parse_duration_text(const char *text, int64_t *nanoseconds);
 
 /// The latest pending virtual deadline (INT64_MIN: none, or off): a test waits for the
 /// one its work arms, which no unrelated wait of the runtime reaches.
