@@ -281,98 +281,6 @@ uint32_t chaos_fault_clock_flags(void);
 /// Without a call, each install takes the current time.
 void chaos_fault_set_start_anchor(int64_t realtime_ns);
 
-// MARK: - Virtual time
-//
-// One process-wide virtual clock, on while the active plan has a `virtual` node. Its
-// monotonic instant starts at the real CLOCK_MONOTONIC and moves only when advanced (or,
-// with flow=yes, also at real pace); realtime clocks read it plus the start's wall offset,
-// boottime plus the real boottime offset. Sleepers (chaos_vt_sleep_until) and timerfds
-// (chaos_vt_timerfd_settime) wait for it. Nothing here is async-signal-safe.
-
-/// Whether virtual time is on.
-int chaos_vt_running(void);
-
-/// Whether virtual time is on for the calling thread: on, and the thread is not exempt.
-/// The interceptors ask this for what belongs to the caller (its clock readings, sleeps,
-/// timed waits, the timerfds it arms).
-int chaos_vt_applies(void);
-
-/// Whether the calling thread is exempt from virtual time.
-int chaos_vt_thread_exempt(void);
-
-/// Keeps thread `tid` (0: the caller) on real time (`exempt` 1) or puts it back under
-/// virtual time (0), whether or not virtual time runs now: its clocks read real time and
-/// its own sleeps, timed waits and timerfds wait in real time; an advance does not wait
-/// for it to go idle. libdispatch's timers are shared by the whole process and follow
-/// virtual time whoever sets them. Returns 0; ESRCH when no thread of this process has
-/// that id; ENOSPC when 64 threads are exempt already. An exemption lasts until undone or
-/// the thread exits (its id is then dropped when next seen missing).
-int chaos_vt_set_thread_exempt(int32_t tid, int exempt);
-
-/// Enters (`enter` 1) or leaves (0) a scope in which the calling thread is exempt, as
-/// chaos_vt_set_thread_exempt would make it; scopes nest and need no table slot.
-void chaos_vt_real_time_scope(int enter);
-
-/// The exempt thread ids (at most `capacity` into `ids`); returns how many there are.
-int32_t chaos_vt_exempt_threads(int32_t *ids, int32_t capacity);
-
-/// The calling thread's kernel id (gettid).
-int32_t chaos_vt_current_thread(void);
-
-/// The virtual monotonic instant (ns).
-int64_t chaos_vt_monotonic_ns(void);
-
-/// The virtual reading of clock id `clock` (realtime ids: ns since 1970; monotonic and
-/// boottime ids: ns since their origin).
-int64_t chaos_vt_reading_ns(int clock);
-
-/// The virtual monotonic instant at which clock id `clock` reads `instant`.
-int64_t chaos_vt_to_monotonic(int clock, int64_t instant);
-
-/// Blocks the calling thread until virtual time reaches the virtual monotonic `deadline`.
-/// Returns 0 when it did, or 1 when virtual time is (or went) off; then `left_when_stopped`
-/// (if given) holds the virtual time that remained, for the caller to sleep in real time.
-int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped);
-
-/// A wait that also watches descriptors (poll, select, epoll_wait) with a timeout ending
-/// at the virtual monotonic `deadline`: calls `attempt(context, slice_ms)`, one real wait of
-/// at most `slice_ms` on the caller's descriptors, until it reports something (non-zero,
-/// which is returned) or virtual time reaches the deadline (0 is returned). Descriptors
-/// becoming ready end the wait at once, in real time. `slice_ms` -2: virtual time is off,
-/// wait as the caller asked.
-int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice_ms), void *context);
-
-/// Records a new timerfd's clock (timerfds made before virtual time are read from
-/// /proc/self/fdinfo when first armed).
-int chaos_vt_timerfd_created(int fd, int clock);
-
-/// timerfd_settime under virtual time: records the deadline in virtual time and arms the
-/// kernel timer only when it is due (or, while time flows, for the real time left).
-/// Off: calls `real_settime` (NULL: the system call).
-struct itimerspec;
-/// `dispatch_owned`: the caller is libdispatch, whose one timerfd per clock is armed for
-/// the earliest of all its timers (its own monitor's too): its deadlines are fired when a
-/// step passes them but never chosen as steps (chaos_vt_dispatch_deadline gives those).
-int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, struct itimerspec *old,
-                             int (*real_settime)(int, int, const struct itimerspec *, struct itimerspec *),
-                             int dispatch_owned);
-
-/// A deadline libdispatch's API was given (`when` is a dispatch_time_t): dispatch_after and
-/// dispatch_after_f with `source` NULL, a timer source's start and interval (ns; 0 or
-/// DISPATCH_TIME_FOREVER: one shot) with the source, which replaces its earlier one. Advance
-/// steps are taken at these. Off: nothing.
-void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t interval);
-
-/// A timer source was cancelled: its deadlines are dropped.
-void chaos_vt_dispatch_cancel(const void *source);
-
-/// timerfd_gettime under virtual time: fills `value` and returns 0, or returns 1 for "ask
-/// the kernel" (off, or a timer virtual time has not armed).
-int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value);
-
-/// The earliest pending virtual deadline of a sleeper or timer (INT64_MAX: none, or off).
-int64_t chaos_vt_next_deadline(void);
-
 /// A duration as plan text writes it (`3600s`, `1h`, `90m`, `250ms`, `1.5d`, a number of
 /// nanoseconds; a leading sign allowed) in `nanoseconds`: 0, or -1 when it is none.
 int chaos_parse_duration(const char *text, int64_t *nanoseconds);
@@ -384,45 +292,9 @@ int chaos_parse_duration(const char *text, int64_t *nanoseconds);
 /// `?by=` takes, so that `chaos ctl advance 1h30m` means what it does in a profile).
 int chaos_parse_duration_text(const char *text, int64_t *nanoseconds);
 
-/// The latest pending virtual deadline (INT64_MIN: none, or off): a test waits for the
-/// one its work arms, which no unrelated wait of the runtime reaches.
-int64_t chaos_vt_latest_deadline(void);
+// MARK: - Virtual time (its own header)
 
-/// How many sleepers and armed timers wait for virtual time.
-int32_t chaos_vt_pending_count(void);
-
-/// Advances virtual time to the monotonic `target`, stepping through every pending deadline
-/// at or before it in order: each step sets the time to the deadline, wakes its sleepers,
-/// fires its timers, and waits (bounded by the settle limit) until they were taken and the
-/// process's other threads are idle. At most `max_steps` steps (negative: no limit); the
-/// time is left at the last step when the limit cut it short. Returns the steps taken, or
-/// -1 when virtual time is off. One advance runs at a time.
-int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps);
-
-/// chaos_vt_advance_to, asking `should_stop(context)` before each step: once it returns
-/// non-zero the advance ends there, as when `max_steps` cuts it short (the control
-/// endpoint's cancel).
-int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*should_stop)(void *context), void *context);
-
-/// The watchdog period (real ns without an advance while something waits before it
-/// writes what waits to stderr; default 30 s) and the settle limit per advance step
-/// (default 50 ms). Non-positive / negative values keep the current one.
-void chaos_vt_set_limits(int64_t watchdog_ns, int64_t settle_ns);
-
-/// Reports the watchdog has written since the process started.
-uint64_t chaos_vt_watchdog_reports(void);
-
-/// Sleeps `ns` of real time (the system call itself: neither virtual time nor any hook
-/// changes it).
-void chaos_vt_sleep_real(int64_t ns);
-
-/// Advance steps taken since the process started.
-uint64_t chaos_vt_steps(void);
-
-/// Waits begun in virtual time since the process started: sleeps, deadlines given to
-/// libdispatch, and timerfds armed by anyone else (a test waits for this to grow before
-/// it advances, so that the work it started has armed its wait).
-uint64_t chaos_vt_waits(void);
+#include "chaos_virtual_time.h"
 
 // MARK: - Decisions
 

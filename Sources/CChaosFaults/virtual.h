@@ -1,0 +1,79 @@
+// Virtual time's parts (virtual.c: the clock, sleepers, advancing, the watchdog, start and
+// stop; vt_timers.c; vt_threads.c; vt_proc.c) and what they share. Private to the engine.
+#ifndef CCHAOS_FAULTS_VIRTUAL_H
+#define CCHAOS_FAULTS_VIRTUAL_H
+
+#include "internal.h"
+#include "fast_clock.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#define NS 1000000000LL
+
+/// One thread waiting for a virtual deadline (on its own stack).
+typedef struct vt_sleeper {
+    int64_t deadline;   ///< virtual monotonic
+    pid_t thread;
+    int reported;       ///< the watchdog has named it
+    struct vt_sleeper *next;
+} vt_sleeper;
+
+/// One timerfd armed in virtual time.
+typedef struct vt_timer {
+    int fd;             ///< -1: free
+    int clock;          ///< the timerfd's clock id
+    int64_t deadline;   ///< virtual monotonic; 0: disarmed
+    int64_t interval;   ///< 0: one shot
+    uint64_t sets;      ///< timerfd_settime calls seen
+    uint64_t fired_at_sets; ///< `sets` when it was last fired (UINT64_MAX: not fired)
+    int dispatch_owned; ///< libdispatch's: one descriptor per clock for all its timers
+} vt_timer;
+
+/// A deadline libdispatch was given through its API (dispatch_after, a timer source). One
+/// libdispatch timerfd per clock serves all of its timers, armed for the earliest, which is
+/// often its own once-a-second worker-pool monitor: so steps are taken at the deadlines its
+/// callers asked for, and its descriptors are fired whenever a step passes their deadline.
+typedef struct vt_known {
+    const void *source; ///< the timer source; NULL: a dispatch_after (one shot)
+    int64_t deadline;   ///< virtual monotonic; 0: free
+    int64_t interval;   ///< 0: one shot
+} vt_known;
+
+enum { VT_TIMERS = 64, VT_KNOWN = 512 };
+
+typedef int (*settime_fn)(int, int, const struct itimerspec *, struct itimerspec *);
+
+// virtual.c. Sleepers, timers and known deadlines are under cf_vt_lock.
+extern pthread_mutex_t cf_vt_lock __attribute__((visibility("hidden")));
+extern pthread_cond_t cf_vt_changed __attribute__((visibility("hidden")));
+extern pthread_once_t cf_vt_once __attribute__((visibility("hidden")));
+extern vt_sleeper *cf_vt_sleepers __attribute__((visibility("hidden")));
+extern vt_timer cf_vt_timers[VT_TIMERS] __attribute__((visibility("hidden")));
+extern vt_known cf_vt_known[VT_KNOWN] __attribute__((visibility("hidden")));
+extern _Atomic uint64_t cf_vt_waits_total __attribute__((visibility("hidden")));
+void cf_vt_init_once(void);
+int64_t cf_vt_now(void);
+int64_t cf_vt_real_mono(void);
+int64_t cf_vt_dispatch_instant(uint64_t when);
+
+// vt_timers.c
+extern settime_fn cf_vt_saved_settime __attribute__((visibility("hidden")));
+int64_t cf_vt_ns_of(const struct timespec *t);
+struct timespec cf_vt_ts_of(int64_t ns);
+vt_timer *cf_vt_timer_of(int fd, int create);
+int cf_vt_arm_real(const vt_timer *timer, settime_fn real_settime, int64_t now);
+int cf_vt_raw_settime(int fd, int flags, const struct itimerspec *spec, struct itimerspec *old);
+
+// vt_threads.c
+int cf_vt_is_exempt(pid_t tid);
+
+// vt_proc.c
+ssize_t cf_vt_read_proc(const char *path, char *buffer, size_t capacity);
+int cf_vt_timerfd_clock(int fd);
+int cf_vt_readable(int fd);
+void cf_vt_each_descriptor(const char *kind, int (*visit)(int fd, void *context), void *context);
+int cf_vt_delivered_oneshot(int fd);
+int cf_vt_others_blocked(pid_t self);
+
+#endif
