@@ -71,7 +71,10 @@ int chaos_parse_duration_text(const char *text, int64_t *nanoseconds) {
         if (scale == 0) goto done; // calendar units (y, mo) have no fixed length either
         double part = value * scale;
         if (!(part < 9e18)) goto done;
-        int64_t whole = (int64_t)round(part);
+        // Rounded half away from zero, as Swift's rounded() does, without libm (the preload
+        // library needs only libc): below 2^53 the fraction is exact, above it there is none.
+        int64_t whole = (int64_t)part;
+        if (part - (double)whole >= 0.5) whole++;
         total = whole > INT64_MAX - total ? INT64_MAX : total + whole;
         rest += digits + letters;
     }
