@@ -37,10 +37,12 @@ chaos_counts *cf_counts_make(int32_t point) {
 // readings for counts that are gone are dropped. Readers take the lock, so they see a
 // tally's readings either there or in the counts, never in both or neither.
 
+// The calling thread's tally (per thread: the thread itself writes it).
 _Thread_local cf_fast_tally cf_fast_mine;
 static pthread_mutex_t tallies_lock = PTHREAD_MUTEX_INITIALIZER;
 static cf_fast_tally *tallies;   ///< threads that made fast readings; under tallies_lock
 static chaos_counts *published;  ///< live counts the fast path was published for; under tallies_lock
+// The key whose destructor retires a thread's tally; made once (tally_once guards it).
 static pthread_key_t tally_key;
 static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
 

@@ -32,11 +32,6 @@ static _Atomic int retire_lock;
 static char *retired[64];
 static int retired_count;
 
-static void lock(_Atomic int *l) {
-    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) syscall(SYS_sched_yield);
-}
-static void unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
-
 // This thread is inside retire (per thread: nothing guards it).
 static _Thread_local int retiring __attribute__((tls_model("initial-exec")));
 
@@ -46,14 +41,14 @@ static void retire(char *path) {
     // or this function must not wait for itself: the string is then left unfreed.
     if (retiring || cf_section_depth > 0) return;
     retiring = 1;
-    lock(&retire_lock);
+    cf_spin_lock(&retire_lock);
     if (retired_count == (int)(sizeof retired / sizeof retired[0])) {
         cf_synchronize();
         for (int i = 0; i < retired_count; i++) free(retired[i]);
         retired_count = 0;
     }
     retired[retired_count++] = path;
-    unlock(&retire_lock);
+    cf_spin_unlock(&retire_lock);
     retiring = 0;
 }
 

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /// One case of a composite node: every condition set must hold.
 typedef struct cf_case {
@@ -123,16 +125,30 @@ bool cf_special_path(const char *path);
 void cf_fd_tracking_set(bool on);
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
 
-// engine.c
+// sections.c
 void cf_synchronize(void);
 /// Read sections this thread is inside (a signal handler may interrupt one).
 extern _Thread_local int cf_section_depth __attribute__((tls_model("initial-exec")));
 unsigned cf_read_enter(void);
 void cf_read_leave(unsigned parity);
 
-// engine.c
+/// A spin lock that never allocates nor sleeps in the kernel's queue: the engine's writers
+/// (installs, the descriptor table's retire list) may run inside an interposed call.
+static inline void cf_spin_lock(_Atomic int *l) {
+    while (atomic_exchange_explicit(l, 1, memory_order_acquire)) syscall(SYS_sched_yield);
+}
+static inline void cf_spin_unlock(_Atomic int *l) { atomic_store_explicit(l, 0, memory_order_release); }
+
+// intern.c
 const char *cf_intern(const char *text);
+
+// engine.c
 extern _Atomic uint32_t cf_path_selectors __attribute__((visibility("hidden")));
+extern _Atomic(chaos_plan *) cf_active_plan __attribute__((visibility("hidden")));
+int64_t cf_now_realtime(void);
+
+// cases.c
+bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path, int special, bool *named);
 
 // counters.c
 chaos_counts *cf_counts_make(int32_t point);

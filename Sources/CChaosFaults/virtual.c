@@ -73,6 +73,7 @@ int64_t cf_vt_dispatch_instant(uint64_t when) {
 
 int64_t cf_vt_real_mono(void) { return cf_real_ns(CLOCK_MONOTONIC); }
 
+// This thread waits for virtual time itself (per thread: nothing guards it).
 _Thread_local int cf_vt_internal_wait;
 
 /// pthread_cond_timedwait for virtual time's own waits: its GOT slot may be rebound to the

@@ -1,0 +1,405 @@
+// Decisions: the walk of an entry's tree for one call, the draws of probability nodes, and
+// the clock arithmetic of the outcomes. Nothing here changes anything but counters.
+#define _GNU_SOURCE
+#include "internal.h"
+#include "fast_clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+// MARK: - Draws
+
+// The same arithmetic as Swift's SeededRandom (SplitMix64), so that an entry draws the
+// same sequence whichever engine decides its calls.
+static const uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+
+static uint64_t scramble(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t derive(uint64_t seed, uint64_t value) { return scramble(scramble(seed) ^ (value + golden_gamma)); }
+
+uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point) {
+    const char *name = chaos_fault_point_public_name(point);
+    uint64_t hash = 0xCBF29CE484222325ull; // FNV-1a, as Swift's stable hash of the point name
+    for (const unsigned char *c = (const unsigned char *)(name ? name : ""); *c; c++) hash = (hash ^ *c) * 0x100000001B3ull;
+    return derive(plan_seed, hash);
+}
+
+double chaos_fault_draw(uint64_t entry_seed, uint64_t salt, uint64_t asked) {
+    // SeededRandom(seed: derive(entrySeed, asked, salt)).nextUnitInterval()
+    uint64_t seed = scramble(derive(entry_seed, asked) ^ (salt + golden_gamma));
+    return (double)(scramble(seed + golden_gamma) >> 11) * 0x1.0p-53;
+}
+
+// MARK: - Decisions
+
+enum { R_PASS = 0, R_ORIGINAL = 1, R_ACT = 2 };
+
+typedef struct walk {
+    const chaos_plan *plan;
+    const cf_entry *entry;
+    int32_t entry_index;
+    const chaos_call *call;
+    const char *path;
+    int special;
+    bool named;
+    bool peek;
+    uint64_t index;      ///< the entry's call index of this call
+    int64_t delay;
+} walk;
+
+/// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
+/// only when a path condition named it on the way.
+static bool may_act(const walk *w) {
+    return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named;
+}
+
+static uint64_t tick(walk *w, cf_node *node) {
+    return w->peek ? atomic_load_explicit(&node->counter, memory_order_relaxed)
+                   : atomic_fetch_add_explicit(&node->counter, 1, memory_order_relaxed);
+}
+
+/// The step of a sequential node that its call `k` uses (the last one repeats).
+static int32_t step_at(const cf_node *node, uint64_t k) {
+    for (int32_t i = 0; i < node->count - 1; i++) {
+        if (k < node->weights[i]) return i;
+        k -= node->weights[i];
+    }
+    return node->count - 1;
+}
+
+/// Whether node `index` takes the call: false only for a selector (a composite whose
+/// fallback passes the call on) none of whose cases holds.
+static bool selector_takes(walk *w, int32_t index) {
+    const cf_node *node = &w->entry->nodes[index];
+    if (node->kind != CHAOS_NODE_COMPOSITE) return true;
+    if (node->otherwise >= 0 && w->entry->nodes[node->otherwise].kind != CHAOS_NODE_PASS) return true;
+    bool named = w->named, takes = false;
+    for (int32_t i = 0; i < node->count && !takes; i++) takes = cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named);
+    w->named = named;
+    return takes;
+}
+
+static int eval(walk *w, int32_t index, chaos_outcome *out) {
+    cf_node *node = &w->entry->nodes[index];
+    const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
+    switch (node->kind) {
+    case CHAOS_NODE_ORIGINAL:
+        return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
+    case CHAOS_NODE_PASS:
+        return R_PASS;
+    case CHAOS_NODE_FAIL:
+        if (!may_act(w)) return R_PASS;
+        // A function that cannot return this errno is left alone (libfiu's rule).
+        if (w->entry->point == CHAOS_POINT_DNS) {
+            if (!chaos_fault_errno_allowed(w->call->fn, (int32_t)node->ret)) return R_PASS;
+        } else if (!chaos_fault_errno_allowed(w->call->fn, node->err)) {
+            return R_PASS;
+        }
+        out->action = CHAOS_ACT_FAIL;
+        out->ret = node->ret;
+        out->err = node->err;
+        return R_ACT;
+    case CHAOS_NODE_SHORT:
+        if (!may_act(w) || !info || !info->transfers) return R_PASS;
+        out->action = CHAOS_ACT_SHORT;
+        out->max_bytes = node->max;
+        return R_ACT;
+    case CHAOS_NODE_OFFSET:
+        out->action = CHAOS_ACT_OFFSET;
+        out->clock_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_FROZEN:
+        out->action = CHAOS_ACT_FROZEN;
+        out->clock_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_SPEED:
+        out->action = CHAOS_ACT_SPEED;
+        out->factor = node->factor;
+        out->anchor_ns = node->ns;
+        return R_ACT;
+    case CHAOS_NODE_VIRTUAL:
+        out->action = CHAOS_ACT_VIRTUAL;
+        return R_ACT;
+    case CHAOS_NODE_SET:
+        out->action = CHAOS_ACT_SET;
+        out->value = node->value;
+        return R_ACT;
+    case CHAOS_NODE_UNSET:
+        out->action = CHAOS_ACT_UNSET;
+        return R_ACT;
+    case CHAOS_NODE_ASK:
+        if (!may_act(w)) return R_PASS; // a special target is outside unnamed entries, as for fail
+        out->action = CHAOS_ACT_ASK;
+        out->ask_id = (uint32_t)node->n;
+        return R_ACT;
+    case CHAOS_NODE_SEQUENTIAL:
+        for (;;) {
+            uint64_t k = atomic_load_explicit(&node->counter, memory_order_relaxed);
+            int32_t child = node->children[step_at(node, k)];
+            // A step that is a selector is asked only about the calls it takes: the others
+            // pass on without moving the sequence.
+            if (!selector_takes(w, child)) return eval(w, child, out);
+            if (w->peek || atomic_compare_exchange_weak_explicit(&node->counter, &k, k + 1, memory_order_relaxed,
+                                                                 memory_order_relaxed))
+                return eval(w, child, out);
+        }
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            bool named = w->named;
+            if (cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named)) return eval(w, node->cases[i].child, out);
+            w->named = named;
+        }
+        return node->otherwise >= 0 ? eval(w, node->otherwise, out) : R_PASS;
+    case CHAOS_NODE_PROBABILITY:
+        // Drawn for the k-th call this node is asked about: calls the entry does not target
+        // never reach it, so they take no draws.
+        if (chaos_fault_draw(w->entry->seed, node->salt, tick(w, node)) < node->p) return eval(w, node->child, out);
+        return R_PASS;
+    case CHAOS_NODE_TIMES: {
+        uint64_t k = tick(w, node);
+        return k < node->n ? eval(w, node->child, out) : R_PASS;
+    }
+    case CHAOS_NODE_DELAY: {
+        int r = eval(w, node->child, out);
+        if (!may_act(w)) return r;
+        w->delay += node->ns;
+        return r == R_PASS || r == R_ORIGINAL ? R_ACT : r;
+    }
+    default:
+        return R_PASS;
+    }
+}
+
+static int64_t round_ns(double value) {
+    if (!(value < 9.2e18 && value > -9.2e18)) return value > 0 ? INT64_MAX : INT64_MIN;
+    return (int64_t)(value + (value >= 0 ? 0.5 : -0.5));
+}
+
+// Field by field: compilers turn a memset (or a copy of a mostly-zero constant) of this
+// size into `rep stos`, whose start-up costs more than the rest of a decision.
+static void reset(chaos_outcome *out) {
+    out->action = CHAOS_ACT_ORIGINAL;
+    out->entry = -1;
+    out->delay_ns = 0;
+    out->ret = 0;
+    out->err = 0;
+    out->max_bytes = 0;
+    out->clock_ns = 0;
+    out->factor = 0;
+    out->anchor_ns = 0;
+    out->value = NULL;
+    out->monotonic = 0;
+    out->stat_times = 0;
+    out->ask_id = 0;
+}
+
+/// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
+static bool reaches(const cf_entry *entry, const chaos_call *call) {
+    switch (entry->point) {
+    case CHAOS_POINT_CONNECT: case CHAOS_POINT_ACCEPT: case CHAOS_POINT_SEND: case CHAOS_POINT_RECV:
+        return (entry->families & (uint32_t)call->family) != 0;
+    case CHAOS_POINT_CLOCK:
+        return call->clock_source != CHAOS_CLOCKSRC_MONOTONIC || entry->monotonic;
+    case CHAOS_POINT_DNS: case CHAOS_POINT_GETENV:
+        return call->name != NULL;
+    default:
+        return true;
+    }
+}
+
+/// Whether some node of `entry` could decide a call on `path` (fail, short, delay, or the
+/// final original), by path conditions only: ops, counters and draws are not known yet.
+/// Memoized per (node, named) over the DAG.
+static bool could_act(const cf_entry *entry, int32_t index, const char *path, int special, bool named, uint8_t *seen) {
+    uint8_t bit = named ? 2 : 1;
+    if (seen[index] & bit) return false;
+    seen[index] |= bit;
+    const cf_node *node = &entry->nodes[index];
+    bool acts = !special || named;
+    switch (node->kind) {
+    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_ASK:
+        return acts; // original decides too; an ask may answer anything
+    case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_SEQUENTIAL:
+        for (int32_t i = 0; i < node->count; i++)
+            if (could_act(entry, node->children[i], path, special, named, seen)) return true;
+        return false;
+    case CHAOS_NODE_COMPOSITE:
+        for (int32_t i = 0; i < node->count; i++) {
+            const cf_case *c = &node->cases[i];
+            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
+            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
+        }
+        return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
+    default:
+        return false;
+    }
+}
+
+static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
+    reset(out);
+    if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
+    if (!((atomic_load_explicit(&cf_active_points, memory_order_acquire) >> call->point) & 1)) return 0;
+    char buffer[4096];
+    const char *path = call->path;
+    int special = call->special;
+    if (call->point == CHAOS_POINT_FILES && !path) {
+        int family = 0, role = 0;
+        if (chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role) != CHAOS_FD_FILE) return 0;
+        path = buffer;
+    } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
+        special = 1; // /dev, /proc, /sys: only cases whose path names them act
+    }
+    int result = 0;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load_explicit(&cf_active_plan, memory_order_acquire);
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        cf_entry *entry = &plan->entries[e];
+        if (entry->point != call->point || !reaches(entry, call)) continue;
+        if (call->point == CHAOS_POINT_FILES) { // only calls on paths the entry can act on reach it
+            uint8_t visited[CHAOS_PLAN_MAX_NODES] = {0};
+            bool in_scope = could_act(entry, 0, path, special, false, visited);
+            if (!in_scope && call->path2) {
+                memset(visited, 0, sizeof visited);
+                in_scope = could_act(entry, 0, call->path2, 0, false, visited);
+            }
+            if (!in_scope) continue;
+        }
+        uint64_t index = peek ? atomic_load_explicit(&entry->calls, memory_order_relaxed)
+                              : atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);
+        walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
+        chaos_outcome candidate;
+        reset(&candidate);
+        int r = eval(&w, 0, &candidate);
+        // Counted in the counts this plan's entry points to, which a later plan's entry may
+        // share: a call decided while plans are switched counts once, for this entry.
+        chaos_counts *counts = entry->counts;
+        if (r == R_PASS) {
+            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+            continue;
+        }
+        if (r == R_ORIGINAL && w.delay == 0) {
+            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+            break;
+        }
+        *out = candidate;
+        out->entry = e;
+        out->delay_ns = w.delay;
+        out->monotonic = entry->monotonic;
+        out->stat_times = entry->stat_times;
+        if (!peek) {
+            // Counters are statistics: relaxed, so an acted call pays no fence for them.
+            atomic_fetch_add_explicit(&counts->acted, 1, memory_order_relaxed);
+            atomic_store_explicit(&counts->last_fire_call, index, memory_order_relaxed);
+            atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : cf_now_realtime(), memory_order_relaxed);
+        }
+        result = 1;
+        break;
+    }
+    cf_read_leave(parity);
+    return result;
+}
+
+int chaos_fault_decide(const chaos_call *call, chaos_outcome *out) { return decide(call, out, false); }
+
+static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out,
+                          bool files, bool sockets, uint64_t generation, int verdict);
+
+int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out) {
+    out->action = CHAOS_ACT_ORIGINAL;
+    out->entry = -1;
+    out->delay_ns = 0;
+    uint32_t points = atomic_load_explicit(&cf_active_points, memory_order_acquire);
+    bool files = (points >> CHAOS_POINT_FILES & 1) && file_fn >= 0;
+    bool sockets = socket_point >= 0 && socket_point < CHAOS_POINT_COUNT && (points >> socket_point & 1);
+    if (!files && !sockets) return 0;
+    uint64_t generation = atomic_load_explicit(&cf_plan_generation, memory_order_acquire);
+    int verdict = cf_fd_verdict(fd, generation);
+    if (verdict == 0) return 0; // a file no files entry can act on: the common, cheap case
+    return decide_fd_slow(fd, file_fn, socket_point, socket_fn, out, files, sockets, generation, verdict);
+}
+
+/// The rest of chaos_fault_decide_fd, kept apart so that its fast path has a small frame.
+__attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn,
+                                                    chaos_outcome *out, bool files, bool sockets, uint64_t generation,
+                                                    int verdict) {
+    reset(out);
+    char path[4096];
+    int special = 0, family = 0, role = 0;
+    int kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
+    chaos_call call = {0};
+    call.fd = fd;
+    if (kind == CHAOS_FD_FILE && files) {
+        if (verdict < 0) {
+            bool relevant = false;
+            unsigned parity = cf_read_enter();
+            chaos_plan *plan = atomic_load_explicit(&cf_active_plan, memory_order_acquire);
+            if (plan && plan->generation == generation) {
+                for (int32_t e = 0; e < plan->count && !relevant; e++) {
+                    const cf_entry *entry = &plan->entries[e];
+                    uint8_t seen[CHAOS_PLAN_MAX_NODES] = {0};
+                    if (entry->point == CHAOS_POINT_FILES) relevant = could_act(entry, 0, path, special, false, seen);
+                }
+                cf_fd_set_verdict(fd, generation, relevant);
+            } else {
+                relevant = true; // a plan is being replaced: decide the slow way
+            }
+            cf_read_leave(parity);
+            if (!relevant) return 0;
+        }
+        call.point = CHAOS_POINT_FILES;
+        call.fn = file_fn;
+        call.path = path;
+        call.special = special;
+    } else if (kind == CHAOS_FD_SOCKET && sockets) {
+        call.point = socket_point;
+        call.fn = socket_fn;
+        call.family = family;
+        call.role = role;
+    } else {
+        return 0;
+    }
+    return decide(&call, out, false);
+}
+
+int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out) {
+    chaos_call call = {0};
+    call.point = CHAOS_POINT_CLOCK;
+    call.fn = CHAOS_FN_CLOCK_GETTIME;
+    call.fd = -1;
+    call.clock_source = clock_source;
+    return decide(&call, out, true);
+}
+
+int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns) {
+    switch (outcome->action) {
+    case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)real_ns + (uint64_t)outcome->clock_ns);
+    case CHAOS_ACT_FROZEN: return outcome->clock_ns;
+    case CHAOS_ACT_VIRTUAL: return chaos_vt_running() ? chaos_vt_reading_ns(CLOCK_REALTIME) : real_ns;
+    case CHAOS_ACT_SPEED: {
+        int64_t scaled = round_ns((double)(real_ns - outcome->anchor_ns) * outcome->factor);
+        return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)scaled);
+    }
+    default: return real_ns;
+    }
+}
+
+int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns) {
+    switch (outcome->action) {
+    case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)fake_ns - (uint64_t)outcome->clock_ns);
+    case CHAOS_ACT_FROZEN: return fake_ns <= outcome->clock_ns ? real_now_ns : real_now_ns + (fake_ns - outcome->clock_ns);
+    case CHAOS_ACT_SPEED:
+        if (outcome->factor <= 0) return real_now_ns;
+        return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)round_ns((double)(fake_ns - outcome->anchor_ns) / outcome->factor));
+    default: return fake_ns;
+    }
+}
