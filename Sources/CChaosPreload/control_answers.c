@@ -32,11 +32,8 @@ HIDDEN void ctl_fail(answer *a, int status, const char *kind, const char *subjec
 }
 
 static const char *point_display(int point) {
-    static const char *names[CHAOS_POINT_COUNT] = {
-        "system.files", "system.connect", "system.accept", "system.send",
-        "system.recv", "system.getaddrinfo", "system.getenv", "system.clock",
-    };
-    return point >= 0 && point < CHAOS_POINT_COUNT ? names[point] : "system";
+    const char *name = chaos_fault_point_public_name(point);
+    return name ? name : "system";
 }
 
 HIDDEN void ctl_put_date(buffer *b, int64_t ns) {
