@@ -153,3 +153,24 @@ import Testing
         }
     }
 }
+
+/// The C engine keeps to one job per file: no source of it grows past 600 lines.
+@Suite struct EngineFileSizeTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test func noEngineFileExceedsSixHundredLines() throws {
+        var checked = 0
+        for folder in ["Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CChaosPreload"] {
+            let directory = Self.root.appendingPathComponent(folder)
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            for file in files where [".c", ".h", ".inc"].contains(where: file.hasSuffix) {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+                #expect(lines <= 600, "\(folder)/\(file) has \(lines) lines; split it by job")
+                checked += 1
+            }
+        }
+        #expect(checked > 20)
+    }
+}
