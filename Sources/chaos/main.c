@@ -291,10 +291,16 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         else return -1;  // --no-cache, --help, a mistake: the tool answers
     }
     if (!profile || command < 0 || command >= argc) return -1;
-    char preload[PATH_MAX];
-    if (!preload_path(preload_option, preload, sizeof preload)) return -1;
     // A plan the tool just compiled (it starts us again with it), or one compiled earlier.
     const char *compiled = getenv("CHAOS_RUN_COMPILED");
+    char preload[PATH_MAX];
+    if (!preload_path(preload_option, preload, sizeof preload)) {
+        if (!(compiled && *compiled)) return -1;  // the tool says what is missing
+        // Handing back to the tool would compile and start us again, for ever.
+        fprintf(stderr, "chaos run: the preload library %s cannot be read; build it with `swift build --product ChaosPreload`, or name it with --preload\n",
+                preload_option ? preload_option : getenv("CHAOS_PRELOAD_LIBRARY") ? getenv("CHAOS_PRELOAD_LIBRARY") : "libChaosPreload.so");
+        return 125;
+    }
     char path[PATH_MAX];
     int just_compiled = compiled && *compiled;
     if (just_compiled) {

@@ -156,6 +156,22 @@ import Testing
         }
     }
 
+    @Test func aMissingPreloadLibraryIsAnErrorNotALoop() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        // The launcher and the tool once handed such a run to each other for ever: a
+        // timeout turns that into a failure instead of a hang.
+        let chaos = ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path
+        for cache in [[], ["--no-cache"]] {
+            let outcome = try ChaosToolTests.run(
+                "/usr/bin/timeout",
+                ["60", chaos, "run", "--preload", workspace.folder + "/missing.so"] + cache
+                    + ["--profile", workspace.profile, "--", "/bin/true"])
+            #expect(outcome.status == 125, "\(cache): \(outcome)")
+            #expect(outcome.errors.contains("missing.so"), "\(cache): \(outcome.errors)")
+        }
+    }
+
     /// Runs `executable` in `directory` (go builds the module it finds there).
     static func runIn(_ directory: String, _ executable: String, _ arguments: [String], environment: [String: String])
         throws -> ChaosToolTests.Outcome
