@@ -149,7 +149,8 @@ struct SystemPlanCompiler {
                 cases.append("case \(child) \(target.planText)")
             }
             let fallback = try emit(otherwise)
-            nodes[index] = (["node \(index) \(PlanNodeKind.composite) otherwise=\(fallback)"] + cases).joined(separator: "\n")
+            nodes[index] = (["node \(index) \(PlanNodeKind.composite) otherwise=\(fallback)"] + cases).joined(
+                separator: "\n")
             return index
         case .modified(let modifier, let child):
             let index = reserve()
@@ -167,7 +168,8 @@ struct SystemPlanCompiler {
                 guard duration <= .seconds(86_400) else {
                     throw Unsupported(reason: "a system call waits at most a day, not \(DurationText.format(duration))")
                 }
-                nodes[index] = "node \(index) \(PlanNodeKind.delay) by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
+                nodes[index] =
+                    "node \(index) \(PlanNodeKind.delay) by=\(duration.wholeNanosecondsForPlan) child=\(childIndex)"
             case .lease:
                 throw Unsupported(
                     reason:
@@ -214,7 +216,8 @@ struct SystemPlanCompiler {
                 return "\(PlanNodeKind.speed) factor=\(factor) anchor=" + (delivery == .program ? "start" : "\(since)")
             case .virtual(let start, let flowing):
                 scopes.append(ClockScope(monotonic: true, fileTimes: true, sleeps: true))
-                return PlanNodeKind.virtual.rawValue + (start.map { " at=\($0 == 0 ? 1 : $0)" } ?? "") + (flowing ? " flow=yes" : "")
+                return PlanNodeKind.virtual.rawValue + (start.map { " at=\($0 == 0 ? 1 : $0)" } ?? "")
+                    + (flowing ? " flow=yes" : "")
             case .set(let value): return "\(PlanNodeKind.set) " + PlanText.word("value", value)
             case .unset: return PlanNodeKind.unset.rawValue
             }

@@ -230,7 +230,8 @@ public final class Chaos: Sendable {
                 "chaos entry not applied: its point appeared, and the provider does not fit it",
                 metadata: ["entry": "\(outcome.entry.excerpt)", "error": "\(error)"])
         } else {
-            Self.logger.info("chaos entry applied: its point was created", metadata: ["entry": "\(outcome.entry.excerpt)"])
+            Self.logger.info(
+                "chaos entry applied: its point was created", metadata: ["entry": "\(outcome.entry.excerpt)"])
         }
     }
 

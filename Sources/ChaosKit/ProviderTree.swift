@@ -174,7 +174,8 @@ extension ProviderTree {
         case .composite(let branches, let otherwise):
             return .composite(
                 branches.map {
-                    ProviderBranch(condition: $0.condition, provider: $0.provider.selectorsOutermost(passesOn: passesOn))
+                    ProviderBranch(
+                        condition: $0.condition, provider: $0.provider.selectorsOutermost(passesOn: passesOn))
                 }, otherwise: otherwise.selectorsOutermost(passesOn: passesOn))
         case .modified(let modifier, let child):
             let inner = child.selectorsOutermost(passesOn: passesOn)

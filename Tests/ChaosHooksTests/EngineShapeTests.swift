@@ -25,9 +25,11 @@ import Testing
         #expect(rows.map(\.name) == SystemPointKind.allCases.map(\.planName))
         #expect(rows.map(\.name) == SystemPointKind.allCases.map { String(describing: $0) })
         #expect(rows.map(\.value) == SystemPointKind.allCases.map { Int64($0.rawValue) })
-        let public_ = Self.table(CHAOS_TABLE_PUBLIC_POINTS)
-        #expect(public_.map(\.name) == SystemPointKind.allCases.map(\.pointName))
-        #expect(public_.map(\.name) == SystemPointKind.allCases.map { "system." + ($0 == .dns ? "getaddrinfo" : $0.planName) })
+        let publicNames = Self.table(CHAOS_TABLE_PUBLIC_POINTS)
+        #expect(publicNames.map(\.name) == SystemPointKind.allCases.map(\.pointName))
+        #expect(
+            publicNames.map(\.name)
+                == SystemPointKind.allCases.map { "system." + ($0 == .dns ? "getaddrinfo" : $0.planName) })
     }
 
     @Test func operationsAreTheTables() {
@@ -132,7 +134,9 @@ import Testing
             if swift >= .nanoseconds(Int64.max) {
                 #expect(c == Int64.max, "'\(text)': Swift reads \(swift), C \(c.map(String.init) ?? "refuses it")")
             } else {
-                #expect(c.map { Duration.nanoseconds($0) } == swift, "'\(text)': Swift reads \(swift), C \(c.map(String.init) ?? "refuses it")")
+                #expect(
+                    c.map { Duration.nanoseconds($0) } == swift,
+                    "'\(text)': Swift reads \(swift), C \(c.map(String.init) ?? "refuses it")")
             }
         }
         // The generated texts are not all junk.
@@ -163,10 +167,13 @@ import Testing
         var checked = 0
         for folder in ["Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CChaosPreload"] {
             let directory = Self.root.appendingPathComponent(folder)
-            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap { $0 as? String }
+            let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {
+                $0 as? String
+            }
             for file in files where [".c", ".h", ".inc"].contains(where: file.hasSuffix) {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-                let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+                let lines =
+                    text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
                 #expect(lines <= 600, "\(folder)/\(file) has \(lines) lines; split it by job")
                 checked += 1
             }

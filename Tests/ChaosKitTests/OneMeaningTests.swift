@@ -32,7 +32,8 @@ import Testing
         let code = try Self.run(
             point, seed: 1, calls, ProfileEntry(point, .sequential([.constant(-1).times(2), .original])))
         let json = try ChaosProfile.decode(
-            json: #"{"entries": [{"point": "\#(point.name)", "provider": {"sequential": [{"constant": -1, "times": 2}, "original"]}}]}"#
+            json:
+                #"{"entries": [{"point": "\#(point.name)", "provider": {"sequential": [{"constant": -1, "times": 2}, "original"]}}]}"#
         )
         let fromJSON = try Self.run(point, seed: 1, calls, json.profileEntries[0])
         let line = try ChaosGrammar.parse("\(point.name)=2*constant(-1)->original")
@@ -46,7 +47,8 @@ import Testing
     @Test func theGrammarWritesModifiersInTheOrderJSONAppliesThem() throws {
         let line = try ChaosGrammar.parse("p=20%3*constant(-1)@5ms->original")
         let json = try ChaosProfile.decode(
-            json: #"{"entries": [{"point": "p", "provider": {"sequential": [{"constant": -1, "times": 3, "probability": 0.2, "delay": "5ms"}, "original"]}}]}"#
+            json:
+                #"{"entries": [{"point": "p", "provider": {"sequential": [{"constant": -1, "times": 3, "probability": 0.2, "delay": "5ms"}, "original"]}}]}"#
         )
         #expect(line[0].provider.summary == json.entries[0].provider.summary)
     }

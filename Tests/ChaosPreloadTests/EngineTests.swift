@@ -586,7 +586,8 @@ import Glibc
         #expect(counters.seen == 40 && counters.acted == UInt64(outcomes.filter { $0 }.count))
         // The replay pair: the last acted call index with the seed draws below p.
         #expect(
-            chaos_fault_draw(chaos_fault_entry_seed(counters.seed, Int32(CHAOS_POINT_FILES.rawValue)), 5, counters.last_fire_call)
+            chaos_fault_draw(
+                chaos_fault_entry_seed(counters.seed, Int32(CHAOS_POINT_FILES.rawValue)), 5, counters.last_fire_call)
                 < 0.5 && counters.seed == 99)
         #expect(
             chaos_fault_counters(0, &counters) == 0 && counters.seen == 20 && counters.acted == 0

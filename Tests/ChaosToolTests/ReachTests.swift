@@ -19,11 +19,13 @@ import Testing
         let profile: String
 
         init() throws {
-            folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-reach-\(UUID().uuidString)")
+            folder =
+                FileManager.default.temporaryDirectory.appendingPathComponent("chaos-reach-\(UUID().uuidString)")
                 .path
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             profile = folder + "/enospc.json"
-            try #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(folder)/out"}}}]}"#
+            try
+                #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(folder)/out"}}}]}"#
                 .write(toFile: profile, atomically: true, encoding: .utf8)
         }
 
@@ -137,11 +139,17 @@ import Testing
         """.write(toFile: module + "/main.go", atomically: true, encoding: .utf8)
         let cache = ["GOCACHE": workspace.folder + "/gocache", "GOFLAGS": "-mod=mod", "GO111MODULE": "on"]
         var builds: [(name: String, arguments: [String], environment: [String: String])] = [
-            ("go-static", ["build", "-o", workspace.folder + "/go-static", "."], cache.merging(["CGO_ENABLED": "0"]) { $1 })
+            (
+                "go-static", ["build", "-o", workspace.folder + "/go-static", "."],
+                cache.merging(["CGO_ENABLED": "0"]) { $1 }
+            )
         ]
         if Self.which("cc") != nil {
             builds.append(
-                ("go-external", ["build", "-ldflags=-linkmode=external", "-o", workspace.folder + "/go-external", "."], cache)
+                (
+                    "go-external",
+                    ["build", "-ldflags=-linkmode=external", "-o", workspace.folder + "/go-external", "."], cache
+                )
             )
         }
         for build in builds {

@@ -77,7 +77,11 @@ public final class ChaosSession: Sendable {
         }
         for entry in entries where entry.enabled {
             logger.info(
-                "chaos entry applied", metadata: ["entry": "\(InputExcerpt.of(entry.description, limit: 300))", "seed": "\(seed)", "at": "\(entry.location)"])
+                "chaos entry applied",
+                metadata: [
+                    "entry": "\(InputExcerpt.of(entry.description, limit: 300))", "seed": "\(seed)",
+                    "at": "\(entry.location)",
+                ])
         }
     }
 

@@ -98,8 +98,9 @@ private let livePoint = InjectionPoint<Void, Int, Never>("pending-tests.live") {
         // In a profile, the error is located at the name.
         let profile = try ChaosProfile.decode(
             json: Data(#"{"entries": [{"point": "\#(huge)", "provider": "original"}]}"#.utf8), file: "huge.json")
-        for check in [{ _ = try profile.apply(missingPoints: .wait) }, { _ = try profile.validate(missingPoints: .wait) }]
-        {
+        for check in [
+            { _ = try profile.apply(missingPoints: .wait) }, { _ = try profile.validate(missingPoints: .wait) },
+        ] {
             #expect {
                 try check()
             } throws: { error in
@@ -133,7 +134,8 @@ private let livePoint = InjectionPoint<Void, Int, Never>("pending-tests.live") {
             return error.kind == .unknownPoint && error.subject?.hasPrefix("CHAOS") == true
                 && error.message.contains("a point name is") && error.description.count < 1_000
         }
-        #expect(!Chaos.liveEntries.contains { $0.entry.pointName == huge || $0.entry.pointName == "pending-tests.unused" })
+        #expect(
+            !Chaos.liveEntries.contains { $0.entry.pointName == huge || $0.entry.pointName == "pending-tests.unused" })
         #expect(log.all.allSatisfy { "\($0.message) \($0.metadata)".count < 1_000 }, "log lines quote excerpts")
     }
 
