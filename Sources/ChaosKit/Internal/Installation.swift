@@ -19,33 +19,37 @@ public import Synchronization
 
     typealias Tree = ChaosProviderNode<Arguments, Result, Failure, Body>
 
-    init(_ tree: Tree) {
+    /// `passesOn` says which leaves hand the call on (see ``ProviderLeaf/passesCallOn``).
+    init(_ tree: Tree, passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool) {
         var salt: UInt64 = 0
-        self.init(tree, salt: &salt)
+        self.init(tree, salt: &salt, passesOn: passesOn)
     }
 
     /// Salts are the nodes' positions in a depth-first walk, so a provider's draws depend
     /// only on its shape and the seed.
-    private init(_ tree: Tree, salt: inout UInt64) {
+    private init(_ tree: Tree, salt: inout UInt64, passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool) {
         salt &+= 1
         switch tree {
         case .leaf(let leaf):
-            self = .leaf(leaf, salt: salt, acts: !leaf.isOriginal && !leaf.passesCallOn)
+            self = .leaf(leaf, salt: salt, acts: !leaf.isOriginal && !passesOn(leaf))
         case .sequential(let children):
             let steps = children.map { child in
                 var selects: [ArgumentCondition<Arguments>]?
-                if case .composite(let branches, .leaf(let fallback)) = child, fallback.passesCallOn {
-                    selects = branches.map(\.condition)
+                if case .composite(let branches, .leaf(let fallback)) = child, passesOn(fallback) {
+                    selects = branches.map { $0.condition }
                 }
-                return (node: CompiledNode(child, salt: &salt), span: child.stepSpan(), selects: selects)
+                let span = child.sequentialSpan(passesOn: passesOn)
+                return (node: CompiledNode(child, salt: &salt, passesOn: passesOn), span: span, selects: selects)
             }
             self = .sequential(steps, CallCounter(), selective: steps.contains { $0.selects != nil })
         case .composite(let branches, let otherwise):
-            let compiled = branches.map { (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt)) }
-            self = .composite(compiled, otherwise: CompiledNode(otherwise, salt: &salt))
+            let compiled = branches.map {
+                (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt, passesOn: passesOn))
+            }
+            self = .composite(compiled, otherwise: CompiledNode(otherwise, salt: &salt, passesOn: passesOn))
         case .modified(let modifier, let child):
             let runtime = modifier.compiled(salt: salt)
-            self = .modified(runtime, CompiledNode(child, salt: &salt))
+            self = .modified(runtime, CompiledNode(child, salt: &salt, passesOn: passesOn))
         }
     }
 
@@ -281,18 +285,22 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
         pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String,
         tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?
     ) {
+        // Only results that can hand a call on (system points') have selectors: one look-up
+        // per apply, where testing each leaf would cast each one.
+        let passing = Result.self is any CallPassingResult.Type
+        let passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool = passing ? { $0.passesCallOn } : { _ in false }
         // Both engines run this shape: Swift here, and the fault engine compiles `tree`.
-        let tree = tree.withSelectorsOutermost()
-        self.root = CompiledNode(tree)
+        let tree = passing ? tree.withSelectorsOutermost() : tree
+        self.root = CompiledNode(tree, passesOn: passesOn)
         self.tree = tree
-        if case .leaf(let leaf) = tree, case .constant(let value) = leaf, !leaf.passesCallOn {
+        if case .leaf(let leaf) = tree, case .constant(let value) = leaf, !passesOn(leaf) {
             rootConstant = value
         } else {
             rootConstant = nil
         }
         if case .leaf(.block(let body)) = tree { rootBlock = body } else { rootBlock = nil }
         let acts: Bool
-        if case .leaf(let leaf) = tree, !leaf.isOriginal, !leaf.passesCallOn { acts = true } else { acts = false }
+        if case .leaf(let leaf) = tree, !leaf.isOriginal, !passesOn(leaf) { acts = true } else { acts = false }
         super.init(
             pointName: pointName, seed: seed, entryID: entryID, summary: summary, actsOnEveryCall: acts, lease: lease)
     }
