@@ -742,7 +742,12 @@ extension PreloadControlTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         chown(directory.path, nobody, gid_t(nobody))
         chmod(directory.path, 0o700)
-        let library = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("libChaosPreload.so").path
+        // A copy nobody can read: the build folder may sit in a directory only root enters
+        // (a clone in `mktemp -d`), and then the loader skips the library and nothing starts.
+        let built = TestHelpers.buildDirectory(holding: "chaos").appendingPathComponent("libChaosPreload.so").path
+        let library = directory.appendingPathComponent("libChaosPreload.so").path
+        try FileManager.default.copyItem(atPath: built, toPath: library)
+        chown(library, nobody, gid_t(nobody))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = [

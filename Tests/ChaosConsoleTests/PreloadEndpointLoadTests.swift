@@ -65,7 +65,16 @@ import Testing
         var answers: [String] = []
         for attempt in 0..<20 {
             // The triggers, between the program's connections.
-            if attempt % 5 == 0 { #expect(try await offload { try client.status() }.pid == child.pid) }
+            if attempt % 5 == 0 {
+                do {
+                    #expect(try await offload { try client.status() }.pid == child.pid)
+                } catch {
+                    // What the program printed says whether it ended, and why.
+                    throw TestFailure(
+                        "status before connection \(attempt) failed: \(error); the program printed \(child.output.suffix(8))"
+                    )
+                }
+            }
             if attempt % 5 == 2 {
                 kill(child.pid, SIGSTOP)
                 kill(child.pid, SIGCONT)
