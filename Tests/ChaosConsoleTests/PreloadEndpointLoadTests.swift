@@ -55,6 +55,9 @@ import Testing
                 connection.sendall(b"mine\\n")
                 connection.close()
             print("served 20", flush=True)
+            # Alive until the test ends: it asks the endpoint once more after this line.
+            import time
+            time.sleep(60)
             """
         let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", daemon, how])
         defer { child.stop() }
@@ -294,11 +297,17 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(30)
         while true {
             let client = ControlClient(try await child.endpoint(), timeout: .seconds(30))
+            var failure: (any Error)?
             do {
                 if try await offload({ try client.status() }).pid == child.pid { return client }
-            } catch  where ContinuousClock.now < deadline {}
+            } catch {
+                failure = error
+            }
             guard ContinuousClock.now < deadline else {
-                throw TestFailure("the endpoint of \(child.pid) never answered")
+                let files = (try? FileManager.default.contentsOfDirectory(atPath: child.directory.path)) ?? []
+                throw TestFailure(
+                    "the endpoint of \(child.pid) never answered (\(failure.map { "\($0)" } ?? "another pid")); its directory holds \(files.sorted()); the program printed \(child.output.suffix(8))"
+                )
             }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -54,8 +54,10 @@ extension SystemConformanceTests {
         let counters = persistent.counters[0]
         #expect(wrong.isEmpty, "\(wrong.count) reads did not add up, e.g. \(wrong.prefix(3))")
         #expect(calls.current > 0 && wrongAnswers.current == 0)
+        // Acted is exact: only the probe's calls name the variable. Seen may be more: the
+        // tests share this process, and another test's getenv reaches the entry and passes.
         #expect(
-            counters.seen == calls.current && counters.acted == calls.current,
+            counters.acted == calls.current && counters.seen >= counters.acted,
             "the probe called getenv \(calls.current) times; the entry counted \(counters)")
     }
 }
