@@ -150,7 +150,7 @@ public struct ChaosProfile: Sendable {
 
     /// Checks every enabled entry against the live points — names, provider types,
     /// catalogue items and their parameters, modifiers — without applying anything (no
-    /// point is activated, no C slot patched). The error is the one ``apply(seed:)`` would throw.
+    /// point is activated, no C slot patched). The error is the one ``apply(seed:missingPoints:)`` would throw.
     ///
     /// With `missingPoints: .wait` it checks as ``apply(seed:missingPoints:)`` would then,
     /// and returns the entries that would wait: their point does not exist yet and may
