@@ -114,6 +114,8 @@ let package = Package(
         // toolchain's RUNPATH stays: a --sanitize=thread build finds its runtime there.
         .executableTarget(
             name: "chaos",
+            // The engine: the seccomp delivery decides in the launcher itself.
+            dependencies: ["CChaosFaults"],
             linkerSettings: [.unsafeFlags(["-nostartfiles"], .when(platforms: [.linux]))]
         ),
         .executableTarget(

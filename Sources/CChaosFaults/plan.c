@@ -389,3 +389,28 @@ int32_t chaos_plan_entry_count(const chaos_plan *plan) { return plan ? plan->cou
 int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry) {
     return plan && entry >= 0 && entry < plan->count ? plan->entries[entry].point : -1;
 }
+
+const char *chaos_plan_entry_label(const chaos_plan *plan, int32_t entry) {
+    return plan && entry >= 0 && entry < plan->count ? plan->entries[entry].label : NULL;
+}
+
+int chaos_plan_entry_has_kind(const chaos_plan *plan, int32_t entry, int32_t kind) {
+    if (!plan || entry < 0 || entry >= plan->count) return 0;
+    for (int32_t i = 0; i < plan->entries[entry].count; i++)
+        if (plan->entries[entry].nodes[i].kind == kind) return 1;
+    return 0;
+}
+
+uint32_t chaos_plan_entry_ops(const chaos_plan *plan, int32_t entry) {
+    if (!plan || entry < 0 || entry >= plan->count) return 0;
+    const cf_entry *e = &plan->entries[entry];
+    if (e->point != CHAOS_POINT_FILES) return 0;
+    // Only a root composite that passes everything else narrows the entry: deeper
+    // composites choose among calls the root already took.
+    const cf_node *root = e->count > 0 ? &e->nodes[0] : NULL;
+    if (!root || root->kind != CHAOS_NODE_COMPOSITE) return CHAOS_OP_ALL_FILES;
+    if (root->otherwise >= 0 && e->nodes[root->otherwise].kind != CHAOS_NODE_PASS) return CHAOS_OP_ALL_FILES;
+    uint32_t ops = 0;
+    for (int32_t c = 0; c < root->count; c++) ops |= root->cases[c].ops ? root->cases[c].ops : CHAOS_OP_ALL_FILES;
+    return ops;
+}

@@ -24,13 +24,18 @@ struct Run: ParsableCommand {
             library calls (LD_PRELOAD), with probability, times, delay, sequential and match
             meaning what they mean in-process. Without a seed one is drawn and printed, so a run
             can be replayed with --seed or CHAOS_SEED.
-            A program the preload library cannot reach is refused before it starts, with the reason:
-            statically linked programs (no dynamic loader loads the library), Go programs (they make
-            their own system calls) and ELF files of another class or machine. --allow-unreached runs
-            it anyway, without chaos.
+            Programs the preload library cannot reach (statically linked programs, Go programs) get
+            the seccomp delivery instead: chaos run stays their parent and answers the system calls
+            the profile's files, connect and clock entries name, hiding the vDSO so that clock
+            readings become system calls. A program neither delivery reaches (another ELF class, or
+            entries the seccomp delivery cannot carry, such as getenv sequences) is refused before
+            it starts, with the reason; --allow-unreached runs it anyway, without chaos.
+            Under the seccomp delivery, chaos run reports each entry's calls seen and acted on when
+            the program ends (--quiet: not; --report FILE: as JSON), and --require-fired fails a run
+            in which an entry never acted.
             Exit status: the program's own; 125 when chaos run itself fails (a profile error,
-            no preload library, a program it cannot reach), 126 when the program cannot be run, 127
-            when it is not found.
+            no preload library, a program it cannot reach, an entry that never acted under
+            --require-fired), 126 when the program cannot be run, 127 when it is not found.
             Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
             """
     )
@@ -54,6 +59,26 @@ struct Run: ParsableCommand {
             "Run a program the preload library cannot reach (static, Go, another ELF class) anyway, without chaos, instead of refusing it."
     )
     var allowUnreached = false
+
+    @Option(
+        help:
+            "How chaos reaches the program: auto (the preload library where it reaches, else seccomp), preload or seccomp."
+    )
+    var delivery: Delivery = .auto
+
+    @Flag(help: "Do not report the entries' counts when the program ends.")
+    var quiet = false
+
+    @Option(help: "Also write the report as JSON to this file.")
+    var report: String?
+
+    @Flag(help: "Exit 125 after the program ends when an entry never acted.")
+    var requireFired = false
+
+    /// How `chaos run` reaches its program.
+    enum Delivery: String, ExpressibleByArgument, CaseIterable {
+        case auto, preload, seccomp
+    }
 
     @Argument(parsing: .captureForPassthrough, help: "The program and its arguments (after --).")
     var command: [String]
@@ -98,6 +123,10 @@ struct Run: ParsableCommand {
         if let seed { argv += ["--seed", String(seed)] }
         if let preload { argv += ["--preload", preload] }
         if allowUnreached { argv.append("--allow-unreached") }
+        argv += ["--delivery", delivery.rawValue]
+        if quiet { argv.append("--quiet") }
+        if let report { argv += ["--report", report] }
+        if requireFired { argv.append("--require-fired") }
         argv += ["--"] + arguments
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
         cArguments.append(nil)

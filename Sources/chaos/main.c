@@ -24,6 +24,7 @@
 
 #include "development.h"
 #include "reach.h"
+#include "supervise.h"
 
 #define MAX_PROFILE (1 << 20)
 #define MAX_CACHED (4 << 20)
@@ -133,31 +134,58 @@ static void unescape(char *text) {
     *out = 0;
 }
 
+/// How `chaos run` was asked to start its program.
+struct run_options {
+    const char *seed;       ///< --seed (NULL: the profile's, $CHAOS_SEED, or drawn)
+    const char *preload;    ///< the preload library
+    const char *delivery;   ///< --delivery: "auto" (default), "preload" or "seccomp"
+    int allow_unreached;    ///< --allow-unreached
+    struct chaos_report_options report;
+};
+
+/// Says that `argv[0]` cannot be reached and why; with --allow-unreached, warns instead and
+/// returns 0 (the program then runs without chaos), else returns 125.
+static int unreached(char **argv, const char *file, const char *reason, int allow_unreached) {
+    int same = strcmp(file, argv[0]) == 0;
+    if (allow_unreached) {
+        fprintf(stderr, "chaos run: warning: %s%s%s%s runs without chaos (--allow-unreached): %s\n", argv[0],
+                same ? "" : " (", same ? "" : file, same ? "" : ")", reason);
+        return 0;
+    }
+    fprintf(stderr, "chaos run: %s%s%s%s cannot be reached: %s. Or pass --allow-unreached to run it without chaos.\n",
+            argv[0], same ? "" : " (", same ? "" : file, same ? "" : ")", reason);
+    return 125;
+}
+
+/// Which delivery reaches `argv[0]`: 'p' (preload), 's' (seccomp), 'n' (none: run it
+/// plainly, as --allow-unreached asked), or 0 after saying why it was refused (125).
+/// Chaos that silently never fires is worse than none: a program the preload library
+/// cannot reach goes to the seccomp supervisor, and one neither reaches is refused.
+static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options) {
+    char file[PATH_MAX];
+    enum chaos_reach reach = chaos_reach_program(argv[0], file, sizeof file);
+    int asked_seccomp = strcmp(options->delivery, "seccomp") == 0, asked_preload = strcmp(options->delivery, "preload") == 0;
+    if (reach == CHAOS_UNREACHED_CLASS || (asked_preload && reach != CHAOS_REACHED))
+        return unreached(argv, file, chaos_reach_reason(reach), options->allow_unreached) ? 0 : 'n';
+    if (!asked_seccomp && reach == CHAOS_REACHED) return 'p';
+    char why[512];
+    chaos_plan_error error;
+    chaos_plan *plan = chaos_plan_parse(plan_text, strlen(plan_text), &error);
+    if (!plan) snprintf(why, sizeof why, "its plan is damaged (%s); run again with --no-cache", error.message);
+    else if (!chaos_seccomp_available()) snprintf(why, sizeof why, "%s, and this kernel has no seccomp user notification (Linux 5.5 or later) for the seccomp delivery", chaos_reach_reason(reach));
+    else if (chaos_seccomp_refusal(plan, why, sizeof why) == 0) {
+        chaos_plan_free(plan);
+        return 's';
+    }
+    chaos_plan_free(plan);
+    return unreached(argv, file, why, options->allow_unreached) ? 0 : 'n';
+}
+
 // Runs `argv` (the program and its arguments) under the compiled plan `cached`, which
 // starts with directive lines (`env NAME=VALUE`, `unenv NAME`, `seed N` when the profile
 // fixes one, `draws` when the plan has probabilities) and a line `plan`, followed by the
 // plan text without its seed.
-// Refuses (125) a program the preload library cannot reach, saying why and what to do,
-// unless the user asked to run it anyway: chaos that silently never fires is worse than
-// none. Returns 0 when the program may start.
-static int refuse_unreached(char **argv, int allow_unreached) {
-    char file[PATH_MAX];
-    enum chaos_reach reach = chaos_reach_program(argv[0], file, sizeof file);
-    if (reach == CHAOS_REACHED) return 0;
-    int same = strcmp(file, argv[0]) == 0;
-    if (allow_unreached) {
-        fprintf(stderr, "chaos run: warning: %s%s%s%s reaches no entry of the profile (--allow-unreached)\n", argv[0],
-                same ? "" : " (", same ? "" : file, same ? "" : ")");
-        return 0;
-    }
-    fprintf(stderr, "chaos run: %s%s%s%s cannot be reached: %s. Or pass --allow-unreached to run it without chaos.\n",
-            argv[0], same ? "" : " (", same ? "" : file, same ? "" : ")", chaos_reach_reason(reach));
-    return 125;
-}
-
-static int run(char *cached, const char *seed_option, const char *preload, int allow_unreached, char **argv) {
-    int refused = refuse_unreached(argv, allow_unreached);
-    if (refused) return refused;
+static int run(char *cached, const struct run_options *options, char **argv) {
     if (strncmp(cached, "chaoskit-run 1\n", 15) != 0) {
         fprintf(stderr, "chaos run: the compiled plan is damaged; run again with --no-cache\n");
         return 125;
@@ -191,7 +219,7 @@ static int run(char *cached, const char *seed_option, const char *preload, int a
         }
     }
     char seed_text[32];
-    const char *seed = seed_option ? seed_option : getenv("CHAOS_SEED");
+    const char *seed = options->seed ? options->seed : getenv("CHAOS_SEED");
     if (seed && *seed) {
         char *end = NULL;
         errno = 0;
@@ -215,8 +243,22 @@ static int run(char *cached, const char *seed_option, const char *preload, int a
     char *text = malloc(plan_length + 64);
     if (!text) return 125;
     snprintf(text, plan_length + 64, "chaos-plan 1\nseed %s\n%s", seed_text, plan);
-    setenv("CHAOS_PLAN_TEXT", text, 1);
     unsetenv("CHAOS_PLAN");
+    char delivery = choose_delivery(argv, text, options);
+    if (!delivery) return 125;
+    if (delivery == 's') {
+        chaos_plan_error error;
+        chaos_plan *plan = chaos_plan_parse(text, strlen(text), &error);
+        return plan ? chaos_supervise(plan, argv, &options->report) : 125;
+    }
+    if (delivery == 'n') {
+        execvp(argv[0], argv);
+        int error = errno;
+        fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
+        return error == ENOENT ? 127 : 126;
+    }
+    setenv("CHAOS_PLAN_TEXT", text, 1);
+    const char *preload = options->preload;
     const char *existing = getenv("LD_PRELOAD");
     char *libraries = malloc(strlen(preload) + (existing ? strlen(existing) : 0) + 2);
     if (!libraries) return 125;
@@ -275,22 +317,31 @@ static int regular_file(const char *path) {
 // compiled plan; returns -1 (and changes nothing) when the Swift tool must do it, having
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
 static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t cache_capacity) {
-    const char *profile = NULL, *seed = NULL, *preload_option = NULL;
-    int command = -1, allow_unreached = 0;
+    const char *profile = NULL, *preload_option = NULL;
+    struct run_options options = { .delivery = "auto" };
+    int command = -1;
     cache[0] = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) { command = i + 1; break; }
         if (strcmp(a, "--profile") == 0 && i + 1 < argc) profile = argv[++i];
         else if (strncmp(a, "--profile=", 10) == 0) profile = a + 10;
-        else if (strcmp(a, "--seed") == 0 && i + 1 < argc) seed = argv[++i];
-        else if (strncmp(a, "--seed=", 7) == 0) seed = a + 7;
+        else if (strcmp(a, "--seed") == 0 && i + 1 < argc) options.seed = argv[++i];
+        else if (strncmp(a, "--seed=", 7) == 0) options.seed = a + 7;
         else if (strcmp(a, "--preload") == 0 && i + 1 < argc) preload_option = argv[++i];
         else if (strncmp(a, "--preload=", 10) == 0) preload_option = a + 10;
-        else if (strcmp(a, "--allow-unreached") == 0) allow_unreached = 1;
+        else if (strcmp(a, "--allow-unreached") == 0) options.allow_unreached = 1;
+        else if (strcmp(a, "--quiet") == 0) options.report.quiet = 1;
+        else if (strcmp(a, "--require-fired") == 0) options.report.require_fired = 1;
+        else if (strcmp(a, "--report") == 0 && i + 1 < argc) options.report.path = argv[++i];
+        else if (strncmp(a, "--report=", 9) == 0) options.report.path = a + 9;
+        else if (strcmp(a, "--delivery") == 0 && i + 1 < argc) options.delivery = argv[++i];
+        else if (strncmp(a, "--delivery=", 11) == 0) options.delivery = a + 11;
         else return -1;  // --no-cache, --help, a mistake: the tool answers
     }
     if (!profile || command < 0 || command >= argc) return -1;
+    if (strcmp(options.delivery, "auto") != 0 && strcmp(options.delivery, "preload") != 0 && strcmp(options.delivery, "seccomp") != 0)
+        return -1;  // the tool says what --delivery takes
     // A plan the tool just compiled (it starts us again with it), or one compiled earlier.
     const char *compiled = getenv("CHAOS_RUN_COMPILED");
     char preload[PATH_MAX];
@@ -324,7 +375,8 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         snprintf(cache, cache_capacity, "%s", path);
         return -1;
     }
-    return run(cached, seed, preload, allow_unreached, argv + command);
+    options.preload = preload;
+    return run(cached, &options, argv + command);
 }
 
 // The source folders (below Sources/) each product is built from, as Package.swift says:

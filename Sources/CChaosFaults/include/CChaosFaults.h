@@ -239,6 +239,17 @@ int chaos_plan_needs_start_anchor(const chaos_plan *plan);
 int32_t chaos_plan_entry_count(const chaos_plan *plan);
 int32_t chaos_plan_entry_point(const chaos_plan *plan, int32_t entry);
 
+/// The `label=` of entry `entry` of `plan`; NULL when it has none or there is no such entry.
+const char *chaos_plan_entry_label(const chaos_plan *plan, int32_t entry);
+
+/// Whether some node of entry `entry` of `plan` is of kind `kind` (CHAOS_NODE_*): what a
+/// delivery that cannot carry out every kind checks before it starts.
+int chaos_plan_entry_has_kind(const chaos_plan *plan, int32_t entry, int32_t kind);
+
+/// The file operations (CHAOS_OP_*) a files entry can act on: those its root composite's
+/// cases select, or every one when the root selects none; 0 for other points.
+uint32_t chaos_plan_entry_ops(const chaos_plan *plan, int32_t entry);
+
 /// Makes `plan` the active plan of the process (taking ownership) and returns 0. The
 /// previous plan stops being used at once and is freed once no decision can still read
 /// it. NULL clears (as `chaos_plan_clear`). Call indexes and node counters (times,
@@ -349,6 +360,22 @@ int chaos_fault_decide(const chaos_call *call, chaos_outcome *out);
 /// plain loads. Returns as `chaos_fault_decide` (when it returns 0, only `action`,
 /// `entry` and `delay_ns` of `out` are set).
 int chaos_fault_decide_fd(int fd, int32_t file_fn, int32_t socket_point, int32_t socket_fn, chaos_outcome *out);
+
+/// CHAOS_FAMILY_* of a socket domain (AF_INET …).
+int32_t chaos_call_family(int domain);
+
+/// Fills `call`'s family, address and port from a sockaddr of `length` bytes (`address`
+/// must outlive the decision: `call->address` points into it). A NULL address or one too
+/// short for its family leaves the address unknown (port -1).
+void chaos_call_describe_address(chaos_call *call, const void *address, size_t length);
+
+/// The CHAOS_CLOCKSRC_* bit of a clock id (CLOCK_REALTIME …); 0 for clocks the clock
+/// point never fakes (CPU-time clocks).
+int32_t chaos_clock_source(int clock);
+
+/// How many of `count` bytes a SHORT outcome moves: at most its `max_bytes`, or half
+/// (at least 1) when it names none.
+size_t chaos_outcome_short_count(const chaos_outcome *outcome, size_t count);
 
 /// A copy of `text` that lives as long as the process (equal strings share one copy), as
 /// the engine keeps `set` answers: for answers a delivery gets elsewhere (an `ask`). NULL

@@ -1,0 +1,334 @@
+// The supervisor's side of a trapped call: read what the call names out of the calling
+// thread (paths, descriptors, addresses), decide it with the engine exactly as the
+// preload's interceptors would, and answer: let it run (SECCOMP_USER_NOTIF_FLAG_CONTINUE),
+// fail it with the errno, or carry it out here (short transfers through a copy of the
+// thread's descriptor, clock readings written into its memory).
+//
+// The time-of-check race of user notification: a call that goes on is carried out by the
+// kernel, which reads its pointer arguments again. Another thread of the program could
+// change a path between the supervisor's read and the kernel's; the decision is then about
+// the name it read. That only ever misplaces chaos in a program racing against itself: the
+// supervisor never grants anything the program could not do, and everything it carries
+// out itself (short transfers, clock readings) uses the memory it read. After reading, it
+// checks that the call is still waiting (SECCOMP_IOCTL_NOTIF_ID_VALID), so a thread that
+// died and whose id was reused is never answered with another's data.
+#define _GNU_SOURCE
+#include "answer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "CChaosFaults.h"
+#include "syscalls.h"
+#include "tracee.h"
+
+#define PATH_CAPACITY 4096
+#define MOST_EMULATED (1 << 20)  // a short transfer carried out here moves at most 1 MiB
+
+static int64_t monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
+    struct seccomp_notif_resp answer = { .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0 };
+    // ENOENT: the thread is gone, or a signal interrupted its call: nobody waits.
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);
+}
+
+static void go_on(int listener, uint64_t id) { respond(listener, id, 0, 0, 1); }
+
+// MARK: - Describing a call
+
+/// A trapped call as the engine sees it, with the storage its pointers point into.
+struct described {
+    chaos_call call;
+    char path[PATH_CAPACITY], path2[PATH_CAPACITY];
+    unsigned char address[128];
+};
+
+/// The engine's name for the path argument at `path_arg` (from `dirfd`): 0, or -1 when
+/// it cannot be read (the kernel then answers the call itself).
+static int named_path(pid_t tid, int32_t fn, int dirfd, uint64_t path_arg, char *out) {
+    char raw[PATH_CAPACITY], absolute[PATH_CAPACITY];
+    if (chaos_tracee_string(tid, path_arg, raw, sizeof raw) < 0) return -1;
+    if (chaos_tracee_path(tid, dirfd, raw, absolute, sizeof absolute) < 0) return -1;
+    return chaos_path_reached(fn, AT_FDCWD, absolute, out, PATH_CAPACITY) < 0 ? -1 : 0;
+}
+
+/// The files behind `chaos run`'s own descriptors 0–2, which the program inherits.
+static struct inherited { dev_t device; ino_t inode; int open; } inherited[3];
+
+void chaos_answer_remember_inherited(void) {
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat info;
+        inherited[fd].open = fstat(fd, &info) == 0;
+        inherited[fd].device = info.st_dev;
+        inherited[fd].inode = info.st_ino;
+    }
+}
+
+/// Whether descriptor `fd` (0–2) of `tid` is still the file `chaos run` handed down: then,
+/// as under the preload, only an entry naming its exact path reaches it. A file the
+/// program itself put there (a shell's `> file`) is like any other.
+static int inherited_descriptor(pid_t tid, int fd) {
+    if (fd < 0 || fd > 2 || !inherited[fd].open) return 0;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+    struct stat info;
+    return stat(link, &info) == 0 && info.st_dev == inherited[fd].device && info.st_ino == inherited[fd].inode;
+}
+
+/// Fills `d` for trapped call `n`; 1 when the engine is to decide it, 0 when it is none of
+/// the plan's business (a pipe, a socket write, an unreadable argument).
+static int describe(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d) {
+    pid_t tid = (pid_t)n->pid;
+    const __u64 *a = n->data.args;
+    chaos_call *call = &d->call;
+    memset(call, 0, sizeof *call);
+    call->point = sc->point;
+    call->fn = sc->fn;
+    call->fd = -1;
+    call->port = -1;
+    switch (sc->shape) {
+    case CHAOS_SHAPE_PATH:
+        if (named_path(tid, sc->fn, AT_FDCWD, a[0], d->path) != 0) return 0;
+        break;
+    case CHAOS_SHAPE_PATH_AT:
+        if (named_path(tid, sc->fn, (int)a[0], a[1], d->path) != 0) return 0;
+        break;
+    case CHAOS_SHAPE_UNLINK_AT:
+        if ((int)a[2] & AT_REMOVEDIR) call->fn = CHAOS_FN_RMDIR;
+        if (named_path(tid, call->fn, (int)a[0], a[1], d->path) != 0) return 0;
+        break;
+    case CHAOS_SHAPE_RENAME:
+    case CHAOS_SHAPE_RENAME_AT: {
+        int at = sc->shape == CHAOS_SHAPE_RENAME_AT;
+        if (named_path(tid, sc->fn, at ? (int)a[0] : AT_FDCWD, at ? a[1] : a[0], d->path) != 0) return 0;
+        if (named_path(tid, sc->fn, at ? (int)a[2] : AT_FDCWD, at ? a[3] : a[1], d->path2) == 0) call->path2 = d->path2;
+        break;
+    }
+    case CHAOS_SHAPE_FD:
+    case CHAOS_SHAPE_TRANSFER:
+    case CHAOS_SHAPE_VECTOR:
+        // Files only: sockets (send and recv entries) stay with the preload delivery.
+        if (chaos_tracee_descriptor(tid, (int)a[0], d->path, sizeof d->path) != 1) return 0;
+        call->special = inherited_descriptor(tid, (int)a[0]);
+        break;
+    case CHAOS_SHAPE_CONNECT: {
+        size_t length = a[2] < sizeof d->address ? (size_t)a[2] : sizeof d->address;
+        if (!a[1] || chaos_tracee_read(tid, a[1], d->address, length) != 0) return 0;
+        chaos_call_describe_address(call, d->address, length);
+        return 1;
+    }
+    default:
+        return 0;  // clocks are read, decided and answered by answer_clock
+    }
+    call->path = d->path;
+    return 1;
+}
+
+// MARK: - Carrying out a short transfer
+
+/// A descriptor of this process for descriptor `fd` of thread `tid` (the same open file:
+/// offsets move for both); -1 when it cannot be had.
+static int borrow(pid_t tid, int fd) {
+    int pidfd = (int)syscall(SYS_pidfd_open, tid, O_EXCL /* PIDFD_THREAD */);
+    if (pidfd < 0) pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+    if (pidfd < 0) return -1;
+    int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    return copy;
+}
+
+/// Moves at most the outcome's share of the call's bytes, here, and answers with what
+/// moved. A vector call moves its bytes through its first buffers, as a short transfer may.
+static void answer_short(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc, const chaos_outcome *o) {
+    pid_t tid = (pid_t)n->pid;
+    const __u64 *a = n->data.args;
+    struct iovec segments[64];
+    int count = 0;
+    size_t total = 0;
+    if (sc->shape == CHAOS_SHAPE_TRANSFER) {
+        segments[0] = (struct iovec){ (void *)(uintptr_t)a[1], (size_t)a[2] };
+        count = 1;
+    } else {
+        count = a[2] < 64 ? (int)a[2] : 64;
+        if (count > 0 && chaos_tracee_read(tid, a[1], segments, (size_t)count * sizeof segments[0]) != 0) {
+            respond(listener, n->id, -1, -EFAULT, 0);
+            return;
+        }
+    }
+    for (int i = 0; i < count; i++) total += segments[i].iov_len;
+    size_t limit = chaos_outcome_short_count(o, total);
+    if (limit > MOST_EMULATED) limit = MOST_EMULATED;
+    int64_t offset = (int64_t)a[3];  // pread64's offset, preadv's low word (the whole offset here)
+    int positioned = sc->positioned && offset != -1;
+    int fd = borrow(tid, (int)a[0]);
+    char *buffer = limit ? malloc(limit) : NULL;
+    if (fd < 0 || (limit && !buffer)) {
+        if (fd >= 0) close(fd);
+        free(buffer);
+        go_on(listener, n->id);  // cannot be cut here: the whole call runs
+        return;
+    }
+    ssize_t moved = 0;
+    if (sc->writes) {
+        size_t gathered = 0;
+        for (int i = 0; i < count && gathered < limit; i++) {
+            size_t take = segments[i].iov_len < limit - gathered ? segments[i].iov_len : limit - gathered;
+            if (take && chaos_tracee_read(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + gathered, take) != 0) break;
+            gathered += take;
+        }
+        moved = positioned ? pwrite(fd, buffer, gathered, offset) : write(fd, buffer, gathered);
+    } else {
+        moved = positioned ? pread(fd, buffer, limit, offset) : read(fd, buffer, limit);
+        size_t scattered = 0;
+        for (int i = 0; moved > 0 && i < count && scattered < (size_t)moved; i++) {
+            size_t put = segments[i].iov_len < (size_t)moved - scattered ? segments[i].iov_len : (size_t)moved - scattered;
+            if (put && chaos_tracee_write(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + scattered, put) != 0) {
+                moved = scattered ? (ssize_t)scattered : -1;
+                errno = EFAULT;
+                break;
+            }
+            scattered += put;
+        }
+    }
+    int error = errno;
+    close(fd);
+    free(buffer);
+    respond(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
+}
+
+// MARK: - Clocks
+
+/// Reads the clock the call asks for, decides the reading and writes it into the thread.
+static void answer_clock(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
+    pid_t tid = (pid_t)n->pid;
+    const __u64 *a = n->data.args;
+    int clock = sc->shape == CHAOS_SHAPE_CLOCK ? (int)a[0] : CLOCK_REALTIME;
+    struct timespec now;
+    if (clock_gettime(clock, &now) != 0) {
+        respond(listener, n->id, -1, -errno, 0);
+        return;
+    }
+    int64_t value = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    chaos_call call = { .point = CHAOS_POINT_CLOCK, .fn = sc->fn, .fd = -1, .port = -1, .clock_source = chaos_clock_source(clock) };
+    int steady = call.clock_source == CHAOS_CLOCKSRC_MONOTONIC || call.clock_source == CHAOS_CLOCKSRC_TAI;
+    if (!steady) call.real_ns = value;
+    chaos_outcome o;
+    if (call.clock_source && chaos_fault_decide(&call, &o) && o.action != CHAOS_ACT_ORIGINAL) {
+        // Clocks with their own origin move by the realtime clock's shift at this instant.
+        int64_t real = steady ? chaos_fault_real_ns(CLOCK_REALTIME) : value;
+        value = steady ? value + chaos_fault_apply_clock(&o, real) - real : chaos_fault_apply_clock(&o, value);
+    }
+    int64_t seconds = value / 1000000000, rest = value % 1000000000;
+    if (rest < 0) { rest += 1000000000; seconds -= 1; }
+    int failed = 0;
+    if (sc->shape == CHAOS_SHAPE_CLOCK) {
+        struct timespec fake = { (time_t)seconds, (long)rest };
+        failed = a[1] && chaos_tracee_write(tid, a[1], &fake, sizeof fake) != 0;
+    } else if (sc->shape == CHAOS_SHAPE_TIMEOFDAY) {
+        struct timeval fake = { (time_t)seconds, (suseconds_t)(rest / 1000) };
+        failed = a[0] && chaos_tracee_write(tid, a[0], &fake, sizeof fake) != 0;
+        struct timeval ignored;
+        struct timezone zone;
+        if (!failed && a[1] && gettimeofday(&ignored, &zone) == 0) failed = chaos_tracee_write(tid, a[1], &zone, sizeof zone) != 0;
+    } else {
+        time_t fake = (time_t)seconds;
+        failed = a[0] && chaos_tracee_write(tid, a[0], &fake, sizeof fake) != 0;
+        if (!failed) {
+            respond(listener, n->id, (int64_t)fake, 0, 0);
+            return;
+        }
+    }
+    respond(listener, n->id, failed ? -1 : 0, failed ? -EFAULT : 0, 0);
+}
+
+// MARK: - Delays
+
+/// A decided call waiting out its delay.
+struct waiting {
+    struct seccomp_notif call;
+    chaos_outcome outcome;
+    int64_t due_ns;
+};
+
+// The supervisor is one thread: these are its own.
+static struct waiting *waiting;
+static int waiting_count, waiting_capacity;
+
+/// Executes a decided call's outcome.
+static void act(int listener, const struct seccomp_notif *n, const chaos_outcome *o) {
+    const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
+    if (o->action == CHAOS_ACT_FAIL) respond(listener, n->id, o->ret, -o->err, 0);
+    else if (o->action == CHAOS_ACT_SHORT && sc && (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
+        answer_short(listener, n, sc, o);
+    else go_on(listener, n->id);
+}
+
+int chaos_answer_due(int listener) {
+    int64_t now = monotonic_ns(), next = -1;
+    for (int i = 0; i < waiting_count;) {
+        if (waiting[i].due_ns <= now) {
+            struct waiting due = waiting[i];
+            waiting[i] = waiting[--waiting_count];
+            act(listener, &due.call, &due.outcome);
+            continue;
+        }
+        int64_t left = waiting[i].due_ns - now;
+        if (next < 0 || left < next) next = left;
+        i++;
+    }
+    return next < 0 ? -1 : (int)((next + 999999) / 1000000);
+}
+
+void chaos_answer(int listener, const struct seccomp_notif *n) {
+    const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
+    if (!sc) {
+        go_on(listener, n->id);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_CLOCK || sc->shape == CHAOS_SHAPE_TIMEOFDAY || sc->shape == CHAOS_SHAPE_TIME) {
+        answer_clock(listener, n, sc);
+        return;
+    }
+    static struct described d;  // one thread: reused, too big for a small stack frame
+    uint64_t id = n->id;
+    if (!describe(n, sc, &d) || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
+        go_on(listener, n->id);
+        return;
+    }
+    chaos_outcome o;
+    if (!chaos_fault_decide(&d.call, &o)) {
+        go_on(listener, n->id);
+        return;
+    }
+    if (o.delay_ns <= 0) {
+        act(listener, n, &o);
+        return;
+    }
+    if (waiting_count == waiting_capacity) {
+        int capacity = waiting_capacity ? waiting_capacity * 2 : 16;
+        struct waiting *grown = realloc(waiting, (size_t)capacity * sizeof *grown);
+        if (!grown) {
+            act(listener, n, &o);  // out of memory: the outcome without its wait
+            return;
+        }
+        waiting = grown;
+        waiting_capacity = capacity;
+    }
+    waiting[waiting_count++] = (struct waiting){ *n, o, monotonic_ns() + o.delay_ns };
+}

@@ -1,0 +1,76 @@
+// The exit report of `chaos run`. Lines on standard error are for people; the JSON file
+// (--report FILE) is for CI jobs and says the same.
+#define _GNU_SOURCE
+#include "report.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/// Writes `text` as a JSON string (quotes included).
+static void json_string(FILE *out, const char *text) {
+    fputc('"', out);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\') fprintf(out, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f) fprintf(out, "\\u%04x", *c);
+        else fputc(*c, out);
+    }
+    fputc('"', out);
+}
+
+/// "exit 3" or "signal SIGTERM".
+static void describe_status(int status, char *out, size_t capacity) {
+    if (WIFSIGNALED(status)) snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(out, capacity, "exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+}
+
+static int write_json(const char *path, const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count) {
+    FILE *out = fopen(path, "w");
+    if (!out) return -1;
+    fprintf(out, "{\"program\":");
+    json_string(out, run->program);
+    fprintf(out, ",\"delivery\":\"%s\",\"seed\":%llu,", run->delivery, (unsigned long long)run->seed);
+    if (WIFSIGNALED(run->status)) fprintf(out, "\"status\":{\"signal\":%d}", WTERMSIG(run->status));
+    else fprintf(out, "\"status\":{\"exit\":%d}", WIFEXITED(run->status) ? WEXITSTATUS(run->status) : 0);
+    fprintf(out, ",\"entries\":[");
+    for (int i = 0; i < count; i++) {
+        const struct chaos_report_entry *e = &entries[i];
+        fprintf(out, "%s{\"entry\":%d,\"point\":\"%s\",", i ? "," : "", i + 1, chaos_fault_point_public_name(e->point));
+        if (e->label) {
+            fprintf(out, "\"label\":");
+            json_string(out, e->label);
+            fputc(',', out);
+        }
+        fprintf(out, "\"seen\":%llu,\"acted\":%llu,\"passed\":%llu,\"neverActed\":%s}", (unsigned long long)e->seen,
+                (unsigned long long)e->acted, (unsigned long long)(e->seen - e->acted), e->acted ? "false" : "true");
+    }
+    fprintf(out, "]}\n");
+    return fclose(out) == 0 ? 0 : -1;
+}
+
+int chaos_report_write(const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count,
+                       const struct chaos_report_options *options) {
+    int never = 0;
+    for (int i = 0; i < count; i++) never += entries[i].acted == 0;
+    if (!options->quiet) {
+        char status[96];
+        describe_status(run->status, status, sizeof status);
+        fprintf(stderr, "chaos run: %s ended (%s); %s delivery, seed %llu:\n", run->program, status, run->delivery,
+                (unsigned long long)run->seed);
+        for (int i = 0; i < count; i++) {
+            const struct chaos_report_entry *e = &entries[i];
+            // ChaosKit labels entries "#N point ← provider"; a plan written by hand may not.
+            if (e->label) fprintf(stderr, "  %s", e->label);
+            else fprintf(stderr, "  #%d %s", i + 1, chaos_fault_point_public_name(e->point));
+            fprintf(stderr, ": seen %llu, acted %llu%s\n", (unsigned long long)e->seen, (unsigned long long)e->acted,
+                    e->acted ? "" : "  <- NEVER ACTED");
+        }
+    }
+    if (options->path && write_json(options->path, run, entries, count) != 0) {
+        fprintf(stderr, "chaos run: cannot write the report to %s: %s\n", options->path, strerror(errno));
+        return -1;
+    }
+    return never;
+}

@@ -1,0 +1,32 @@
+// The report `chaos run` gives when its program ends: every entry with the calls it saw
+// and acted on, and the entries that never acted, flagged.
+#ifndef CHAOS_REPORT_H
+#define CHAOS_REPORT_H
+
+#include <stdint.h>
+
+#include "CChaosFaults.h"
+#include "supervise.h"
+
+/// One entry of the report.
+struct chaos_report_entry {
+    int32_t point;          ///< chaos_point
+    const char *label;      ///< the entry's label (NULL: none)
+    uint64_t seen, acted;
+};
+
+/// How the run went.
+struct chaos_report_run {
+    const char *program;    ///< argv[0]
+    const char *delivery;   ///< "seccomp" or "preload"
+    uint64_t seed;
+    int status;             ///< waitpid's status of the program
+};
+
+/// Writes the report (standard error unless quiet; JSON to `options->path` when given).
+/// Returns how many entries never acted. A report file that cannot be written is said on
+/// standard error and counts as -1.
+int chaos_report_write(const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count,
+                       const struct chaos_report_options *options);
+
+#endif

@@ -1,0 +1,308 @@
+// The seccomp delivery's supervisor: `chaos run` itself, as the parent of the program.
+//
+//   1. The child asks to be traced, installs the filter (syscalls.c) with a new listener,
+//      and stops. The parent reads the listener's number out of the child's memory (the
+//      same address after fork), takes a copy of it (pidfd_getfd) and lets the child exec.
+//   2. At the exec stop the parent hides the vDSO from the new program when the plan has
+//      clock entries (tracee.c), so that its clock readings become system calls the
+//      filter traps, then stops tracing it.
+//   3. Until the program ends, the parent answers trapped calls (answer.c), forwards the
+//      signals it is sent and reaps the program. The filter is inherited: the program's
+//      threads and children are supervised too.
+//   4. When the program ends it reports, and exits as the program did. Processes the
+//      program left running keep a supervisor: a copy of this one that serves them in
+//      the background until the last has gone (the listener then hangs up).
+#define _GNU_SOURCE
+#include "supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "answer.h"
+#include "report.h"
+#include "syscalls.h"
+#include "tracee.h"
+
+#define MOST_INSTRUCTIONS 256
+
+/// The child's listener descriptor: written by the child, read by the parent through ptrace.
+static volatile int listener_number = -1;
+
+/// Signals `chaos run` passes on to its program (a terminal's own go to both already).
+static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP };
+
+int chaos_seccomp_available(void) {
+    struct seccomp_notif_sizes sizes;
+    return syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) == 0;
+}
+
+int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
+        int32_t point = chaos_plan_entry_point(plan, e);
+        const char *name = chaos_fault_point_public_name(point), *reason = NULL;
+        if (point == CHAOS_POINT_GETENV || point == CHAOS_POINT_DNS)
+            reason = "the program answers it inside its own C library, where only the preload library reaches (constant "
+                     "set/unset answers do reach: chaos run puts them in the environment)";
+        else if (point != CHAOS_POINT_FILES && point != CHAOS_POINT_CONNECT && point != CHAOS_POINT_CLOCK)
+            reason = "the seccomp delivery carries files, connect and clock entries; socket reads, writes and accepts "
+                     "are the preload library's";
+        else if (chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_VIRTUAL))
+            reason = "virtual time is not carried by the seccomp delivery";
+        else if (chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_ASK))
+            reason = "an ask node needs an answerer inside the program";
+        else if (point == CHAOS_POINT_FILES && (chaos_plan_entry_ops(plan, e) & CHAOS_OP_CLOSE) &&
+                 chaos_plan_entry_ops(plan, e) != CHAOS_OP_ALL_FILES)
+            reason = "a supervisor cannot close another process's descriptor, so close faults are the preload library's";
+        if (!reason) continue;
+        snprintf(why, capacity, "entry %d (%s) cannot be delivered to it: %s. Remove the entry, or run a dynamically linked, "
+                 "non-Go build of the program", e + 1, name, reason);
+        return -1;
+    }
+    return 0;
+}
+
+static int plan_has_point(const chaos_plan *plan, int32_t point) {
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++)
+        if (chaos_plan_entry_point(plan, e) == point) return 1;
+    return 0;
+}
+
+/// The child: be traced, filter, stop for the parent, become the program.
+static void become_program(char **argv, const struct sock_fprog *filter, const sigset_t *mask, pid_t parent) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(125);
+    sigprocmask(SIG_SETMASK, mask, NULL);
+    if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
+        fprintf(stderr, "chaos run: cannot be traced by chaos run (%s), which the seccomp delivery needs\n", strerror(errno));
+        _exit(125);
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(125);
+    int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, filter);
+    if (listener < 0) {
+        fprintf(stderr, "chaos run: cannot install the seccomp filter: %s\n", strerror(errno));
+        _exit(125);
+    }
+    listener_number = listener;  // close-on-exec: the program never sees it
+    raise(SIGSTOP);
+    execvp(argv[0], argv);
+    int error = errno;
+    fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
+    _exit(error == ENOENT ? 127 : 126);
+}
+
+/// Takes the child's listener at its first stop; -1 when it cannot.
+static int take_listener(pid_t child) {
+    int status;
+    if (waitpid(child, &status, __WALL) != child || !WIFSTOPPED(status)) return -1;
+    if (ptrace(PTRACE_SETOPTIONS, child, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) != 0) return -1;
+    errno = 0;
+    long number = ptrace(PTRACE_PEEKDATA, child, (void *)&listener_number, NULL);
+    if (errno) return -1;
+    int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    if (pidfd < 0) return -1;
+    int listener = (int)syscall(SYS_pidfd_getfd, pidfd, (int)number, 0);
+    close(pidfd);
+    if (listener >= 0) fcntl(listener, F_SETFD, FD_CLOEXEC);
+    return listener;
+}
+
+/// The threads this supervisor traces until they exec: the program at first, then every
+/// thread of it that calls exec when the plan has clock entries. At most a few at a time.
+struct tracing {
+    pid_t threads[64];
+    int count;
+    int hide_vdso;  ///< the plan has clock entries
+};
+
+static int traced_index(const struct tracing *tracing, pid_t tid) {
+    for (int i = 0; i < tracing->count; i++)
+        if (tracing->threads[i] == tid) return i;
+    return -1;
+}
+
+static void untrace(struct tracing *tracing, pid_t tid) {
+    int i = traced_index(tracing, tid);
+    if (i >= 0) tracing->threads[i] = tracing->threads[--tracing->count];
+}
+
+/// A thread is about to exec: trace it, so that its exec stop hides the vDSO from the
+/// program it starts. An exec that fails leaves it traced until its next exec or its end.
+static void watch_exec(struct tracing *tracing, pid_t tid) {
+    if (!tracing || traced_index(tracing, tid) >= 0 || tracing->count == 64) return;
+    if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) == 0)
+        tracing->threads[tracing->count++] = tid;
+}
+
+/// Answers every call waiting on `listener`.
+static void serve(int listener, struct seccomp_notif *notification, size_t size, struct tracing *tracing) {
+    memset(notification, 0, size);
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) return;
+    const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
+    if (call && call->shape == CHAOS_SHAPE_EXEC) watch_exec(tracing, (pid_t)notification->pid);
+    chaos_answer(listener, notification);
+}
+
+/// After the program ended: serves what it left running, in the background, until the
+/// listener hangs up (when no process under the filter is left).
+static void serve_the_rest(int listener, struct seccomp_notif *notification, size_t size) {
+    struct pollfd probe = { listener, POLLIN, 0 };
+    if (poll(&probe, 1, 0) >= 0 && (probe.revents & POLLHUP) && !(probe.revents & POLLIN)) return;
+    pid_t helper = fork();
+    if (helper != 0) return;
+    // Whoever waits for this run's output (a pipe, $(…)) must see it end with the program.
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd);
+    setsid();
+    for (;;) {
+        struct pollfd waiting = { listener, POLLIN, 0 };
+        int timeout = chaos_answer_due(listener);
+        if (poll(&waiting, 1, timeout) < 0 && errno != EINTR) break;
+        if (waiting.revents & POLLIN) serve(listener, notification, size, NULL);
+        else if (waiting.revents & (POLLHUP | POLLERR)) break;
+    }
+    _exit(0);
+}
+
+/// Handles the state changes of the program and the threads traced; returns 1 when the
+/// program has ended (its status in `status`).
+static int children_changed(pid_t child, struct tracing *tracing, int *status) {
+    int changed, ended = 0;
+    pid_t got;
+    while ((got = waitpid(-1, &changed, WNOHANG | __WALL)) > 0) {
+        if (WIFEXITED(changed) || WIFSIGNALED(changed)) {
+            untrace(tracing, got);
+            if (got == child) {
+                *status = changed;
+                ended = 1;
+            }
+            continue;
+        }
+        if (!WIFSTOPPED(changed)) continue;
+        if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            if (tracing->hide_vdso && chaos_tracee_hide_vdso(got) < 0)
+                fprintf(stderr, "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n", (int)got);
+            ptrace(PTRACE_DETACH, got, NULL, NULL);
+            untrace(tracing, got);
+        } else if (changed >> 16 == PTRACE_EVENT_STOP) {
+            ptrace(PTRACE_CONT, got, NULL, NULL);
+        } else {
+            ptrace(PTRACE_CONT, got, NULL, (void *)(uintptr_t)WSTOPSIG(changed));
+        }
+    }
+    return ended;
+}
+
+/// Ends `chaos run` as its program ended: the same exit code, or the same signal.
+static int end_like(int status) {
+    if (!WIFSIGNALED(status)) return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
+    int signal_number = WTERMSIG(status);
+    struct rlimit none = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &none);  // the program dumped its own core, if any
+    signal(signal_number, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal_number);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);
+    raise(signal_number);
+    return 128 + signal_number;
+}
+
+static int report(const chaos_plan *plan, const char *program, int status, const struct chaos_report_options *options) {
+    int count = chaos_fault_entry_count();
+    struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
+    if (!entries) return -1;
+    for (int32_t e = 0; e < count; e++) {
+        chaos_entry_counters counters;
+        if (chaos_fault_counters(e, &counters) != 0) continue;
+        entries[e] = (struct chaos_report_entry){ counters.point, chaos_plan_entry_label(plan, e), counters.seen, counters.acted };
+    }
+    struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status };
+    int never = chaos_report_write(&run, entries, count, options);
+    free(entries);
+    return never;
+}
+
+int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_options *options) {
+    if (chaos_plan_needs_start_anchor(plan)) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        chaos_fault_set_start_anchor((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+    }
+    chaos_plan_install(plan);
+    chaos_answer_remember_inherited();
+    struct sock_filter instructions[MOST_INSTRUCTIONS];
+    int length = chaos_syscall_filter(plan, instructions, MOST_INSTRUCTIONS);
+    if (length < 0) {
+        fprintf(stderr, "chaos run: the seccomp delivery does not support this machine's architecture\n");
+        return 125;
+    }
+    struct sock_fprog filter = { (unsigned short)length, instructions };
+    struct seccomp_notif_sizes sizes;
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return 125;
+    size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
+    struct seccomp_notif *notification = calloc(1, size);
+
+    sigset_t handled, original;
+    sigemptyset(&handled);
+    sigaddset(&handled, SIGCHLD);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaddset(&handled, forwarded[i]);
+    sigprocmask(SIG_BLOCK, &handled, &original);
+    int signals = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+    pid_t parent = getpid();
+    pid_t child = fork();
+    if (child < 0 || signals < 0 || !notification) {
+        fprintf(stderr, "chaos run: cannot start the program: %s\n", strerror(errno));
+        return 125;
+    }
+    if (child == 0) become_program(argv, &filter, &original, parent);
+    int listener = take_listener(child);
+    if (listener < 0) {
+        fprintf(stderr, "chaos run: cannot take the program's seccomp listener: %s\n", strerror(errno));
+        kill(child, SIGKILL);
+        waitpid(child, NULL, __WALL);
+        return 125;
+    }
+    struct tracing tracing = { .threads = { child }, .count = 1, .hide_vdso = plan_has_point(plan, CHAOS_POINT_CLOCK) };
+    int status = 0;
+    ptrace(PTRACE_CONT, child, NULL, NULL);
+    for (;;) {
+        struct pollfd waiting[2] = { { listener, POLLIN, 0 }, { signals, POLLIN, 0 } };
+        int timeout = chaos_answer_due(listener);
+        if (poll(waiting, 2, timeout) < 0 && errno != EINTR) break;
+        if (waiting[0].revents & POLLIN) serve(listener, notification, size, &tracing);
+        if (!(waiting[1].revents & POLLIN)) continue;
+        struct signalfd_siginfo info;
+        int ended = 0;
+        while (read(signals, &info, sizeof info) == sizeof info) {
+            if (info.ssi_signo == SIGCHLD) ended |= children_changed(child, &tracing, &status);
+            else if (info.ssi_code != SI_KERNEL) kill(child, (int)info.ssi_signo);
+        }
+        if (ended) break;
+    }
+    serve_the_rest(listener, notification, size);
+    close(listener);
+    free(notification);
+    int never = report(plan, argv[0], status, options);
+    if (options->require_fired && never != 0) {
+        if (never > 0)
+            fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)\n", never, never == 1 ? "y" : "ies");
+        return 125;
+    }
+    return end_like(status);
+}

@@ -1,0 +1,150 @@
+// The table of trapped system calls and the filter built from it. A plan pays only for the
+// calls its entries can act on: a files entry on writes traps the write family and no
+// reads, a clock entry traps realtime readings only (unless it fakes monotonic clocks too,
+// Go reads its monotonic clock all the time).
+#define _GNU_SOURCE
+#include "syscalls.h"
+
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#if defined(__x86_64__)
+#define CHAOS_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define CHAOS_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+#define FILES(nr, fn, op, shape) { nr, CHAOS_POINT_FILES, fn, op, shape, 0, 0 }
+#define MOVE(nr, fn, op, shape, positioned, writes) { nr, CHAOS_POINT_FILES, fn, op, shape, positioned, writes }
+
+static const struct chaos_syscall table[] = {
+#ifdef __NR_open
+    FILES(__NR_open, CHAOS_FN_OPEN, CHAOS_OP_OPEN, CHAOS_SHAPE_PATH),
+#endif
+#ifdef __NR_creat
+    FILES(__NR_creat, CHAOS_FN_CREAT, CHAOS_OP_OPEN, CHAOS_SHAPE_PATH),
+#endif
+    FILES(__NR_openat, CHAOS_FN_OPENAT, CHAOS_OP_OPEN, CHAOS_SHAPE_PATH_AT),
+#ifdef __NR_openat2
+    FILES(__NR_openat2, CHAOS_FN_OPENAT, CHAOS_OP_OPEN, CHAOS_SHAPE_PATH_AT),
+#endif
+    MOVE(__NR_read, CHAOS_FN_READ, CHAOS_OP_READ, CHAOS_SHAPE_TRANSFER, 0, 0),
+    MOVE(__NR_pread64, CHAOS_FN_PREAD, CHAOS_OP_READ, CHAOS_SHAPE_TRANSFER, 1, 0),
+    MOVE(__NR_readv, CHAOS_FN_READV, CHAOS_OP_READ, CHAOS_SHAPE_VECTOR, 0, 0),
+    MOVE(__NR_preadv, CHAOS_FN_PREADV, CHAOS_OP_READ, CHAOS_SHAPE_VECTOR, 1, 0),
+    MOVE(__NR_preadv2, CHAOS_FN_PREADV, CHAOS_OP_READ, CHAOS_SHAPE_VECTOR, 1, 0),
+    MOVE(__NR_write, CHAOS_FN_WRITE, CHAOS_OP_WRITE, CHAOS_SHAPE_TRANSFER, 0, 1),
+    MOVE(__NR_pwrite64, CHAOS_FN_PWRITE, CHAOS_OP_WRITE, CHAOS_SHAPE_TRANSFER, 1, 1),
+    MOVE(__NR_writev, CHAOS_FN_WRITEV, CHAOS_OP_WRITE, CHAOS_SHAPE_VECTOR, 0, 1),
+    MOVE(__NR_pwritev, CHAOS_FN_PWRITEV, CHAOS_OP_WRITE, CHAOS_SHAPE_VECTOR, 1, 1),
+    MOVE(__NR_pwritev2, CHAOS_FN_PWRITEV, CHAOS_OP_WRITE, CHAOS_SHAPE_VECTOR, 1, 1),
+    FILES(__NR_fsync, CHAOS_FN_FSYNC, CHAOS_OP_SYNC, CHAOS_SHAPE_FD),
+    FILES(__NR_fdatasync, CHAOS_FN_FDATASYNC, CHAOS_OP_SYNC, CHAOS_SHAPE_FD),
+    FILES(__NR_sync_file_range, CHAOS_FN_SYNC_FILE_RANGE, CHAOS_OP_SYNC, CHAOS_SHAPE_FD),
+    FILES(__NR_ftruncate, CHAOS_FN_FTRUNCATE, CHAOS_OP_TRUNCATE, CHAOS_SHAPE_FD),
+    FILES(__NR_fallocate, CHAOS_FN_FALLOCATE, CHAOS_OP_TRUNCATE, CHAOS_SHAPE_FD),
+#ifdef __NR_rename
+    FILES(__NR_rename, CHAOS_FN_RENAME, CHAOS_OP_RENAME, CHAOS_SHAPE_RENAME),
+#endif
+#ifdef __NR_renameat
+    FILES(__NR_renameat, CHAOS_FN_RENAME, CHAOS_OP_RENAME, CHAOS_SHAPE_RENAME_AT),
+#endif
+    FILES(__NR_renameat2, CHAOS_FN_RENAME, CHAOS_OP_RENAME, CHAOS_SHAPE_RENAME_AT),
+#ifdef __NR_unlink
+    FILES(__NR_unlink, CHAOS_FN_UNLINK, CHAOS_OP_UNLINK, CHAOS_SHAPE_PATH),
+#endif
+#ifdef __NR_rmdir
+    FILES(__NR_rmdir, CHAOS_FN_RMDIR, CHAOS_OP_UNLINK, CHAOS_SHAPE_PATH),
+#endif
+    FILES(__NR_unlinkat, CHAOS_FN_UNLINK, CHAOS_OP_UNLINK, CHAOS_SHAPE_UNLINK_AT),
+#ifdef __NR_mkdir
+    FILES(__NR_mkdir, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH),
+#endif
+    FILES(__NR_mkdirat, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH_AT),
+    { __NR_connect, CHAOS_POINT_CONNECT, CHAOS_FN_CONNECT, 0, CHAOS_SHAPE_CONNECT, 0, 0 },
+    { __NR_clock_gettime, CHAOS_POINT_CLOCK, CHAOS_FN_CLOCK_GETTIME, 0, CHAOS_SHAPE_CLOCK, 0, 0 },
+    { __NR_gettimeofday, CHAOS_POINT_CLOCK, CHAOS_FN_GETTIMEOFDAY, 0, CHAOS_SHAPE_TIMEOFDAY, 0, 0 },
+#ifdef __NR_time
+    { __NR_time, CHAOS_POINT_CLOCK, CHAOS_FN_TIME, 0, CHAOS_SHAPE_TIME, 0, 0 },
+#endif
+    // Every program a clock plan reaches must read its clock with system calls: the
+    // supervisor watches each exec to hide the vDSO from the program it starts.
+    { __NR_execve, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EXEC, 0, 0 },
+    { __NR_execveat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EXEC, 0, 0 },
+};
+
+enum { TABLE_COUNT = sizeof table / sizeof table[0] };
+
+const struct chaos_syscall *chaos_syscall_find(int number) {
+    for (int i = 0; i < TABLE_COUNT; i++)
+        if (table[i].number == number) return &table[i];
+    return NULL;
+}
+
+/// Which rows of the table `plan` needs: a bit per row.
+static uint64_t needed_rows(const chaos_plan *plan) {
+    uint32_t ops = 0, points = 0;
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
+        int32_t point = chaos_plan_entry_point(plan, e);
+        points |= 1u << point;
+        if (point == CHAOS_POINT_FILES) ops |= chaos_plan_entry_ops(plan, e);
+    }
+    uint64_t rows = 0;
+    for (int i = 0; i < TABLE_COUNT; i++) {
+        const struct chaos_syscall *call = &table[i];
+        if (!(points >> call->point & 1)) continue;
+        if (call->point == CHAOS_POINT_FILES && !(ops & call->op)) continue;
+        rows |= 1ull << i;
+    }
+    return rows;
+}
+
+int chaos_syscall_trapped(const chaos_plan *plan) { return __builtin_popcountll(needed_rows(plan)); }
+
+int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity) {
+#ifndef CHAOS_AUDIT_ARCH
+    (void)plan; (void)out; (void)capacity;
+    return -1;
+#else
+    uint64_t rows = needed_rows(plan);
+    int monotonic = (chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_MONOTONIC) != 0;
+    // Realtime clock ids always; monotonic ones when an entry fakes them.
+    static const int realtime[] = { CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM };
+    static const int steady[] = { CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM };
+    int n = 0;
+#define EMIT(instruction) do { if (n >= capacity) return -1; out[n++] = (struct sock_filter)instruction; } while (0)
+    // Another architecture's calls (x32, i386 through int 0x80) have other numbers: they
+    // pass, as the preload's reach check refuses such programs before they start.
+    EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+    EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, CHAOS_AUDIT_ARCH, 1, 0));
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+    int clock_row = -1;
+    for (int i = 0; i < TABLE_COUNT; i++) {
+        if (!(rows >> i & 1)) continue;
+        if (table[i].shape == CHAOS_SHAPE_CLOCK) { clock_row = i; continue; }
+        // Equal: the next instruction (notify); else skip it.
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)table[i].number, 0, 1));
+        EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+    }
+    if (clock_row >= 0) {
+        EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)table[clock_row].number, 1, 0));
+        EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])));
+        for (int i = 0; i < 4; i++) {
+            EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)realtime[i], 0, 1));
+            EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+        }
+        for (int i = 0; monotonic && i < 5; i++) {
+            EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)steady[i], 0, 1));
+            EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+        }
+    }
+    EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+#undef EMIT
+    return n;
+#endif
+}

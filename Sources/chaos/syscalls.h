@@ -1,0 +1,50 @@
+// The system calls the seccomp delivery traps, what each is to the engine, and the filter
+// that traps only those a plan's entries can act on.
+#ifndef CHAOS_SYSCALLS_H
+#define CHAOS_SYSCALLS_H
+
+#include <linux/filter.h>
+#include <stdint.h>
+
+#include "CChaosFaults.h"
+
+/// How a trapped call's arguments describe it.
+enum chaos_shape {
+    CHAOS_SHAPE_PATH,        ///< args: path (open, creat, unlink, rmdir, mkdir)
+    CHAOS_SHAPE_PATH_AT,     ///< args: dirfd, path (openat, openat2, mkdirat)
+    CHAOS_SHAPE_UNLINK_AT,   ///< args: dirfd, path, flags (AT_REMOVEDIR: rmdir)
+    CHAOS_SHAPE_RENAME,      ///< args: path, path
+    CHAOS_SHAPE_RENAME_AT,   ///< args: dirfd, path, dirfd, path
+    CHAOS_SHAPE_FD,          ///< args: fd (sync, truncate)
+    CHAOS_SHAPE_TRANSFER,    ///< args: fd, buffer, count[, offset] (read, write, pread64, pwrite64)
+    CHAOS_SHAPE_VECTOR,      ///< args: fd, iovec, count[, offset…] (readv, writev, preadv…)
+    CHAOS_SHAPE_CONNECT,     ///< args: fd, address, length
+    CHAOS_SHAPE_CLOCK,       ///< args: clock, timespec
+    CHAOS_SHAPE_TIMEOFDAY,   ///< args: timeval, timezone
+    CHAOS_SHAPE_TIME,        ///< args: time_t pointer (may be 0)
+    CHAOS_SHAPE_EXEC,        ///< execve, execveat: the supervisor hides the vDSO from what they start
+};
+
+/// One trapped system call.
+struct chaos_syscall {
+    int number;        ///< __NR_*
+    int32_t point;     ///< chaos_point its entries are on
+    int32_t fn;        ///< chaos_fn the engine decides it as
+    uint32_t op;       ///< files: CHAOS_OP_* bit
+    int shape;         ///< chaos_shape
+    int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64)
+    int writes;        ///< transfers: 1 when it moves bytes from the program
+};
+
+/// The trapped call of system call `number`, or NULL.
+const struct chaos_syscall *chaos_syscall_find(int number);
+
+/// Builds into `out` (capacity `capacity` instructions) the filter that sends the calls
+/// `plan`'s entries can act on to the supervisor and lets every other call through.
+/// Returns the number of instructions, or -1 when it does not fit.
+int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity);
+
+/// How many system calls the filter of `plan` traps (for messages and tests).
+int chaos_syscall_trapped(const chaos_plan *plan);
+
+#endif
