@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -91,6 +92,33 @@ static int inherited_descriptor(pid_t tid, int fd) {
     return stat(link, &info) == 0 && info.st_dev == inherited[fd].device && info.st_ino == inherited[fd].inode;
 }
 
+/// Describes a call on descriptor `fd` (its point and fn already in `d->call`); 1 when it
+/// is a file. Sockets stay with the preload delivery (send and recv entries).
+static int descriptor_call(pid_t tid, int fd, struct described *d) {
+    if (chaos_tracee_descriptor(tid, fd, d->path, sizeof d->path) != 1) return 0;
+    d->call.special = inherited_descriptor(tid, fd);
+    d->call.path = d->path;
+    return 1;
+}
+
+/// The target and source descriptors of a copy.
+static void copy_ends(const struct seccomp_notif *n, int *target, int *source) {
+    int sendfile_call = n->data.nr == SYS_sendfile;
+    *target = (int)n->data.args[sendfile_call ? 0 : 2];
+    *source = (int)n->data.args[sendfile_call ? 1 : 0];
+}
+
+/// Decides a copy as the interceptors do: a write on its target, else a read on its source.
+static int decide_copy(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d, chaos_outcome *o) {
+    int target, source;
+    copy_ends(n, &target, &source);
+    memset(&d->call, 0, sizeof d->call);
+    d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = sc->fn, .fd = -1, .port = -1 };
+    if (descriptor_call((pid_t)n->pid, target, d) && chaos_fault_decide(&d->call, o)) return 1;
+    d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = CHAOS_FN_PREAD, .fd = -1, .port = -1 };
+    return descriptor_call((pid_t)n->pid, source, d) && chaos_fault_decide(&d->call, o);
+}
+
 /// Fills `d` for trapped call `n`; 1 when the engine is to decide it, 0 when it is none of
 /// the plan's business (a pipe, a socket write, an unreadable argument).
 static int describe(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d) {
@@ -123,10 +151,7 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
     case CHAOS_SHAPE_FD:
     case CHAOS_SHAPE_TRANSFER:
     case CHAOS_SHAPE_VECTOR:
-        // Files only: sockets (send and recv entries) stay with the preload delivery.
-        if (chaos_tracee_descriptor(tid, (int)a[0], d->path, sizeof d->path) != 1) return 0;
-        call->special = inherited_descriptor(tid, (int)a[0]);
-        break;
+        return descriptor_call(tid, (int)a[0], d);
     case CHAOS_SHAPE_CONNECT: {
         size_t length = a[2] < sizeof d->address ? (size_t)a[2] : sizeof d->address;
         if (!a[1] || chaos_tracee_read(tid, a[1], d->address, length) != 0) return 0;
@@ -212,6 +237,42 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     respond(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
 }
 
+/// A short copy, carried out here with copies of both descriptors; an offset the call
+/// passes by pointer is read from the thread and written back moved.
+static void answer_short_copy(int listener, const struct seccomp_notif *n, const chaos_outcome *o) {
+    pid_t tid = (pid_t)n->pid;
+    const __u64 *a = n->data.args;
+    int sendfile_call = n->data.nr == SYS_sendfile;
+    int target_fd, source_fd;
+    copy_ends(n, &target_fd, &source_fd);
+    size_t count = chaos_outcome_short_count(o, (size_t)a[sendfile_call ? 3 : 4]);
+    uint64_t source_offset_at = a[sendfile_call ? 2 : 1], target_offset_at = sendfile_call ? 0 : a[3];
+    int64_t source_offset = 0, target_offset = 0;
+    if ((source_offset_at && chaos_tracee_read(tid, source_offset_at, &source_offset, sizeof source_offset) != 0) ||
+        (target_offset_at && chaos_tracee_read(tid, target_offset_at, &target_offset, sizeof target_offset) != 0)) {
+        respond(listener, n->id, -1, -EFAULT, 0);
+        return;
+    }
+    int target = borrow(tid, target_fd), source = borrow(tid, source_fd);
+    ssize_t moved = -1;
+    if (target >= 0 && source >= 0) {
+        moved = sendfile_call
+            ? sendfile(target, source, source_offset_at ? (off_t *)&source_offset : NULL, count)
+            : copy_file_range(source, source_offset_at ? (off_t *)&source_offset : NULL, target,
+                              target_offset_at ? (off_t *)&target_offset : NULL, count, (unsigned)a[5]);
+    }
+    int error = errno;
+    if (target >= 0) close(target);
+    if (source >= 0) close(source);
+    if (target < 0 || source < 0) {
+        go_on(listener, n->id);  // cannot be cut here: the whole call runs
+        return;
+    }
+    if (moved > 0 && source_offset_at) chaos_tracee_write(tid, source_offset_at, &source_offset, sizeof source_offset);
+    if (moved > 0 && target_offset_at) chaos_tracee_write(tid, target_offset_at, &target_offset, sizeof target_offset);
+    respond(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
+}
+
 // MARK: - Clocks
 
 /// Reads the clock the call asks for, decides the reading and writes it into the thread.
@@ -276,6 +337,7 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
     if (o->action == CHAOS_ACT_FAIL) respond(listener, n->id, o->ret, -o->err, 0);
     else if (o->action == CHAOS_ACT_SHORT && sc && (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
         answer_short(listener, n, sc, o);
+    else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY) answer_short_copy(listener, n, o);
     else go_on(listener, n->id);
 }
 
@@ -307,12 +369,10 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     }
     static struct described d;  // one thread: reused, too big for a small stack frame
     uint64_t id = n->id;
-    if (!describe(n, sc, &d) || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
-        go_on(listener, n->id);
-        return;
-    }
     chaos_outcome o;
-    if (!chaos_fault_decide(&d.call, &o)) {
+    int decided = sc->shape == CHAOS_SHAPE_COPY ? decide_copy(n, sc, &d, &o)
+                  : describe(n, sc, &d) && ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 && chaos_fault_decide(&d.call, &o);
+    if (!decided) {
         go_on(listener, n->id);
         return;
     }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -37,7 +38,7 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
     fprintf(out, ",\"entries\":[");
     for (int i = 0; i < count; i++) {
         const struct chaos_report_entry *e = &entries[i];
-        fprintf(out, "%s{\"entry\":%d,\"point\":\"%s\",", i ? "," : "", i + 1, chaos_fault_point_public_name(e->point));
+        fprintf(out, "%s{\"entry\":%d,\"point\":\"%s\",", i ? "," : "", e->number, chaos_fault_point_public_name(e->point));
         if (e->label) {
             fprintf(out, "\"label\":");
             json_string(out, e->label);
@@ -50,8 +51,27 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
     return fclose(out) == 0 ? 0 : -1;
 }
 
-int chaos_report_write(const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count,
+/// The entry's number in its profile: ChaosKit labels entries "#N point ← provider" and
+/// may order a plan's entries otherwise than its profile does. 0 when the label has none.
+static int profile_number(const char *label) {
+    int number = 0;
+    if (!label || label[0] != '#') return 0;
+    for (const char *c = label + 1; *c >= '0' && *c <= '9' && number < 1000000; c++) number = number * 10 + (*c - '0');
+    return number;
+}
+
+static int by_profile_number(const void *left, const void *right) {
+    const struct chaos_report_entry *a = left, *b = right;
+    return a->number - b->number;
+}
+
+int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                        const struct chaos_report_options *options) {
+    // Numbered as the profile numbers them, when every label says it; else in plan order.
+    int numbered = 1;
+    for (int i = 0; i < count; i++) numbered &= (entries[i].number = profile_number(entries[i].label)) > 0;
+    for (int i = 0; i < count && !numbered; i++) entries[i].number = i + 1;
+    qsort(entries, (size_t)count, sizeof *entries, by_profile_number);
     int never = 0;
     for (int i = 0; i < count; i++) never += entries[i].acted == 0;
     if (!options->quiet) {
@@ -63,7 +83,7 @@ int chaos_report_write(const struct chaos_report_run *run, const struct chaos_re
             const struct chaos_report_entry *e = &entries[i];
             // ChaosKit labels entries "#N point ← provider"; a plan written by hand may not.
             if (e->label) fprintf(stderr, "  %s", e->label);
-            else fprintf(stderr, "  #%d %s", i + 1, chaos_fault_point_public_name(e->point));
+            else fprintf(stderr, "  #%d %s", e->number, chaos_fault_point_public_name(e->point));
             fprintf(stderr, ": seen %llu, acted %llu%s\n", (unsigned long long)e->seen, (unsigned long long)e->acted,
                     e->acted ? "" : "  <- NEVER ACTED");
         }

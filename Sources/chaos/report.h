@@ -13,6 +13,7 @@ struct chaos_report_entry {
     int32_t point;          ///< chaos_point
     const char *label;      ///< the entry's label (NULL: none)
     uint64_t seen, acted;
+    int number;             ///< set by chaos_report_write: the entry's number in the profile
 };
 
 /// How the run went.
@@ -23,10 +24,11 @@ struct chaos_report_run {
     int status;             ///< waitpid's status of the program
 };
 
-/// Writes the report (standard error unless quiet; JSON to `options->path` when given).
+/// Writes the report (standard error unless quiet; JSON to `options->path` when given),
+/// with the entries in profile order (it sorts `entries`).
 /// Returns how many entries never acted. A report file that cannot be written is said on
 /// standard error and counts as -1.
-int chaos_report_write(const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count,
+int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                        const struct chaos_report_options *options);
 
 #endif

@@ -70,8 +70,12 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
                  chaos_plan_entry_ops(plan, e) != CHAOS_OP_ALL_FILES)
             reason = "a supervisor cannot close another process's descriptor, so close faults are the preload library's";
         if (!reason) continue;
-        snprintf(why, capacity, "entry %d (%s) cannot be delivered to it: %s. Remove the entry, or run a dynamically linked, "
-                 "non-Go build of the program", e + 1, name, reason);
+        const char *label = chaos_plan_entry_label(plan, e);
+        char entry[160];
+        if (label) snprintf(entry, sizeof entry, "entry %s", label);
+        else snprintf(entry, sizeof entry, "entry %d (%s)", e + 1, name);
+        snprintf(why, capacity, "%s cannot be delivered to it: %s. Remove the entry, or run a dynamically linked, "
+                 "non-Go build of the program", entry, reason);
         return -1;
     }
     return 0;

@@ -18,6 +18,7 @@ enum chaos_shape {
     CHAOS_SHAPE_FD,          ///< args: fd (sync, truncate)
     CHAOS_SHAPE_TRANSFER,    ///< args: fd, buffer, count[, offset] (read, write, pread64, pwrite64)
     CHAOS_SHAPE_VECTOR,      ///< args: fd, iovec, count[, offset…] (readv, writev, preadv…)
+    CHAOS_SHAPE_COPY,        ///< sendfile (out, in, offset*, count), copy_file_range (in, offset*, out, offset*, count, flags)
     CHAOS_SHAPE_CONNECT,     ///< args: fd, address, length
     CHAOS_SHAPE_CLOCK,       ///< args: clock, timespec
     CHAOS_SHAPE_TIMEOFDAY,   ///< args: timeval, timezone
@@ -30,7 +31,7 @@ struct chaos_syscall {
     int number;        ///< __NR_*
     int32_t point;     ///< chaos_point its entries are on
     int32_t fn;        ///< chaos_fn the engine decides it as
-    uint32_t op;       ///< files: CHAOS_OP_* bit
+    uint32_t op;       ///< files: the CHAOS_OP_* bits its entries may select (copies: write and read)
     int shape;         ///< chaos_shape
     int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64)
     int writes;        ///< transfers: 1 when it moves bytes from the program

@@ -2,8 +2,9 @@ import Foundation
 import TestHelpers
 import Testing
 
-/// `chaos run` refuses, before it starts them, programs its preload library cannot reach:
-/// a profile that silently does nothing is worse than no chaos tool.
+/// `chaos run` knows before it starts a program whether its preload library reaches it;
+/// a program it does not reach goes to the seccomp delivery, and one no delivery reaches
+/// is refused: a profile that silently does nothing is worse than no chaos tool.
 @Suite struct ReachTests {
     static func which(_ name: String) -> String? {
         for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
@@ -27,6 +28,12 @@ import Testing
             try
                 #"{"entries": [{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "\#(folder)/out"}}}]}"#
                 .write(toFile: profile, atomically: true, encoding: .utf8)
+        }
+
+        /// A workspace in `folder`, which exists, for compiling only.
+        init(folder: String) {
+            self.folder = folder
+            profile = folder + "/enospc.json"
         }
 
         func remove() { try? FileManager.default.removeItem(atPath: folder) }
@@ -62,18 +69,21 @@ import Testing
         """
 
     @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
-    func aStaticProgramIsRefusedBeforeItStartsAndAllowedWhenAsked() throws {
+    func aStaticProgramGetsTheSeccompDeliveryAndThePreloadAloneRefusesIt() throws {
         let workspace = try Workspace()
         defer { workspace.remove() }
         guard let program = try workspace.compile("static-marker", Self.marking, flags: ["-static"]) else {
             Issue.record("cc -static failed: is libc6-dev's libc.a installed?")
             return
         }
-        let refused = try workspace.run(program)
+        let supervised = try workspace.run(program)
+        #expect(supervised.0.status == 0 && supervised.ran, "\(supervised.0)")
+        #expect(supervised.0.errors.contains("seccomp delivery"), "\(supervised.0.errors)")
+        let refused = try workspace.run(program, options: ["--delivery", "preload"])
         #expect(refused.0.status == 125, "\(refused.0)")
         #expect(refused.0.errors.contains("statically linked") && refused.0.errors.contains("--allow-unreached"))
         #expect(!refused.ran, "a refused program must not start")
-        let allowed = try workspace.run(program, options: ["--allow-unreached"])
+        let allowed = try workspace.run(program, options: ["--delivery", "preload", "--allow-unreached"])
         #expect(allowed.0.status == 0 && allowed.ran, "\(allowed.0)")
         #expect(allowed.0.errors.contains("warning"), "running it anyway still says chaos cannot reach it")
     }
@@ -93,7 +103,7 @@ import Testing
     }
 
     @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
-    func aScriptWhoseInterpreterIsStaticIsRefused() throws {
+    func aScriptWhoseInterpreterIsStaticIsSupervisedOrRefusedByThePreload() throws {
         let workspace = try Workspace()
         defer { workspace.remove() }
         guard let interpreter = try workspace.compile("static-interpreter", Self.marking, flags: ["-static"]) else {
@@ -103,9 +113,11 @@ import Testing
         let script = workspace.folder + "/run.script"
         try "#!\(interpreter)\n".write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
-        let refused = try workspace.run(script)
+        let refused = try workspace.run(script, options: ["--delivery", "preload"])
         #expect(refused.0.status == 125 && !refused.ran, "\(refused.0)")
         #expect(refused.0.errors.contains(interpreter), "the refusal names the interpreter it is about")
+        let supervised = try workspace.run(script)
+        #expect(supervised.0.status == 0 && supervised.ran, "the seccomp delivery reaches it: \(supervised.0)")
     }
 
     @Test(.enabled(if: which("cc") != nil, "no C compiler (cc)"))
@@ -121,47 +133,6 @@ import Testing
         let refused = try workspace.run(program)
         #expect(refused.0.status == 125 && !refused.ran, "\(refused.0)")
         #expect(refused.0.errors.contains("another class"), "\(refused.0.errors)")
-    }
-
-    @Test(.enabled(if: which("go") != nil, "no Go toolchain (apt install golang-go)"))
-    func goProgramsStaticOrDynamicAreRefused() throws {
-        let workspace = try Workspace()
-        defer { workspace.remove() }
-        let module = workspace.folder + "/gomarker"
-        try FileManager.default.createDirectory(atPath: module, withIntermediateDirectories: true)
-        try "module gomarker\n\ngo 1.19\n".write(toFile: module + "/go.mod", atomically: true, encoding: .utf8)
-        try """
-        package main
-
-        import "os"
-
-        func main() { f, err := os.Create(os.Args[len(os.Args)-1]); if err != nil { os.Exit(1) }; f.Close() }
-        """.write(toFile: module + "/main.go", atomically: true, encoding: .utf8)
-        let cache = ["GOCACHE": workspace.folder + "/gocache", "GOFLAGS": "-mod=mod", "GO111MODULE": "on"]
-        var builds: [(name: String, arguments: [String], environment: [String: String])] = [
-            (
-                "go-static", ["build", "-o", workspace.folder + "/go-static", "."],
-                cache.merging(["CGO_ENABLED": "0"]) { $1 }
-            )
-        ]
-        if Self.which("cc") != nil {
-            builds.append(
-                (
-                    "go-external",
-                    ["build", "-ldflags=-linkmode=external", "-o", workspace.folder + "/go-external", "."], cache
-                )
-            )
-        }
-        for build in builds {
-            let built = try Self.runIn(module, Self.which("go")!, build.arguments, environment: build.environment)
-            guard built.status == 0 else {
-                Issue.record("go build failed: \(built.errors)")
-                continue
-            }
-            let refused = try workspace.run(workspace.folder + "/" + build.name)
-            #expect(refused.0.status == 125 && !refused.ran, "\(build.name): \(refused.0)")
-            #expect(refused.0.errors.contains("Go program"), "\(build.name): \(refused.0.errors)")
-        }
     }
 
     @Test func aMissingPreloadLibraryIsAnErrorNotALoop() throws {

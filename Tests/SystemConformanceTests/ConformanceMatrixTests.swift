@@ -18,7 +18,7 @@ import Glibc
 /// |---|---|---|
 /// | Swift evaluator | a task scope (`Chaos.with`): Swift answers the engine's `ask` | a task scope |
 /// | applied globally | the C engine in this process (the compiled plan) | the Swift point |
-/// | `chaos run` | the probe program under the preload library (JSON and `CHAOS` only) | — |
+/// | `chaos run` | the probe program under the preload library, and again under the seccomp delivery (JSON and `CHAOS` only) | — |
 ///
 /// Serialized, and one turn of the process-wide system chaos: the global cells install
 /// plans and rebind GOT slots.
@@ -70,7 +70,7 @@ struct ConformanceMatrixTests {
         // Every front end the case has reached every engine that takes it (chaos run reads
         // profiles, not code).
         let fronts = 1 + (matrixCase.json == nil ? 0 : 1) + (matrixCase.chaos == nil ? 0 : 1)
-        #expect(cells.count == fronts * 2 + (matrixCase.point == .files ? fronts - 1 : 0))
+        #expect(cells.count == fronts * 2 + (matrixCase.point == .files ? (fronts - 1) * 2 : 0))
     }
 }
 
@@ -108,6 +108,10 @@ enum MatrixRunner {
                 cells.append(cell(front, "C engine in-process") { try globalFiles(matrixCase, front) })
                 if front != .code {
                     cells.append(cell(front, "chaos run") { try program(matrixCase, front) })
+                    cells.append(
+                        cell(front, "chaos run --delivery seccomp") {
+                            try program(matrixCase, front, options: ["--delivery", "seccomp", "--quiet"])
+                        })
                 }
             case .app:
                 cells.append(
@@ -187,7 +191,7 @@ enum MatrixRunner {
 
     /// The probe program under `chaos run --seed`, with the profile written as JSON (a
     /// `CHAOS` line as the JSON its parsed entries write back).
-    private static func program(_ matrixCase: MatrixCase, _ front: Front) throws -> String {
+    private static func program(_ matrixCase: MatrixCase, _ front: Front, options: [String] = []) throws -> String {
         try Build.requirePreload()
         let probe = try Build.probeProgram.get()
         let dir = try workspace(matrixCase.name, folders: ["io", "io2"])
@@ -200,7 +204,7 @@ enum MatrixRunner {
         try text.write(toFile: file, atomically: true, encoding: .utf8)
         defer { remove(file) }
         let outcome = try Command.run(
-            [Build.chaos, "run", "--profile", file, "--seed", String(matrixCase.seed), "--", probe]
+            [Build.chaos, "run"] + options + ["--profile", file, "--seed", String(matrixCase.seed), "--", probe]
                 + probeArguments(matrixCase, dir))
         guard outcome.status == 0, outcome.errors.isEmpty else { return "chaos run: \(outcome)" }
         return outcome.line
