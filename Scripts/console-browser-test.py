@@ -6,7 +6,9 @@ token URL, and with the keyboard alone: applies the `stutter` catalogue item (ti
 to the point demo.greeting, sees the program's output change and the act appear in the
 event log, selects another answer of the `weather` response set, saves a screenshot, and
 reverts. It also checks that a page of another origin cannot change chaos, even knowing
-the token. Exit status 0 when every check passed.
+the token, and then:
+- Revert all clears the form's "Applied #N".
+Exit status 0 when every check passed.
 
     python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
 
@@ -191,6 +193,20 @@ def main():
             check(demo.wait_for("greeting: hello, world", timeout=30) is not None, "reverting restores the example's greeting")
             page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
             check(True, "the banner says no chaos again")
+
+            form = page.locator('form[data-item="stutter"]')
+            lease = form.locator('input[name="lease"]')
+            form.locator("button[type=submit]").click()
+            message.filter(has_text="Applied").wait_for(timeout=30_000)
+
+            # Revert all: the form's "Applied #N" goes with the entry.
+            page.locator("#revert-all").click()
+            page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
+            try:
+                page.wait_for_function("() => document.querySelector('form[data-item=\"stutter\"] .message').textContent === ''", timeout=5_000)
+            except Exception:
+                pass  # the check below says what stayed
+            check(message.text_content() == "", "after Revert all no form still says Applied: %r" % message.text_content())
 
             foreign_origin_is_refused(browser, demo)
             browser.close()

@@ -41,6 +41,7 @@
   function say(node, text, ok) {
     node.textContent = text;
     node.className = "message " + (ok ? "ok" : "error");
+    delete node.dataset.entries;
   }
 
   // MARK: Status and entries
@@ -74,6 +75,12 @@
     table.hidden = entries.length === 0;
     $("entries-empty").hidden = entries.length !== 0;
     $("revert-all").disabled = entries.length === 0;
+    // A form's "Applied #N" stands while one of its entries is live, and goes with them
+    // (reverted here, by chaos ctl, or at the end of a lease).
+    const live = new Set(entries.map((entry) => String(entry.id)));
+    for (const message of document.querySelectorAll(".item .message[data-entries]")) {
+      if (!message.dataset.entries.split(",").some((id) => live.has(id))) say(message, "", true);
+    }
     for (const entry of entries) {
       const last = entry.lastAct ? "call " + entry.lastAct.callIndex + ", entry seed " + entry.lastAct.entrySeed : "never fired";
       const toggle = element("button", {
@@ -199,6 +206,7 @@
         try {
           const applied = await api("POST", "/v1/entries?source=console", { entries: [{ point: point.name, provider }] });
           say(message, "Applied " + applied.entries.map((entry) => "#" + entry).join(", ") + " to " + point.name, true);
+          message.dataset.entries = applied.entries.join(",");
         } catch (error) {
           say(message, error.message, false);
         }
