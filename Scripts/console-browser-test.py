@@ -7,6 +7,7 @@ to the point demo.greeting, sees the program's output change and the act appear 
 event log, selects another answer of the `weather` response set, saves a screenshot, and
 reverts. It also checks that a page of another origin cannot change chaos, even knowing
 the token, and then:
+- lease times are 24-hour (in an en-US page, whose default is 12-hour);
 - Revert all clears the form's "Applied #N".
 Exit status 0 when every check passed.
 
@@ -19,6 +20,7 @@ import http.server
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -142,7 +144,8 @@ def main():
         check(demo.wait_for("greeting: hello, world") is not None, "the example greets plainly before chaos")
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=arguments.chromium, args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            # en-US writes times 12-hour by default: the page must not.
+            page = browser.new_page(viewport={"width": 1280, "height": 1000}, locale="en-US")
             page.goto(demo.console_url)
             banner = page.locator("#banner")
             page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
@@ -196,8 +199,14 @@ def main():
 
             form = page.locator('form[data-item="stutter"]')
             lease = form.locator('input[name="lease"]')
+            # Lease times are 24-hour, as the event log's are.
+            lease.fill("1h")
             form.locator("button[type=submit]").click()
             message.filter(has_text="Applied").wait_for(timeout=30_000)
+            cell = page.locator("#entries tbody tr td.lease").first
+            page.wait_for_function("() => /\\d/.test(document.querySelector('#entries tbody td.lease')?.textContent || '')", timeout=30_000)
+            lease_text = cell.text_content()
+            check(re.fullmatch(r"\d\d:\d\d:\d\d", lease_text) is not None, "the lease ends at a 24-hour time: " + lease_text)
 
             # Revert all: the form's "Applied #N" goes with the entry.
             page.locator("#revert-all").click()

@@ -44,6 +44,15 @@
     delete node.dataset.entries;
   }
 
+  // The time of day, 24-hour and the same in every locale: the lease column and the event
+  // log both show times this way.
+  function timeOfDay(value, milliseconds) {
+    const date = new Date(value);
+    const two = (number) => String(number).padStart(2, "0");
+    const text = two(date.getHours()) + ":" + two(date.getMinutes()) + ":" + two(date.getSeconds());
+    return milliseconds ? text + "." + String(date.getMilliseconds()).padStart(3, "0") : text;
+  }
+
   // MARK: Status and entries
 
   async function refreshEntries() {
@@ -101,7 +110,7 @@
         element("td", { className: "number", text: String(entry.acted) }),
         element("td", { className: "number", text: String(entry.passed) }),
         element("td", { text: last }),
-        element("td", { text: entry.leaseEnds ? new Date(entry.leaseEnds).toLocaleTimeString() : "—" }),
+        element("td", { className: "lease", text: entry.leaseEnds ? timeOfDay(entry.leaseEnds, false) : "—" }),
         element("td", { className: "actions" }, [toggle, revert]),
       ]);
       body.append(row);
@@ -277,7 +286,7 @@
       let event;
       try { event = JSON.parse(message.data); } catch (_) { return; }
       const list = $("events");
-      const time = new Date(event.date).toLocaleTimeString([], { hour12: false }) + "." + String(new Date(event.date).getMilliseconds()).padStart(3, "0");
+      const time = timeOfDay(event.date, true);
       const text = time + "  " + (event.entry ? "#" + event.entry + " " : "") + event.point + " ← " + event.provider +
         "  call " + event.callIndex + "  entry seed " + event.entrySeed;
       list.prepend(element("li", { text }));
