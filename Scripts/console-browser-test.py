@@ -7,6 +7,7 @@ to the point demo.greeting, sees the program's output change and the act appear 
 event log, selects another answer of the `weather` response set, saves a screenshot, and
 reverts. It also checks that a page of another origin cannot change chaos, even knowing
 the token, and then:
+- a bad lease is reported at its field, not at a place in the JSON the page sent;
 - lease times are 24-hour (in an en-US page, whose default is 12-hour);
 - Revert all clears the form's "Applied #N".
 Exit status 0 when every check passed.
@@ -197,12 +198,21 @@ def main():
             page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
             check(True, "the banner says no chaos again")
 
+            # A refused form says which field is wrong, not where in the JSON it sent.
             form = page.locator('form[data-item="stutter"]')
             lease = form.locator('input[name="lease"]')
+            lease.fill("soon")
+            form.locator("button[type=submit]").click()
+            message.filter(has_text="lease").wait_for(timeout=30_000)
+            text = message.text_content()
+            check(text.startswith("lease: ") and not text.startswith("lease: lease") and "console:" not in text and "$." not in text, "a bad lease is reported at its field: " + text)
+            check(lease.get_attribute("aria-invalid") == "true", "the lease field is marked invalid")
+
             # Lease times are 24-hour, as the event log's are.
             lease.fill("1h")
             form.locator("button[type=submit]").click()
             message.filter(has_text="Applied").wait_for(timeout=30_000)
+            check(lease.get_attribute("aria-invalid") is None, "the lease field is no longer marked invalid")
             cell = page.locator("#entries tbody tr td.lease").first
             page.wait_for_function("() => /\\d/.test(document.querySelector('#entries tbody td.lease')?.textContent || '')", timeout=30_000)
             lease_text = cell.text_content()

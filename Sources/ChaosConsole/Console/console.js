@@ -33,6 +33,8 @@
       const error = (data && data.error) || { kind: "http", message: "HTTP " + response.status };
       const failure = new Error((error.subject ? error.subject + ": " : "") + error.message);
       failure.kind = error.kind;
+      failure.subject = error.subject;
+      failure.detail = error.message;
       throw failure;
     }
     return data;
@@ -51,6 +53,21 @@
     const two = (number) => String(number).padStart(2, "0");
     const text = two(date.getHours()) + ":" + two(date.getMinutes()) + ":" + two(date.getSeconds());
     return milliseconds ? text + "." + String(date.getMilliseconds()).padStart(3, "0") : text;
+  }
+
+  // Where a refused form's error is, said as the form says it. The endpoint locates
+  // profile errors in the JSON the page sent ("console:1:82 at $.entries[0].provider.lease");
+  // the page wrote that JSON from the form, so it knows the field each path came from.
+  // `parameters` and `modifiers` map names to the form's inputs.
+  function fieldError(error, parameters, modifiers) {
+    const match = /^.*:\d+:\d+ at \$\.entries\[\d+\](.*)$/.exec(error.subject || "");
+    if (!match) return { text: error.message };
+    const parameter = /^\.provider\.parameters\.([^.[]+)/.exec(match[1])?.[1];
+    const modifier = /^\.provider\.([^.[]+)$/.exec(match[1])?.[1];
+    const name = parameter || modifier;
+    const input = parameter ? parameters.get(parameter) : modifier ? modifiers.get(modifier) : undefined;
+    const named = !input || error.detail.startsWith(name + ":") || error.detail.startsWith(name + " ");
+    return { text: (named ? "" : name + ": ") + error.detail, input };
   }
 
   // MARK: Status and entries
@@ -212,12 +229,17 @@
         if (probability.value.trim() !== "") provider.probability = Number(probability.value);
         if (times.value.trim() !== "") provider.times = Number(times.value);
         if (lease.value.trim() !== "") provider.lease = lease.value.trim();
+        const named = new Map(inputs.map(([parameter, input]) => [parameter.name, input]));
+        const modifiers = new Map([["probability", probability], ["times", times], ["lease", lease]]);
+        for (const input of [...named.values(), ...modifiers.values()]) input.removeAttribute("aria-invalid");
         try {
           const applied = await api("POST", "/v1/entries?source=console", { entries: [{ point: point.name, provider }] });
           say(message, "Applied " + applied.entries.map((entry) => "#" + entry).join(", ") + " to " + point.name, true);
           message.dataset.entries = applied.entries.join(",");
         } catch (error) {
-          say(message, error.message, false);
+          const located = fieldError(error, named, modifiers);
+          say(message, located.text, false);
+          if (located.input) located.input.setAttribute("aria-invalid", "true");
         }
         await refreshEntries();
       },
