@@ -9,7 +9,8 @@ reverts. It also checks that a page of another origin cannot change chaos, even 
 the token, and then:
 - a bad lease is reported at its field, not at a place in the JSON the page sent;
 - lease times are 24-hour (in an en-US page, whose default is 12-hour);
-- Revert all clears the form's "Applied #N".
+- Revert all clears the form's "Applied #N";
+- no request of the page (the favicon included) was refused.
 Exit status 0 when every check passed.
 
     python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
@@ -147,6 +148,8 @@ def main():
             browser = playwright.chromium.launch(executable_path=arguments.chromium, args=["--no-sandbox"])
             # en-US writes times 12-hour by default: the page must not.
             page = browser.new_page(viewport={"width": 1280, "height": 1000}, locale="en-US")
+            refused = []
+            page.on("response", lambda response: refused.append(response.url.split("?")[0] + " " + str(response.status)) if response.status >= 400 else None)
             page.goto(demo.console_url)
             banner = page.locator("#banner")
             page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
@@ -226,6 +229,8 @@ def main():
             except Exception:
                 pass  # the check below says what stayed
             check(message.text_content() == "", "after Revert all no form still says Applied: %r" % message.text_content())
+            unauthorized = [line for line in refused if line.endswith((" 401", " 403", " 404"))]
+            check(not unauthorized, "no request of the page was refused (favicon included): %s" % unauthorized)
 
             foreign_origin_is_refused(browser, demo)
             browser.close()

@@ -17,8 +17,16 @@ extension ChaosConsole {
     /// The largest request body accepted (a profile): 1 MiB.
     static let maximumBody = 1 << 20
 
+    /// The one path answered without the token: browsers ask for it on their own, with no
+    /// way to send one. Its answer (204, no body) says nothing about the process.
+    static let faviconPath = "/favicon.ico"
+
     func respond(to request: Request) async -> Response {
         if let refusal = refusal(of: request) { return refusal }
+        if request.uri.path == Self.faviconPath {
+            guard request.method == .get || request.method == .head else { return notAllowed("GET") }
+            return Response(status: .noContent, headers: Self.commonHeaders)
+        }
         let rawPath = request.uri.path
         let parts = rawPath.split(separator: "/", omittingEmptySubsequences: true).map {
             $0.removingPercentEncoding ?? String($0)
@@ -111,6 +119,8 @@ extension ChaosConsole {
                 .forbidden, "forbiddenOrigin", subject: "Sec-Fetch-Site: cross-site",
                 "cross-site requests are refused; use the console this endpoint serves")
         }
+        // Host, Origin and Sec-Fetch-Site are checked for it too.
+        if request.uri.path == Self.faviconPath, request.method == .get || request.method == .head { return nil }
         var offered: Substring?
         if let authorization = request.headers[.authorization] {
             let parts = authorization.split(separator: " ", maxSplits: 1)

@@ -128,6 +128,28 @@ func errorKind(_ response: ControlResponse) -> String? {
         let noPage = try await offload { try rawRequest(url, ["GET /console HTTP/1.1", "Host: \(host)"]) }
         #expect(noPage.status == 401)
         #expect(noPage.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+
+        // Browsers ask for /favicon.ico on their own, without the token: an empty answer,
+        // still behind the Host and Origin checks, and for that exact path and GET only.
+        let favicons: [(String, [String], Int)] = [
+            ("the favicon", ["GET /favicon.ico HTTP/1.1", "Host: \(host)"], 204),
+            ("the favicon, HEAD", ["HEAD /favicon.ico HTTP/1.1", "Host: \(host)"], 204),
+            ("the favicon with a query", ["GET /favicon.ico?x=1 HTTP/1.1", "Host: \(host)"], 204),
+            ("the favicon from a foreign Host", ["GET /favicon.ico HTTP/1.1", "Host: evil.example"], 403),
+            (
+                "the favicon for a foreign Origin",
+                ["GET /favicon.ico HTTP/1.1", "Host: \(host)", "Origin: http://evil.example"], 403
+            ),
+            ("a POST to the favicon", ["POST /favicon.ico HTTP/1.1", "Host: \(host)"], 401),
+            ("an encoded favicon path", ["GET /favicon%2Eico HTTP/1.1", "Host: \(host)"], 401),
+            ("a path below the favicon", ["GET /favicon.ico/../v1/entries HTTP/1.1", "Host: \(host)"], 401),
+            ("the entries beside it", ["GET /v1/entries HTTP/1.1", "Host: \(host)"], 401),
+        ]
+        for (label, head, status) in favicons {
+            let response = try await offload { try rawRequest(url, head) }
+            #expect(response.status == status, "\(label)")
+            if status == 204 { #expect(response.body.isEmpty, "\(label)") }
+        }
         await endpoint.finish()
     }
 
