@@ -119,7 +119,7 @@ public enum ControlAPI {
     public struct Point: Codable, Sendable, Hashable {
         /// Its name.
         public var name: String
-        /// Its shape, e.g. `(()) -> Date`.
+        /// Its shape, e.g. `() -> Date`.
         public var signature: String
         /// Its catalogue items.
         public var items: [CatalogueItem]

@@ -20,8 +20,8 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         _ original: @escaping @Sendable (Arguments) async throws(Failure) -> Result
     ) {
         self.original = original
-        let signature =
-            "(\(Arguments.self)) async \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+        let signature = PointInfo.signature(
+            arguments: Arguments.self, result: Result.self, failure: Failure.self, isAsync: true)
         self.core = PointCore(name: name, signature: signature, catalogue: catalogue, activation: activation)
     }
 

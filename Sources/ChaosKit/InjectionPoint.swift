@@ -42,8 +42,8 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         _ original: @escaping @Sendable (Arguments) throws(Failure) -> Result
     ) {
         self.original = original
-        let signature =
-            "(\(Arguments.self)) \(Failure.self == Never.self ? "" : "throws(\(Failure.self)) ")-> \(Result.self)"
+        let signature = PointInfo.signature(
+            arguments: Arguments.self, result: Result.self, failure: Failure.self, isAsync: false)
         self.core = PointCore(name: name, signature: signature, catalogue: catalogue, activation: activation)
     }
 

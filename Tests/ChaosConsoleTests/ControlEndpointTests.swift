@@ -72,6 +72,19 @@ import Testing
         await endpoint.finish()
     }
 
+    @Test func aPointWithoutArgumentsListsItsSignatureWithEmptyParentheses() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let now = InjectionPoint(name) { Date(timeIntervalSince1970: 0) }
+        let fetch = AsyncInjectionPoint<Void, Int, ChaosError>(name + ".fetch") { 1 }
+        let points = try await offload { try endpoint.client.points() }
+        #expect(points.first { $0.name == name }?.signature == "() -> Date")
+        #expect(points.first { $0.name == name + ".fetch" }?.signature == "() async throws(ChaosError) -> Int")
+        #expect(!points.contains { $0.signature.contains("(())") })
+        withExtendedLifetime((now, fetch)) {}
+        await endpoint.finish()
+    }
+
     @Test func revertsEnablesAndDisablesOneEntry() async throws {
         let endpoint = try await TestEndpoint.start()
         let name = uniqueName()
