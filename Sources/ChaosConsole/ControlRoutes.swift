@@ -180,13 +180,21 @@ extension ChaosConsole {
             // A profile sent to a running app may name points it has not made yet.
             let chaos = try profile.apply(missingPoints: .wait)
             keep(chaos)
-            let ids = (chaos.appliedEntries + chaos.waitingEntries).map(\.id.number).sorted()
+            let entries = (chaos.appliedEntries + chaos.waitingEntries).sorted { $0.id.number < $1.id.number }
             Self.logger.info(
-                "chaos control: profile applied", metadata: ["entries": "\(ids)", "seed": "\(chaos.seed)"])
+                "chaos control: profile applied",
+                metadata: ["entries": "\(Self.logSummary(entries))", "seed": "\(chaos.seed)"])
+            let ids = entries.map(\.id.number)
             return json(ControlAPI.Applied(entries: ids, seed: String(chaos.seed)), status: .created)
         } catch {
             return failure(error)
         }
+    }
+
+    /// What an apply did, for the log: each entry's id, point and provider
+    /// (`#3 demo.greeting ← stutter(times: 2)`), each cut to 200 characters (names are input).
+    static func logSummary(_ entries: [ProfileEntry]) -> String {
+        entries.map { "\($0.id) \(InputExcerpt.of($0.description, limit: 200))" }.joined(separator: ", ")
     }
 
     private func entry(_ id: Int) -> Response {

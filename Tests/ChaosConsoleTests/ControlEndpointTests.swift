@@ -1,6 +1,6 @@
 // Needs the console's server: runs with `swift test --traits Console`.
 #if Console
-import ChaosConsole
+@testable import ChaosConsole
 @testable import ChaosControl
 import ChaosKit
 import ChaosNetwork
@@ -83,6 +83,16 @@ import Testing
         #expect(!points.contains { $0.signature.contains("(())") })
         withExtendedLifetime((now, fetch)) {}
         await endpoint.finish()
+    }
+
+    @Test func theApplyLogLineSaysWhatWasApplied() throws {
+        let name = uniqueName()
+        let point = makePoint(name)
+        let entries = try ChaosProfile.decode(json: profile(name, item: "add", parameters: #"{"amount": 5}"#))
+            .profileEntries
+        let line = ChaosConsole.logSummary(entries)
+        #expect(line == "\(entries[0].id) \(name) ← add(amount: 5)", "\(line)")
+        #expect(point(1) == 1)
     }
 
     @Test func revertsEnablesAndDisablesOneEntry() async throws {
