@@ -173,7 +173,8 @@ struct Tour {
 
         heading("Mistakes are typed errors, and nothing is half applied.")
         let good = ProfileEntry(DemoApp.today, .constant(.distantFuture))
-        let bad = ProfileEntry(DemoApp.greeting, .constant("?").probability(1.5))
+        // A value that reads as one in the error (a "?" there looked like a value not shown).
+        let bad = ProfileEntry(DemoApp.greeting, .constant("never greeted").probability(1.5))
         do {
             try Chaos(seed: seed).profile(good, bad).apply()
         } catch {

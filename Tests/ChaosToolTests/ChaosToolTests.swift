@@ -153,6 +153,9 @@ import Testing
         let outcome = try Self.chaos("demo", "--seed", "7")
         #expect(outcome.status == 0, "\(outcome.errors)")
         #expect(outcome.output.contains("apply() threw"))
+        // The refused entry is shown with its real constant, not a placeholder.
+        #expect(outcome.output.contains("demo.greeting ← constant(never greeted) with probability 1.5"))
+        #expect(!outcome.output.contains("(?)"), "\(outcome.output)")
         #expect(outcome.output.contains("Done: every point is back to its original."))
     }
 
