@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "CChaosFaults.h"
+#include "descriptors.h"
 #include "syscalls.h"
 #include "tracee.h"
 
@@ -56,7 +58,7 @@ static void go_on(int listener, uint64_t id) { respond(listener, id, 0, 0, 1); }
 /// A trapped call as the engine sees it, with the storage its pointers point into.
 struct described {
     chaos_call call;
-    char path[PATH_CAPACITY], path2[PATH_CAPACITY];
+    char path[PATH_CAPACITY], path2[PATH_CAPACITY];  ///< named paths (descriptors: the cache's)
     unsigned char address[128];
 };
 
@@ -69,35 +71,14 @@ static int named_path(pid_t tid, int32_t fn, int dirfd, uint64_t path_arg, char 
     return chaos_path_reached(fn, AT_FDCWD, absolute, out, PATH_CAPACITY) < 0 ? -1 : 0;
 }
 
-/// The files behind `chaos run`'s own descriptors 0–2, which the program inherits.
-static struct inherited { dev_t device; ino_t inode; int open; } inherited[3];
-
-void chaos_answer_remember_inherited(void) {
-    for (int fd = 0; fd < 3; fd++) {
-        struct stat info;
-        inherited[fd].open = fstat(fd, &info) == 0;
-        inherited[fd].device = info.st_dev;
-        inherited[fd].inode = info.st_ino;
-    }
-}
-
-/// Whether descriptor `fd` (0–2) of `tid` is still the file `chaos run` handed down: then,
-/// as under the preload, only an entry naming its exact path reaches it. A file the
-/// program itself put there (a shell's `> file`) is like any other.
-static int inherited_descriptor(pid_t tid, int fd) {
-    if (fd < 0 || fd > 2 || !inherited[fd].open) return 0;
-    char link[64];
-    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
-    struct stat info;
-    return stat(link, &info) == 0 && info.st_dev == inherited[fd].device && info.st_ino == inherited[fd].inode;
-}
-
 /// Describes a call on descriptor `fd` (its point and fn already in `d->call`); 1 when it
 /// is a file. Sockets stay with the preload delivery (send and recv entries).
 static int descriptor_call(pid_t tid, int fd, struct described *d) {
-    if (chaos_tracee_descriptor(tid, fd, d->path, sizeof d->path) != 1) return 0;
-    d->call.special = inherited_descriptor(tid, fd);
-    d->call.path = d->path;
+    const char *path = NULL;
+    int special = 0;
+    if (chaos_descriptors_lookup(tid, fd, &path, &special) != 1) return 0;
+    d->call.special = special;
+    d->call.path = path;
     return 1;
 }
 
@@ -327,9 +308,15 @@ struct waiting {
     int64_t due_ns;
 };
 
-// The supervisor is one thread: these are its own.
-static struct waiting *waiting;
-static int waiting_count, waiting_capacity;
+// Added to by the thread that decides calls, answered by the one that keeps time.
+static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct waiting *waiting;  // under waiting_lock
+static int waiting_count, waiting_capacity;  // under waiting_lock
+static int waiting_wake = -1;  // an eventfd told of each new wait (-1: none)
+
+void chaos_answer_wake(int eventfd) { waiting_wake = eventfd; }
+
+void chaos_answer_go_on(int listener, uint64_t id) { go_on(listener, id); }
 
 /// Executes a decided call's outcome.
 static void act(int listener, const struct seccomp_notif *n, const chaos_outcome *o) {
@@ -343,23 +330,33 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
 
 int chaos_answer_due(int listener) {
     int64_t now = monotonic_ns(), next = -1;
+    pthread_mutex_lock(&waiting_lock);
     for (int i = 0; i < waiting_count;) {
         if (waiting[i].due_ns <= now) {
             struct waiting due = waiting[i];
             waiting[i] = waiting[--waiting_count];
+            pthread_mutex_unlock(&waiting_lock);
             act(listener, &due.call, &due.outcome);
+            pthread_mutex_lock(&waiting_lock);
+            i = 0;  // the list may have changed meanwhile
             continue;
         }
         int64_t left = waiting[i].due_ns - now;
         if (next < 0 || left < next) next = left;
         i++;
     }
+    pthread_mutex_unlock(&waiting_lock);
     return next < 0 ? -1 : (int)((next + 999999) / 1000000);
 }
 
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (!sc) {
+        go_on(listener, n->id);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_RENUMBER || sc->shape == CHAOS_SHAPE_EXEC) {
+        chaos_descriptors_forget();
         go_on(listener, n->id);
         return;
     }
@@ -370,8 +367,12 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     static struct described d;  // one thread: reused, too big for a small stack frame
     uint64_t id = n->id;
     chaos_outcome o;
+    // Only what was read out of the thread's memory needs the call to be still waiting:
+    // descriptors are named through /proc, and a thread id is not reused unseen (clone).
+    int from_memory = sc->shape != CHAOS_SHAPE_FD && sc->shape != CHAOS_SHAPE_TRANSFER && sc->shape != CHAOS_SHAPE_VECTOR;
     int decided = sc->shape == CHAOS_SHAPE_COPY ? decide_copy(n, sc, &d, &o)
-                  : describe(n, sc, &d) && ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0 && chaos_fault_decide(&d.call, &o);
+                  : describe(n, sc, &d) && (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0) &&
+                        chaos_fault_decide(&d.call, &o);
     if (!decided) {
         go_on(listener, n->id);
         return;
@@ -380,10 +381,12 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         act(listener, n, &o);
         return;
     }
+    pthread_mutex_lock(&waiting_lock);
     if (waiting_count == waiting_capacity) {
         int capacity = waiting_capacity ? waiting_capacity * 2 : 16;
         struct waiting *grown = realloc(waiting, (size_t)capacity * sizeof *grown);
         if (!grown) {
+            pthread_mutex_unlock(&waiting_lock);
             act(listener, n, &o);  // out of memory: the outcome without its wait
             return;
         }
@@ -391,4 +394,8 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         waiting_capacity = capacity;
     }
     waiting[waiting_count++] = (struct waiting){ *n, o, monotonic_ns() + o.delay_ns };
+    pthread_mutex_unlock(&waiting_lock);
+    uint64_t one = 1;
+    ssize_t told = waiting_wake >= 0 ? write(waiting_wake, &one, sizeof one) : 0;
+    (void)told;  // an eventfd only refuses a write at 2^64 - 2 unread wakes
 }

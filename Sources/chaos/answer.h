@@ -3,13 +3,19 @@
 #define CHAOS_ANSWER_H
 
 #include <linux/seccomp.h>
+#include <stdint.h>
 
 /// Decides the trapped call `notification` with the active plan and answers it through
 /// `listener`: at once, or (with a delay) when `chaos_answer_due` finds it due.
 void chaos_answer(int listener, const struct seccomp_notif *notification);
 
-/// Notes which files `chaos run`'s descriptors 0–2 are, before the program inherits them.
-void chaos_answer_remember_inherited(void);
+/// Lets call `id` go on as it is.
+void chaos_answer_go_on(int listener, uint64_t id);
+
+/// Names the eventfd to be told (written 1) whenever a call starts waiting out a delay,
+/// so that whoever calls `chaos_answer_due` looks again. Calls may be decided on one
+/// thread and their delays answered on another.
+void chaos_answer_wake(int eventfd);
 
 /// Answers the delayed calls whose time has come; returns the milliseconds until the next
 /// one (-1: none waits).

@@ -17,6 +17,10 @@
 #define CHAOS_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #endif
 
+/// The operations that name a file by descriptor: a plan with one of them remembers
+/// descriptors (descriptors.c).
+#define DESCRIPTOR_OPS (CHAOS_OP_READ | CHAOS_OP_WRITE | CHAOS_OP_SYNC | CHAOS_OP_TRUNCATE)
+#define RENUMBER(nr) { nr, CHAOS_POINT_FILES, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_RENUMBER, 0, 0 }
 #define FILES(nr, fn, op, shape) { nr, CHAOS_POINT_FILES, fn, op, shape, 0, 0 }
 #define MOVE(nr, fn, op, shape, positioned, writes) { nr, CHAOS_POINT_FILES, fn, op, shape, positioned, writes }
 
@@ -74,9 +78,19 @@ static const struct chaos_syscall table[] = {
     { __NR_time, CHAOS_POINT_CLOCK, CHAOS_FN_TIME, 0, CHAOS_SHAPE_TIME, 0, 0 },
 #endif
     // Every program a clock plan reaches must read its clock with system calls: the
-    // supervisor watches each exec to hide the vDSO from the program it starts.
-    { __NR_execve, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EXEC, 0, 0 },
-    { __NR_execveat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EXEC, 0, 0 },
+    // supervisor watches each exec to hide the vDSO from the program it starts (and
+    // forgets the descriptors it knew, as exec closes some).
+    { __NR_execve, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
+    { __NR_execveat, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
+    // What can make a descriptor number or a thread id name something else: the
+    // supervisor forgets what it knew of them (descriptors.c).
+    RENUMBER(__NR_close), RENUMBER(__NR_close_range), RENUMBER(__NR_dup3), RENUMBER(__NR_clone), RENUMBER(__NR_clone3),
+#ifdef __NR_dup2
+    RENUMBER(__NR_dup2),
+#endif
+#ifdef __NR_fork
+    RENUMBER(__NR_fork), RENUMBER(__NR_vfork),
+#endif
 };
 
 enum { TABLE_COUNT = sizeof table / sizeof table[0] };
@@ -98,9 +112,9 @@ static uint64_t needed_rows(const chaos_plan *plan) {
     uint64_t rows = 0;
     for (int i = 0; i < TABLE_COUNT; i++) {
         const struct chaos_syscall *call = &table[i];
-        if (!(points >> call->point & 1)) continue;
-        if (call->point == CHAOS_POINT_FILES && !(ops & call->op)) continue;
-        rows |= 1ull << i;
+        int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op));
+        int for_descriptors = call->shape == CHAOS_SHAPE_EXEC && (points >> CHAOS_POINT_FILES & 1) && (ops & call->op);
+        if (for_point || for_descriptors) rows |= 1ull << i;
     }
     return rows;
 }

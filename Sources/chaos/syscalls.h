@@ -24,6 +24,7 @@ enum chaos_shape {
     CHAOS_SHAPE_TIMEOFDAY,   ///< args: timeval, timezone
     CHAOS_SHAPE_TIME,        ///< args: time_t pointer (may be 0)
     CHAOS_SHAPE_EXEC,        ///< execve, execveat: the supervisor hides the vDSO from what they start
+    CHAOS_SHAPE_RENUMBER,    ///< close, dup2, clone…: a descriptor or thread id may name another now
 };
 
 /// One trapped system call.
