@@ -102,6 +102,98 @@ func runGroup() throws -> Group? {
         wholeProcess("plain_write_ms", write),
         wholeProcess("chaos_run_write_ms", [chaos, "run", "--profile", filesProfile, "--"] + write),
     ]
+    // Every write a trap, against strace's fault injection on the same writes. strace is
+    // given `-e trace=write` as well, its fastest form: without it, it traces every call.
+    // Both deliveries pay a round trip to another process per write, so a quarter of the
+    // command (50,000 writes) is enough to measure them.
+    let trappedWrite = [dd, "if=/dev/zero", "of=\(folder)/out", "bs=64", "count=50000", "status=none"]
+    if let strace = programOnPath("strace") {
+        metrics.append(
+            wholeProcess(
+                "strace_inject_write_ms",
+                [
+                    strace, "-f", "-o", "/dev/null", "--seccomp-bpf", "-e", "trace=write", "-e",
+                    "inject=write:error=ENOSPC",
+                    "-P", "/nonexistent/chaos-bench",
+                ] + trappedWrite))
+    }
+    metrics.append(
+        wholeProcess(
+            "seccomp_write_ms",
+            [chaos, "run", "--quiet", "--delivery", "seccomp", "--profile", filesProfile, "--"] + trappedWrite))
+    if let goClock = try goClockProgram(folder) {
+        metrics.append(goTimeNow(chaos: chaos, program: goClock, profile: clockProfile))
+    }
     // Whole-process figures are medians of at least 15 alternating runs (the contract).
     return Group(name: "run", metrics: metrics, minimumRepetitions: 15)
+}
+
+/// A static Go program that reads `time.Now()` N times (its argument) and prints how long
+/// that took in nanoseconds, by its monotonic clock (which the profile leaves real). Built
+/// with Debian's golang-go; nil (the metric is left out) without it.
+func goClockProgram(_ folder: String) throws -> String? {
+    guard let go = programOnPath("go") else { return nil }
+    let module = folder + "/go-clock"
+    try FileManager.default.createDirectory(atPath: module, withIntermediateDirectories: true)
+    try Data("module goclock\n\ngo 1.19\n".utf8).write(to: URL(fileURLWithPath: module + "/go.mod"))
+    try Data(
+        """
+        package main
+
+        import (
+            "fmt"
+            "os"
+            "strconv"
+            "time"
+        )
+
+        func main() {
+            n, _ := strconv.Atoi(os.Args[1])
+            start := time.Now()
+            var last time.Time
+            for i := 0; i < n; i++ {
+                last = time.Now()
+            }
+            fmt.Println(time.Since(start).Nanoseconds(), last.Year())
+        }
+        """.utf8
+    ).write(to: URL(fileURLWithPath: module + "/main.go"))
+    let output = folder + "/go-clock-program"
+    let build = Process()
+    build.executableURL = URL(fileURLWithPath: go)
+    build.arguments = ["build", "-o", output, "."]
+    build.currentDirectoryURL = URL(fileURLWithPath: module)
+    build.environment = ProcessInfo.processInfo.environment.merging([
+        "CGO_ENABLED": "0", "GOCACHE": folder + "/go-cache", "GOFLAGS": "-mod=mod",
+    ]) { $1 }
+    try build.run()
+    build.waitUntilExit()
+    return build.terminationStatus == 0 ? output : nil
+}
+
+/// `time.Now()` in a static Go program under `chaos run` with a clock offset (the seccomp
+/// delivery: every reading is a trapped system call), per call.
+func goTimeNow(chaos: String, program: String, profile: String) -> Metric {
+    Metric(name: "go_time_now_seccomp_ns", unit: .nanoseconds, iterations: 20_000) { n in
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: chaos)
+        process.arguments = ["run", "--quiet", "--profile", profile, "--", program, String(n)]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { exit(1) }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let fields = text.split(separator: " ")
+        // The program's year proves the offset reached it: a figure for real readings would
+        // measure the wrong thing.
+        let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
+        guard process.terminationStatus == 0, fields.count == 2, let elapsed = UInt64(fields[0]),
+            let year = Int(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)), year < thisYear - 20
+        else {
+            FileHandle.standardError.write(
+                Data("chaos-bench: go_time_now_seccomp_ns: unexpected output '\(text)'\n".utf8))
+            exit(1)
+        }
+        return elapsed
+    }
 }
