@@ -397,6 +397,17 @@ public final class Chaos: Sendable {
         state.withLock { $0.applied.map { $0.prepared.installation.counters(chaosSeed: seed) } }
     }
 
+    /// What every entry this `Chaos` has applied (and not reverted) did, with the entries
+    /// that never acted flagged: ``counters`` as `chaos run` reports them at exit. Entries
+    /// that wait for their point (see ``MissingPoints/wait``) are in it, never having acted.
+    public var report: ChaosReport {
+        let counters = state.withLock { state in
+            state.applied.map { $0.prepared.installation.counters(chaosSeed: seed) }
+                + state.waiting.map { EntryCounters(waiting: $0.entry) }
+        }
+        return ChaosReport(seed: seed, counters: counters)
+    }
+
     /// The entries this `Chaos` applied and that are switched on.
     public var enabledEntries: [ProfileEntry] {
         state.withLock { $0.applied.filter(\.enabled).map(\.entry) }
@@ -430,10 +441,7 @@ public final class Chaos: Sendable {
                 }
                     + state.waiting.map {
                         LiveEntry(
-                            entry: $0.entry, isEnabled: $0.enabled,
-                            counters: EntryCounters(
-                                entry: $0.entry.id, pointName: $0.entry.pointName,
-                                provider: $0.entry.providerSummary, seen: 0, acted: 0, lastAct: nil, leaseEnds: nil),
+                            entry: $0.entry, isEnabled: $0.enabled, counters: EntryCounters(waiting: $0.entry),
                             chaosSeed: chaos.seed, isPending: $0.problem == nil, problem: $0.problem)
                     }
             }
@@ -501,6 +509,9 @@ public struct ChaosScopeInfo: Sendable {
     public let entries: [ProfileEntry]
     /// What each of those entries did so far, in the same order.
     public let counters: [EntryCounters]
+
+    /// What every entry in force in the scope did, with those that never acted flagged.
+    public var report: ChaosReport { ChaosReport(seed: seed, counters: counters) }
 }
 
 extension Chaos {

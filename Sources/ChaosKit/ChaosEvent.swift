@@ -65,6 +65,15 @@ public struct EntryCounters: Sendable, CustomStringConvertible {
     }
 }
 
+extension EntryCounters {
+    /// The counters of an entry that waits for its point: nothing reached it yet.
+    init(waiting entry: ProfileEntry) {
+        self.init(
+            entry: entry.id, pointName: entry.pointName, provider: entry.providerSummary, seen: 0, acted: 0,
+            lastAct: nil, leaseEnds: nil)
+    }
+}
+
 /// An entry applied right now somewhere in the process (see ``Chaos/liveEntries``).
 public struct LiveEntry: Sendable {
     /// The entry.

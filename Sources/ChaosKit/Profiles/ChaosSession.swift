@@ -119,6 +119,12 @@ public final class ChaosSession: Sendable {
         state.withLock { $0.chaos?.counters ?? [] }
     }
 
+    /// What each applied (enabled) entry of the session did so far, with the entries that
+    /// never acted flagged (waiting ones included): what `chaos run` reports at exit.
+    public var report: ChaosReport {
+        state.withLock { $0.chaos?.report } ?? ChaosReport(seed: seed, counters: [])
+    }
+
     /// Enables or disables the entry at `index`; the session is re-applied all or nothing.
     public func setEnabled(_ enabled: Bool, at index: Int) throws(ChaosError) {
         try state.withLock { state throws(ChaosError) in
