@@ -37,6 +37,12 @@ public import Testing
 ///
 /// Invalid entries fail the test case before its body runs, with a `ChaosError` that
 /// names the entry.
+///
+/// **Armed but never fired**: with `requireFired: true` (or ``failingIfNeverFired()``), a
+/// test case in which one of the trait's entries never acted fails with one issue that names
+/// every such entry and carries the trait's `ChaosReport` (seen, acted, passed per entry):
+/// chaos that silently did nothing is the most common way a fault-injection test passes
+/// without testing anything. `chaos run --require-fired` does the same for a program.
 public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
     enum Mode: Sendable {
         case scoped
@@ -50,11 +56,17 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
     var requiresFiring = false
 
     /// This trait, failing each test case in which one of its entries never acted: "armed
-    /// but never fired", naming the entry. Chaos that silently did nothing is the most
-    /// common way a fault-injection test passes without testing anything.
+    /// but never fired", naming the entries, with the report. The same as passing
+    /// `requireFired: true` to the `.chaos(…)` that made the trait; this spelling also fits
+    /// a trait made elsewhere (e.g. `.chaos(profile:…)` kept in a constant).
     public func failingIfNeverFired() -> ChaosTrait {
+        requiringFired(true)
+    }
+
+    /// This trait, failing test cases whose entries never acted when `required` is true.
+    func requiringFired(_ required: Bool) -> ChaosTrait {
         var trait = self
-        trait.requiresFiring = true
+        trait.requiresFiring = required
         return trait
     }
 
@@ -70,7 +82,9 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
         case .scoped:
             try await Chaos.with(entries, seed: seed) {
                 try await Self.annotatingIssues(for: test, testCase: testCase, function)
-                if requiresFiring { Self.recordUnfired(entries, Chaos.currentScope?.counters ?? [], test: test) }
+                if requiresFiring, let scope = Chaos.currentScope {
+                    Self.recordUnfired(entries, seed: scope.seed, counters: scope.counters, test: test)
+                }
             }
         case .processWide where entries.isEmpty && seed == nil:
             // `.processWideChaos`: only the lock; the test applies what it needs itself.
@@ -78,20 +92,31 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
         case .processWide:
             try await ProcessWideChaos.with(entries, seed: seed) {
                 try await Self.annotatingIssues(for: test, testCase: testCase, function)
-                if requiresFiring { Self.recordUnfired(entries, ProcessWideChaos.applied?.counters ?? [], test: test) }
+                if requiresFiring, let chaos = ProcessWideChaos.applied {
+                    Self.recordUnfired(entries, seed: chaos.seed, counters: chaos.counters, test: test)
+                }
             }
         }
     }
 
-    /// Records an issue for each of `entries` whose counters show no act.
-    static func recordUnfired(_ entries: [ProfileEntry], _ counters: [EntryCounters], test: Test) {
-        for entry in entries {
-            let counted = counters.first { $0.entry == entry.id }
-            guard counted?.hasFired != true else { continue }
-            let seen = counted.map { " (\($0.seen) calls reached it)" } ?? ""
-            Issue.record(
-                "armed but never fired: entry \(entry.id) (\(entry))\(seen)", sourceLocation: test.sourceLocation)
-        }
+    /// Records one issue naming every one of `entries` that never acted (or has no counters:
+    /// it was never applied), followed by the report of `entries` from `counters`.
+    static func recordUnfired(_ entries: [ProfileEntry], seed: UInt64, counters: [EntryCounters], test: Test) {
+        let ids = Set(entries.map(\.id))
+        let report = ChaosReport(seed: seed, counters: counters.filter { $0.entry.map(ids.contains) == true })
+        let reported = Set(report.entries.map(\.entry))
+        let unfired =
+            report.neverActed.map { "entry \($0.label) (\(Self.calls($0.seen)) reached it)" }
+            + entries.filter { !reported.contains($0.id.number) }.map { "entry \($0.id) \($0) (never applied)" }
+        guard !unfired.isEmpty else { return }
+        Issue.record(
+            "armed but never fired: \(unfired.joined(separator: "; "))\nChaosKit report: \(report)",
+            sourceLocation: test.sourceLocation)
+    }
+
+    /// `no call`, `1 call`, `3 calls`.
+    private static func calls(_ count: Int) -> String {
+        count == 0 ? "no call" : count == 1 ? "1 call" : "\(count) calls"
     }
 
     /// Runs `function` so that every issue it records carries the chaos in force, and
@@ -132,15 +157,17 @@ public struct ChaosTrait: TestTrait, SuiteTrait, TestScoping {
 
 extension Trait where Self == ChaosTrait {
     /// Runs each test case in its own task scope with `entries` applied; the seed is
-    /// inherited from a trait around this one, or drawn.
-    public static func chaos(_ entries: ProfileEntry...) -> Self {
-        ChaosTrait(mode: .scoped, seed: nil, entries: { entries })
+    /// inherited from a trait around this one, or drawn. With `requireFired`, a test case in
+    /// which one of them never acted fails (see ``ChaosTrait``).
+    public static func chaos(_ entries: ProfileEntry..., requireFired: Bool = false) -> Self {
+        ChaosTrait(mode: .scoped, seed: nil, entries: { entries }).requiringFired(requireFired)
     }
 
     /// Runs each test case in its own task scope with `entries` applied and every random
-    /// choice derived from `seed` — the way to replay a failure.
-    public static func chaos(seed: UInt64, _ entries: ProfileEntry...) -> Self {
-        ChaosTrait(mode: .scoped, seed: seed, entries: { entries })
+    /// choice derived from `seed` — the way to replay a failure. With `requireFired`, a test
+    /// case in which one of them never acted fails.
+    public static func chaos(seed: UInt64, _ entries: ProfileEntry..., requireFired: Bool = false) -> Self {
+        ChaosTrait(mode: .scoped, seed: seed, entries: { entries }).requiringFired(requireFired)
     }
 
     /// Runs each test case in its own task scope with the entries `entries` makes;
@@ -149,10 +176,12 @@ extension Trait where Self == ChaosTrait {
     /// A trait cannot see a parameterized test's arguments (Swift Testing 6.3 does not
     /// make them public); for chaos that depends on the argument, open a `Chaos.with`
     /// scope in the test body — it inherits this trait's seed when it has none.
+    ///
+    /// With `requireFired`, a test case in which one of the entries never acted fails.
     public static func chaos(
-        seed: UInt64? = nil, entries: @escaping @Sendable () throws -> [ProfileEntry]
+        seed: UInt64? = nil, requireFired: Bool = false, entries: @escaping @Sendable () throws -> [ProfileEntry]
     ) -> Self {
-        ChaosTrait(mode: .scoped, seed: seed, entries: entries)
+        ChaosTrait(mode: .scoped, seed: seed, entries: entries).requiringFired(requireFired)
     }
 
     /// Runs each test case in its own task scope with the enabled entries of the JSON
@@ -162,9 +191,11 @@ extension Trait where Self == ChaosTrait {
     /// Profiles name points, and Swift creates `static let` points lazily: pass the points
     /// the profile names as `points` so they exist when the entries are resolved. A profile
     /// that cannot be read or applied fails each test case with a `ChaosError` giving
-    /// file, line, column and JSON path.
+    /// file, line, column and JSON path. With `requireFired`, a test case in which one of
+    /// the profile's entries never acted fails.
     public static func chaos(
-        profile path: String, seed: UInt64? = nil, points: any Sendable..., relativeTo file: String = #filePath
+        profile path: String, seed: UInt64? = nil, requireFired: Bool = false, points: any Sendable...,
+        relativeTo file: String = #filePath
     ) -> Self {
         _ = points
         let resolved =
@@ -176,7 +207,8 @@ extension Trait where Self == ChaosTrait {
             mode: .scoped, seed: seed ?? (try? loaded.get())?.seed,
             entries: {
                 try loaded.get().profileEntries
-            })
+            }
+        ).requiringFired(requireFired)
     }
 
     /// Applies `entries` process-wide (`Chaos(seed:).apply()`) for each test case, while
@@ -185,15 +217,16 @@ extension Trait where Self == ChaosTrait {
     ///
     /// Use this for chaos a task scope cannot carry: code on threads or detached tasks
     /// that do not inherit the test's task-locals, and (with the hooks module) C symbols.
-    public static func chaos(global entries: ProfileEntry..., seed: UInt64? = nil) -> Self {
-        ChaosTrait(mode: .processWide, seed: seed, entries: { entries })
+    /// With `requireFired`, a test case in which one of the entries never acted fails.
+    public static func chaos(global entries: ProfileEntry..., seed: UInt64? = nil, requireFired: Bool = false) -> Self {
+        ChaosTrait(mode: .processWide, seed: seed, entries: { entries }).requiringFired(requireFired)
     }
 
-    /// Like ``chaos(global:seed:)``, with entries made once per test case by `entries`.
+    /// Like ``chaos(global:seed:requireFired:)``, with entries made once per test case by `entries`.
     public static func chaos(
-        seed: UInt64? = nil, global entries: @escaping @Sendable () throws -> [ProfileEntry]
+        seed: UInt64? = nil, requireFired: Bool = false, global entries: @escaping @Sendable () throws -> [ProfileEntry]
     ) -> Self {
-        ChaosTrait(mode: .processWide, seed: seed, entries: entries)
+        ChaosTrait(mode: .processWide, seed: seed, entries: entries).requiringFired(requireFired)
     }
 
     /// Runs each test case on virtual time that starts at `start` (nil: the real time when

@@ -187,11 +187,55 @@ import Testing
     }
 }
 
-/// `.failingIfNeverFired()`: chaos that never acted fails the test, naming the entry.
+/// `requireFired: true` (or `.failingIfNeverFired()`): chaos that never acted fails the test,
+/// naming the entry, with the report.
 @Suite struct NeverFiredTests {
     static let point = InjectionPoint<Int, Int, Never>("chaostesting.never-fired") { $0 }
+    static let other = InjectionPoint<Int, Int, Never>("chaostesting.never-fired.other") { $0 }
 
-    @Test func anEntryThatNeverActsFailsTheTestNamingIt() async throws {
+    /// The text of the issues `body` records (recorded, not reported as failures).
+    static func messages(_ body: @escaping @Sendable () async throws -> Void) async throws -> [String] {
+        try await ReplayTests.issuesRecorded(by: body).map { $0.comments.map(\.rawValue).joined(separator: "\n") }
+    }
+
+    @Test func anEntryThatNeverActsFailsTheTestNamingItWithTheReport() async throws {
+        let active = Self.other.entry(.constant(0))
+        let idle = Self.point.entry(ChaosProvider.constant(0).probability(0))
+        let trait = ChaosTrait.chaos(seed: 1, active, idle, requireFired: true)
+        let test = try #require(Test.current)
+        let messages = try await Self.messages {
+            try await trait.provideScope(for: test, testCase: nil) {
+                #expect(Self.other(1) == 0)
+                _ = Self.point(1)  // reached, never acted
+            }
+        }
+        try #require(messages.count == 1, "one issue names every entry that never acted: \(messages)")
+        let lines = messages[0].split(separator: "\n").map(String.init)
+        #expect(lines.first == "armed but never fired: entry \(idle.id) \(idle) (1 call reached it)")
+        #expect(lines.dropFirst().first == "ChaosKit report: seed 1, 2 entries, 1 never acted:")
+        #expect(lines.contains("  \(active.id) \(active): seen 1, acted 1"), "\(lines)")
+        #expect(lines.contains("  \(idle.id) \(idle): seen 1, acted 0  <- NEVER ACTED"), "\(lines)")
+    }
+
+    @Test func everyEntryThatNeverActedIsNamed() async throws {
+        let idle = Self.point.entry(ChaosProvider.constant(0).probability(0))
+        let unreached = Self.other.entry(.constant(0))
+        let trait = ChaosTrait.chaos(seed: 3, requireFired: true, entries: { [idle, unreached] })
+        let test = try #require(Test.current)
+        let messages = try await Self.messages {
+            try await trait.provideScope(for: test, testCase: nil) {
+                _ = Self.point(1)
+                _ = Self.point(2)
+            }
+        }
+        try #require(messages.count == 1)
+        #expect(
+            messages[0].hasPrefix(
+                "armed but never fired: entry \(idle.id) \(idle) (2 calls reached it); "
+                    + "entry \(unreached.id) \(unreached) (no call reached it)\n"), "\(messages[0])")
+    }
+
+    @Test func theOldSpellingStillFailsTheTest() async throws {
         let idle = Self.point.entry(ChaosProvider.constant(0).probability(0))
         let trait = ChaosTrait.chaos(seed: 1, idle).failingIfNeverFired()
         let test = try #require(Test.current)
@@ -200,27 +244,45 @@ import Testing
                 _ = Self.point(1)  // reached, never acted
             }
         } matching: { issue in
-            "\(issue)".contains("armed but never fired: entry \(idle.id)") && "\(issue)".contains("1 calls reached it")
+            "\(issue)".contains("armed but never fired: entry \(idle.id)") && "\(issue)".contains("1 call reached it")
         }
     }
 
-    @Test func anEntryThatActsPasses() async throws {
+    @Test func entriesThatAllActedPass() async throws {
         let active = Self.point.entry(.constant(0))
-        let trait = ChaosTrait.chaos(seed: 1, active).failingIfNeverFired()
+        let alsoActive = Self.other.entry(ChaosProvider.constant(0).times(1))
+        let trait = ChaosTrait.chaos(seed: 1, active, alsoActive, requireFired: true)
         let test = try #require(Test.current)
-        try await trait.provideScope(for: test, testCase: nil) {
-            #expect(Self.point(1) == 0)
+        let messages = try await Self.messages {
+            try await trait.provideScope(for: test, testCase: nil) {
+                #expect(Self.point(1) == 0)
+                #expect(Self.other(1) == 0)
+                #expect(Self.other(2) == 2)
+            }
         }
+        #expect(messages.isEmpty)
+    }
+
+    @Test func withoutRequireFiredAnIdleEntryPasses() async throws {
+        let idle = Self.point.entry(ChaosProvider.constant(0).probability(0))
+        let test = try #require(Test.current)
+        let messages = try await Self.messages {
+            try await ChaosTrait.chaos(seed: 1, idle).provideScope(for: test, testCase: nil) {
+                _ = Self.point(1)
+            }
+        }
+        #expect(messages.isEmpty)
     }
 
     @Test func processWideEntriesAreCheckedToo() async throws {
         let idle = Self.point.entry(ChaosProvider.constant(0).times(1).probability(0))
-        let trait = ChaosTrait.chaos(global: idle, seed: 2).failingIfNeverFired()
+        let trait = ChaosTrait.chaos(global: idle, seed: 2, requireFired: true)
         let test = try #require(Test.current)
         try await withKnownIssue {
             try await trait.provideScope(for: test, testCase: nil) {}
         } matching: { issue in
             "\(issue)".contains("armed but never fired: entry \(idle.id)")
+                && "\(issue)".contains("ChaosKit report: seed 2, 1 entry, 1 never acted:")
         }
     }
 }
