@@ -45,13 +45,13 @@ public enum ProcessWideChaos {
         }
     }
 
+    /// The `Chaos` that ``with(_:seed:isolation:_:)`` applied for the current task, if any.
+    @TaskLocal static var applied: Chaos?
+
     /// Applies `entries` globally (all or nothing) while holding the process-wide lock,
     /// runs `body`, and reverts them afterwards — also when `body` throws.
     ///
     /// Without a seed one is drawn; ``ChaosReplay/current`` reports it inside `body`.
-    /// The `Chaos` that ``with(_:seed:isolation:_:)`` applied for the current task, if any.
-    @TaskLocal static var applied: Chaos?
-
     public static func with<T>(
         _ entries: [ProfileEntry], seed: UInt64? = nil,
         isolation: isolated (any Actor)? = #isolation,
