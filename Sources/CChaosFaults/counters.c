@@ -193,3 +193,66 @@ int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts)
     target->counts = counts;
     return 0;
 }
+
+// MARK: - Mirrors
+
+// A delivery that reports across a process tree (`chaos run`) gives each entry a pair of
+// counters in memory every process of the tree maps: decisions add to it as they count,
+// so a process killed or replaced by exec has counted all the same. Readings the clock's
+// fast path answered are tallied per thread; a process adds them when it ends
+// (chaos_fault_mirror_flush), and a forked child only those it made itself.
+
+static chaos_counts *mirrored[CHAOS_PLAN_MAX_MIRRORS];  ///< under tallies_lock
+static int mirrored_count;                              ///< under tallies_lock
+static pthread_once_t mirror_once = PTHREAD_ONCE_INIT;
+
+/// The fast readings of `counts` so far, settled or not. Under tallies_lock.
+static uint64_t fast_total(const chaos_counts *counts) {
+    uint64_t total = counts->fast;
+    for (cf_fast_tally *tally = tallies; tally; tally = tally->next)
+        if (atomic_load_explicit(&tally->counts, memory_order_relaxed) == counts->id)
+            total += atomic_load_explicit(&tally->calls, memory_order_relaxed);
+    return total;
+}
+
+static void mirror_before_fork(void) { pthread_mutex_lock(&tallies_lock); }
+static void mirror_parent_after_fork(void) { pthread_mutex_unlock(&tallies_lock); }
+
+/// In a forked child: the readings so far are the parent's to add.
+static void mirror_child_after_fork(void) {
+    for (int i = 0; i < mirrored_count; i++) mirrored[i]->mirrored_fast = fast_total(mirrored[i]);
+    pthread_mutex_unlock(&tallies_lock);
+}
+
+static void mirror_init(void) { pthread_atfork(mirror_before_fork, mirror_parent_after_fork, mirror_child_after_fork); }
+
+int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair) {
+    if (!plan || !pair || plan->generation || entry < 0 || entry >= plan->count) return -1;
+    pthread_once(&mirror_once, mirror_init);
+    chaos_counts *counts = plan->entries[entry].counts;
+    pthread_mutex_lock(&tallies_lock);
+    int listed = counts->mirror != NULL;
+    if (!listed && mirrored_count == CHAOS_PLAN_MAX_MIRRORS) {
+        pthread_mutex_unlock(&tallies_lock);
+        return -1;
+    }
+    if (!listed) {
+        cf_counts_retain(counts);
+        mirrored[mirrored_count++] = counts;
+    }
+    counts->mirror = (_Atomic uint64_t *)pair;
+    counts->mirrored_fast = fast_total(counts);
+    pthread_mutex_unlock(&tallies_lock);
+    return 0;
+}
+
+void chaos_fault_mirror_flush(void) {
+    pthread_mutex_lock(&tallies_lock);
+    for (int i = 0; i < mirrored_count; i++) {
+        chaos_counts *counts = mirrored[i];
+        uint64_t total = fast_total(counts);
+        if (total > counts->mirrored_fast) atomic_fetch_add_explicit(&counts->mirror[0], total - counts->mirrored_fast, memory_order_relaxed);
+        counts->mirrored_fast = total;
+    }
+    pthread_mutex_unlock(&tallies_lock);
+}

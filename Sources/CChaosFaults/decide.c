@@ -87,6 +87,12 @@ static bool selector_takes(walk *w, int32_t index) {
     return takes;
 }
 
+/// Counts a call the entry passed on (and in its mirror, when it has one).
+static inline void count_passed(chaos_counts *counts) {
+    atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+    if (counts->mirror) atomic_fetch_add_explicit(&counts->mirror[1], 1, memory_order_relaxed);
+}
+
 static int eval(walk *w, int32_t index, chaos_outcome *out) {
     cf_node *node = &w->entry->nodes[index];
     const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
@@ -284,11 +290,11 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         // share: a call decided while plans are switched counts once, for this entry.
         chaos_counts *counts = entry->counts;
         if (r == R_PASS) {
-            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+            if (!peek) count_passed(counts);
             continue;
         }
         if (r == R_ORIGINAL && w.delay == 0) {
-            if (!peek) atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+            if (!peek) count_passed(counts);
             break;
         }
         *out = candidate;
@@ -299,6 +305,7 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         if (!peek) {
             // Counters are statistics: relaxed, so an acted call pays no fence for them.
             atomic_fetch_add_explicit(&counts->acted, 1, memory_order_relaxed);
+            if (counts->mirror) atomic_fetch_add_explicit(&counts->mirror[0], 1, memory_order_relaxed);
             atomic_store_explicit(&counts->last_fire_call, index, memory_order_relaxed);
             atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : cf_now_realtime(), memory_order_relaxed);
         }

@@ -75,6 +75,8 @@ typedef struct cf_entry {
 /// fence for them. Seen is not kept: it is acted + passed.
 struct chaos_counts {
     _Atomic uint64_t acted, passed;
+    _Atomic uint64_t *mirror;         ///< also counted here (acted, passed), e.g. memory a process tree shares; NULL: not
+    uint64_t mirrored_fast;           ///< fast readings already added to the mirror by this process; under tallies_lock
     _Atomic uint64_t last_fire_call;  ///< the call index, in the plan that decided it
     _Atomic int64_t last_fire_ns;
     _Atomic int64_t references;

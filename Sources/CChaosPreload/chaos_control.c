@@ -46,7 +46,10 @@
 #endif
 
 // Who serves: written once by chaos_control_start before the threads start, read after.
-pid_t ctl_owner_pid;
+// The owner is this process; the endpoint is published under `ctl_public_pid`, which is
+// `chaos run`'s pid when this is the program it started (it stays the program's parent,
+// and the pid a user has of it is its own).
+pid_t ctl_owner_pid, ctl_public_pid;
 char ctl_token[65], ctl_program[256];
 // Where the endpoint lives: written by chaos_control_start before the threads start.
 static char directory[4096], socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)], file_path[4200];
@@ -192,6 +195,9 @@ __attribute__((destructor)) static void chaos_control_stop(void) {
 
 HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)) {
     ctl_owner_pid = (pid_t)syscall(SYS_getpid);
+    const char *run_parent = get("CHAOS_RUN_PARENT");
+    long parent = run_parent ? strtol(run_parent, NULL, 10) : 0;
+    ctl_public_pid = parent > 0 && parent == (long)syscall(SYS_getppid) ? (pid_t)parent : ctl_owner_pid;
     const char *explicit = get("CHAOS_CONTROL_DIR"), *runtime = get("XDG_RUNTIME_DIR"), *home = get("HOME");
     int length;
     if (explicit && *explicit) length = snprintf(directory, sizeof directory, "%s", explicit);
@@ -201,9 +207,9 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (length <= 0 || (size_t)length >= sizeof directory || directory[0] != '/') { say("CHAOS_CONTROL_DIR must be an absolute path", directory); return; }
     while (length > 1 && directory[length - 1] == '/') directory[--length] = 0;
     if (private_directory(directory) != 0) return;
-    length = snprintf(socket_path, sizeof socket_path, "%s/%d.sock", directory, (int)ctl_owner_pid);
+    length = snprintf(socket_path, sizeof socket_path, "%s/%d.sock", directory, (int)ctl_public_pid);
     if (length <= 0 || length >= 104) { say("the socket path would be 104 bytes or longer; choose a shorter CHAOS_CONTROL_DIR", directory); return; }
-    snprintf(file_path, sizeof file_path, "%s/%d.json", directory, (int)ctl_owner_pid);
+    snprintf(file_path, sizeof file_path, "%s/%d.json", directory, (int)ctl_public_pid);
 
     unsigned char random[32];
     if (syscall(SYS_getrandom, random, sizeof random, 0) != (long)sizeof random) { say("getrandom failed", strerror(errno)); return; }
@@ -233,7 +239,7 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (startup.failure[0]) { say(startup.failure, NULL); return; }
 
     buffer record = {0};
-    ctl_put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_owner_pid);
+    ctl_put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_public_pid);
     ctl_put_json_string(&record, ctl_program);
     ctl_put(&record, ",\"kind\":\"preload\",\"url\":");
     char url[sizeof socket_path + 8];
@@ -243,7 +249,7 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     ctl_put_date(&record, chaos_fault_real_ns(CLOCK_REALTIME));
     ctl_put(&record, "}\n");
     char temporary[sizeof file_path + 32];
-    snprintf(temporary, sizeof temporary, "%s/.%d.%02x%02x%02x%02x.tmp", directory, (int)ctl_owner_pid, random[0], random[1], random[2], random[3]);
+    snprintf(temporary, sizeof temporary, "%s/.%d.%02x%02x%02x%02x.tmp", directory, (int)ctl_public_pid, random[0], random[1], random[2], random[3]);
     int file = record.failed ? -1 : (int)syscall(SYS_openat, AT_FDCWD, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int written = file >= 0 && ctl_write_all(file, record.data, record.length) == (long)record.length;
     if (file >= 0) ctl_close(file);

@@ -42,6 +42,7 @@
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -107,6 +108,31 @@ static char *read_plan_file(const char *path, size_t *length) {
 
 SLOT(setenv);
 
+/// Counts every entry of `plan` into the file `chaos run` reports from (CHAOS_RUN_TALLY)
+/// as well. A file that is gone means `chaos run` has ended and reports nothing more; one
+/// of another shape is said, as its report would then be wrong.
+static void mirror_into(const char *path, chaos_plan *plan) {
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat info;
+    int32_t count = chaos_plan_entry_count(plan);
+    size_t size = sizeof(chaos_tally_header) + (size_t)count * 2 * sizeof(uint64_t);
+    void *mapped = syscall(SYS_fstat, fd, &info) == 0 && (size_t)info.st_size == size
+                       ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    syscall(SYS_close, fd);
+    chaos_tally_header *header = mapped;
+    if (mapped == MAP_FAILED || strncmp(header->magic, CHAOS_TALLY_MAGIC, sizeof header->magic) != 0 || header->entries != (uint64_t)count) {
+        if (mapped != MAP_FAILED) munmap(mapped, size);
+        say("CHAOS_RUN_TALLY ", path, "is not the tally of this plan: chaos run's report will not count this process");
+        return;
+    }
+    uint64_t *pairs = (uint64_t *)(header + 1);
+    for (int32_t e = 0; e < count; e++) chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
+}
+
+/// The readings the clock's fast path answered reach the tally when the process ends.
+__attribute__((destructor)) static void chaos_preload_flush(void) { chaos_fault_mirror_flush(); }
+
 /// Takes the calling thread out of every interceptor for good: the control endpoint's
 /// thread, whose own calls must never meet the faults it serves.
 static void quiet_thread(void) { ix_busy++; }
@@ -155,6 +181,8 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         chaos_fault_set_start_anchor(anchor_ns);
         if (control) chaos_control_anchor_chosen();
     }
+    const char *tally = get("CHAOS_RUN_TALLY");
+    if (tally && *tally) mirror_into(tally, plan);
     if (control) chaos_control_adopt(plan);
     chaos_plan_install(plan);
     free(owned);

@@ -30,9 +30,9 @@ struct Run: ParsableCommand {
             readings become system calls. A program neither delivery reaches (another ELF class, or
             entries the seccomp delivery cannot carry, such as getenv sequences) is refused before
             it starts, with the reason; --allow-unreached runs it anyway, without chaos.
-            Under the seccomp delivery, chaos run reports each entry's calls seen and acted on when
-            the program ends (--quiet: not; --report FILE: as JSON), and --require-fired fails a run
-            in which an entry never acted.
+            When the program ends, chaos run reports each entry's calls seen and acted on, counted
+            across every process of the program's tree (--quiet: not; --report FILE: as JSON), and
+            --require-fired fails a run in which an entry never acted.
             Exit status: the program's own; 125 when chaos run itself fails (a profile error,
             no preload library, a program it cannot reach, an entry that never acted under
             --require-fired), 126 when the program cannot be run, 127 when it is not found.

@@ -2,7 +2,8 @@
 // installed beside this file), except the hot path of `chaos run`: a program started under
 // a profile must not wait for a Swift runtime to start, so a profile once compiled into a
 // fault plan (by `chaos-tool run`, which writes it to a cache) is run from here, in C:
-// read the cached plan, choose the seed, set LD_PRELOAD and the plan, exec the program.
+// read the cached plan, choose the seed, set LD_PRELOAD and the plan, start the program
+// (as its parent, which reports what fired when it ends: parent.c).
 //
 // The cache key covers the profile's bytes, the current UTC day (clock offsets in calendar
 // years are converted on the day they run), the working directory (relative paths in a
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "development.h"
+#include "parent.h"
 #include "reach.h"
 #include "supervise.h"
 
@@ -264,10 +266,7 @@ static int run(char *cached, const struct run_options *options, char **argv) {
     if (!libraries) return 125;
     sprintf(libraries, existing && *existing ? "%s %s" : "%s", preload, existing ? existing : "");
     setenv("LD_PRELOAD", libraries, 1);
-    execvp(argv[0], argv);
-    int error = errno;
-    fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
-    return error == ENOENT ? 127 : 126;  // as a shell does
+    return chaos_run_preloaded(text, argv, &options->report);
 }
 
 // The Swift tool that compiles a plan blocks and ignores signals of its own (the runtime

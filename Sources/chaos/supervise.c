@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "parent.h"
 #include "descriptors.h"
 #include "report.h"
 #include "syscalls.h"
@@ -58,9 +59,6 @@
 
 /// The child's listener descriptor: written by the child, read by the parent through ptrace.
 static volatile int listener_number = -1;
-
-/// Signals `chaos run` passes on to its program (a terminal's own go to both already).
-static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP };
 
 int chaos_seccomp_available(void) {
     struct seccomp_notif_sizes sizes;
@@ -292,7 +290,7 @@ static void serve_the_rest(int listener, struct seccomp_notif *notification, siz
 static int children_changed(pid_t child, struct tracing *tracing, int *status) {
     int changed, ended = 0;
     pid_t got;
-    while ((got = waitpid(-1, &changed, WNOHANG | __WALL)) > 0) {
+    while ((got = waitpid(-1, &changed, WNOHANG | WUNTRACED | __WALL)) > 0) {
         if (WIFEXITED(changed) || WIFSIGNALED(changed)) {
             untrace(tracing, got);
             if (got == child) {
@@ -302,6 +300,10 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
             continue;
         }
         if (!WIFSTOPPED(changed)) continue;
+        if (traced_index(tracing, got) < 0) {
+            if (got == child) chaos_parent_child_stopped(child, changed);
+            continue;
+        }
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
             if (tracing->hide_vdso && chaos_tracee_hide_vdso(got) < 0)
                 fprintf(stderr, "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n", (int)got);
@@ -316,34 +318,19 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
     return ended;
 }
 
-/// Ends `chaos run` as its program ended: the same exit code, or the same signal.
-static int end_like(int status) {
-    if (!WIFSIGNALED(status)) return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-    int signal_number = WTERMSIG(status);
-    struct rlimit none = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &none);  // the program dumped its own core, if any
-    signal(signal_number, SIG_DFL);
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, signal_number);
-    sigprocmask(SIG_UNBLOCK, &only, NULL);
-    raise(signal_number);
-    return 128 + signal_number;
-}
-
-static int report(const chaos_plan *plan, const char *program, int status, const struct chaos_report_options *options) {
+/// Reports the entries' counts and returns what `chaos run` exits with.
+static int finish(const chaos_plan *plan, const char *program, int status, const struct chaos_report_options *options) {
     int count = chaos_fault_entry_count();
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
-    if (!entries) return -1;
-    for (int32_t e = 0; e < count; e++) {
+    for (int32_t e = 0; entries && e < count; e++) {
         chaos_entry_counters counters;
         if (chaos_fault_counters(e, &counters) != 0) continue;
         entries[e] = (struct chaos_report_entry){ counters.point, chaos_plan_entry_label(plan, e), counters.seen, counters.acted };
     }
     struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status };
-    int never = chaos_report_write(&run, entries, count, options);
+    int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
-    return never;
+    return code;
 }
 
 int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_options *options) {
@@ -366,12 +353,8 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
     struct seccomp_notif *notification = calloc(1, size);
 
-    sigset_t handled, original;
-    sigemptyset(&handled);
-    sigaddset(&handled, SIGCHLD);
-    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++) sigaddset(&handled, forwarded[i]);
-    sigprocmask(SIG_BLOCK, &handled, &original);
-    int signals = signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+    sigset_t original;
+    int signals = chaos_parent_block_signals(&original);
     pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0 || signals < 0 || !notification) {
@@ -413,7 +396,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         int ended = 0;
         while (read(signals, &info, sizeof info) == sizeof info) {
             if (info.ssi_signo == SIGCHLD) ended |= children_changed(child, &tracing, &status);
-            else if (info.ssi_code != SI_KERNEL) kill(child, (int)info.ssi_signo);
+            else chaos_parent_pass_on(&info, child);
         }
         if (ended) break;
     }
@@ -423,11 +406,5 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);
-    int never = report(plan, argv[0], status, options);
-    if (options->require_fired && never != 0) {
-        if (never > 0)
-            fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)\n", never, never == 1 ? "y" : "ies");
-        return 125;
-    }
-    return end_like(status);
+    return finish(plan, argv[0], status, options);
 }

@@ -107,7 +107,7 @@ enum MatrixRunner {
                 cells.append(cell(front, "Swift evaluator (task scope)") { try scopedFiles(matrixCase, front) })
                 cells.append(cell(front, "C engine in-process") { try globalFiles(matrixCase, front) })
                 if front != .code {
-                    cells.append(cell(front, "chaos run") { try program(matrixCase, front) })
+                    cells.append(cell(front, "chaos run") { try program(matrixCase, front, options: ["--quiet"]) })
                     cells.append(
                         cell(front, "chaos run --delivery seccomp") {
                             try program(matrixCase, front, options: ["--delivery", "seccomp", "--quiet"])

@@ -1,0 +1,173 @@
+// `chaos run` as its program's parent (both deliveries). It stays the parent, rather than
+// becoming the program, so that it can tell what fired when the program ends: the seccomp
+// supervisor counts every decision itself; under the preload every process of the tree
+// counts into a file they all map (CHAOS_RUN_TALLY, chaos_plan_mirror_counts), so a
+// process killed or replaced by exec has counted all the same.
+//
+// A parent has to behave like the program for whoever started it: signals it is sent go
+// on to the program, a terminal's Ctrl-Z stops both, `chaos ctl` finds the program's
+// control endpoint under the parent's pid (the preload names its endpoint file after
+// CHAOS_RUN_PARENT), killing the parent kills the program (PR_SET_PDEATHSIG), and it ends
+// as the program ended.
+#define _GNU_SOURCE
+#include "parent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/// Signals `chaos run` passes on to its program.
+static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP };
+
+int chaos_parent_block_signals(sigset_t *original) {
+    sigset_t handled;
+    sigemptyset(&handled);
+    sigaddset(&handled, SIGCHLD);
+    for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++) sigaddset(&handled, passed_on[i]);
+    sigprocmask(SIG_BLOCK, &handled, original);
+    return signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+void chaos_parent_pass_on(const struct signalfd_siginfo *info, pid_t child) {
+    if (info->ssi_signo == SIGCHLD || info->ssi_code == SI_KERNEL) return;
+    kill(child, (int)info->ssi_signo);
+}
+
+void chaos_parent_child_stopped(pid_t child, int status) {
+    int stop = WSTOPSIG(status);
+    if (stop != SIGTSTP && stop != SIGTTIN && stop != SIGTTOU) return;
+    raise(SIGSTOP);
+    kill(child, SIGCONT);  // resumed (fg, bg): so is the program
+}
+
+/// Ends `chaos run` as its program ended: the same exit code, or the same signal.
+static int end_like(int status) {
+    if (!WIFSIGNALED(status)) return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
+    int signal_number = WTERMSIG(status);
+    struct rlimit none = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &none);  // the program dumped its own core, if any
+    signal(signal_number, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal_number);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);
+    raise(signal_number);
+    return 128 + signal_number;
+}
+
+int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
+                        const struct chaos_report_options *options) {
+    int never = chaos_report_write(run, entries, count, options);
+    if (options->require_fired && never != 0) {
+        if (never > 0) fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)\n", never, never == 1 ? "y" : "ies");
+        return 125;
+    }
+    return end_like(run->status);
+}
+
+// MARK: - The preload delivery
+
+/// The shared file every preloaded process of the tree counts into: made private to this
+/// user, sized for `entries` pairs. Returns its mapping (and the path in `path`), or NULL.
+static chaos_tally_header *make_tally(int entries, char *path, size_t capacity) {
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    if (!base || !*base || access(base, W_OK) != 0) base = getenv("TMPDIR");
+    if (!base || !*base || access(base, W_OK) != 0) base = "/tmp";
+    unsigned int random = 0;
+    if (getrandom(&random, sizeof random, 0) != sizeof random) random = (unsigned)getpid() * 2654435761u;
+    snprintf(path, capacity, "%s/chaos-run-%d-%08x.tally", base, (int)getpid(), random);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    size_t size = sizeof(chaos_tally_header) + (size_t)entries * 2 * sizeof(uint64_t);
+    void *mapped = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (mapped == MAP_FAILED) {
+        unlink(path);
+        return NULL;
+    }
+    chaos_tally_header *header = mapped;
+    snprintf(header->magic, sizeof header->magic, "%s", CHAOS_TALLY_MAGIC);
+    header->entries = (uint64_t)entries;
+    return header;
+}
+
+int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_report_options *options) {
+    chaos_plan_error error;
+    chaos_plan *plan = chaos_plan_parse(plan_text, strlen(plan_text), &error);
+    if (!plan) {
+        fprintf(stderr, "chaos run: the compiled plan is damaged (%s); run again with --no-cache\n", error.message);
+        return 125;
+    }
+    int count = chaos_plan_entry_count(plan);
+    char tally_path[4096];
+    chaos_tally_header *tally = make_tally(count, tally_path, sizeof tally_path);
+    if (!tally) {
+        fprintf(stderr, "chaos run: cannot make the file its program's processes count into (%s)\n", strerror(errno));
+        return 125;
+    }
+    setenv("CHAOS_RUN_TALLY", tally_path, 1);
+    char parent_text[32];
+    snprintf(parent_text, sizeof parent_text, "%d", (int)getpid());
+    setenv("CHAOS_RUN_PARENT", parent_text, 1);
+    sigset_t original;
+    int signals = chaos_parent_block_signals(&original);
+    pid_t parent = getpid();
+    pid_t child = signals < 0 ? -1 : fork();
+    if (child < 0) {
+        fprintf(stderr, "chaos run: cannot start the program: %s\n", strerror(errno));
+        unlink(tally_path);
+        return 125;
+    }
+    if (child == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(125);
+        sigprocmask(SIG_SETMASK, &original, NULL);
+        execvp(argv[0], argv);
+        int failure = errno;
+        fprintf(stderr, "chaos run: %s: %s\n", argv[0], failure == ENOENT ? "command not found" : strerror(failure));
+        _exit(failure == ENOENT ? 127 : 126);
+    }
+    int status = 0;
+    for (;;) {
+        struct pollfd waiting = { signals, POLLIN, 0 };
+        if (poll(&waiting, 1, -1) < 0 && errno != EINTR) break;
+        struct signalfd_siginfo info;
+        int ended = 0;
+        while (!ended && read(signals, &info, sizeof info) == sizeof info) {
+            chaos_parent_pass_on(&info, child);
+            int changed;
+            while (!ended && waitpid(child, &changed, WNOHANG | WUNTRACED) == child) {
+                if (WIFSTOPPED(changed)) chaos_parent_child_stopped(child, changed);
+                else if (WIFEXITED(changed) || WIFSIGNALED(changed)) {
+                    status = changed;
+                    ended = 1;
+                }
+            }
+        }
+        if (ended) break;
+    }
+    unlink(tally_path);  // processes the program left running go on without a report
+    struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
+    _Atomic uint64_t *pairs = (_Atomic uint64_t *)(tally + 1);
+    for (int e = 0; entries && e < count; e++) {
+        uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
+        entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
+    }
+    const char *seed = strstr(plan_text, "\nseed ");
+    struct chaos_report_run run = { argv[0], "preload", seed ? strtoull(seed + 6, NULL, 10) : 0, status };
+    int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
+    free(entries);
+    chaos_plan_free(plan);
+    return code;
+}
