@@ -218,16 +218,35 @@ public enum ChaosNetwork {
 public struct ChaosNetworkClient: NetworkClient {
     /// The client that performs requests chaos lets through.
     public let base: any NetworkClient
+    /// Where its requests are journaled.
+    public let journal: RequestJournal
 
-    /// A chaos-aware client around `base` (the live URLSession client by default).
-    public init(_ base: any NetworkClient = URLSessionNetworkClient.shared) {
+    /// A chaos-aware client around `base` (the live URLSession client by default), whose
+    /// requests `journal` records (the process's, which the console shows, by default).
+    public init(_ base: any NetworkClient = URLSessionNetworkClient.shared, journal: RequestJournal = .shared) {
         self.base = base
+        self.journal = journal
     }
 
     /// Sends `request` through the point; failures are ``NetworkError``s (a response that
     /// broke mid-body throws its ``NetworkResponse/interruption``, as URLSession does).
+    ///
+    /// The request is journaled in ``journal`` (when it is on) with what answered it.
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
-        let response = try await ChaosNetwork.send(NetworkRequest(request, body: body, transport: base))
+        let plain = NetworkRequest(request, body: body)
+        guard let record = journal.start(plain, route: .client) else {
+            let response = try await ChaosNetwork.send(NetworkRequest(request, body: body, transport: base))
+            return (response.head, try response.completeBody())
+        }
+        let response: NetworkResponse
+        do throws(NetworkError) {
+            response = try await ChaosNetwork.send(
+                NetworkRequest(request, body: body, transport: JournalingTransport(base: base, record: record)))
+        } catch {
+            record.finish(.failure(error), client: base)
+            throw error
+        }
+        record.finish(.success(response), client: base)
         return (response.head, try response.completeBody())
     }
 }

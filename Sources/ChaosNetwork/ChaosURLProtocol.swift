@@ -122,17 +122,24 @@ public class ChaosURLProtocol: URLProtocol {
         let url = urlRequest.url
         // A constant stub with no chaos on the point and no conditions: answer here and
         // now, as a plain URLProtocol would, without a task or the async machinery.
-        if ChaosNetwork.send.isPassingThrough, let prepared = stubs.immediateAnswer(NetworkRequest(head, body: body)) {
+        let record = RequestJournal.shared.start(NetworkRequest(head, body: body), route: .urlSession)
+        if ChaosNetwork.send.isPassingThrough,
+            let prepared = stubs.immediateAnswer(NetworkRequest(head, body: body), record: record)
+        {
+            record?.finish(
+                status: prepared.status, bytes: prepared.body.count, error: prepared.interruption)
             deliver(prepared, url: url)
             return
         }
-        let transport = StubTransport(stubs: stubs)
+        let transport = StubTransport(stubs: stubs, record: record)
         let this = LoadingProtocol(instance: self)
         let operation: @Sendable () async -> Void = {
             do throws(NetworkError) {
                 let response = try await ChaosNetwork.send(NetworkRequest(head, body: body, transport: transport))
+                record?.finish(.success(response))
                 this.instance.deliver(response, url: url)
             } catch {
+                record?.finish(.failure(error))
                 this.instance.fail(error, url: url)
             }
         }
@@ -272,6 +279,8 @@ public class ChaosURLProtocol: URLProtocol {
 /// through a session without the protocol.
 struct StubTransport: ResponseProducing {
     let stubs: StubSet
+    /// The journal's record of the request, when the journal is on.
+    var record: JournalRecord?
 
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         let response = try await self.response(to: NetworkRequest(request, body: body))
@@ -279,7 +288,8 @@ struct StubTransport: ResponseProducing {
     }
 
     func response(to request: NetworkRequest) async throws(NetworkError) -> NetworkResponse {
-        try await stubs.respond(to: request, passThrough: PassThroughClient.shared)
+        record?.reachedTransport()
+        return try await stubs.respond(to: request, passThrough: PassThroughClient.shared, record: record)
     }
 }
 

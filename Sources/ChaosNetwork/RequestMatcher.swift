@@ -43,6 +43,16 @@ public struct PathPattern: Sendable, CustomStringConvertible {
         path.contains("/:") ? try template(path) : exact(path)
     }
 
+    /// The path, prefix, template or regular expression as written.
+    var text: String {
+        switch kind {
+        case .exact(let path): path
+        case .prefix(let prefix): prefix
+        case .regex(let pattern, _): pattern
+        case .template(let template): template.text
+        }
+    }
+
     /// `exact /users`, `prefix /v1/`, `template /users/:id`, `regex …`.
     public var description: String {
         switch kind {
@@ -321,30 +331,93 @@ public struct RequestMatcher: Sendable, CustomStringConvertible {
         return parameters
     }
 
-    /// What differs between this matcher and `facts`, for "closest stub" messages.
-    func mismatches(_ facts: inout RequestFacts) -> [String] {
-        var result: [String] = []
+    /// How many criteria the matcher has: one each for method, host, path and body when
+    /// given, one per query parameter and one per header field.
+    public var criteriaCount: Int {
+        (method == nil ? 0 : 1) + (host == nil ? 0 : 1) + (path == nil ? 0 : 1) + query.count + headers.count
+            + (body == nil ? 0 : 1)
+    }
+
+    /// The criteria `request` does not meet, each in words (empty when it matches): what a
+    /// near-miss report shows.
+    public func differences(_ request: NetworkRequest) -> [MatcherDifference] {
+        var facts = RequestFacts(request)
+        return differences(&facts)
+    }
+
+    /// The criteria `facts` does not meet, checked with the same tests as ``match(_:)``,
+    /// every one of them (``match(_:)`` stops at the first).
+    func differences(_ facts: inout RequestFacts) -> [MatcherDifference] {
+        var result: [MatcherDifference] = []
         if let method, facts.request.head.method != method {
-            result.append("method is \(facts.request.head.method.rawValue), not \(method.rawValue)")
+            result.append(.init(.method, expected: method.rawValue, actual: facts.request.head.method.rawValue))
         }
-        if let host, facts.host != host { result.append("host is \(facts.host ?? "missing"), not \(host)") }
-        if let path, path.match(facts.path) == nil { result.append("path \(facts.path) does not match \(path)") }
+        if let host, facts.host != host { result.append(.init(.host, expected: host, actual: facts.host)) }
+        if let path, path.match(facts.path) == nil {
+            result.append(.init(.path, expected: path.description, actual: facts.path))
+        }
         let items = facts.query
         for (name, value) in query.sorted(by: { $0.key < $1.key }) {
-            if let actual = items[name] {
-                if let value, actual != value { result.append("query \(name) is '\(actual)', not '\(value)'") }
-            } else {
-                result.append("query \(name) is missing")
+            let actual = items[name]
+            if actual == nil || (value != nil && actual != value) {
+                result.append(
+                    .init(
+                        .query, name: name, expected: value.map { "'\($0)'" } ?? "any value",
+                        actual: actual.map { "'\($0)'" }))
             }
         }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             let actual = HTTPField.Name(name).flatMap { facts.request.head.headerFields[$0] }
             if actual != value {
-                result.append("header \(name) is \(actual.map { "'\($0)'" } ?? "missing"), not '\(value)'")
+                result.append(.init(.header, name: name, expected: "'\(value)'", actual: actual.map { "'\($0)'" }))
             }
         }
-        if let body, !body.matches(facts.request.body) { result.append("body does not match \(body)") }
+        if let body, !body.matches(facts.request.body) {
+            let count = facts.request.body?.count ?? 0
+            result.append(
+                .init(.body, expected: body.description, actual: count == 0 ? nil : "\(count) bytes that differ"))
+        }
         return result
+    }
+}
+
+/// One criterion of a ``RequestMatcher`` that a request does not meet.
+public struct MatcherDifference: Sendable, Hashable, CustomStringConvertible {
+    /// The part of a request a criterion looks at.
+    public enum Part: String, Sendable, Hashable, CaseIterable {
+        /// The method.
+        case method
+        /// The host.
+        case host
+        /// The path.
+        case path
+        /// One query parameter.
+        case query
+        /// One header field.
+        case header
+        /// The body.
+        case body
+    }
+
+    /// The part that differs.
+    public let part: Part
+    /// The query parameter or header field, for those parts.
+    public let name: String?
+    /// What the matcher expects, in words (`template /v1/items/:id`, `'2'`).
+    public let expected: String
+    /// What the request has, or nil when it has none (a missing header or parameter, no host, no body).
+    public let actual: String?
+
+    init(_ part: Part, name: String? = nil, expected: String, actual: String?) {
+        self.part = part
+        self.name = name
+        self.expected = expected
+        self.actual = actual
+    }
+
+    /// `path: expected template /v1/items/:id, got /v1/item/3`; `header Accept: expected 'a', got none`.
+    public var description: String {
+        "\(part.rawValue)\(name.map { " \($0)" } ?? ""): expected \(expected), got \(actual ?? "none")"
     }
 }
 

@@ -214,6 +214,11 @@ extension ResponseSetStore: StubResponder {
         answer(&facts) != nil
     }
 
+    func journalAnswer(_ facts: inout RequestFacts) -> JournaledRequest.Answer {
+        guard let (set, response, _) = answer(&facts) else { return .responder(name) }
+        return .responseSet(set.name, response: response.name)
+    }
+
     /// The newest set matching `facts` and its selected response.
     private func answer(_ facts: inout RequestFacts) -> (
         set: ResponseSet, response: ResponseSet.Response, parameters: [String: String]

@@ -199,9 +199,27 @@ public struct LoggedRequest: Sendable, CustomStringConvertible {
     public let stubName: String?
     /// When it arrived.
     public let date: Date
+    /// Whether the set refused it (no stub matched under ``StubSet/UnmatchedPolicy/fail``).
+    public let wasRefused: Bool
+    /// For a refused request, the nearest stubs and what differed (up to three, nearest first).
+    public let nearMisses: [NearMiss]
 
-    /// `GET https://… → 'name'`.
-    public var description: String { "\(request) → \(stubName.map { "'\($0)'" } ?? "no stub")" }
+    init(request: NetworkRequest, stubName: String?, date: Date, wasRefused: Bool = false, nearMisses: [NearMiss] = [])
+    {
+        self.request = request
+        self.stubName = stubName
+        self.date = date
+        self.wasRefused = wasRefused
+        self.nearMisses = nearMisses
+    }
+
+    /// `GET https://… → 'name'`, or for a refused request `GET https://… → refused; the
+    /// nearest: …` with what differed.
+    public var description: String {
+        guard wasRefused else { return "\(request) → \(stubName.map { "'\($0)'" } ?? "no stub")" }
+        guard !nearMisses.isEmpty else { return "\(request) → refused (the set has no stubs)" }
+        return "\(request) → refused; the nearest: \(nearMisses.map(\.description).joined(separator: "; "))"
+    }
 }
 
 /// A set of stubs that answers requests (OHHTTPStubs-style): install it in a URLSession
@@ -323,8 +341,8 @@ public final class StubSet: NetworkClient, Sendable {
         try await respond(to: request, passThrough: nil)
     }
 
-    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
-        -> NetworkResponse
+    func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?, record: JournalRecord? = nil)
+        async throws(NetworkError) -> NetworkResponse
     {
         var request = request
         request.transport = nil
@@ -341,8 +359,26 @@ public final class StubSet: NetworkClient, Sendable {
                 break
             }
         }
+        var refused = false
+        if found == nil, responder == nil, case .fail = unmatched { refused = true }
+        // A refusal's report: the stubs nearest to matching, and what differed.
+        let nearMisses = refused ? Self.nearMisses(&facts, stubs: stubs, limit: 3) : []
         if logCapacity > 0 {
-            log(LoggedRequest(request: request, stubName: found?.stub.name ?? responder?.name, date: Date()))
+            log(
+                LoggedRequest(
+                    request: request, stubName: found?.stub.name ?? responder?.name, date: Date(), wasRefused: refused,
+                    nearMisses: nearMisses))
+        }
+        if let record {
+            if let (stub, _) = found {
+                record.answered(by: .stub(stub.name), conditions: conditions + stub.conditions)
+            } else if let responder {
+                record.answered(by: responder.journalAnswer(&facts), conditions: conditions)
+            } else if refused {
+                record.refused(nearMisses: nearMisses)
+            } else {
+                record.answered(by: .passedThrough, conditions: conditions)
+            }
         }
         let call = calls.wrappingAdd(1, ordering: .relaxed).oldValue
         var random = SeededRandom(seed: seed ^ (call &* 0x9E37_79B9_7F4A_7C15))
@@ -362,7 +398,7 @@ public final class StubSet: NetworkClient, Sendable {
             }
             switch unmatched {
             case .fail:
-                throw .noStub(self.unmatchedMessage(request2, stubs: stubs))
+                throw .noStub(self.unmatchedMessage(request2, nearMisses: nearMisses))
             case .passThrough:
                 return try await NetworkRequest(request2.head, body: request2.body, transport: passThrough).perform()
             case .passThroughClient(let client):
@@ -374,13 +410,14 @@ public final class StubSet: NetworkClient, Sendable {
     /// The answer to `request` when a stub gives it at once — a constant response, no
     /// conditions on the set or the stub — with the stub's hit and the log written;
     /// nil when the request needs the full (asynchronous) path.
-    func immediateAnswer(_ request: NetworkRequest) -> PreparedResponse? {
+    func immediateAnswer(_ request: NetworkRequest, record: JournalRecord?) -> PreparedResponse? {
         let (index, plain) = state.withLock { ($0.index, $0.conditions.isEmpty) }
         guard plain else { return nil }
         var facts = RequestFacts(request)
         guard let (stub, _) = index.newestMatch(&facts), let prepared = stub.prepared else { return nil }
         _ = stub.hit()
         _ = calls.wrappingAdd(1, ordering: .relaxed)
+        record?.answered(by: .stub(stub.name))
         if logCapacity > 0 {
             var logged = request
             logged.transport = nil
@@ -397,13 +434,78 @@ public final class StubSet: NetworkClient, Sendable {
         }
     }
 
-    func unmatchedMessage(_ request: NetworkRequest, stubs: [Stub]) -> String {
+    /// The stubs nearest to matching `request`, nearest first, at most `limit` of them: for
+    /// a request no stub matches, what WireMock calls a near-miss report. A stub is nearer
+    /// when fewer of its criteria fail; among equals, when more of them hold, then when its
+    /// path pattern shares a longer start with the request's path, then when it is newer
+    /// (as matching prefers). Each names every criterion that failed, in words.
+    public func nearMisses(for request: NetworkRequest, limit: Int = 3) -> [NearMiss] {
         var facts = RequestFacts(request)
-        let ranked = stubs.map { (stub: $0, misses: $0.matcher.mismatches(&facts)) }
-        guard let closest = ranked.min(by: { $0.misses.count < $1.misses.count }) else {
+        return Self.nearMisses(&facts, stubs: stubs, limit: limit)
+    }
+
+    static func nearMisses(_ facts: inout RequestFacts, stubs: [Stub], limit: Int) -> [NearMiss] {
+        guard limit > 0 else { return [] }
+        var ranked: [(position: Int, closeness: Int, miss: NearMiss)] = []
+        for (position, stub) in stubs.enumerated() {
+            let differences = stub.matcher.differences(&facts)
+            let criteria = stub.matcher.criteriaCount
+            let closeness = stub.matcher.path.map { $0.text.commonPrefix(with: facts.path).count } ?? 0
+            ranked.append(
+                (
+                    position, closeness,
+                    NearMiss(
+                        stub: stub.name, matcher: stub.matcher.description, criteria: criteria,
+                        satisfied: criteria - differences.count, differences: differences)
+                ))
+        }
+        ranked.sort { a, b in
+            if a.miss.differences.count != b.miss.differences.count {
+                return a.miss.differences.count < b.miss.differences.count
+            }
+            if a.miss.satisfied != b.miss.satisfied { return a.miss.satisfied > b.miss.satisfied }
+            if a.closeness != b.closeness { return a.closeness > b.closeness }
+            return a.position > b.position
+        }
+        return ranked.prefix(limit).map(\.miss)
+    }
+
+    func unmatchedMessage(_ request: NetworkRequest, nearMisses: [NearMiss]) -> String {
+        guard !nearMisses.isEmpty else {
             return "no stub matches \(request): the stub set is empty; add a stub for it or use the passThrough policy"
         }
-        return "no stub matches \(request); the closest is \(closest.stub): \(closest.misses.joined(separator: "; "))"
+        return "no stub matches \(request); the nearest: "
+            + nearMisses.map(\.description).joined(separator: "; ")
+    }
+}
+
+/// A stub that did not match a request, with how near it came: one line of a near-miss report.
+public struct NearMiss: Sendable, Hashable, CustomStringConvertible {
+    /// The stub's name.
+    public let stub: String
+    /// The stub's matcher, rendered.
+    public let matcher: String
+    /// How many criteria the matcher has (``RequestMatcher/criteriaCount``).
+    public let criteria: Int
+    /// How many of them the request meets.
+    public let satisfied: Int
+    /// The criteria it does not meet, in words.
+    public let differences: [MatcherDifference]
+
+    /// A near miss.
+    public init(stub: String, matcher: String, criteria: Int, satisfied: Int, differences: [MatcherDifference]) {
+        self.stub = stub
+        self.matcher = matcher
+        self.criteria = criteria
+        self.satisfied = satisfied
+        self.differences = differences
+    }
+
+    /// `'items' (GET any host template /v1/items/:id), 2 of 3 criteria met: path: expected …, got …`.
+    public var description: String {
+        let stubText = stub == matcher ? "'\(stub)'" : "'\(stub)' (\(matcher))"
+        return "\(stubText), \(satisfied) of \(criteria) criteria met: "
+            + differences.map(\.description).joined(separator: ", ")
     }
 }
 
@@ -483,6 +585,12 @@ extension StubSet: ResponseProducing {
 protocol StubResponder: Sendable {
     var name: String { get }
     func handles(_ facts: inout RequestFacts) -> Bool
+    /// What the journal says answered a request it handles.
+    func journalAnswer(_ facts: inout RequestFacts) -> JournaledRequest.Answer
     func respond(to request: NetworkRequest, passThrough: (any NetworkClient)?) async throws(NetworkError)
         -> NetworkResponse
+}
+
+extension StubResponder {
+    func journalAnswer(_ facts: inout RequestFacts) -> JournaledRequest.Answer { .responder(name) }
 }

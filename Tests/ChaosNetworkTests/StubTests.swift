@@ -138,7 +138,7 @@ import Testing
         #expect(await status(stubs, request(.get, "https://x.test/a")) == nil)
     }
 
-    @Test func unmatchedFailureNamesRequestAndClosestStub() async throws {
+    @Test func unmatchedFailureNamesRequestAndNearestStubs() async throws {
         let stubs = StubSet()
         stubs.stub(try .get("/users/:id", host: "api.example.com"), name: "user", .status(200))
         stubs.stub(try .post("/orders"), name: "orders", .status(200))
@@ -150,8 +150,11 @@ import Testing
             return
         }
         #expect(message.contains("DELETE https://api.example.com/users/7"))
-        #expect(message.contains("closest is 'user'"))
-        #expect(message.contains("method is DELETE, not GET"))
+        #expect(
+            message.contains(
+                "the nearest: 'user' (GET api.example.com template /users/:id), 2 of 3 criteria met: method: expected GET, got DELETE; 'orders'"
+            ))
+        #expect(message.contains("method: expected GET, got DELETE"))
         let empty = await caught { () async throws(NetworkError) in
             try await StubSet().respond(to: request(.get, "https://x.test/"))
         }
