@@ -84,11 +84,54 @@ public struct NetworkStubsTrait: TestTrait, SuiteTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     /// Runs one test case with its own stub set, session and client as ``ChaosNetworkTest/current``.
+    ///
+    /// When the set refused requests (no stub matched, and unmatched requests fail), every
+    /// issue the test case records carries a comment naming each refused request with the
+    /// nearest stubs and what differed; an error thrown out of the test case is recorded
+    /// with it (and not rethrown).
     public func provideScope(
         for test: Test, testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await ChaosNetworkTest.with(seed: seed, unmatched: unmatched, configure: configure, function)
+        try await ChaosNetworkTest.with(seed: seed, unmatched: unmatched, configure: configure) {
+            guard let stubs = ChaosNetworkTest.current?.stubs, Test.current != nil else { return try await function() }
+            try await Self.reportingRefusals(of: stubs, for: test, testCase: testCase, function)
+        }
+    }
+
+    /// The marker every refusal comment starts with.
+    public static let refusalMarker = "ChaosNetwork: the stub set refused"
+
+    /// Runs `function` so that its issues name the requests `stubs` refused, with their near misses.
+    static func reportingRefusals(
+        of stubs: StubSet, for test: Test, testCase: Test.Case?, _ function: @Sendable () async throws -> Void
+    ) async throws {
+        let handler = IssueHandlingTrait.compactMapIssues { issue in
+            guard let comment = refusalComment(stubs),
+                !issue.comments.contains(where: { $0.rawValue.hasPrefix(refusalMarker) })
+            else { return issue }
+            var annotated = issue
+            annotated.comments.append(comment)
+            return annotated
+        }
+        try await handler.provideScope(for: test, testCase: testCase) {
+            do {
+                try await function()
+            } catch {
+                guard ChaosTrait.shouldRecord(error), let comment = refusalComment(stubs) else { throw error }
+                Issue.record(error, comment, sourceLocation: test.sourceLocation)
+            }
+        }
+    }
+
+    /// `ChaosNetwork: the stub set refused 1 request: GET https://… → refused; the nearest: …`,
+    /// or nil when it refused none.
+    static func refusalComment(_ stubs: StubSet) -> Comment? {
+        let refused = stubs.requests.filter(\.wasRefused)
+        guard !refused.isEmpty else { return nil }
+        let lines = refused.map { "- \($0)" }.joined(separator: "\n")
+        return Comment(
+            rawValue: "\(refusalMarker) \(refused.count) request\(refused.count == 1 ? "" : "s"):\n\(lines)")
     }
 }
 
