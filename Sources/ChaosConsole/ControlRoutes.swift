@@ -76,6 +76,8 @@ extension ChaosConsole {
             case .put, .post: return await select(request, set: route[1])
             default: return notAllowed("GET, PUT")
             }
+        case ("requests", 1):
+            return method == .get ? requests(request) : notAllowed("GET")
         case ("events", 1):
             return method == .get ? events() : notAllowed("GET")
         case ("go", 1):
@@ -86,7 +88,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/response-sets[/NAME], /v1/events and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/response-sets[/NAME], /v1/requests, /v1/events and /v1/go"
             )
         }
     }
@@ -161,7 +163,7 @@ extension ChaosConsole {
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
-            features: ["points", "response-sets", "events", "console"]
+            features: ["points", "response-sets", "requests", "events", "console"]
         )
     }
 
@@ -279,6 +281,27 @@ extension ChaosConsole {
             "chaos control: response selected", metadata: ["set": "\(name)", "response": "\(selection.response)"])
         guard let set = responseSets().first(where: { $0.name == name }) else { return unknownSet(name) }
         return json(set)
+    }
+
+    // MARK: Requests
+
+    /// The request journal; `?limit=N` keeps the newest N requests.
+    private func requests(_ request: Request) -> Response {
+        var limit = Int.max
+        if let text = request.uri.queryParameters["limit"] {
+            guard text.count <= 9, let number = Int(text), number >= 0 else {
+                return failure(
+                    .badRequest, "badRequest", subject: "limit '\(InputExcerpt.of(String(text)))'",
+                    "limit is how many of the newest requests to list: a whole number, e.g. ?limit=50")
+            }
+            limit = number
+        }
+        let journal = ChaosNetwork.journal
+        let recorded = journal.recordedCount
+        return json(
+            ControlAPI.Requests(
+                capacity: journal.capacity, recorded: recorded,
+                requests: journal.requests.suffix(limit).map(Self.wire)))
     }
 
     // MARK: Events

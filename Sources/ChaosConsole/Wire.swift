@@ -2,6 +2,7 @@
 #if Console
 import ChaosControl
 import ChaosKit
+import ChaosNetwork
 import Foundation
 
 /// ChaosKit's values as the control protocol's JSON bodies.
@@ -73,6 +74,36 @@ extension ChaosConsole {
             leaseEnds: counters.leaseEnds, chaosSeed: String(live.chaosSeed),
             pending: live.isPending ? true : nil, problem: live.problem.map { "\($0)" }
         )
+    }
+
+    static func wire(_ request: JournaledRequest) -> ControlAPI.Request {
+        let (answer, answeredBy): (String, String?) =
+            switch request.answer {
+            case .stub(let name): ("stub", name)
+            case .responseSet(let name, _): ("responseSet", name)
+            case .responder(let name): ("responder", name)
+            case .chaos: ("chaos", nil)
+            case .passedThrough: ("passedThrough", nil)
+            case .refused: ("refused", nil)
+            case .client(let name): ("client", name)
+            }
+        return ControlAPI.Request(
+            number: request.number, date: request.date, route: request.route.rawValue, method: request.method,
+            url: request.url, answer: answer, answeredBy: answeredBy, summary: request.answer.description,
+            conditions: request.conditions, status: request.status, bytes: request.bytes, error: request.error,
+            milliseconds: Double(request.duration / .microseconds(1)) / 1_000,
+            nearMisses: request.nearMisses.isEmpty ? nil : request.nearMisses.map(wire)
+        )
+    }
+
+    static func wire(_ miss: NearMiss) -> ControlAPI.NearMiss {
+        ControlAPI.NearMiss(
+            stub: miss.stub, matcher: miss.matcher, criteria: miss.criteria, satisfied: miss.satisfied,
+            differences: miss.differences.map {
+                ControlAPI.Difference(
+                    part: $0.part.rawValue, name: $0.name, expected: $0.expected, actual: $0.actual,
+                    description: $0.description)
+            })
     }
 
     static func wire(_ event: ChaosEvent) -> ControlAPI.Event {

@@ -27,7 +27,7 @@ public enum ControlAPI {
         /// Whether the program is waiting for `POST /v1/go` (`CHAOS_CONTROL_WAIT=1`).
         public var waiting: Bool
         /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
-        /// `"events"`, `"console"`); the entry routes and `go` are always there.
+        /// `"requests"`, `"events"`, `"console"`); the entry routes and `go` are always there.
         public var features: [String]
         /// The advance of virtual time under way, if one is.
         public var advance: AdvanceProgress?
@@ -257,6 +257,124 @@ public enum ControlAPI {
         /// A selection.
         public init(response: String) {
             self.response = response
+        }
+    }
+
+    /// `GET /v1/requests`: the process's request journal, newest requests last.
+    public struct Requests: Codable, Sendable, Hashable {
+        /// How many requests the journal keeps (0: it is off).
+        public var capacity: Int
+        /// How many requests it has journaled since the process started.
+        public var recorded: Int
+        /// The requests kept (or the newest `limit` of them), oldest first.
+        public var requests: [Request]
+
+        /// A journal.
+        public init(capacity: Int, recorded: Int, requests: [Request]) {
+            self.capacity = capacity
+            self.recorded = recorded
+            self.requests = requests
+        }
+    }
+
+    /// One journaled network request.
+    public struct Request: Codable, Sendable, Hashable {
+        /// Its number in the journal (1 for the process's first).
+        public var number: Int
+        /// When it started.
+        public var date: Date
+        /// `urlSession` or `client`: which way it came in.
+        public var route: String
+        /// The method.
+        public var method: String
+        /// The URL (secret query values redacted).
+        public var url: String
+        /// What answered: `stub`, `responseSet`, `responder`, `chaos`, `passedThrough`,
+        /// `refused` or `client`.
+        public var answer: String
+        /// The stub, response set, responder or client that answered, by name.
+        public var answeredBy: String?
+        /// The answer in words (`stub 'items'`, `response set 'login' → expired`).
+        public var summary: String
+        /// The network conditions that applied, rendered.
+        public var conditions: [String]
+        /// The HTTP status, when a response came back.
+        public var status: Int?
+        /// The response body's size, when a response came back.
+        public var bytes: Int?
+        /// The failure, when it failed.
+        public var error: String?
+        /// How long it took, in milliseconds.
+        public var milliseconds: Double
+        /// For a request no stub matched: the nearest stubs, nearest first.
+        public var nearMisses: [NearMiss]?
+
+        /// A request.
+        public init(
+            number: Int, date: Date, route: String, method: String, url: String, answer: String, answeredBy: String?,
+            summary: String, conditions: [String], status: Int?, bytes: Int?, error: String?, milliseconds: Double,
+            nearMisses: [NearMiss]?
+        ) {
+            self.number = number
+            self.date = date
+            self.route = route
+            self.method = method
+            self.url = url
+            self.answer = answer
+            self.answeredBy = answeredBy
+            self.summary = summary
+            self.conditions = conditions
+            self.status = status
+            self.bytes = bytes
+            self.error = error
+            self.milliseconds = milliseconds
+            self.nearMisses = nearMisses
+        }
+    }
+
+    /// A stub that did not match a journaled request, and why.
+    public struct NearMiss: Codable, Sendable, Hashable {
+        /// The stub's name.
+        public var stub: String
+        /// Its matcher, rendered.
+        public var matcher: String
+        /// How many criteria it has.
+        public var criteria: Int
+        /// How many of them the request meets.
+        public var satisfied: Int
+        /// The criteria the request does not meet.
+        public var differences: [Difference]
+
+        /// A near miss.
+        public init(stub: String, matcher: String, criteria: Int, satisfied: Int, differences: [Difference]) {
+            self.stub = stub
+            self.matcher = matcher
+            self.criteria = criteria
+            self.satisfied = satisfied
+            self.differences = differences
+        }
+    }
+
+    /// One criterion a request does not meet.
+    public struct Difference: Codable, Sendable, Hashable {
+        /// `method`, `host`, `path`, `query`, `header` or `body`.
+        public var part: String
+        /// The query parameter or header field.
+        public var name: String?
+        /// What the stub expects.
+        public var expected: String
+        /// What the request has; absent when it has none.
+        public var actual: String?
+        /// In words: `path: expected template /v1/items/:id, got /v1/item/3`.
+        public var description: String
+
+        /// A difference.
+        public init(part: String, name: String?, expected: String, actual: String?, description: String) {
+            self.part = part
+            self.name = name
+            self.expected = expected
+            self.actual = actual
+            self.description = description
         }
     }
 

@@ -127,6 +127,12 @@ public struct ControlClient: Sendable {
         try decode([ControlAPI.ResponseSet].self, try checked(send("GET", "/v1/response-sets")))
     }
 
+    /// `GET /v1/requests[?limit=N]`: the request journal (the newest `limit` requests when given).
+    public func requests(limit: Int? = nil) throws(ControlError) -> ControlAPI.Requests {
+        try decode(
+            ControlAPI.Requests.self, try checked(send("GET", "/v1/requests\(limit.map { "?limit=\($0)" } ?? "")")))
+    }
+
     /// `PUT /v1/response-sets/NAME`: selects the answer called `response`.
     @discardableResult
     public func select(_ response: String, in set: String) throws(ControlError) -> ControlAPI.ResponseSet {

@@ -5,6 +5,7 @@
 import ChaosKit
 import ChaosNetwork
 import Foundation
+import HTTPTypes
 import TestHelpers
 import Testing
 
@@ -206,6 +207,49 @@ import Testing
         try await offload { try client.go() }
         #expect(endpoint.console.goReceived)
         #expect(await endpoint.console.waitForGo(timeout: .milliseconds(1)))
+        await endpoint.finish()
+    }
+
+    @Test func theRequestJournalListsWhatAnsweredAndWhyARefusedRequestMissed() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let client = endpoint.client
+        let run = uniqueName()
+        let stubs = StubSet()
+        stubs.stub(try .get("/v1/items/:id"), name: "items", .string("item"))
+        stubs.stub(try .post("/v1/orders"), name: "orders", .status(201))
+        let network = ChaosNetworkClient(stubs)
+        _ = try await network.send(
+            HTTPRequest(method: .get, url: URL(string: "https://api.test/v1/items/3?run=\(run)")!), body: nil)
+        await #expect(throws: NetworkError.self) {
+            _ = try await network.send(
+                HTTPRequest(method: .get, url: URL(string: "https://api.test/v1/item/3?run=\(run)")!), body: nil)
+        }
+
+        let journal = try await offload { try client.requests() }
+        #expect(journal.capacity == RequestJournal.shared.capacity && journal.recorded >= 2)
+        let mine = journal.requests.filter { $0.url.contains(run) }
+        try #require(mine.count == 2)
+        #expect(mine[0].answer == "stub" && mine[0].answeredBy == "items" && mine[0].summary == "stub 'items'")
+        #expect(mine[0].route == "client" && mine[0].method == "GET" && mine[0].status == 200 && mine[0].bytes == 4)
+        #expect(mine[0].nearMisses == nil && mine[0].milliseconds >= 0)
+        #expect(mine[1].answer == "refused" && mine[1].status == nil && mine[1].error?.contains("no stub") == true)
+        let nearest = try #require(mine[1].nearMisses?.first)
+        #expect(nearest.stub == "items" && nearest.criteria == 2 && nearest.satisfied == 1)
+        #expect(
+            nearest.differences == [
+                ControlAPI.Difference(
+                    part: "path", name: nil, expected: "template /v1/items/:id", actual: "/v1/item/3",
+                    description: "path: expected template /v1/items/:id, got /v1/item/3")
+            ])
+        #expect(mine[1].nearMisses?.map(\.stub) == ["items", "orders"])
+
+        let newest = try await offload { try client.requests(limit: 1) }
+        #expect(newest.requests.count == 1 && newest.requests[0].number >= mine[1].number)
+        let (badLimit, post) = try await offload {
+            (try client.send("GET", "/v1/requests?limit=many"), try client.send("POST", "/v1/requests"))
+        }
+        #expect(badLimit.status == 400 && post.status == 405)
+        #expect(try await offload { try client.status() }.features.contains("requests"))
         await endpoint.finish()
     }
 

@@ -153,6 +153,39 @@ func errorKind(_ response: ControlResponse) -> String? {
         await endpoint.finish()
     }
 
+    @Test func theRequestJournalIsBehindTheSameChecks() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let url = endpoint.console.url
+        let host = String(url.dropFirst("http://".count))
+        let token = endpoint.console.token
+        let route = "GET /v1/requests HTTP/1.1"
+        let cases: [(String, [String], Int)] = [
+            ("no token", [route, "Host: \(host)"], 401),
+            ("a wrong token", [route, "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"], 401),
+            (
+                "a foreign Origin",
+                [route, "Host: \(host)", "Origin: http://evil.example", "Authorization: Bearer \(token)"], 403
+            ),
+            (
+                "a cross-site fetch",
+                [route, "Host: \(host)", "Sec-Fetch-Site: cross-site", "Authorization: Bearer \(token)"], 403
+            ),
+            (
+                "a foreign Host",
+                [route, "Host: evil.example:\(endpoint.console.port ?? 0)", "Authorization: Bearer \(token)"], 403
+            ),
+            ("the token", [route, "Host: \(host)", "Authorization: Bearer \(token)"], 200),
+        ]
+        for (label, head, status) in cases {
+            let response = try await offload { try rawRequest(url, head) }
+            #expect(response.status == status, "\(label)")
+            if status != 200 {
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("\"requests\""), "\(label)")
+            }
+        }
+        await endpoint.finish()
+    }
+
     @Test func tokensAreRandomPerSession() async throws {
         let first = try await TestEndpoint.start()
         let second = try await TestEndpoint.start()
