@@ -64,7 +64,11 @@ try store.add(
             .init("server down", .status(503)),
         ]))
 let stubs = StubSet()
+stubs.stub(try .get("/forecast/:day"), name: "forecast", .string("cloudy later"))
 stubs.add(store)
+// Through the `network.send` point, so that network chaos reaches it and the request
+// journal (`chaos ctl requests PID`) lists every request.
+let client = ChaosNetworkClient(stubs)
 
 #if Console
 let started = try await Chaos.bootstrap(control: .always(.init(responseSets: [store], program: "ConsoleDemo")))
@@ -73,6 +77,11 @@ if let console = started.console {
 } else {
     say("ready - - (no control endpoint: a release build)")
 }
+
+// Once: a request with a typo in its path, which the stub set refuses; the request journal
+// shows it with the stub it nearly matched and why it missed.
+_ = try? await client.send(
+    HTTPRequest(method: .get, scheme: "https", authority: "weather.example", path: "/forcast/monday"), body: nil)
 
 var lastGreeting = ""
 var lastWeather = ""
@@ -87,7 +96,7 @@ for _ in 0..<iterations {
     }
     let weather: String
     do {
-        let (head, body) = try await stubs.send(request, body: nil)
+        let (head, body) = try await client.send(request, body: nil)
         weather = head.status.code == 200 ? String(decoding: body, as: UTF8.self) : "HTTP \(head.status.code)"
     } catch {
         weather = "failed: \(error)"

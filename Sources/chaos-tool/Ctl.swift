@@ -10,7 +10,7 @@ import Foundation
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Steer the chaos of running processes: list, status, console, apply, revert, enable, disable, select, events, go, advance.",
+            "Steer the chaos of running processes: list, status, console, apply, revert, enable, disable, select, events, requests, go, advance.",
         discussion: """
             Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
             else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
@@ -22,7 +22,7 @@ struct Ctl: ParsableCommand {
             """,
         subcommands: [
             CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self,
-            CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlGo.self, CtlAdvance.self,
+            CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlRequests.self, CtlGo.self, CtlAdvance.self,
         ]
     )
 }
@@ -369,6 +369,69 @@ struct CtlEvents: ParsableCommand {
                 return count.map { seen < $0 } ?? true
             }
         }
+    }
+}
+
+struct CtlRequests: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "requests",
+        abstract:
+            "A process's network requests: what answered each (stub, response set, chaos, pass-through, refusal), and why a refused one missed the nearest stubs."
+    )
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Option(help: "Show only the newest this many requests.") var limit: Int?
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+    }
+
+    func run() throws {
+        try ctl {
+            let endpoint = try options.endpoint(pid: pid)
+            let client = options.client(endpoint)
+            guard try client.status().features.contains("requests") else {
+                throw CtlFailure(
+                    description:
+                        "pid \(pid) (\(endpoint.program)) keeps no request journal: only Swift programs with ChaosConsole do (ChaosNetwork's RequestJournal)"
+                )
+            }
+            let journal = try client.requests(limit: limit)
+            if json {
+                print(TerminalText.json(try ControlAPI.encoder().encode(journal)))
+                return
+            }
+            for line in Self.lines(journal) { say(line) }
+        }
+    }
+
+    /// The journal as the tool prints it: a header, then one line per request and one per
+    /// near miss (indented), each difference in words.
+    static func lines(_ journal: ControlAPI.Requests) -> [TerminalText] {
+        guard journal.capacity > 0 else { return ["the request journal is off (its capacity is 0)"] }
+        var lines: [TerminalText] = [
+            "\(journal.requests.count) of \(journal.recorded) requests (the journal keeps the newest \(journal.capacity))"
+        ]
+        for request in journal.requests {
+            var line =
+                "#\(request.number) \(request.date.formatted(.iso8601)) \(request.method) \(request.url) → \(request.summary)"
+            if !request.conditions.isEmpty { line += " [\(request.conditions.joined(separator: ", "))]" }
+            if let status = request.status { line += "  \(status)" }
+            if let bytes = request.bytes { line += " \(bytes) bytes" }
+            // A refusal's message lists the near misses, which follow on lines of their own.
+            if let error = request.error, request.nearMisses == nil { line += "  failed: \(error)" }
+            line += String(format: "  %.1f ms", request.milliseconds)
+            lines.append("\(line)")
+            for (rank, miss) in (request.nearMisses ?? []).enumerated() {
+                lines.append(
+                    "    near miss \(rank + 1): '\(miss.stub)' (\(miss.matcher)), \(miss.satisfied) of \(miss.criteria) criteria met"
+                )
+                for difference in miss.differences { lines.append("      \(difference.description)") }
+            }
+        }
+        return lines
     }
 }
 
