@@ -111,7 +111,7 @@ public class ChaosURLProtocol: URLProtocol {
                 url: urlRequest.url)
             return
         }
-        guard let head = urlRequest.httpRequest else {
+        guard let marked = urlRequest.httpRequest else {
             fail(
                 NetworkError.transport(
                     "\(urlRequest.url?.absoluteString ?? "the request") cannot be expressed as an HTTP request"),
@@ -120,13 +120,18 @@ public class ChaosURLProtocol: URLProtocol {
         }
         let body = Self.body(of: urlRequest, task: task)
         let url = urlRequest.url
+        // A ChaosNetworkClient's request keeps its record (the client journals it); any
+        // other gets one here.
+        let (head, outer) = JournalRecord.takeOver(marked)
+        let record = outer ?? RequestJournal.shared.start(NetworkRequest(head, body: body), route: .urlSession)
+        let finishing = outer == nil ? record : nil
         // A constant stub with no chaos on the point and no conditions: answer here and
         // now, as a plain URLProtocol would, without a task or the async machinery.
-        let record = RequestJournal.shared.start(NetworkRequest(head, body: body), route: .urlSession)
         if ChaosNetwork.send.isPassingThrough,
             let prepared = stubs.immediateAnswer(NetworkRequest(head, body: body), record: record)
         {
-            record?.finish(
+            record?.reachedTransport()
+            finishing?.finish(
                 status: prepared.status, bytes: prepared.body.count, error: prepared.interruption)
             deliver(prepared, url: url)
             return
@@ -136,10 +141,10 @@ public class ChaosURLProtocol: URLProtocol {
         let operation: @Sendable () async -> Void = {
             do throws(NetworkError) {
                 let response = try await ChaosNetwork.send(NetworkRequest(head, body: body, transport: transport))
-                record?.finish(.success(response))
+                finishing?.finish(.success(response))
                 this.instance.deliver(response, url: url)
             } catch {
-                record?.finish(.failure(error))
+                finishing?.finish(.failure(error))
                 this.instance.fail(error, url: url)
             }
         }

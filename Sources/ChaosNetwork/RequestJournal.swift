@@ -188,7 +188,18 @@ extension ChaosNetwork {
 
 /// One request on its way: what the stub set learns about its answer, written into the
 /// journal when the request ends. Its state is guarded by its lock.
+///
+/// A ``ChaosNetworkClient`` whose base is a URLSession with ``ChaosURLProtocol`` installed
+/// hands its record to the protocol (its identifier travels in a header the protocol takes
+/// off: URLProtocol properties do not reach the protocol on Linux), so that the request is
+/// journaled once, with the stub that answered it.
 final class JournalRecord: Sendable {
+    /// The header that carries a record's identifier to ``ChaosURLProtocol``.
+    static let markHeader = HTTPField.Name("X-ChaosKit-Journal-Record")!
+    private static let nextIdentifier = Atomic<Int>(1)
+    /// The records whose request is inside a URLSession now, by identifier.
+    private static let inURLSession = Locked<[Int: JournalRecord]>([:])
+
     private struct State {
         var answer: JournaledRequest.Answer?
         var conditions: [String] = []
@@ -203,6 +214,8 @@ final class JournalRecord: Sendable {
     let method: String
     let url: String
     let route: JournaledRequest.Route
+    /// Its key in the records inside a URLSession.
+    let identifier = JournalRecord.nextIdentifier.wrappingAdd(1, ordering: .relaxed).oldValue
     private let state = Locked(State())
 
     init(journal: RequestJournal, request: NetworkRequest, route: JournaledRequest.Route) {
@@ -219,6 +232,37 @@ final class JournalRecord: Sendable {
     /// The request reached its transport: chaos on the point did not answer it alone.
     func reachedTransport() {
         state.withLock { $0.reachedTransport = true }
+    }
+
+    /// The request enters a URLSession, where ``ChaosURLProtocol`` may take the record over.
+    func enterURLSession() {
+        Self.inURLSession.withLock { $0[identifier] = self }
+    }
+
+    /// The request is back from the URLSession.
+    func leaveURLSession() {
+        _ = Self.inURLSession.withLock { $0.removeValue(forKey: identifier) }
+    }
+
+    /// The record of a ``ChaosNetworkClient`` request now inside a URLSession, taken over by
+    /// ``ChaosURLProtocol``: from here on its transport is the protocol's stub set, which chaos
+    /// on the point may again answer first.
+    ///
+    /// Returns `request` without the header that carries the record, and the record, if any.
+    static func takeOver(_ request: HTTPRequest) -> (HTTPRequest, JournalRecord?) {
+        var request = request
+        let mark = request.headerFields[markHeader]
+        guard mark != nil else { return (request, nil) }
+        request.headerFields[markHeader] = nil
+        return (request, takeOver(identifier: mark))
+    }
+
+    private static func takeOver(identifier: String?) -> JournalRecord? {
+        guard let identifier = identifier.flatMap({ Int($0) }),
+            let record = inURLSession.withLock({ $0[identifier] })
+        else { return nil }
+        record.state.withLock { $0.reachedTransport = false }
+        return record
     }
 
     /// What answered, with the conditions that applied.
@@ -285,6 +329,14 @@ struct JournalingTransport: ResponseProducing {
         record.reachedTransport()
         if let stubs = base as? StubSet {
             return try await stubs.respond(to: request, passThrough: nil, record: record)
+        }
+        if let client = base as? URLSessionNetworkClient {
+            do {
+                let (head, body) = try await client.send(request.head, body: request.body, record: record)
+                return NetworkResponse(head, body: body)
+            } catch {
+                throw NetworkError(error)
+            }
         }
         return try await NetworkRequest(request.head, body: request.body, transport: base).perform()
     }

@@ -31,6 +31,21 @@ public struct URLSessionNetworkClient: NetworkClient {
         return try await Self.perform(urlRequest, on: session)
     }
 
+    /// Sends `request` with `body`; when the session has a ``ChaosURLProtocol`` installed,
+    /// it carries the journal record `record` there (in a header the protocol takes off
+    /// before anything sees the request), so that the protocol writes what answered into
+    /// it instead of journaling the request a second time. A session without the protocol
+    /// sends the request as it is: the header never leaves the process.
+    func send(_ request: HTTPRequest, body: Data?, record: JournalRecord) async throws -> (HTTPResponse, Data) {
+        let intercepted = (session.configuration.protocolClasses ?? []).contains { $0 is ChaosURLProtocol.Type }
+        guard intercepted else { return try await send(request, body: body) }
+        var marked = request
+        marked.headerFields[JournalRecord.markHeader] = String(record.identifier)
+        record.enterURLSession()
+        defer { record.leaveURLSession() }
+        return try await send(marked, body: body)
+    }
+
     static func perform(_ urlRequest: URLRequest, on session: URLSession) async throws(NetworkError) -> (
         HTTPResponse, Data
     ) {

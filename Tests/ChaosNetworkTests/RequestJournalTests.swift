@@ -103,6 +103,28 @@ import FoundationNetworking
         #expect(requests[0].description.contains("POST https://api.test/login → response set 'login' → expired 401"))
     }
 
+    @Test func aClientOverAStubbedURLSessionJournalsEachRequestOnceWithItsStub() async throws {
+        let run = UUID().uuidString
+        let journal = RequestJournal(capacity: 10)
+        let stubs = StubSet()
+        // The header that carries the record into the protocol is off before any stub looks.
+        stubs.stub(
+            try .get("/v1/items/:id"), name: "items",
+            .block { matched in NetworkResponse(status: matched.header("X-ChaosKit-Journal-Record") == nil ? 200 : 500)
+            })
+        stubs.stub(try .get("/v1/slow"), name: "slow", conditions: [.latency(.milliseconds(5))], .status(202))
+        let client = ChaosNetworkClient(URLSessionNetworkClient(session: session(with: stubs)), journal: journal)
+        for path in ["/v1/items/3", "/v1/slow", "/v1/item/3"] {
+            _ = try? await client.send(
+                HTTPRequest(method: .get, url: URL(string: "https://api.test\(path)?run=\(run)")!), body: nil)
+        }
+        #expect(journal.requests.map(\.answer) == [.stub("items"), .stub("slow"), .refused])
+        #expect(journal.requests.map(\.route) == [.client, .client, .client])
+        #expect(journal.requests.map(\.status) == [200, 202, nil])
+        #expect(journal.requests.last?.nearMisses.first?.stub == "items")
+        #expect(Self.journaled(run).isEmpty, "the protocol wrote into the client's record, not a second one")
+    }
+
     @Test func nearMissesRankStubsByFailedThenMetCriteriaAndNameEachDifference() throws {
         let stubs = StubSet()
         stubs.stub(try .get("/v1/items/:id", host: "api.test"), name: "items", .status(200))
