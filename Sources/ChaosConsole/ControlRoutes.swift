@@ -285,7 +285,8 @@ extension ChaosConsole {
 
     // MARK: Requests
 
-    /// The request journal; `?limit=N` keeps the newest N requests.
+    /// The request journal; `?answer=KIND` keeps the requests answered so (`refused` …),
+    /// `?limit=N` the newest N of them.
     private func requests(_ request: Request) -> Response {
         var limit = Int.max
         if let text = request.uri.queryParameters["limit"] {
@@ -296,12 +297,14 @@ extension ChaosConsole {
             }
             limit = number
         }
+        let answer = request.uri.queryParameters["answer"].map(String.init)
         let journal = ChaosNetwork.journal
         let recorded = journal.recordedCount
+        var requests = journal.requests.map(Self.wire)
+        if let answer { requests.removeAll { $0.answer != answer } }
         return json(
             ControlAPI.Requests(
-                capacity: journal.capacity, recorded: recorded,
-                requests: journal.requests.suffix(limit).map(Self.wire)))
+                capacity: journal.capacity, recorded: recorded, requests: Array(requests.suffix(limit))))
     }
 
     // MARK: Events

@@ -127,10 +127,17 @@ public struct ControlClient: Sendable {
         try decode([ControlAPI.ResponseSet].self, try checked(send("GET", "/v1/response-sets")))
     }
 
-    /// `GET /v1/requests[?limit=N]`: the request journal (the newest `limit` requests when given).
-    public func requests(limit: Int? = nil) throws(ControlError) -> ControlAPI.Requests {
-        try decode(
-            ControlAPI.Requests.self, try checked(send("GET", "/v1/requests\(limit.map { "?limit=\($0)" } ?? "")")))
+    /// `GET /v1/requests[?answer=KIND][&limit=N]`: the request journal; only the requests
+    /// answered so (``ControlAPI/Request/answer``, e.g. `refused`) when `answer` is given, and
+    /// the newest `limit` of them when that is.
+    public func requests(limit: Int? = nil, answer: String? = nil) throws(ControlError) -> ControlAPI.Requests {
+        var query: [String] = []
+        if let answer {
+            query.append("answer=\(answer.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")")
+        }
+        if let limit { query.append("limit=\(limit)") }
+        let path = "/v1/requests" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        return try decode(ControlAPI.Requests.self, try checked(send("GET", path)))
     }
 
     /// `PUT /v1/response-sets/NAME`: selects the answer called `response`.

@@ -382,6 +382,11 @@ struct CtlRequests: ParsableCommand {
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id.") var pid: Int32
     @Option(help: "Show only the newest this many requests.") var limit: Int?
+    @Option(
+        help:
+            "Show only requests answered so: stub, responseSet, responder, chaos, passedThrough, refused or client."
+    )
+    var answer: String?
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
@@ -398,7 +403,7 @@ struct CtlRequests: ParsableCommand {
                         "pid \(pid) (\(endpoint.program)) keeps no request journal: only Swift programs with ChaosConsole do (ChaosNetwork's RequestJournal)"
                 )
             }
-            let journal = try client.requests(limit: limit)
+            let journal = try client.requests(limit: limit, answer: answer)
             if json {
                 print(TerminalText.json(try ControlAPI.encoder().encode(journal)))
                 return

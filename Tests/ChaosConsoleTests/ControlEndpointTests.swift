@@ -243,6 +243,10 @@ import Testing
             ])
         #expect(mine[1].nearMisses?.map(\.stub) == ["items", "orders"])
 
+        let refused = try await offload { try client.requests(answer: "refused") }
+        #expect(refused.requests.allSatisfy { $0.answer == "refused" })
+        #expect(refused.requests.contains { $0.number == mine[1].number })
+        #expect(!refused.requests.contains { $0.number == mine[0].number })
         let newest = try await offload { try client.requests(limit: 1) }
         #expect(newest.requests.count == 1 && newest.requests[0].number >= mine[1].number)
         let (badLimit, post) = try await offload {

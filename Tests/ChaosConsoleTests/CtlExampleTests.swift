@@ -149,7 +149,7 @@ final class RunningDemo: Sendable {
         #expect(status.output.contains("[sunny], storm, server down"))
 
         // The demo's first request had a typo in its path: refused, with the stub it nearly matched.
-        let requests = try await demo.ctl("requests", "\(demo.pid)")
+        let requests = try await demo.ctl("requests", "\(demo.pid)", "--answer", "refused")
         #expect(requests.status == 0, "\(requests.errors)")
         #expect(requests.output.contains("GET https://weather.example/forcast/monday → refused  "))
         #expect(!requests.output.contains("failed: no stub matches"), "the near misses are not said twice")
@@ -157,9 +157,10 @@ final class RunningDemo: Sendable {
             requests.output.contains(
                 "    near miss 1: 'forecast' (GET any host template /forecast/:day), 1 of 2 criteria met"))
         #expect(requests.output.contains("      path: expected template /forecast/:day, got /forcast/monday"))
+        #expect(!requests.output.contains("/today"), "only the refused requests are listed")
+        let sunny = try await demo.ctl("requests", "\(demo.pid)", "--limit", "3")
         #expect(
-            requests.output.contains("GET https://weather.example/today → response set 'weather' → sunny  200 12 bytes")
-        )
+            sunny.output.contains("GET https://weather.example/today → response set 'weather' → sunny  200 12 bytes"))
         let newest = try await demo.ctl("requests", "\(demo.pid)", "--limit", "1", "--json")
         let journal = try ControlAPI.decoder().decode(ControlAPI.Requests.self, from: Data(newest.output.utf8))
         #expect(journal.requests.count == 1 && journal.requests[0].answeredBy == "weather")
