@@ -187,6 +187,18 @@ def main():
             page.keyboard.press("Enter")
             check(demo.wait_for("weather: storm warning", timeout=30) is not None, "selecting 'storm' changes the example's weather")
 
+            # The request journal: the example's first request had a typo in its path; the
+            # refused requests show it with the stub it nearly matched and what differed.
+            page.locator("#requests tbody tr", has_text="/today").first.wait_for(timeout=30_000)
+            check(True, "the request journal lists the example's requests: " + page.locator("#requests tbody tr").first.text_content())
+            page.locator("#requests-refused").check()
+            refused_row = page.locator("#requests tbody tr.refused", has_text="/forcast/monday")
+            refused_row.wait_for(timeout=30_000)
+            check(page.locator("#requests tbody tr", has_text="/today").count() == 0, "only refused requests are listed")
+            miss = refused_row.locator(".near-miss").first.text_content()
+            check("'forecast'" in miss and "path: expected template /forecast/:day, got /forcast/monday" in miss,
+                  "a refused request names its nearest stub and why it missed: " + miss)
+
             time.sleep(1.2)  # one refresh of the counters, for the picture
             page.evaluate("() => document.querySelector('details[data-point=\"demo.greeting\"]').scrollIntoView()")
             page.evaluate("() => window.scrollTo(0, 0)")

@@ -298,6 +298,49 @@
     }
   }
 
+  // MARK: Requests
+
+  // The newest 50 network requests (only the refused ones when asked), newest first; a
+  // refused request lists the stubs it nearly matched and what differed.
+  async function refreshRequests() {
+    const refusedOnly = $("requests-refused").checked;
+    let journal;
+    try {
+      journal = await api("GET", "/v1/requests?limit=50" + (refusedOnly ? "&answer=refused" : ""));
+    } catch (error) {
+      $("requests-state").textContent = "The request journal cannot be read: " + error.message;
+      return;
+    }
+    const table = $("requests");
+    table.hidden = journal.requests.length === 0;
+    $("requests-state").textContent = journal.capacity === 0 ? "The request journal is off."
+      : journal.requests.length === 0 ? (refusedOnly ? "No request was refused." : "No network request yet.")
+      : journal.recorded + " requests so far (the journal keeps " + journal.capacity + "); the newest " +
+        (refusedOnly ? "refused " : "") + "are listed first.";
+    const rows = journal.requests.slice().reverse().map((request) => {
+      const outcome = request.status !== undefined && request.status !== null
+        ? request.status + " · " + request.bytes + " bytes" : request.error ? "failed" : "";
+      const misses = (request.nearMisses || []).map((miss) => element("li", { className: "near-miss" }, [
+        element("span", { text: "'" + miss.stub + "' (" + miss.matcher + "), " +
+          miss.satisfied + " of " + miss.criteria + " criteria met" }),
+        element("ul", {}, miss.differences.map((difference) => element("li", { text: difference.description }))),
+      ]));
+      return element("tr", { className: request.answer, "data-number": String(request.number) }, [
+        element("td", { className: "number", text: "#" + request.number }),
+        element("td", { text: timeOfDay(request.date, true) }),
+        element("td", { text: request.method }),
+        element("td", { className: "url", text: request.url }),
+        element("td", {}, [
+          element("span", { text: request.summary }),
+          misses.length ? element("ol", { className: "near-misses", "aria-label": "Nearest stubs" }, misses) : null,
+        ]),
+        element("td", { text: outcome, title: request.error || undefined }),
+        element("td", { className: "number", text: request.milliseconds.toFixed(1) + " ms" }),
+      ]);
+    });
+    table.tBodies[0].replaceChildren(...rows);
+  }
+
   // MARK: Events
 
   function followEvents() {
@@ -324,4 +367,7 @@
   loadSets();
   followEvents();
   setInterval(refreshEntries, 1000);
+  $("requests-refused").addEventListener("change", refreshRequests);
+  refreshRequests();
+  setInterval(refreshRequests, 1000);
 })();
