@@ -64,10 +64,13 @@ let package = Package(
         ),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
         .target(name: "CChaosFaults"),
+        // The control endpoint of a `chaos run` program (plain C, over the engine): served by
+        // the preload library inside the program, or by chaos run's seccomp supervisor.
+        .target(name: "CChaosControl", dependencies: ["CChaosFaults"]),
         // The interceptors of both deliveries are one source (CChaosIntercept/interceptors.inc),
         // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
-            name: "CChaosPreload", dependencies: ["CChaosFaults"],
+            name: "CChaosPreload", dependencies: ["CChaosFaults", "CChaosControl"],
             cSettings: [.headerSearchPath("../CChaosIntercept")],
             linkerSettings: [
                 .linkedLibrary("dl", .when(platforms: [.linux])),
@@ -114,8 +117,9 @@ let package = Package(
         // toolchain's RUNPATH stays: a --sanitize=thread build finds its runtime there.
         .executableTarget(
             name: "chaos",
-            // The engine: the seccomp delivery decides in the launcher itself.
-            dependencies: ["CChaosFaults"],
+            // The engine and the control endpoint: the seccomp delivery decides in the
+            // launcher itself, and serves `chaos ctl` from there.
+            dependencies: ["CChaosFaults", "CChaosControl"],
             linkerSettings: [.unsafeFlags(["-nostartfiles"], .when(platforms: [.linux]))]
         ),
         .executableTarget(

@@ -204,6 +204,21 @@ int chaos_fault_counters(int32_t entry, chaos_entry_counters *out) {
     return result;
 }
 
+int chaos_fault_entry_label(int32_t entry, char *out, size_t capacity) {
+    if (!out || !capacity) return -1;
+    out[0] = 0;
+    int result = -1;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load(&cf_active_plan);
+    if (plan && entry >= 0 && entry < plan->count) {
+        const char *label = plan->entries[entry].label;
+        if (label) snprintf(out, capacity, "%s", label);
+        result = label ? 1 : 0;
+    }
+    cf_read_leave(parity);
+    return result;
+}
+
 int32_t chaos_fault_entry_count(void) {
     unsigned parity = cf_read_enter();
     chaos_plan *plan = atomic_load(&cf_active_plan);

@@ -18,7 +18,8 @@ public enum ControlAPI {
         public var pid: Int32
         /// The program's name.
         public var program: String
-        /// `"swift"` for an in-process endpoint, `"preload"` for a `chaos run` child.
+        /// `"swift"` for an in-process endpoint, `"preload"` or `"seccomp"` for a `chaos run`
+        /// program (served by its preload library, or by chaos run's supervisor).
         public var kind: String
         /// Live entries, enabled or not.
         public var entries: Int

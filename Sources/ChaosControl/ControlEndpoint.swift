@@ -26,8 +26,14 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     public var url: String
     /// The per-session token: `Authorization: Bearer TOKEN`.
     public var token: String
-    /// `"swift"` for an in-process endpoint, `"preload"` for a `chaos run` child.
+    /// `"swift"` for an in-process endpoint, `"preload"` for a `chaos run` child served by
+    /// the preload library inside it, `"seccomp"` for one served by `chaos run`'s seccomp
+    /// supervisor beside it.
     public var kind: String
+
+    /// Whether a `chaos run` program is behind it (either delivery): it takes compiled plans,
+    /// not profiles, and keeps no event stream.
+    public var isChaosRun: Bool { kind == "preload" || kind == "seccomp" }
     /// When the endpoint started.
     public var started: Date
 

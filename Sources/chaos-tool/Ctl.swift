@@ -262,7 +262,7 @@ struct CtlApply: ParsableCommand {
         let endpoint = try ctl { try options.endpoint(pid: pid) }
         // A `chaos run` child has no profile compiler (it is plain C): the profile is
         // compiled here, as `chaos run` does, and only the plan is sent.
-        let plan: String? = endpoint.kind == "preload" ? try compiledPlan(data) : nil
+        let plan: String? = endpoint.isChaosRun ? try compiledPlan(data) : nil
         try ctl {
             let client = options.client(endpoint)
             let applied: ControlAPI.Applied
@@ -347,7 +347,7 @@ struct CtlEvents: ParsableCommand {
         var seen = 0
         try ctl {
             let endpoint = try options.endpoint(pid: pid)
-            guard endpoint.kind != "preload" else {
+            guard !endpoint.isChaosRun else {
                 throw CtlFailure(
                     description:
                         "pid \(pid): a chaos run child (preload endpoint) serves no events; `chaos ctl status \(pid)` shows its counters and last acts"

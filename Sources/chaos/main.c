@@ -384,7 +384,7 @@ static const char *const tool_sources[] = {
     "chaos-tool", "ChaosKit", "ChaosPoints", "ChaosHooks", "ChaosNetwork", "ChaosControl",
     "CChaosGrace", "CChaosELF", "CChaosFaults", "CChaosIntercept", "CFFI", NULL,
 };
-static const char *const preload_sources[] = { "CChaosPreload", "CChaosFaults", "CChaosIntercept", NULL };
+static const char *const preload_sources[] = { "CChaosPreload", "CChaosFaults", "CChaosControl", "CChaosIntercept", NULL };
 
 // Whether `chaos run` was given a preload library of its own (--preload, or the variable).
 static int preload_given(int argc, char **argv) {

@@ -67,9 +67,12 @@ static int by_profile_number(const void *left, const void *right) {
 
 int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                        const struct chaos_report_options *options) {
-    // Numbered as the profile numbers them, when every label says it; else in plan order.
+    // Numbered as the profile numbers them, when every label says it and no two say the
+    // same (entries `chaos ctl` added come from profiles of their own); else in plan order.
     int numbered = 1;
     for (int i = 0; i < count; i++) numbered &= (entries[i].number = profile_number(entries[i].label)) > 0;
+    for (int i = 0; i < count && numbered; i++)
+        for (int j = i + 1; j < count; j++) numbered &= entries[i].number != entries[j].number;
     for (int i = 0; i < count && !numbered; i++) entries[i].number = i + 1;
     qsort(entries, (size_t)count, sizeof *entries, by_profile_number);
     int never = 0;

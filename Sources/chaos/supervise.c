@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "answer.h"
+#include "chaos_control.h"
 #include "parent.h"
 #include "descriptors.h"
 #include "report.h"
@@ -94,12 +95,6 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
     return 0;
 }
 
-static int plan_has_point(const chaos_plan *plan, int32_t point) {
-    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++)
-        if (chaos_plan_entry_point(plan, e) == point) return 1;
-    return 0;
-}
-
 /// The child: be traced, filter, stop for the parent, become the program.
 static void become_program(char **argv, const struct sock_fprog *filter, const sigset_t *mask, pid_t parent) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -146,7 +141,6 @@ static int take_listener(pid_t child) {
 struct tracing {
     pid_t threads[64];
     int count;
-    int hide_vdso;  ///< the plan has clock entries
 };
 
 static int traced_index(const struct tracing *tracing, pid_t tid) {
@@ -163,7 +157,8 @@ static void untrace(struct tracing *tracing, pid_t tid) {
 /// A thread is about to exec: trace it, so that its exec stop hides the vDSO from the
 /// program it starts. An exec that fails leaves it traced until its next exec or its end.
 static void watch_exec(struct tracing *tracing, pid_t tid) {
-    if (!tracing || !tracing->hide_vdso || traced_index(tracing, tid) >= 0 || tracing->count == 64) return;
+    if (!tracing || !chaos_fault_point_active(CHAOS_POINT_CLOCK) || traced_index(tracing, tid) >= 0 || tracing->count == 64)
+        return;
     if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) == 0)
         tracing->threads[tracing->count++] = tid;
 }
@@ -186,7 +181,6 @@ static void serve(int listener, struct seccomp_notif *notification, size_t size)
 struct server {
     int listener;
     size_t size;
-    int watch_execs;              ///< hand execs to the main thread, to trace them
     int wake;                     ///< eventfd: an exec to trace, or a new delay
     _Atomic int stop;
     pthread_t thread;
@@ -211,7 +205,7 @@ static void *server_main(void *context) {
         memset(notification, 0, server->size);
         if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue;  // EINTR, ENOENT
         const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
-        if (server->watch_execs && call && call->shape == CHAOS_SHAPE_EXEC) {
+        if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
             chaos_descriptors_forget();
             pthread_mutex_lock(&server->lock);
             int queued = server->exec_count < 64;
@@ -305,7 +299,7 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
             continue;
         }
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
-            if (tracing->hide_vdso && chaos_tracee_hide_vdso(got) < 0)
+            if (chaos_fault_point_active(CHAOS_POINT_CLOCK) && chaos_tracee_hide_vdso(got) < 0)
                 fprintf(stderr, "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n", (int)got);
             ptrace(PTRACE_DETACH, got, NULL, NULL);
             untrace(tracing, got);
@@ -318,18 +312,42 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
     return ended;
 }
 
-/// Reports the entries' counts and returns what `chaos run` exits with.
-static int finish(const chaos_plan *plan, const char *program, int status, const struct chaos_report_options *options) {
+/// What a plan applied through the control endpoint must pass: entries this delivery
+/// carries, on calls the filter installed at the start traps.
+static int deliverable(const chaos_plan *plan, char *why, size_t capacity) {
+    if (chaos_seccomp_refusal(plan, why, capacity) != 0) return -1;
+    if (chaos_syscall_covers(plan)) return 0;
+    snprintf(why, capacity, "under the seccomp delivery the program's filter was fixed when it started, and it does "
+             "not trap the calls these entries need; start chaos run with a profile that has an entry on the same "
+             "point and operations (it may be disabled)");
+    return -1;
+}
+
+/// Serves `chaos ctl` from here when CHAOS_CONTROL asks: the plan is the supervisor's.
+static void start_control(char **argv) {
+    if (!chaos_control_wanted(getenv)) return;
+    const char *slash = strrchr(argv[0], '/');
+    chaos_control_serve_for(slash ? slash + 1 : argv[0], "seccomp");
+    chaos_control_check_plans(deliverable);
+    chaos_control_start(getenv, NULL);
+}
+
+/// Reports the entries' counts and returns what `chaos run` exits with. The active plan's
+/// entries: `chaos ctl` may have replaced the plan the program started with.
+static int finish(const char *program, int status, const struct chaos_report_options *options) {
     int count = chaos_fault_entry_count();
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
-    for (int32_t e = 0; entries && e < count; e++) {
+    char (*labels)[256] = calloc((size_t)(count ? count : 1), sizeof *labels);
+    for (int32_t e = 0; entries && labels && e < count; e++) {
         chaos_entry_counters counters;
         if (chaos_fault_counters(e, &counters) != 0) continue;
-        entries[e] = (struct chaos_report_entry){ counters.point, chaos_plan_entry_label(plan, e), counters.seen, counters.acted };
+        int labelled = chaos_fault_entry_label(e, labels[e], sizeof labels[e]) == 1;
+        entries[e] = (struct chaos_report_entry){ counters.point, labelled ? labels[e] : NULL, counters.seen, counters.acted };
     }
     struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status };
-    int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
+    int code = chaos_parent_finish(&run, entries, entries && labels ? count : 0, options);
     free(entries);
+    free(labels);
     return code;
 }
 
@@ -339,6 +357,8 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         clock_gettime(CLOCK_REALTIME, &now);
         chaos_fault_set_start_anchor((int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
     }
+    int control = chaos_control_wanted(getenv);
+    if (control) chaos_control_adopt(plan);
     chaos_plan_install(plan);
     chaos_descriptors_remember_inherited();
     struct sock_filter instructions[MOST_INSTRUCTIONS];
@@ -369,9 +389,9 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         waitpid(child, NULL, __WALL);
         return 125;
     }
-    struct tracing tracing = { .threads = { child }, .count = 1, .hide_vdso = plan_has_point(plan, CHAOS_POINT_CLOCK) };
+    struct tracing tracing = { .threads = { child }, .count = 1 };
     int status = 0;
-    struct server server = { .listener = listener, .size = size, .watch_execs = tracing.hide_vdso,
+    struct server server = { .listener = listener, .size = size,
                              .wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
     chaos_answer_wake(server.wake);
     if (server.wake < 0 || server_start(&server) != 0) {
@@ -380,6 +400,8 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         waitpid(child, NULL, __WALL);
         return 125;
     }
+    // After the fork: the child must not inherit a thread that could hold a lock.
+    if (control) start_control(argv);
     ptrace(PTRACE_CONT, child, NULL, NULL);
     for (;;) {
         struct pollfd waiting[2] = { { server.wake, POLLIN, 0 }, { signals, POLLIN, 0 } };
@@ -406,5 +428,5 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);
-    return finish(plan, argv[0], status, options);
+    return finish(argv[0], status, options);
 }

@@ -121,12 +121,18 @@ static uint64_t needed_rows(const chaos_plan *plan) {
 
 int chaos_syscall_trapped(const chaos_plan *plan) { return __builtin_popcountll(needed_rows(plan)); }
 
+// The rows the installed filter traps: set once, before the program starts.
+static uint64_t filtered_rows;
+
+int chaos_syscall_covers(const chaos_plan *plan) { return (needed_rows(plan) & ~filtered_rows) == 0; }
+
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity) {
 #ifndef CHAOS_AUDIT_ARCH
     (void)plan; (void)out; (void)capacity;
     return -1;
 #else
     uint64_t rows = needed_rows(plan);
+    filtered_rows = rows;
     int monotonic = (chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_MONOTONIC) != 0;
     // Realtime clock ids always; monotonic ones when an entry fakes them.
     static const int realtime[] = { CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM };

@@ -46,6 +46,11 @@ const struct chaos_syscall *chaos_syscall_find(int number);
 /// Returns the number of instructions, or -1 when it does not fit.
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity);
 
+/// Whether the filter built last (the one installed) traps every call `plan`'s entries
+/// can act on: a plan applied later through `chaos ctl` must not need more. (Whether its
+/// clock entries fake monotonic clocks is not compared.)
+int chaos_syscall_covers(const chaos_plan *plan);
+
 /// How many system calls the filter of `plan` traps (for messages and tests).
 int chaos_syscall_trapped(const chaos_plan *plan);
 

@@ -49,7 +49,7 @@ import Testing
     /// depend on which products `swift test` happened to build.
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
-        let sources = ["Sources/CChaosPreload", "Sources/CChaosFaults"].flatMap { folder in
+        let sources = ["Sources/CChaosPreload", "Sources/CChaosFaults", "Sources/CChaosControl"].flatMap { folder in
             let directory = root.appendingPathComponent(folder)
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
                 $0.hasSuffix(".c")
@@ -58,8 +58,8 @@ import Testing
             .map { directory.appendingPathComponent($0).path }
         }
         let includes = [
-            "Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosIntercept",
-            "Sources/CChaosIntercept/include",
+            "Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosControl/include",
+            "Sources/CChaosIntercept", "Sources/CChaosIntercept/include",
         ]
         .flatMap { ["-I", root.appendingPathComponent($0).path] }
         _ = try? run(

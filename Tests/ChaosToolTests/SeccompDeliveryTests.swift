@@ -314,4 +314,92 @@ import Glibc
         let outcome = try workspace.chaosRun([program], options: ["--quiet"])
         #expect(outcome.status == SIGTERM, "Process reports the signal that ended chaos run: \(outcome)")
     }
+
+    /// Waits for DIR/go, then writes DIR/late/file and says how that went.
+    static let waiting = """
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <string.h>
+        #include <time.h>
+        #include <unistd.h>
+
+        int main(int argc, char **argv) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/go", argv[1]);
+            for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++) {
+                struct timespec pause = { 0, 10 * 1000 * 1000 };
+                nanosleep(&pause, NULL);
+            }
+            snprintf(path, sizeof path, "%s/late/file", argv[1]);
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            long wrote = fd < 0 ? -1 : write(fd, "data", 4);
+            printf("late %s\\n", wrote < 0 ? strerror(errno) : "ok");
+            return 0;
+        }
+        """
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func chaosCtlReachesTheSupervisorWhichRefusesWhatItCannotCarry() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        try FileManager.default.createDirectory(atPath: workspace.folder + "/late", withIntermediateDirectories: true)
+        let program = try #require(
+            try ReachTests.Workspace(folder: workspace.folder).compile("c-waiting", Self.waiting, flags: ["-static"]))
+        let control = "/tmp/sctl-\(getpid())-\(UUID().uuidString.prefix(6))"  // a socket path stays short
+        try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
+        chmod(control, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: control) }
+        let environment = ["CHAOS_CONTROL": "unix", "CHAOS_CONTROL_DIR": control]
+        let process = Process()
+        process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
+        process.arguments = [
+            "run", "--preload", ChaosToolTests.preloadLibrary, "--profile", workspace.profile, "--", program,
+            workspace.folder,
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let pid = process.processIdentifier
+        let endpointFile = "\(control)/\(pid).json"
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: endpointFile) { usleep(10_000) }
+        #expect(
+            FileManager.default.fileExists(atPath: endpointFile),
+            "the supervisor publishes an endpoint under chaos run's pid")
+
+        func ctl(_ arguments: [String]) throws -> ChaosToolTests.Outcome {
+            try ChaosToolTests.run(
+                ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, ["ctl"] + arguments,
+                environment: environment)
+        }
+        let listed = try ctl(["list"])
+        #expect(listed.output.contains("c-waiting") && listed.output.contains("seccomp"), "\(listed)")
+
+        let getenv = workspace.folder + "/getenv.json"
+        try
+            #"{"entries": [{"point": "system.getenv", "provider": {"sequential": [{"item": "unset", "parameters": {"name": "HOME"}}, "original"]}}]}"#
+            .write(toFile: getenv, atomically: true, encoding: .utf8)
+        let refused = try ctl(["apply", String(pid), getenv])
+        #expect(refused.status != 0 && refused.errors.contains("cannot be delivered"), "\(refused)")
+
+        let late = workspace.folder + "/late.json"
+        try
+            #"{"entries": [{"point": "system.files", "provider": {"item": "eio", "parameters": {"path": "\#(workspace.folder)/late", "operations": ["write"]}}}]}"#
+            .write(toFile: late, atomically: true, encoding: .utf8)
+        let applied = try ctl(["apply", String(pid), late])
+        #expect(applied.status == 0, "\(applied)")
+
+        #expect(FileManager.default.createFile(atPath: workspace.folder + "/go", contents: nil))
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(
+            printed.contains("late Input/output error"), "the entry applied through chaos ctl acted: \(printed) \(said)"
+        )
+        #expect(said.contains("eio("), "the report lists the applied entry: \(said)")
+    }
 }

@@ -509,6 +509,10 @@ void chaos_counts_release(chaos_counts *counts);
 /// Copies `counts` into `out` (its seed and generation are 0: counts belong to no plan).
 void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out);
 
+/// Copies the label of entry `entry` of the active plan into `out` (cut to fit): 1, or 0
+/// when it has none (`out` is then ""), -1 when there is no such entry.
+int chaos_fault_entry_label(int32_t entry, char *out, size_t capacity);
+
 /// Number of entries of the active plan (0 when none).
 int32_t chaos_fault_entry_count(void);
 

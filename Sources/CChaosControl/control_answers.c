@@ -95,7 +95,7 @@ HIDDEN void ctl_status_body(answer *a) {
     a->status = 200;
     ctl_put(&a->body, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_public_pid);
     ctl_put_json_string(&a->body, ctl_program);
-    ctl_put(&a->body, ",\"kind\":\"preload\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]", ctl_entry_count, enabled);
+    ctl_put(&a->body, ",\"kind\":\"%s\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]", ctl_kind, ctl_entry_count, enabled);
     put_advance_progress(&a->body);
     ctl_put(&a->body, "}");
 }

@@ -50,6 +50,8 @@
 // `chaos run`'s pid when this is the program it started (it stays the program's parent,
 // and the pid a user has of it is its own).
 pid_t ctl_owner_pid, ctl_public_pid;
+// "preload", or "seccomp" for chaos run's supervisor: written once before the threads start.
+const char *ctl_kind = "preload";
 char ctl_token[65], ctl_program[256];
 // Where the endpoint lives: written by chaos_control_start before the threads start.
 static char directory[4096], socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)], file_path[4200];
@@ -61,11 +63,18 @@ int ctl_started;
 /// The program's name, from /proc/self/comm, into `program`. The kernel keeps 15 bytes of
 /// it and may cut a character in two (`ñ` is two bytes): what is left of one is dropped.
 static void read_program_name(void) {
+    if (ctl_program[0]) return;  // named by chaos_control_name_program
     long got = ctl_read_small("/proc/self/comm", ctl_program, sizeof ctl_program);
     if (got <= 0) snprintf(ctl_program, sizeof ctl_program, "program");
     ctl_program[strcspn(ctl_program, "\n")] = 0;
     ctl_program[chaos_utf8_trim_incomplete(ctl_program, strlen(ctl_program))] = 0;
     if (!ctl_program[0]) snprintf(ctl_program, sizeof ctl_program, "program");
+}
+
+HIDDEN void chaos_control_serve_for(const char *name, const char *kind) {
+    ctl_kind = kind;
+    snprintf(ctl_program, sizeof ctl_program, "%s", name);
+    ctl_program[chaos_utf8_trim_incomplete(ctl_program, strlen(ctl_program))] = 0;
 }
 
 HIDDEN int chaos_control_wanted(chaos_control_getenv_fn get) {
@@ -241,7 +250,7 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     buffer record = {0};
     ctl_put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_public_pid);
     ctl_put_json_string(&record, ctl_program);
-    ctl_put(&record, ",\"kind\":\"preload\",\"url\":");
+    ctl_put(&record, ",\"kind\":\"%s\",\"url\":", ctl_kind);
     char url[sizeof socket_path + 8];
     snprintf(url, sizeof url, "unix:%s", socket_path);
     ctl_put_json_string(&record, url);

@@ -1,5 +1,6 @@
-// The control endpoint of libChaosPreload.so (Docs/Console.md, "chaos run children"):
-// internal to the library, not part of its interface.
+// The control endpoint of a `chaos run` program (Docs/Console.md, "chaos run children"):
+// served by libChaosPreload.so inside the program, or by chaos run's seccomp supervisor
+// beside it. Internal to both, not part of their interfaces.
 #ifndef CHAOS_CONTROL_H
 #define CHAOS_CONTROL_H
 
@@ -20,6 +21,18 @@ __attribute__((visibility("hidden"))) void chaos_control_adopt(const chaos_plan 
 
 /// Records that the start anchor of `speed anchor=start` was chosen (by the constructor).
 __attribute__((visibility("hidden"))) void chaos_control_anchor_chosen(void);
+
+/// Names the program the endpoint serves (default: this process's own name) and the kind of
+/// endpoint ("preload" by default), for a supervisor that serves the endpoint of another
+/// process (`kind` must live for ever). Before chaos_control_start.
+__attribute__((visibility("hidden"))) void chaos_control_serve_for(const char *name, const char *kind);
+
+/// Whether a plan can be carried out: 0, or -1 with why not (one sentence) in `why`.
+typedef int (*chaos_control_check_fn)(const chaos_plan *plan, char *why, size_t capacity);
+
+/// Has every apply check its combined plan first (a delivery that cannot carry out every
+/// plan refuses what it cannot, with a 422). Before chaos_control_start.
+__attribute__((visibility("hidden"))) void chaos_control_check_plans(chaos_control_check_fn check);
 
 /// Writes the endpoint file and starts the thread that serves the socket. `quiet` is called
 /// first on that thread: it takes the thread out of every interceptor.

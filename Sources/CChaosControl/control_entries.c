@@ -25,6 +25,11 @@ static int anchor_chosen;
 
 HIDDEN void chaos_control_anchor_chosen(void) { anchor_chosen = 1; }
 
+// Set once before the endpoint starts (chaos_control_check_plans), read by the worker.
+static chaos_control_check_fn plan_check;
+
+HIDDEN void chaos_control_check_plans(chaos_control_check_fn check) { plan_check = check; }
+
 // MARK: - Entries from plan text
 
 /// Unescapes a quoted plan value starting after its opening quote; NULL when out of memory.
@@ -234,6 +239,14 @@ HIDDEN void ctl_apply(answer *a, const char *body, size_t length, const char *so
         char message[400];
         snprintf(message, sizeof message, "with the entries already applied the plan is refused: %s; revert some first", error.message);
         ctl_fail(a, 422, "invalidProfile", subject, message);
+        return;
+    }
+    char why[512];
+    if (plan_check && plan_check(plan, why, sizeof why) != 0) {
+        chaos_plan_free(plan);
+        free_entries(added, count);
+        snprintf(subject, sizeof subject, "%.80s", source);
+        ctl_fail(a, 422, "unreachable", subject, why);
         return;
     }
     free(added); // the strings now belong to `entries`
