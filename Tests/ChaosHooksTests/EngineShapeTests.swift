@@ -153,7 +153,10 @@ import Testing
 
     @Test func noEngineFileExceedsSixHundredLines() throws {
         var checked = 0
-        for folder in ["Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CChaosPreload", "Sources/CChaosControl", "Sources/chaos"] {
+        for folder in [
+            "Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CChaosPreload", "Sources/CChaosControl",
+            "Sources/chaos",
+        ] {
             let directory = Self.root.appendingPathComponent(folder)
             let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {
                 $0 as? String
