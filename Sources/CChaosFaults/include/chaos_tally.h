@@ -1,0 +1,45 @@
+// Counting a process tree into one place (part of CChaosFaults.h): `chaos run` reports
+// what fired across every process of its program's tree from a file they all map.
+#ifndef CCHAOS_TALLY_H
+#define CCHAOS_TALLY_H
+
+#include <stdint.h>
+
+typedef struct chaos_plan chaos_plan;  // CChaosFaults.h
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The most entries that can count into mirrors (chaos_plan_mirror_counts).
+#define CHAOS_PLAN_MAX_MIRRORS 256
+
+/// Makes entry `entry` of `plan`, which was never installed, also count into `pair`:
+/// `pair[0]` acted, `pair[1]` passed (8-byte aligned), added atomically as decisions count. The pair may be
+/// memory other processes share (a MAP_SHARED file), so that a process tree counts into
+/// one place: `chaos run` reports from it when its program ends. The entry's counts keep
+/// the mirror when a later plan takes them over (chaos_plan_count_into). Readings the
+/// clock's fast path answers reach the mirror at `chaos_fault_mirror_flush`. 0, or -1
+/// when there is no such entry, the plan was installed, or more than
+/// CHAOS_PLAN_MAX_MIRRORS entries ask.
+int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair);
+
+/// Adds to the mirrors the readings this process's fast clock path answered since the
+/// last flush (a forked child: since it was forked). Call it when the process ends.
+void chaos_fault_mirror_flush(void);
+
+/// The file `chaos run` shares with every preloaded process of its program's tree (named
+/// by CHAOS_RUN_TALLY): this header, then one (acted, passed) pair of uint64_t per plan
+/// entry, which each process's entries mirror their counts into.
+typedef struct chaos_tally_header {
+    char magic[16];    ///< CHAOS_TALLY_MAGIC, NUL-padded
+    uint64_t entries;  ///< how many pairs follow
+    uint64_t reserved;
+} chaos_tally_header;
+#define CHAOS_TALLY_MAGIC "chaos-tally 1"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
