@@ -187,7 +187,7 @@ def main():
             page.keyboard.press("Enter")
             check(demo.wait_for("weather: storm warning", timeout=30) is not None, "selecting 'storm' changes the example's weather")
 
-            # The request journal: the example's first request had a typo in its path; the
+            # The request journal: the example makes a request with a typo in its path every few seconds; the
             # refused requests show it with the stub it nearly matched and what differed.
             page.locator("#requests tbody tr", has_text="/today").first.wait_for(timeout=30_000)
             check(True, "the request journal lists the example's requests: " + page.locator("#requests tbody tr").first.text_content())

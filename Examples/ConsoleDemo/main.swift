@@ -78,16 +78,17 @@ if let console = started.console {
     say("ready - - (no control endpoint: a release build)")
 }
 
-// Once: a request with a typo in its path, which the stub set refuses; the request journal
-// shows it with the stub it nearly matched and why it missed.
-_ = try? await client.send(
-    HTTPRequest(method: .get, scheme: "https", authority: "weather.example", path: "/forcast/monday"), body: nil)
+// Now and then (first, then every 500 turns, ~5 s): a request with a typo in its path, which
+// the stub set refuses; the request journal shows it with the stub it nearly matched and why
+// it missed. Again and again, because the journal keeps the newest 1,000 requests (~10 s).
+let typo = HTTPRequest(method: .get, scheme: "https", authority: "weather.example", path: "/forcast/monday")
 
 var lastGreeting = ""
 var lastWeather = ""
 let request = HTTPRequest(method: .get, scheme: "https", authority: "weather.example", path: "/today")
 let iterations = Int(ProcessInfo.processInfo.environment["CHAOS_DEMO_ITERATIONS"] ?? "") ?? Int.max
-for _ in 0..<iterations {
+for turn in 0..<iterations {
+    if turn % 500 == 0 { _ = try? await client.send(typo, body: nil) }
     let now = Int(Date().timeIntervalSince1970 * 1_000)
     let said = greeting("world")
     if said != lastGreeting {

@@ -148,7 +148,7 @@ final class RunningDemo: Sendable {
         #expect(status.output.contains("#\(id) demo.greeting ← shout"))
         #expect(status.output.contains("[sunny], storm, server down"))
 
-        // The demo's first request had a typo in its path: refused, with the stub it nearly matched.
+        // The demo makes a request with a typo in its path every few seconds: refused, with the stub it nearly matched.
         let requests = try await demo.ctl("requests", "\(demo.pid)", "--answer", "refused")
         #expect(requests.status == 0, "\(requests.errors)")
         #expect(requests.output.contains("GET https://weather.example/forcast/monday → refused  "))
