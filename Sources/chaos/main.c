@@ -163,7 +163,8 @@ static int unreached(char **argv, const char *file, const char *reason, int allo
 /// plainly, as --allow-unreached asked), or 0 after saying why it was refused (125).
 /// Chaos that silently never fires is worse than none: a program the preload library
 /// cannot reach goes to the seccomp supervisor, and one neither reaches is refused.
-static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options) {
+/// For 's', the plan it checked goes in `*supervised` (the caller's to run).
+static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options, chaos_plan **supervised) {
     char file[PATH_MAX];
     enum chaos_reach reach = chaos_reach_program(argv[0], file, sizeof file);
     int asked_seccomp = strcmp(options->delivery, "seccomp") == 0, asked_preload = strcmp(options->delivery, "preload") == 0;
@@ -176,7 +177,7 @@ static char choose_delivery(char **argv, const char *plan_text, const struct run
     if (!plan) snprintf(why, sizeof why, "its plan is damaged (%s); run again with --no-cache", error.message);
     else if (!chaos_seccomp_available()) snprintf(why, sizeof why, "%s, and this kernel has no seccomp user notification (Linux 5.5 or later) for the seccomp delivery", chaos_reach_reason(reach));
     else if (chaos_seccomp_refusal(plan, why, sizeof why) == 0) {
-        chaos_plan_free(plan);
+        *supervised = plan;
         return 's';
     }
     chaos_plan_free(plan);
@@ -246,19 +247,11 @@ static int run(char *cached, const struct run_options *options, char **argv) {
     if (!text) return 125;
     snprintf(text, plan_length + 64, "chaos-plan 1\nseed %s\n%s", seed_text, plan);
     unsetenv("CHAOS_PLAN");
-    char delivery = choose_delivery(argv, text, options);
+    chaos_plan *supervised = NULL;
+    char delivery = choose_delivery(argv, text, options, &supervised);
     if (!delivery) return 125;
-    if (delivery == 's') {
-        chaos_plan_error error;
-        chaos_plan *plan = chaos_plan_parse(text, strlen(text), &error);
-        return plan ? chaos_supervise(plan, argv, &options->report) : 125;
-    }
-    if (delivery == 'n') {
-        execvp(argv[0], argv);
-        int error = errno;
-        fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
-        return error == ENOENT ? 127 : 126;
-    }
+    if (delivery == 's') return chaos_supervise(supervised, argv, &options->report);
+    if (delivery == 'n') chaos_parent_become(argv);
     setenv("CHAOS_PLAN_TEXT", text, 1);
     const char *preload = options->preload;
     const char *existing = getenv("LD_PRELOAD");

@@ -66,6 +66,17 @@ static int end_like(int status) {
     return 128 + signal_number;
 }
 
+void chaos_parent_become(char **argv) {
+    execvp(argv[0], argv);
+    int failure = errno;
+    char message[512];
+    int length = snprintf(message, sizeof message, "chaos run: %s: %s\n", argv[0],
+                          failure == ENOENT ? "command not found" : strerror(failure));
+    ssize_t written = write(2, message, length > 0 && (size_t)length < sizeof message ? (size_t)length : sizeof message - 1);
+    (void)written;  // nothing more to say if even this fails
+    _exit(failure == ENOENT ? 127 : 126);
+}
+
 int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                         const struct chaos_report_options *options) {
     int never = chaos_report_write(run, entries, count, options);
@@ -136,14 +147,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(125);
         sigprocmask(SIG_SETMASK, &original, NULL);
-        execvp(argv[0], argv);
-        int failure = errno;
-        char message[512];
-        int length = snprintf(message, sizeof message, "chaos run: %s: %s\n", argv[0],
-                              failure == ENOENT ? "command not found" : strerror(failure));
-        ssize_t written = write(2, message, length > 0 && (size_t)length < sizeof message ? (size_t)length : sizeof message - 1);
-        (void)written;  // nothing more to say if even this fails
-        _exit(failure == ENOENT ? 127 : 126);
+        chaos_parent_become(argv);
     }
     int status = 0;
     for (;;) {

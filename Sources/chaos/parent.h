@@ -23,6 +23,11 @@ void chaos_parent_pass_on(const struct signalfd_siginfo *info, pid_t child);
 /// Ctrl-Z) stops `chaos run` too, so the shell gets its prompt back; on `fg` both go on.
 void chaos_parent_child_stopped(pid_t child, int status);
 
+/// Becomes `argv` (execvp); when it cannot, says why on standard error and ends the process
+/// as a shell would: 127 for a program not found, 126 for one that cannot run. Touches
+/// nothing shared (no stdio, no allocation), so a vfork child may call it.
+__attribute__((noreturn)) void chaos_parent_become(char **argv);
+
 /// Reports `entries` (see report.h) and returns what `chaos run` exits with: 125 when an
 /// entry never acted under --require-fired, else the program's status (a signal that
 /// ended the program is raised again here, so the caller sees the same end).

@@ -112,10 +112,7 @@ static void become_program(char **argv, const struct sock_fprog *filter, const s
     }
     listener_number = listener;  // close-on-exec: the program never sees it
     raise(SIGSTOP);
-    execvp(argv[0], argv);
-    int error = errno;
-    fprintf(stderr, "chaos run: %s: %s\n", argv[0], error == ENOENT ? "command not found" : strerror(error));
-    _exit(error == ENOENT ? 127 : 126);
+    chaos_parent_become(argv);
 }
 
 /// Takes the child's listener at its first stop; -1 when it cannot.
