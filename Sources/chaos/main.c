@@ -335,37 +335,41 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
     if (strcmp(options.delivery, "auto") != 0 && strcmp(options.delivery, "preload") != 0 && strcmp(options.delivery, "seccomp") != 0)
         return -1;  // the tool says what --delivery takes
     // A plan the tool just compiled (it starts us again with it), or one compiled earlier.
+    // One compiled for this run only is deleted as soon as it is read, whatever follows.
     const char *compiled = getenv("CHAOS_RUN_COMPILED");
+    int just_compiled = compiled && *compiled;
+    char path[PATH_MAX];
+    size_t length = 0;
+    char *cached = NULL;
+    if (just_compiled) {
+        snprintf(path, sizeof path, "%s", compiled);
+        cached = read_file(path, MAX_CACHED, &length);
+        const char *once = getenv("CHAOS_RUN_COMPILED_ONCE");
+        if (once && *once) unlink(path);
+        unsetenv("CHAOS_RUN_COMPILED");
+        unsetenv("CHAOS_RUN_COMPILED_ONCE");
+        restore_signals();
+        if (!cached) {
+            fprintf(stderr, "chaos run: the compiled plan %s cannot be read\n", path);
+            return 125;
+        }
+    }
     char preload[PATH_MAX];
     if (!preload_path(preload_option, preload, sizeof preload)) {
-        if (!(compiled && *compiled)) return -1;  // the tool says what is missing
+        if (!just_compiled) return -1;  // the tool says what is missing
         // Handing back to the tool would compile and start us again, for ever.
         fprintf(stderr, "chaos run: the preload library %s cannot be read; build it with `swift build --product ChaosPreload`, or name it with --preload\n",
                 preload_option ? preload_option : getenv("CHAOS_PRELOAD_LIBRARY") ? getenv("CHAOS_PRELOAD_LIBRARY") : "libChaosPreload.so");
         return 125;
     }
-    char path[PATH_MAX];
-    int just_compiled = compiled && *compiled;
-    if (just_compiled) {
-        snprintf(path, sizeof path, "%s", compiled);
-        unsetenv("CHAOS_RUN_COMPILED");
-        restore_signals();
-    } else if (!regular_file(profile) || !cache_path(path, sizeof path, profile, tool, preload)) {
-        return -1;  // a pipe (`-`, `<(…)`) can be read once: by the tool, which compiles it
-    }
-    size_t length = 0;
-    char *cached = read_file(path, MAX_CACHED, &length);
-    if (just_compiled) {
-        const char *once = getenv("CHAOS_RUN_COMPILED_ONCE");
-        if (once && *once) unlink(path);
-        unsetenv("CHAOS_RUN_COMPILED_ONCE");
+    if (!just_compiled) {
+        // A pipe (`-`, `<(…)`) can be read once: by the tool, which compiles it.
+        if (!regular_file(profile) || !cache_path(path, sizeof path, profile, tool, preload)) return -1;
+        cached = read_file(path, MAX_CACHED, &length);
         if (!cached) {
-            fprintf(stderr, "chaos run: the compiled plan %s cannot be read\n", path);
-            return 125;
+            snprintf(cache, cache_capacity, "%s", path);
+            return -1;
         }
-    } else if (!cached) {
-        snprintf(cache, cache_capacity, "%s", path);
-        return -1;
     }
     options.preload = preload;
     return run(cached, &options, argv + command);

@@ -142,13 +142,17 @@ import Testing
         // The launcher and the tool once handed such a run to each other for ever: a
         // timeout turns that into a failure instead of a hang.
         let chaos = ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path
+        // The plan compiled for the run is deleted on this path too: it once stayed behind.
+        let temporary = workspace.folder + "/tmp"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
         for cache in [[], ["--no-cache"]] {
             let outcome = try ChaosToolTests.run(
                 "/usr/bin/timeout",
                 ["60", chaos, "run", "--preload", workspace.folder + "/missing.so"] + cache
-                    + ["--profile", workspace.profile, "--", "/bin/true"])
+                    + ["--profile", workspace.profile, "--", "/bin/true"], environment: ["TMPDIR": temporary])
             #expect(outcome.status == 125, "\(cache): \(outcome)")
             #expect(outcome.errors.contains("missing.so"), "\(cache): \(outcome.errors)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: temporary) == [], "\(cache)")
         }
     }
 
