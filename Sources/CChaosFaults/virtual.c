@@ -266,6 +266,17 @@ int32_t chaos_vt_pending_count(void) {
     return count;
 }
 
+// Set before virtual time has work to settle on; read by each settle.
+static int (*_Atomic idle_probe)(void);
+
+void chaos_vt_set_idle_probe(int (*probe)(void)) { atomic_store(&idle_probe, probe); }
+
+/// Whether this process's other threads, and whatever the idle probe watches, are idle.
+static int everything_idle(pid_t self) {
+    int (*probe)(void) = atomic_load(&idle_probe);
+    return cf_vt_others_blocked(self) && (!probe || probe());
+}
+
 static void settle(int64_t now, const int *fired, int fired_count) {
     int64_t limit = cf_vt_real_mono() + atomic_load(&settle_ns);
     pid_t self = chaos_vt_current_thread();
@@ -284,7 +295,7 @@ static void settle(int64_t now, const int *fired, int fired_count) {
         }
         if (!pending) {
             pthread_mutex_unlock(&cf_vt_lock);
-            quiet_samples = cf_vt_others_blocked(self) ? quiet_samples + 1 : 0;
+            quiet_samples = everything_idle(self) ? quiet_samples + 1 : 0;
             pthread_mutex_lock(&cf_vt_lock);
             if (quiet_samples >= 2) return;
         }

@@ -35,6 +35,7 @@
 #include "descriptors.h"
 #include "syscalls.h"
 #include "tracee.h"
+#include "waits.h"
 
 #define PATH_CAPACITY 4096
 #define MOST_EMULATED (1 << 20)  // a short transfer carried out here moves at most 1 MiB
@@ -148,17 +149,6 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
 
 // MARK: - Carrying out a short transfer
 
-/// A descriptor of this process for descriptor `fd` of thread `tid` (the same open file:
-/// offsets move for both); -1 when it cannot be had.
-static int borrow(pid_t tid, int fd) {
-    int pidfd = (int)syscall(SYS_pidfd_open, tid, O_EXCL /* PIDFD_THREAD */);
-    if (pidfd < 0) pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
-    if (pidfd < 0) return -1;
-    int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-    close(pidfd);
-    return copy;
-}
-
 /// Moves at most the outcome's share of the call's bytes, here, and answers with what
 /// moved. A vector call moves its bytes through its first buffers, as a short transfer may.
 static void answer_short(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc, const chaos_outcome *o) {
@@ -182,7 +172,7 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     if (limit > MOST_EMULATED) limit = MOST_EMULATED;
     int64_t offset = (int64_t)a[3];  // pread64's offset, preadv's low word (the whole offset here)
     int positioned = sc->positioned && offset != -1;
-    int fd = borrow(tid, (int)a[0]);
+    int fd = chaos_tracee_borrow(tid, (int)a[0]);
     char *buffer = limit ? malloc(limit) : NULL;
     if (fd < 0 || (limit && !buffer)) {
         if (fd >= 0) close(fd);
@@ -234,7 +224,7 @@ static void answer_short_copy(int listener, const struct seccomp_notif *n, const
         respond(listener, n->id, -1, -EFAULT, 0);
         return;
     }
-    int target = borrow(tid, target_fd), source = borrow(tid, source_fd);
+    int target = chaos_tracee_borrow(tid, target_fd), source = chaos_tracee_borrow(tid, source_fd);
     ssize_t moved = -1;
     if (target >= 0 && source >= 0) {
         moved = sendfile_call
@@ -256,6 +246,16 @@ static void answer_short_copy(int listener, const struct seccomp_notif *n, const
 
 // MARK: - Clocks
 
+int64_t chaos_answer_faked_reading(int clock, int64_t real, const chaos_outcome *o) {
+    if (o->action == CHAOS_ACT_ORIGINAL) return real;
+    if (o->action == CHAOS_ACT_VIRTUAL && chaos_vt_running()) return chaos_vt_reading_ns(clock);
+    int32_t source = chaos_clock_source(clock);
+    if (source != CHAOS_CLOCKSRC_MONOTONIC && source != CHAOS_CLOCKSRC_TAI) return chaos_fault_apply_clock(o, real);
+    // Clocks with their own origin move by the realtime clock's shift at this instant.
+    int64_t wall = chaos_fault_real_ns(CLOCK_REALTIME);
+    return real + chaos_fault_apply_clock(o, wall) - wall;
+}
+
 /// Reads the clock the call asks for, decides the reading and writes it into the thread.
 static void answer_clock(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
     pid_t tid = (pid_t)n->pid;
@@ -271,11 +271,7 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
     int steady = call.clock_source == CHAOS_CLOCKSRC_MONOTONIC || call.clock_source == CHAOS_CLOCKSRC_TAI;
     if (!steady) call.real_ns = value;
     chaos_outcome o;
-    if (call.clock_source && chaos_fault_decide(&call, &o) && o.action != CHAOS_ACT_ORIGINAL) {
-        // Clocks with their own origin move by the realtime clock's shift at this instant.
-        int64_t real = steady ? chaos_fault_real_ns(CLOCK_REALTIME) : value;
-        value = steady ? value + chaos_fault_apply_clock(&o, real) - real : chaos_fault_apply_clock(&o, value);
-    }
+    if (call.clock_source && chaos_fault_decide(&call, &o)) value = chaos_answer_faked_reading(clock, value, &o);
     int64_t seconds = value / 1000000000, rest = value % 1000000000;
     if (rest < 0) { rest += 1000000000; seconds -= 1; }
     int failed = 0;
@@ -362,6 +358,11 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     }
     if (sc->shape == CHAOS_SHAPE_CLOCK || sc->shape == CHAOS_SHAPE_TIMEOFDAY || sc->shape == CHAOS_SHAPE_TIME) {
         answer_clock(listener, n, sc);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_SLEEP || sc->shape == CHAOS_SHAPE_CLOCK_SLEEP || sc->shape == CHAOS_SHAPE_EPOLL ||
+        sc->shape == CHAOS_SHAPE_POLL) {
+        chaos_waits_answer(listener, n, sc);
         return;
     }
     static struct described d;  // one thread: reused, too big for a small stack frame

@@ -5,6 +5,8 @@
 #include <linux/seccomp.h>
 #include <stdint.h>
 
+#include "CChaosFaults.h"
+
 /// Decides the trapped call `notification` with the active plan and answers it through
 /// `listener`: at once, or (with a delay) when `chaos_answer_due` finds it due.
 void chaos_answer(int listener, const struct seccomp_notif *notification);
@@ -20,5 +22,10 @@ void chaos_answer_wake(int eventfd);
 /// Answers the delayed calls whose time has come; returns the milliseconds until the next
 /// one (-1: none waits).
 int chaos_answer_due(int listener);
+
+/// What clock `clock`, reading `real` ns, reads under outcome `o` of a clock entry: the
+/// virtual time, or the real reading shifted, frozen or scaled (clocks with their own
+/// origin, such as monotonic ones, move by the realtime clock's shift at this instant).
+int64_t chaos_answer_faked_reading(int clock, int64_t real, const chaos_outcome *o);
 
 #endif

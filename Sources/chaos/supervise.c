@@ -45,6 +45,7 @@
 #include "report.h"
 #include "syscalls.h"
 #include "tracee.h"
+#include "waits.h"
 
 #define MOST_INSTRUCTIONS 256
 
@@ -76,8 +77,6 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
         else if (point != CHAOS_POINT_FILES && point != CHAOS_POINT_CONNECT && point != CHAOS_POINT_CLOCK)
             reason = "the seccomp delivery carries files, connect and clock entries; socket reads, writes and accepts "
                      "are the preload library's";
-        else if (chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_VIRTUAL))
-            reason = "virtual time is not carried by the seccomp delivery";
         else if (chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_ASK))
             reason = "an ask node needs an answerer inside the program";
         else if (point == CHAOS_POINT_FILES && (chaos_plan_entry_ops(plan, e) & CHAOS_OP_CLOSE) &&
@@ -349,6 +348,10 @@ static int finish(const char *program, int status, const struct chaos_report_opt
 }
 
 int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_options *options) {
+    // Before any thread starts (installing a virtual-time plan starts its watchdog): a
+    // thread that had them unblocked would take the signals meant for the signalfd.
+    sigset_t original;
+    int signals = chaos_parent_block_signals(&original);
     if (chaos_plan_needs_start_anchor(plan)) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
@@ -370,8 +373,6 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
     struct seccomp_notif *notification = calloc(1, size);
 
-    sigset_t original;
-    int signals = chaos_parent_block_signals(&original);
     pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0 || signals < 0 || !notification) {
@@ -386,6 +387,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         waitpid(child, NULL, __WALL);
         return 125;
     }
+    chaos_waits_watch_tree(child);
     struct tracing tracing = { .threads = { child }, .count = 1 };
     int status = 0;
     struct server server = { .listener = listener, .size = size,
@@ -422,6 +424,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     server_stop(&server, &tracing);
     chaos_answer_wake(-1);
     close(server.wake);
+    chaos_waits_release();  // what the program left running sleeps in real time from here
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);

@@ -1,7 +1,8 @@
 // The table of trapped system calls and the filter built from it. A plan pays only for the
 // calls its entries can act on: a files entry on writes traps the write family and no
 // reads, a clock entry traps realtime readings only (unless it fakes monotonic clocks too,
-// Go reads its monotonic clock all the time).
+// Go reads its monotonic clock all the time), sleeps only when it scales or holds them,
+// and timed waits only under virtual time.
 #define _GNU_SOURCE
 #include "syscalls.h"
 
@@ -77,6 +78,19 @@ static const struct chaos_syscall table[] = {
 #ifdef __NR_time
     { __NR_time, CHAOS_POINT_CLOCK, CHAOS_FN_TIME, 0, CHAOS_SHAPE_TIME, 0, 0 },
 #endif
+    // Sleeps follow a clock entry that scales them (speed) or holds them (virtual time);
+    // timed waits follow virtual time only, as under the preload library.
+    { __NR_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
+    { __NR_clock_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_CLOCK_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
+#ifdef __NR_epoll_wait
+    { __NR_epoll_wait, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+#endif
+    { __NR_epoll_pwait, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    { __NR_epoll_pwait2, CHAOS_POINT_CLOCK, -1, 1, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+#ifdef __NR_poll
+    { __NR_poll, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+#endif
+    { __NR_ppoll, CHAOS_POINT_CLOCK, -1, 1, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
     // Every program a clock plan reaches must read its clock with system calls: the
     // supervisor watches each exec to hide the vDSO from the program it starts (and
     // forgets the descriptors it knew, as exec closes some).
@@ -103,16 +117,18 @@ const struct chaos_syscall *chaos_syscall_find(int number) {
 
 /// Which rows of the table `plan` needs: a bit per row.
 static uint64_t needed_rows(const chaos_plan *plan) {
-    uint32_t ops = 0, points = 0;
+    uint32_t ops = 0, points = 0, clock_flags = 0;
     for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
         int32_t point = chaos_plan_entry_point(plan, e);
         points |= 1u << point;
         if (point == CHAOS_POINT_FILES) ops |= chaos_plan_entry_ops(plan, e);
+        clock_flags |= chaos_plan_entry_clock_flags(plan, e);
     }
     uint64_t rows = 0;
     for (int i = 0; i < TABLE_COUNT; i++) {
         const struct chaos_syscall *call = &table[i];
-        int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op));
+        int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op)) &&
+                        (clock_flags & call->needs) == call->needs;
         int for_descriptors = call->shape == CHAOS_SHAPE_EXEC && (points >> CHAOS_POINT_FILES & 1) && (ops & call->op);
         if (for_point || for_descriptors) rows |= 1ull << i;
     }
@@ -121,10 +137,21 @@ static uint64_t needed_rows(const chaos_plan *plan) {
 
 int chaos_syscall_trapped(const chaos_plan *plan) { return __builtin_popcountll(needed_rows(plan)); }
 
-// The rows the installed filter traps: set once, before the program starts.
+// The rows the installed filter traps, and whether it traps monotonic clock readings:
+// set once, before the program starts.
 static uint64_t filtered_rows;
+static int filtered_monotonic;
 
-int chaos_syscall_covers(const chaos_plan *plan) { return (needed_rows(plan) & ~filtered_rows) == 0; }
+/// Whether some clock entry of `plan` fakes monotonic clocks.
+static int fakes_monotonic(const chaos_plan *plan) {
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++)
+        if (chaos_plan_entry_clock_flags(plan, e) & CHAOS_CLOCK_FLAG_MONOTONIC) return 1;
+    return 0;
+}
+
+int chaos_syscall_covers(const chaos_plan *plan) {
+    return (needed_rows(plan) & ~filtered_rows) == 0 && (filtered_monotonic || !fakes_monotonic(plan));
+}
 
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity) {
 #ifndef CHAOS_AUDIT_ARCH
@@ -133,7 +160,7 @@ int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int ca
 #else
     uint64_t rows = needed_rows(plan);
     filtered_rows = rows;
-    int monotonic = (chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_MONOTONIC) != 0;
+    int monotonic = filtered_monotonic = fakes_monotonic(plan);
     // Realtime clock ids always; monotonic ones when an entry fakes them.
     static const int realtime[] = { CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM };
     static const int steady[] = { CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM };

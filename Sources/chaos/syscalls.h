@@ -25,6 +25,10 @@ enum chaos_shape {
     CHAOS_SHAPE_TIME,        ///< args: time_t pointer (may be 0)
     CHAOS_SHAPE_EXEC,        ///< execve, execveat: the supervisor hides the vDSO from what they start
     CHAOS_SHAPE_RENUMBER,    ///< close, dup2, clone…: a descriptor or thread id may name another now
+    CHAOS_SHAPE_SLEEP,       ///< nanosleep: request, remaining
+    CHAOS_SHAPE_CLOCK_SLEEP, ///< clock_nanosleep: clock, flags, request, remaining
+    CHAOS_SHAPE_EPOLL,       ///< epoll_wait, epoll_pwait (timeout ms), epoll_pwait2 (timespec)
+    CHAOS_SHAPE_POLL,        ///< poll (timeout ms), ppoll (timespec)
 };
 
 /// One trapped system call.
@@ -34,8 +38,9 @@ struct chaos_syscall {
     int32_t fn;        ///< chaos_fn the engine decides it as
     uint32_t op;       ///< files: the CHAOS_OP_* bits its entries may select (copies: write and read)
     int shape;         ///< chaos_shape
-    int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64)
+    int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64); waits: 1 when its timeout is a timespec
     int writes;        ///< transfers: 1 when it moves bytes from the program
+    uint32_t needs;    ///< clock calls: the CHAOS_CLOCK_FLAG_* an entry must have for it to be trapped
 };
 
 /// The trapped call of system call `number`, or NULL.
@@ -47,8 +52,8 @@ const struct chaos_syscall *chaos_syscall_find(int number);
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity);
 
 /// Whether the filter built last (the one installed) traps every call `plan`'s entries
-/// can act on: a plan applied later through `chaos ctl` must not need more. (Whether its
-/// clock entries fake monotonic clocks is not compared.)
+/// can act on: a plan applied later through `chaos ctl` must not need more (a clock entry
+/// that fakes monotonic clocks needs a filter that traps them).
 int chaos_syscall_covers(const chaos_plan *plan);
 
 /// How many system calls the filter of `plan` traps (for messages and tests).

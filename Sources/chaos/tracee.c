@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <unistd.h>
@@ -132,4 +133,13 @@ int chaos_tracee_hide_vdso(pid_t pid) {
         return 1;
     }
     return -1;
+}
+
+int chaos_tracee_borrow(pid_t tid, int fd) {
+    int pidfd = (int)syscall(SYS_pidfd_open, tid, O_EXCL /* PIDFD_THREAD */);
+    if (pidfd < 0) pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+    if (pidfd < 0) return -1;
+    int copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    close(pidfd);
+    return copy;
 }

@@ -27,6 +27,11 @@ int chaos_tracee_path(pid_t tid, int dirfd, const char *path, char *out, size_t 
 /// inodes), -1 when the descriptor is not open.
 int chaos_tracee_descriptor(pid_t tid, int fd, char *out, size_t capacity);
 
+/// A descriptor of this process for descriptor `fd` of thread `tid`: the same open file
+/// (offsets move for both, an epoll set's readiness is the program's); -1 when it cannot
+/// be had. The caller closes it.
+int chaos_tracee_borrow(pid_t tid, int fd);
+
 /// At the exec stop of `pid` (ptrace): turns AT_SYSINFO_EHDR in the new program's
 /// auxiliary vector into AT_IGNORE, so that it finds no vDSO and reads its clocks with
 /// system calls. 1 when it was there, 0 when it was not, -1 when the stack cannot be read.

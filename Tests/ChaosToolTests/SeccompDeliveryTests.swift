@@ -165,16 +165,17 @@ import Glibc
             outcome.errors.contains("seccomp delivery"), "\(name): the report names the delivery: \(outcome.errors)")
     }
 
-    /// Builds the Go probe with `environment` and `flags`; nil (recorded) when go fails.
-    static func buildGo(_ workspace: Workspace, _ name: String, flags: [String], environment: [String: String]) throws
-        -> String?
-    {
-        let module = workspace.folder + "/go-\(name)"
+    /// Builds the Go program `source` (the probe unless named) in `folder` with
+    /// `environment` and `flags`; nil (recorded) when go fails.
+    static func buildGo(
+        in folder: String, _ name: String, source: String = goSource, flags: [String], environment: [String: String]
+    ) throws -> String? {
+        let module = folder + "/go-\(name)"
         try FileManager.default.createDirectory(atPath: module, withIntermediateDirectories: true)
         try "module probe\n\ngo 1.19\n".write(toFile: module + "/go.mod", atomically: true, encoding: .utf8)
-        try goSource.write(toFile: module + "/main.go", atomically: true, encoding: .utf8)
-        let output = workspace.folder + "/" + name
-        let cache = ["GOCACHE": workspace.folder + "/gocache", "GOFLAGS": "-mod=mod", "GO111MODULE": "on"]
+        try source.write(toFile: module + "/main.go", atomically: true, encoding: .utf8)
+        let output = folder + "/" + name
+        let cache = ["GOCACHE": folder + "/gocache", "GOFLAGS": "-mod=mod", "GO111MODULE": "on"]
         let built = try ReachTests.runIn(
             module, ReachTests.which("go")!, ["build"] + flags + ["-o", output, "."],
             environment: cache.merging(environment) { $1 })
@@ -190,13 +191,14 @@ import Glibc
         let workspace = try Workspace()
         defer { workspace.remove() }
         var programs: [(String, String?)] = [
-            ("static", try Self.buildGo(workspace, "static", flags: [], environment: ["CGO_ENABLED": "0"]))
+            ("static", try Self.buildGo(in: workspace.folder, "static", flags: [], environment: ["CGO_ENABLED": "0"]))
         ]
         if ReachTests.which("cc") != nil {
             programs.append(
                 (
                     "dynamic",
-                    try Self.buildGo(workspace, "dynamic", flags: ["-ldflags=-linkmode=external"], environment: [:])
+                    try Self.buildGo(
+                        in: workspace.folder, "dynamic", flags: ["-ldflags=-linkmode=external"], environment: [:])
                 )
             )
         }

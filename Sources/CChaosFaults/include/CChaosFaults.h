@@ -250,6 +250,14 @@ int chaos_plan_entry_has_kind(const chaos_plan *plan, int32_t entry, int32_t kin
 /// cases select, or every one when the root selects none; 0 for other points.
 uint32_t chaos_plan_entry_ops(const chaos_plan *plan, int32_t entry);
 
+/// What clock entry `entry` of `plan` asks of a delivery beyond readings, as the
+/// CHAOS_CLOCK_FLAG_* bits it would add once installed: MONOTONIC when it fakes monotonic
+/// clocks (monotonic=yes, or a virtual node), SLEEP only when its sleeps follow it (a speed
+/// node with sleep=yes, or a virtual node), VIRTUAL when it has a virtual node; 0 for
+/// other points. A delivery that fixes what it traps before the program starts (the
+/// seccomp filter) asks this of a plan it has not installed.
+uint32_t chaos_plan_entry_clock_flags(const chaos_plan *plan, int32_t entry);
+
 /// Makes `plan` the active plan of the process (taking ownership) and returns 0. The
 /// previous plan stops being used at once and is freed once no decision can still read
 /// it. NULL clears (as `chaos_plan_clear`). Call indexes and node counters (times,
@@ -281,6 +289,7 @@ enum {
     CHAOS_CLOCK_FLAG_MONOTONIC = 1, ///< some clock entry has monotonic=yes
     CHAOS_CLOCK_FLAG_STAT = 2,      ///< some clock entry shifts file times (stat=yes, the default)
     CHAOS_CLOCK_FLAG_SLEEP = 4,     ///< some clock entry scales sleeps under speed (sleep=yes, the default)
+    CHAOS_CLOCK_FLAG_VIRTUAL = 8,   ///< some clock entry is virtual time (chaos_plan_entry_clock_flags only)
 };
 
 /// CHAOS_CLOCK_FLAG_* of the active plan (0 when it has no clock entry).

@@ -125,6 +125,12 @@ int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*shou
 /// (default 50 ms). Non-positive / negative values keep the current one.
 void chaos_vt_set_limits(int64_t watchdog_ns, int64_t settle_ns);
 
+/// Names a test of whether work outside this process that follows its virtual time is idle
+/// (1) or still running (0): an advance step settles only once it is idle too. The seccomp
+/// supervisor holds its program's sleeps and timed waits, and names a test of the
+/// program's threads. NULL: none.
+void chaos_vt_set_idle_probe(int (*probe)(void));
+
 /// Reports the watchdog has written since the process started.
 uint64_t chaos_vt_watchdog_reports(void);
 
