@@ -8,7 +8,8 @@ import Glibc
 
 /// Virtual time and scaled sleeps under the seccomp delivery: Go built both ways, a static
 /// C program and busybox sleep an hour of virtual time, which ends only when `chaos ctl
-/// advance` moves it; a sleep under `speed` lasts its scaled length.
+/// advance` moves it; a frozen clock stands still across a real sleep; a sleep under
+/// `speed` lasts its scaled length.
 @Suite(.serialized) struct SeccompVirtualTimeTests {
     static let virtualProfile =
         #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}}]}"#
@@ -186,6 +187,25 @@ import Glibc
             ["/bin/busybox", "sh", "-c", script], folder: folder, started: "start", "busybox")
         #expect(
             printed.contains("start2030-01-01T00:00:00") && printed.contains("woke2030-01-01T01:00:00"), "\(printed)")
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.fileExists(atPath: "/bin/busybox"), "no busybox (apt install busybox-static)"))
+    func aFrozenClockStandsStillAcrossARealSleep() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-svt-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let profile = folder + "/frozen.json"
+        try
+            #"{"entries": [{"point": "system.clock", "provider": {"item": "frozen", "parameters": {"date": "2001-09-09T01:46:40Z"}}}]}"#
+            .write(toFile: profile, atomically: true, encoding: .utf8)
+        let outcome = try ChaosToolTests.chaos([
+            "run", "--quiet", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", "/bin/busybox",
+            "sh", "-c", "busybox date -u +%s; busybox sleep 1; busybox date -u +%s",
+        ])
+        // A frozen clock leaves sleeps real: a second passes, and the clock still reads the same.
+        #expect(outcome.status == 0 && outcome.output == "1000000000\n1000000000\n", "\(outcome)")
     }
 
     @Test(
