@@ -410,6 +410,7 @@ uint32_t chaos_plan_entry_clock_flags(const chaos_plan *plan, int32_t entry) {
     if (e->monotonic || virtual_time) flags |= CHAOS_CLOCK_FLAG_MONOTONIC;
     if (scaled || virtual_time) flags |= CHAOS_CLOCK_FLAG_SLEEP;
     if (virtual_time) flags |= CHAOS_CLOCK_FLAG_VIRTUAL;
+    if (e->stat_times) flags |= CHAOS_CLOCK_FLAG_STAT;
     return flags;
 }
 

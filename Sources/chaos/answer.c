@@ -33,6 +33,7 @@
 
 #include "CChaosFaults.h"
 #include "descriptors.h"
+#include "file_times.h"
 #include "syscalls.h"
 #include "tracee.h"
 #include "waits.h"
@@ -363,6 +364,11 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     if (sc->shape == CHAOS_SHAPE_SLEEP || sc->shape == CHAOS_SHAPE_CLOCK_SLEEP || sc->shape == CHAOS_SHAPE_EPOLL ||
         sc->shape == CHAOS_SHAPE_POLL) {
         chaos_waits_answer(listener, n, sc);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_STAT || sc->shape == CHAOS_SHAPE_FSTAT || sc->shape == CHAOS_SHAPE_STAT_AT ||
+        sc->shape == CHAOS_SHAPE_STATX) {
+        chaos_file_times_answer(listener, n, sc);
         return;
     }
     static struct described d;  // one thread: reused, too big for a small stack frame

@@ -2,7 +2,7 @@
 // calls its entries can act on: a files entry on writes traps the write family and no
 // reads, a clock entry traps realtime readings only (unless it fakes monotonic clocks too,
 // Go reads its monotonic clock all the time), sleeps only when it scales or holds them,
-// and timed waits only under virtual time.
+// timed waits only under virtual time, and the stat family when it shifts file times.
 #define _GNU_SOURCE
 #include "syscalls.h"
 
@@ -91,6 +91,16 @@ static const struct chaos_syscall table[] = {
     { __NR_poll, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
 #endif
     { __NR_ppoll, CHAOS_POINT_CLOCK, -1, 1, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    // File times move with the clock (stat=yes, the default): the supervisor carries these out.
+#ifdef __NR_stat
+    { __NR_stat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+    { __NR_lstat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+#endif
+    { __NR_fstat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_FSTAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+#ifdef __NR_newfstatat
+    { __NR_newfstatat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT_AT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+#endif
+    { __NR_statx, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STATX, 0, 0, CHAOS_CLOCK_FLAG_STAT },
     // Every program a clock plan reaches must read its clock with system calls: the
     // supervisor watches each exec to hide the vDSO from the program it starts (and
     // forgets the descriptors it knew, as exec closes some).

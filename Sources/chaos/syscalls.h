@@ -29,6 +29,10 @@ enum chaos_shape {
     CHAOS_SHAPE_CLOCK_SLEEP, ///< clock_nanosleep: clock, flags, request, remaining
     CHAOS_SHAPE_EPOLL,       ///< epoll_wait, epoll_pwait (timeout ms), epoll_pwait2 (timespec)
     CHAOS_SHAPE_POLL,        ///< poll (timeout ms), ppoll (timespec)
+    CHAOS_SHAPE_STAT,        ///< stat, lstat: path, buffer
+    CHAOS_SHAPE_FSTAT,       ///< fstat: fd, buffer
+    CHAOS_SHAPE_STAT_AT,     ///< newfstatat: dirfd, path, buffer, flags
+    CHAOS_SHAPE_STATX,       ///< statx: dirfd, path, flags, mask, buffer
 };
 
 /// One trapped system call.

@@ -8,8 +8,8 @@ import Glibc
 
 /// Virtual time and scaled sleeps under the seccomp delivery: Go built both ways, a static
 /// C program and busybox sleep an hour of virtual time, which ends only when `chaos ctl
-/// advance` moves it; a frozen clock stands still across a real sleep; a sleep under
-/// `speed` lasts its scaled length.
+/// advance` moves it; a frozen clock stands still across a real sleep; file times move
+/// with the clock; a sleep under `speed` lasts its scaled length.
 @Suite(.serialized) struct SeccompVirtualTimeTests {
     static let virtualProfile =
         #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}}]}"#
@@ -206,6 +206,54 @@ import Glibc
         ])
         // A frozen clock leaves sleeps real: a second passes, and the clock still reads the same.
         #expect(outcome.status == 0 && outcome.output == "1000000000\n1000000000\n", "\(outcome)")
+    }
+
+    /// Prints the modification year of the file it is given, by name (fstatat) and through
+    /// a descriptor (fstat).
+    static let goStat = """
+        package main
+
+        import (
+            "fmt"
+            "os"
+        )
+
+        func main() {
+            named, err := os.Stat(os.Args[1])
+            if err != nil {
+                fmt.Println("stat", err)
+                return
+            }
+            file, _ := os.Open(os.Args[1])
+            opened, _ := file.Stat()
+            fmt.Println("named", named.ModTime().UTC().Year(), "opened", opened.ModTime().UTC().Year())
+        }
+        """
+
+    @Test(.enabled(if: ReachTests.which("go") != nil, "no Go toolchain (apt install golang-go)"))
+    func fileTimesMoveWithTheClockUnlessTheEntryKeepsThem() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-svt-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let program = try #require(
+            try SeccompDeliveryTests.buildGo(
+                in: folder, "stat", source: Self.goStat, flags: [], environment: ["CGO_ENABLED": "0"]))
+        let file = folder + "/written"
+        try "now".write(toFile: file, atomically: true, encoding: .utf8)
+        let year = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: Date()).year!
+        for (keep, expected) in [(false, year - 10), (true, year)] {
+            let profile = folder + "/offset-\(keep).json"
+            try
+                #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"years": -10, "fileTimes": \#(!keep)}}}]}"#
+                .write(toFile: profile, atomically: true, encoding: .utf8)
+            let outcome = try ChaosToolTests.chaos([
+                "run", "--quiet", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program, file,
+            ])
+            #expect(
+                outcome.status == 0 && outcome.output == "named \(expected) opened \(expected)\n",
+                "fileTimes \(!keep): \(outcome)")
+        }
     }
 
     @Test(

@@ -253,8 +253,8 @@ uint32_t chaos_plan_entry_ops(const chaos_plan *plan, int32_t entry);
 /// What clock entry `entry` of `plan` asks of a delivery beyond readings, as the
 /// CHAOS_CLOCK_FLAG_* bits it would add once installed: MONOTONIC when it fakes monotonic
 /// clocks (monotonic=yes, or a virtual node), SLEEP only when its sleeps follow it (a speed
-/// node with sleep=yes, or a virtual node), VIRTUAL when it has a virtual node; 0 for
-/// other points. A delivery that fixes what it traps before the program starts (the
+/// node with sleep=yes, or a virtual node), VIRTUAL when it has a virtual node, STAT when
+/// it shifts file times (stat=yes); 0 for other points. A delivery that fixes what it traps before the program starts (the
 /// seccomp filter) asks this of a plan it has not installed.
 uint32_t chaos_plan_entry_clock_flags(const chaos_plan *plan, int32_t entry);
 

@@ -1,0 +1,141 @@
+// File times under the seccomp delivery: what the preload's stat interceptors do
+// (interceptors/stat.inc). A clock entry shifts file times by default (stat=yes): a file
+// written "now" must not look ten years newer than the clock. The kernel's answer to a
+// call that goes on cannot be changed afterwards, so the supervisor carries the call out
+// itself — through a copy of the thread's descriptor, or its working directory, so that
+// names resolve as they would for the thread — shifts the times and writes the result
+// into the thread's memory.
+//
+// What differs from the program doing it: the supervisor's own credentials decide
+// permission (chaos run runs as the program's user unless the program changed its own),
+// and an absolute path is resolved from the supervisor's root.
+#define _GNU_SOURCE
+#include "file_times.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "CChaosFaults.h"
+#include "answer.h"
+#include "tracee.h"
+
+static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
+    struct seccomp_notif_resp answer = { .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0 };
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);  // ENOENT: nobody waits any more
+}
+
+/// How far file times move now (0: not at all), as the clock reads for the program.
+static int64_t shift_now(void) {
+    if (!(chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_STAT)) return 0;
+    chaos_outcome o;
+    if (!chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) || !o.stat_times || o.action == CHAOS_ACT_ORIGINAL) return 0;
+    int64_t real = chaos_fault_real_ns(CLOCK_REALTIME);
+    return chaos_answer_faked_reading(CLOCK_REALTIME, real, &o) - real;
+}
+
+static void shift_timespec(struct timespec *t, int64_t shift) {
+    int64_t ns = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec + shift;
+    int64_t seconds = ns / 1000000000, rest = ns % 1000000000;
+    if (rest < 0) { rest += 1000000000; seconds -= 1; }
+    t->tv_sec = (time_t)seconds;
+    t->tv_nsec = (long)rest;
+}
+
+static void shift_statx(struct statx_timestamp *t, int64_t shift) {
+    struct timespec moved = { (time_t)t->tv_sec, (long)t->tv_nsec };
+    shift_timespec(&moved, shift);
+    t->tv_sec = moved.tv_sec;
+    t->tv_nsec = (uint32_t)moved.tv_nsec;
+}
+
+/// A directory descriptor of this process that names what `dirfd` names for thread `tid`
+/// (AT_FDCWD: its working directory), in `*owned` when it must be closed; -1 when none.
+static int directory_of(pid_t tid, int dirfd, int *owned) {
+    *owned = -1;
+    if (dirfd == AT_FDCWD) {
+        char cwd[64];
+        snprintf(cwd, sizeof cwd, "/proc/%d/cwd", (int)tid);
+        *owned = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        *owned = chaos_tracee_borrow(tid, dirfd);
+    }
+    return *owned;
+}
+
+void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
+    int64_t shift = shift_now();
+    if (!shift) {
+        chaos_answer_go_on(listener, n->id);
+        return;
+    }
+    pid_t tid = (pid_t)n->pid;
+    const __u64 *a = n->data.args;
+    char path[4096] = "";
+    int dirfd = AT_FDCWD, flags = 0;
+    uint64_t out = 0;
+    switch (sc->shape) {
+    case CHAOS_SHAPE_STAT:  // stat, lstat: path, buffer
+        out = a[1];
+#ifdef __NR_lstat
+        if (n->data.nr == __NR_lstat) flags = AT_SYMLINK_NOFOLLOW;
+#endif
+        if (chaos_tracee_string(tid, a[0], path, sizeof path) < 0) goto go_on;
+        break;
+    case CHAOS_SHAPE_FSTAT:  // fd, buffer
+        dirfd = (int)a[0];
+        flags = AT_EMPTY_PATH;
+        out = a[1];
+        break;
+    case CHAOS_SHAPE_STAT_AT:  // dirfd, path, buffer, flags
+        dirfd = (int)a[0];
+        flags = (int)a[3];
+        out = a[2];
+        if (a[1] && chaos_tracee_string(tid, a[1], path, sizeof path) < 0) goto go_on;
+        break;
+    default:  // statx: dirfd, path, flags, mask, buffer
+        dirfd = (int)a[0];
+        flags = (int)a[2];
+        out = a[4];
+        if (a[1] && chaos_tracee_string(tid, a[1], path, sizeof path) < 0) goto go_on;
+        break;
+    }
+    uint64_t id = n->id;
+    if (!out || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) goto go_on;
+    int owned = -1, from = AT_FDCWD;
+    if (path[0] != '/' && (from = directory_of(tid, dirfd, &owned)) < 0) goto go_on;
+    int result, error = 0;
+    if (sc->shape == CHAOS_SHAPE_STATX) {
+        struct statx status;
+        result = statx(from, path, flags, (unsigned)a[3], &status);
+        error = errno;
+        if (result == 0) {
+            if (status.stx_mask & STATX_ATIME) shift_statx(&status.stx_atime, shift);
+            if (status.stx_mask & STATX_MTIME) shift_statx(&status.stx_mtime, shift);
+            if (status.stx_mask & STATX_CTIME) shift_statx(&status.stx_ctime, shift);
+            if (status.stx_mask & STATX_BTIME) shift_statx(&status.stx_btime, shift);
+            if (chaos_tracee_write(tid, out, &status, sizeof status) != 0) result = -1, error = EFAULT;
+        }
+    } else {
+        struct stat status;
+        result = fstatat(from, path, &status, flags);
+        error = errno;
+        if (result == 0) {
+            shift_timespec(&status.st_atim, shift);
+            shift_timespec(&status.st_mtim, shift);
+            shift_timespec(&status.st_ctim, shift);
+            if (chaos_tracee_write(tid, out, &status, sizeof status) != 0) result = -1, error = EFAULT;
+        }
+    }
+    if (owned >= 0) close(owned);
+    respond(listener, n->id, result == 0 ? 0 : -1, result == 0 ? 0 : -error, 0);
+    return;
+go_on:
+    chaos_answer_go_on(listener, n->id);
+}
