@@ -66,9 +66,12 @@ static int end_like(int status) {
     return 128 + signal_number;
 }
 
+volatile sig_atomic_t chaos_parent_exec_failed;
+
 void chaos_parent_become(char **argv) {
     execvp(argv[0], argv);
     int failure = errno;
+    chaos_parent_exec_failed = 1;
     char message[512];
     int length = snprintf(message, sizeof message, "chaos run: %s: %s\n", argv[0],
                           failure == ENOENT ? "command not found" : strerror(failure));
@@ -79,6 +82,7 @@ void chaos_parent_become(char **argv) {
 
 int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                         const struct chaos_report_options *options) {
+    if (run->never_started) return end_like(run->status);
     int never = chaos_report_write(run, entries, count, options);
     if (options->require_fired && never != 0) {
         if (never > 0) fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)\n", never, never == 1 ? "y" : "ies");
@@ -176,7 +180,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
     }
     const char *seed = strstr(plan_text, "\nseed ");
-    struct chaos_report_run run = { argv[0], "preload", seed ? strtoull(seed + 6, NULL, 10) : 0, status };
+    struct chaos_report_run run = { argv[0], "preload", seed ? strtoull(seed + 6, NULL, 10) : 0, status,
+                                    chaos_parent_exec_failed };
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

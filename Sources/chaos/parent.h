@@ -28,9 +28,14 @@ void chaos_parent_child_stopped(pid_t child, int status);
 /// nothing shared (no stdio, no allocation), so a vfork child may call it.
 __attribute__((noreturn)) void chaos_parent_become(char **argv);
 
+/// Set by chaos_parent_become when its exec fails: a parent that shares its child's memory
+/// (vfork) then knows the program never started.
+extern volatile sig_atomic_t chaos_parent_exec_failed;
+
 /// Reports `entries` (see report.h) and returns what `chaos run` exits with: 125 when an
 /// entry never acted under --require-fired, else the program's status (a signal that
-/// ended the program is raised again here, so the caller sees the same end).
+/// ended the program is raised again here, so the caller sees the same end). A program
+/// that never started gets no report: its 127 or 126 is the news.
 int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                         const struct chaos_report_options *options);
 

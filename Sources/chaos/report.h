@@ -22,6 +22,7 @@ struct chaos_report_run {
     const char *delivery;   ///< "seccomp" or "preload"
     uint64_t seed;
     int status;             ///< waitpid's status of the program
+    int never_started;      ///< 1: the program could not be started (exec failed): nothing to report
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -137,6 +137,7 @@ static int take_listener(pid_t child) {
 struct tracing {
     pid_t threads[64];
     int count;
+    int started;  ///< the program's first exec succeeded (a failed one ends it with 127 or 126)
 };
 
 static int traced_index(const struct tracing *tracing, pid_t tid) {
@@ -295,6 +296,7 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
             continue;
         }
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
+            tracing->started = 1;
             if (chaos_fault_point_active(CHAOS_POINT_CLOCK) && chaos_tracee_hide_vdso(got) < 0)
                 fprintf(stderr, "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n", (int)got);
             ptrace(PTRACE_DETACH, got, NULL, NULL);
@@ -330,7 +332,7 @@ static void start_control(char **argv) {
 
 /// Reports the entries' counts and returns what `chaos run` exits with. The active plan's
 /// entries: `chaos ctl` may have replaced the plan the program started with.
-static int finish(const char *program, int status, const struct chaos_report_options *options) {
+static int finish(const char *program, int status, int started, const struct chaos_report_options *options) {
     int count = chaos_fault_entry_count();
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
     char (*labels)[256] = calloc((size_t)(count ? count : 1), sizeof *labels);
@@ -340,7 +342,7 @@ static int finish(const char *program, int status, const struct chaos_report_opt
         int labelled = chaos_fault_entry_label(e, labels[e], sizeof labels[e]) == 1;
         entries[e] = (struct chaos_report_entry){ counters.point, labelled ? labels[e] : NULL, counters.seen, counters.acted };
     }
-    struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status };
+    struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status, !started };
     int code = chaos_parent_finish(&run, entries, entries && labels ? count : 0, options);
     free(entries);
     free(labels);
@@ -428,5 +430,5 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);
-    return finish(argv[0], status, options);
+    return finish(argv[0], status, tracing.started, options);
 }

@@ -40,6 +40,22 @@ import Testing
         }
         """
 
+    @Test(arguments: ["preload", "seccomp"])
+    func aProgramThatCannotStartKeepsItsStatusAndGetsNoReport(delivery: String) throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let report = workspace.folder + "/report-out.json"
+        let outcome = try ChaosToolTests.chaos([
+            "run", "--delivery", delivery, "--preload", ChaosToolTests.preloadLibrary, "--require-fired", "--report",
+            report, "--profile", workspace.profile, "--", workspace.folder + "/missing-program",
+        ])
+        // Not 125 for entries that never acted: the program never ran, and 127 says so.
+        #expect(outcome.status == 127, "\(delivery): \(outcome)")
+        #expect(outcome.errors.contains("missing-program: command not found"), "\(delivery): \(outcome.errors)")
+        #expect(!outcome.errors.contains("NEVER ACTED"), "\(delivery): \(outcome.errors)")
+        #expect(!FileManager.default.fileExists(atPath: report), "\(delivery): no report of a run that never began")
+    }
+
     @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
     func theReportCountsEveryProcessOfTheTree() throws {
         let workspace = try ReachTests.Workspace()
