@@ -212,8 +212,9 @@ public class ChaosURLProtocol: URLProtocol {
     /// does not: it hands the completion handler (and `download(for:)`) the file its own
     /// protocols record in `URLProtocol.properties`, which is internal, so an answer
     /// through the client alone reaches `download(for:)` without a file, and it traps.
-    /// Here the body is written to a temporary file and its location recorded where
-    /// Foundation reads it (``DownloadLocation``); when that cannot be done the task fails
+    /// Here the body is written to a temporary file (in ``DownloadFolder``, removed when
+    /// the process exits) and its location recorded where Foundation reads it
+    /// (``DownloadLocation``); when that cannot be done the task fails
     /// with `URLError.cannotCreateFile`, naming why, instead of crashing.
     private func deliverDownload(_ response: PreparedResponse, head: HTTPURLResponse, url: URL) {
         if let interruption = response.interruption {
@@ -222,7 +223,7 @@ public class ChaosURLProtocol: URLProtocol {
             return
         }
         #if canImport(FoundationNetworking)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+        let file = (DownloadFolder.current ?? FileManager.default.temporaryDirectory).appendingPathComponent(
             "ChaosKit-download-\(UUID().uuidString).tmp")
         do {
             try response.body.write(to: file)

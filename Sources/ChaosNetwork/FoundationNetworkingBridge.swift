@@ -66,6 +66,44 @@ enum DownloadLocation {
     }
 }
 
+/// Where stubbed downloads keep their bodies: one folder per process, removed when the
+/// process exits, so that the files URLSession hands out (which it never deletes here)
+/// do not pile up in the temporary directory. Folders of processes that are gone (a crash
+/// skips the removal) are removed when the next process makes its own.
+enum DownloadFolder {
+    static let prefix = "ChaosKit-downloads-"
+
+    /// This process's folder, made on first use; nil when it cannot be made.
+    static let current: URL? = {
+        let temporary = FileManager.default.temporaryDirectory
+        removeFoldersOfEndedProcesses(in: temporary)
+        let folder = temporary.appendingPathComponent("\(prefix)\(getpid())", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            return nil
+        }
+        atexit { try? FileManager.default.removeItem(atPath: DownloadFolder.pathAtExit) }
+        return folder
+    }()
+
+    /// The folder's path, fixed before any exit handler can run (atexit takes no context).
+    private static let pathAtExit = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "\(prefix)\(getpid())"
+    ).path
+
+    /// Removes the download folders in `temporary` whose process no longer runs.
+    static func removeFoldersOfEndedProcesses(in temporary: URL) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count)), pid > 0, pid != getpid() else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH {
+                try? FileManager.default.removeItem(at: temporary.appendingPathComponent(name))
+            }
+        }
+    }
+}
+
 /// A `[Key: Any]` dictionary, opened so that its key type can be named.
 protocol TemporaryFileTable {
     func storing(_ file: URL, in instance: URLProtocol) -> Bool

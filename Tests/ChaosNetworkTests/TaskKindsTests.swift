@@ -103,12 +103,20 @@ import FoundationNetworking
         let stubs = try Self.bodyMatchingStubs()
         if later { stubs.conditions = [.latency(.milliseconds(1))] }
         let session = session(with: stubs)
-        let handled: Data? = await withCheckedContinuation { continuation in
+        let (handled, folder): (Data?, String?) = await withCheckedContinuation { continuation in
             session.downloadTask(with: URL(string: "https://api.test/file")!) { location, _, _ in
-                continuation.resume(returning: location.flatMap { try? Data(contentsOf: $0) })
+                continuation.resume(
+                    returning: (
+                        location.flatMap { try? Data(contentsOf: $0) },
+                        location?.deletingLastPathComponent().lastPathComponent
+                    ))
             }.resume()
         }
         #expect(handled == Data("downloaded body".utf8))
+        #if canImport(FoundationNetworking)
+        // In this process's own folder, which goes when the process does.
+        #expect(folder == "ChaosKit-downloads-\(getpid())")
+        #endif
 
         let delegate = DownloadDelegate()
         let configuration = URLSessionConfiguration.ephemeral
@@ -120,6 +128,25 @@ import FoundationNetworking
         #expect(delegate.error == nil)
         delegated.finishTasksAndInvalidate()
     }
+
+    #if canImport(FoundationNetworking)
+    @Test func downloadFoldersOfEndedProcessesAreRemoved() throws {
+        let temporary = FileManager.default.temporaryDirectory.appendingPathComponent("downloads-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: temporary) }
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let names = ["\(ended.processIdentifier)", "\(getpid())", "1", "not-a-pid"].map { DownloadFolder.prefix + $0 }
+        for name in names {
+            try FileManager.default.createDirectory(
+                at: temporary.appendingPathComponent(name), withIntermediateDirectories: true)
+        }
+        DownloadFolder.removeFoldersOfEndedProcesses(in: temporary)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: temporary.path))
+        #expect(left == Set(names.dropFirst()), "only the ended process's folder goes: \(left)")
+    }
+    #endif
 
     @Test func aConfigurationTheAppMadeItselfKeepsItsSettings() async throws {
         let stubs = StubSet()
