@@ -401,6 +401,8 @@ int chaos_plan_entry_has_kind(const chaos_plan *plan, int32_t entry, int32_t kin
     return 0;
 }
 
+uint64_t chaos_plan_seed(const chaos_plan *plan) { return plan ? plan->seed : 0; }
+
 uint32_t chaos_plan_entry_clock_flags(const chaos_plan *plan, int32_t entry) {
     if (!plan || entry < 0 || entry >= plan->count || plan->entries[entry].point != CHAOS_POINT_CLOCK) return 0;
     const cf_entry *e = &plan->entries[entry];

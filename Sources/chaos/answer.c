@@ -95,7 +95,6 @@ static void copy_ends(const struct seccomp_notif *n, int *target, int *source) {
 static int decide_copy(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d, chaos_outcome *o) {
     int target, source;
     copy_ends(n, &target, &source);
-    memset(&d->call, 0, sizeof d->call);
     d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = sc->fn, .fd = -1, .port = -1 };
     if (descriptor_call((pid_t)n->pid, target, d) && chaos_fault_decide(&d->call, o)) return 1;
     d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = CHAOS_FN_PREAD, .fd = -1, .port = -1 };

@@ -179,9 +179,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
         entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
     }
-    const char *seed = strstr(plan_text, "\nseed ");
-    struct chaos_report_run run = { argv[0], "preload", seed ? strtoull(seed + 6, NULL, 10) : 0, status,
-                                    chaos_parent_exec_failed };
+    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, chaos_parent_exec_failed };
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

@@ -250,6 +250,9 @@ int chaos_plan_entry_has_kind(const chaos_plan *plan, int32_t entry, int32_t kin
 /// cases select, or every one when the root selects none; 0 for other points.
 uint32_t chaos_plan_entry_ops(const chaos_plan *plan, int32_t entry);
 
+/// The seed of `plan` (its `seed` line; 0 for NULL): what replays its draws.
+uint64_t chaos_plan_seed(const chaos_plan *plan);
+
 /// What clock entry `entry` of `plan` asks of a delivery beyond readings, as the
 /// CHAOS_CLOCK_FLAG_* bits it would add once installed: MONOTONIC when it fakes monotonic
 /// clocks (monotonic=yes, or a virtual node), SLEEP only when its sleeps follow it (a speed
