@@ -21,7 +21,22 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
         init(raw: Int) { self.raw = raw }
     }
 
+    /// The next id to hand out (ids are unique in the process, never reused once an entry
+    /// holds one); atomic, so entries can be made on any thread.
     private static let nextID = Atomic<Int>(1)
+
+    /// Takes `count` consecutive ids for the entries of one profile apply (or check).
+    static func reserveIDs(_ count: Int) -> Range<Int> {
+        let first = nextID.wrappingAdd(count, ordering: .relaxed).oldValue
+        return first..<first + count
+    }
+
+    /// Gives back the ids ``reserveIDs(_:)`` took for an apply that was refused, so that a
+    /// refused apply uses up no ids: the next entry gets the first of them. When ids were
+    /// taken since (another thread made entries meanwhile) they stay used, as they must.
+    static func returnIDs(_ ids: Range<Int>) {
+        _ = nextID.compareExchange(expected: ids.upperBound, desired: ids.lowerBound, ordering: .relaxed)
+    }
 
     /// This entry's identity (`revert` finds the entry by it).
     public let id: ID
@@ -29,17 +44,22 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     public let pointName: String
     /// A readable rendering of the provider.
     public let providerSummary: String
+    /// The provider as a profile describes it, for an entry made from a point's name
+    /// (``init(point:_:)``, a profile, `CHAOS`, the console); nil for an entry made from a
+    /// typed provider in code, which no profile can spell.
+    public let providerDescription: ProviderDescription?
     let prepare: @Sendable (_ entrySeed: UInt64, _ id: ID) throws(ChaosError) -> PreparedInstallation
     /// The point name's stable hash, which every apply mixes into the entry's seed.
     private let pointNameHash: UInt64
 
     private init(
-        pointName: String, providerSummary: String,
+        id: ID? = nil, pointName: String, providerSummary: String, providerDescription: ProviderDescription? = nil,
         prepare: @escaping @Sendable (UInt64, ID) throws(ChaosError) -> PreparedInstallation
     ) {
-        self.id = ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
+        self.id = id ?? ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.pointName = pointName
         self.providerSummary = providerSummary
+        self.providerDescription = providerDescription
         self.prepare = prepare
         self.pointNameHash = SeededRandom.stableHash(pointName)
     }
@@ -71,7 +91,15 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     /// An entry for the point named `pointName`, found when the entry is applied; a wrong
     /// name or a provider that does not fit the point's types is a ``ChaosError`` then.
     public init(point pointName: String, _ provider: ProviderDescription) {
-        self.init(pointName: pointName, providerSummary: provider.summary) { seed, id throws(ChaosError) in
+        self.init(point: pointName, provider, id: nil)
+    }
+
+    /// An entry for the point named `pointName` with the id `id` (one of ``reserveIDs(_:)``),
+    /// or the next free one when nil.
+    init(point pointName: String, _ provider: ProviderDescription, id: ID?) {
+        self.init(
+            id: id, pointName: pointName, providerSummary: provider.summary, providerDescription: provider
+        ) { seed, id throws(ChaosError) in
             try PointRegistry.shared.point(named: pointName).prepare(provider, seed: seed, entry: id)
         }
     }

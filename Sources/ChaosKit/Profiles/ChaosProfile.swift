@@ -137,12 +137,13 @@ public struct ChaosProfile: Sendable {
         throws(ChaosError) -> Chaos
     {
         let chaos = Chaos(seed: overrideSeed ?? seed, missingPoints: missingPoints)
-        let located = locatedEntries
+        let (located, ids) = locatedEntries()
         chaos.locate(located)
         chaos.profile(located.map(\.entry))
         do throws(ChaosError) {
             try chaos.apply()
         } catch {
+            ProfileEntry.returnIDs(ids)
             throw Self.located(error, in: located)
         }
         return chaos
@@ -158,7 +159,9 @@ public struct ChaosProfile: Sendable {
     /// JSON shape can be checked until it exists.
     @discardableResult
     public func validate(missingPoints: Chaos.MissingPoints = .refuse) throws(ChaosError) -> [Entry] {
-        let located = locatedEntries
+        let (located, ids) = locatedEntries()
+        // A check makes no entry that lives on: its ids are the next apply's.
+        defer { ProfileEntry.returnIDs(ids) }
         var waiting: [Entry] = []
         for item in located {
             do throws(ChaosError) {
@@ -177,8 +180,18 @@ public struct ChaosProfile: Sendable {
         return waiting
     }
 
-    private var locatedEntries: [(entry: ProfileEntry, source: Entry)] {
-        entries.filter(\.enabled).map { (entry: ProfileEntry(point: $0.pointName, $0.provider), source: $0) }
+    /// The enabled entries as ``ProfileEntry`` values numbered from ids reserved for them,
+    /// which an apply that is refused gives back (``ProfileEntry/returnIDs(_:)``).
+    private func locatedEntries() -> (entries: [(entry: ProfileEntry, source: Entry)], ids: Range<Int>) {
+        let enabled = entries.filter(\.enabled)
+        let ids = ProfileEntry.reserveIDs(enabled.count)
+        let located = zip(enabled, ids).map { source, id in
+            (
+                entry: ProfileEntry(point: source.pointName, source.provider, id: ProfileEntry.ID(raw: id)),
+                source: source
+            )
+        }
+        return (located, ids)
     }
 
     /// An entry's error, said about where the entry (or the value at fault) was written.

@@ -94,6 +94,25 @@ private enum ProfilePoints {
         #expect(try second.jsonText() == first.jsonText())
     }
 
+    /// A refused apply and a check use up no entry id. Other suites make entries meanwhile,
+    /// so a try may see a gap: one clean try of a few proves it (before, none could).
+    @Test func aRefusedApplyOrACheckUsesUpNoEntryID() throws {
+        let bad = ChaosProfile(entries: [
+            .init(pointName: "profile-tests.number", provider: .original),
+            .init(pointName: "profile-tests.no-such-point", provider: .original),
+        ])
+        var gaps: [Int] = []
+        for _ in 0..<8 {
+            let before = ProfileEntry(point: "profile-tests.number", .original).id.number
+            #expect(throws: ChaosError.self) { _ = try bad.apply() }
+            #expect(throws: ChaosError.self) { try bad.validate() }
+            let after = ProfileEntry(point: "profile-tests.number", .original).id.number
+            gaps.append(after - before)
+            if after == before + 1 { break }
+        }
+        #expect(gaps.last == 1, "the ids made around a refused apply and a check: gaps \(gaps)")
+    }
+
     /// Each malformed profile, the error kind, and a fragment its message or location must contain.
     static let malformed: [(json: String, kind: ChaosError.Kind, fragment: String)] = [
         ("", .invalidProfile, "value is missing"),
