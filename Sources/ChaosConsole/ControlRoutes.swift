@@ -64,6 +64,10 @@ extension ChaosConsole {
         case ("entries", 3) where route[2] == "enable" || route[2] == "disable":
             guard let id = Self.entryID(route[1]) else { return badEntryID(route[1]) }
             return method == .post ? setEnabled(route[2] == "enable", id) : notAllowed("POST")
+        case ("profile", 1):
+            return method == .get ? exportProfile(request) : notAllowed("GET")
+        case ("profile", 2) where route[1] == "validate":
+            return method == .post ? await validateProfile(request) : notAllowed("POST")
         case ("response-sets", 1):
             return method == .get ? json(responseSets()) : notAllowed("GET")
         case ("response-sets", 2):
@@ -88,7 +92,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/response-sets[/NAME], /v1/requests, /v1/events and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events and /v1/go"
             )
         }
     }
@@ -163,7 +167,7 @@ extension ChaosConsole {
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
-            features: ["points", "response-sets", "requests", "events", "console"]
+            features: ["points", "response-sets", "requests", "events", "console", "profile"]
         )
     }
 
@@ -173,14 +177,12 @@ extension ChaosConsole {
         case .success(let data): body = data
         case .failure(let failure): return failure.response
         }
-        var source = "<control request>"
-        if let named = request.uri.queryParameters["source"], !named.isEmpty {
-            source = InputExcerpt.of(named, limit: 200)
-        }
+        let text = ProfileText(request, body: body)
         do throws(ChaosError) {
-            let profile = try ChaosProfile.decode(json: body, file: source)
-            // A profile sent to a running app may name points it has not made yet.
-            let chaos = try profile.apply(missingPoints: .wait)
+            let profile = try text.profile()
+            // A profile sent to a running app may name points it has not made yet. Without a
+            // seed of its own it gets one that an export can write.
+            let chaos = try profile.apply(seed: profile.seed ?? Self.exportableSeed(), missingPoints: .wait)
             keep(chaos)
             let entries = (chaos.appliedEntries + chaos.waitingEntries).sorted { $0.id.number < $1.id.number }
             Self.logger.info(
@@ -189,7 +191,13 @@ extension ChaosConsole {
             let ids = entries.map(\.id.number)
             return json(ControlAPI.Applied(entries: ids, seed: String(chaos.seed)), status: .created)
         } catch {
-            return failure(error)
+            // Located in the text sent, for an editor to point at.
+            let response = failure(error)
+            guard let location = text.location(error.subject) else { return response }
+            return json(
+                ControlAPI.ErrorBody(
+                    kind: "\(error.kind)", subject: error.subject, message: error.message, location: location),
+                status: response.status)
         }
     }
 
@@ -351,7 +359,7 @@ extension ChaosConsole {
 
     // MARK: Bodies and errors
 
-    private static func collect(_ request: Request) async -> Result<Data, ResponseFailure> {
+    static func collect(_ request: Request) async -> Result<Data, ResponseFailure> {
         if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > maximumBody {
             return .failure(ResponseFailure(tooLarge()))
         }

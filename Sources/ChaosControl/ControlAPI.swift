@@ -28,7 +28,8 @@ public enum ControlAPI {
         /// Whether the program is waiting for `POST /v1/go` (`CHAOS_CONTROL_WAIT=1`).
         public var waiting: Bool
         /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
-        /// `"requests"`, `"events"`, `"console"`); the entry routes and `go` are always there.
+        /// `"requests"`, `"events"`, `"console"`, `"profile"`: validating and exporting
+        /// profiles); the entry routes and `go` are always there.
         public var features: [String]
         /// The advance of virtual time under way, if one is.
         public var advance: AdvanceProgress?
@@ -216,6 +217,55 @@ public enum ControlAPI {
         public init(entries: [Int], seed: String) {
             self.entries = entries
             self.seed = seed
+        }
+    }
+
+    /// `POST /v1/profile/validate`: whether a profile (JSON, or a `CHAOS` line sent as
+    /// `text/plain`) would apply here, by the checks an apply makes, without applying it.
+    public struct Validation: Codable, Sendable, Hashable {
+        /// Whether it would apply.
+        public var valid: Bool
+        /// `json` or `chaos` (a `CHAOS` line).
+        public var format: String
+        /// How many enabled entries it has (when it could be read).
+        public var entries: Int?
+        /// The points of entries that would wait for their point to be created (an app's
+        /// point nothing has made yet).
+        public var waiting: [String]?
+        /// Why it would not apply, located in the text sent (``ErrorBody/Detail/location``).
+        public var error: ErrorBody.Detail?
+
+        /// A validation.
+        public init(
+            valid: Bool, format: String, entries: Int? = nil, waiting: [String]? = nil,
+            error: ErrorBody.Detail? = nil
+        ) {
+            self.valid = valid
+            self.format = format
+            self.entries = entries
+            self.waiting = waiting
+            self.error = error
+        }
+    }
+
+    /// Where in a profile's text an error is, as an editor shows it.
+    public struct SourceLocation: Codable, Sendable, Hashable {
+        /// The line, from 1.
+        public var line: Int
+        /// The column, from 1, in characters.
+        public var column: Int
+        /// The position in UTF-16 code units from the start of the text (what a browser's
+        /// `setSelectionRange` takes).
+        public var offset: Int
+        /// The JSON path of the value at fault (`$.entries[0].provider`), when known.
+        public var path: String?
+
+        /// A location.
+        public init(line: Int, column: Int, offset: Int, path: String? = nil) {
+            self.line = line
+            self.column = column
+            self.offset = offset
+            self.path = path
         }
     }
 
@@ -477,12 +527,15 @@ public enum ControlAPI {
             public var subject: String?
             /// What happened and what to do.
             public var message: String
+            /// For a profile's error: where in the text sent it is.
+            public var location: SourceLocation?
 
             /// A detail.
-            public init(kind: String, subject: String?, message: String) {
+            public init(kind: String, subject: String?, message: String, location: SourceLocation? = nil) {
                 self.kind = kind
                 self.subject = subject
                 self.message = message
+                self.location = location
             }
         }
 
@@ -490,8 +543,8 @@ public enum ControlAPI {
         public var error: Detail
 
         /// An error body.
-        public init(kind: String, subject: String? = nil, message: String) {
-            error = Detail(kind: kind, subject: subject, message: message)
+        public init(kind: String, subject: String? = nil, message: String, location: SourceLocation? = nil) {
+            error = Detail(kind: kind, subject: subject, message: message, location: location)
         }
     }
 

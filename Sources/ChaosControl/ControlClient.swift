@@ -94,6 +94,26 @@ public struct ControlClient: Sendable {
         return try decode(ControlAPI.Applied.self, try checked(response))
     }
 
+    /// `POST /v1/profile/validate`: whether a JSON profile (or, with `chaosLine`, a `CHAOS`
+    /// line) would apply in the process, by the checks an apply makes, without applying it.
+    /// An invalid profile is not an error here: the answer says why, located in the text.
+    public func validate(profile: Data, chaosLine: Bool = false, source: String? = nil) throws(ControlError)
+        -> ControlAPI.Validation
+    {
+        let type = chaosLine ? "text/plain; charset=utf-8" : "application/json"
+        let response = try send(
+            "POST", "/v1/profile/validate" + Self.sourceQuery(source), body: profile, headers: [("Content-Type", type)])
+        return try decode(ControlAPI.Validation.self, try checked(response))
+    }
+
+    /// `GET /v1/profile`: what is applied in the process, as a JSON profile that applies
+    /// again to the same effect. When an entry cannot be written as a profile (made in code
+    /// from a typed provider) the endpoint refuses (`notExportable`) unless `partial` is
+    /// true: then the profile's `description` names the entries left out.
+    public func exportProfile(partial: Bool = false) throws(ControlError) -> Data {
+        try checked(send("GET", "/v1/profile" + (partial ? "?partial=true" : ""))).body
+    }
+
     /// `?source=NAME`, percent-encoded, or nothing.
     private static func sourceQuery(_ source: String?) -> String {
         guard let source,

@@ -186,6 +186,62 @@ func errorKind(_ response: ControlResponse) -> String? {
         await endpoint.finish()
     }
 
+    /// The profile editor's routes — exporting, validating, and applying a `CHAOS` line as
+    /// `text/plain`, which a cross-site form can send without asking first — pass the same
+    /// checks, and a refused one changes nothing.
+    @Test func theProfileRoutesAreBehindTheSameChecks() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let url = endpoint.console.url
+        let host = String(url.dropFirst("http://".count))
+        let token = endpoint.console.token
+        let line = Data("\(name)=double".utf8)
+        let routes: [(String, Data, Int)] = [
+            // Partial: another suite may have an entry made in code live, which a full export refuses.
+            ("GET /v1/profile?partial=true HTTP/1.1", Data(), 200),
+            ("POST /v1/profile/validate HTTP/1.1", profile(name, item: "double"), 200),
+            ("POST /v1/entries HTTP/1.1", line, 201),
+        ]
+        for (route, body, accepted) in routes {
+            let plain = ["Content-Type: text/plain"]
+            let cases: [(String, [String], Int)] = [
+                ("no token", [route, "Host: \(host)"] + plain, 401),
+                ("a wrong token", [route, "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"], 401),
+                (
+                    "a foreign Origin",
+                    [route, "Host: \(host)", "Origin: http://evil.example", "Authorization: Bearer \(token)"] + plain,
+                    403
+                ),
+                (
+                    "a cross-site fetch",
+                    [route, "Host: \(host)", "Sec-Fetch-Site: cross-site", "Authorization: Bearer \(token)"] + plain,
+                    403
+                ),
+                (
+                    "a foreign Host",
+                    [route, "Host: evil.example:\(endpoint.console.port ?? 0)", "Authorization: Bearer \(token)"]
+                        + plain, 403
+                ),
+            ]
+            for (label, head, status) in cases {
+                let response = try await offload { try rawRequest(url, head, body: body) }
+                #expect(response.status == status, "\(route): \(label)")
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("\"entries\""), "\(route): \(label)")
+            }
+            #expect(point(2) == 2, "\(route): a refused request applied chaos")
+            let head = [route, "Host: \(host)", "Origin: http://\(host)", "Authorization: Bearer \(token)"] + plain
+            let response = try await offload { try rawRequest(url, head, body: body) }
+            #expect(response.status == accepted, "\(route) with the token")
+            if accepted == 201 {
+                let applied = try ControlAPI.decoder().decode(ControlAPI.Applied.self, from: response.body)
+                #expect(point(2) == 4)
+                for id in applied.entries { _ = try await offload { try endpoint.client.revert(entry: id) } }
+            }
+        }
+        await endpoint.finish()
+    }
+
     @Test func tokensAreRandomPerSession() async throws {
         let first = try await TestEndpoint.start()
         let second = try await TestEndpoint.start()

@@ -73,20 +73,27 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A point of `Int -> Int` with a catalogue: `double` and `add(amount)`.
-func makePoint(_ name: String) -> InjectionPoint<Int, Int, Never> {
-    InjectionPoint(
+/// A point of `Int -> Int` with a catalogue: `double` and `add(amount)`; with `matching`,
+/// its entries may also `match` on `above` (calls with a larger argument).
+func makePoint(_ name: String, matching: Bool = false) -> InjectionPoint<Int, Int, Never> {
+    let matcher = ArgumentMatcher<Int>(conditions: [.integer("above", "calls with a larger argument")]) {
+        conditions in
+        let above = try conditions.int("above")
+        return { $0 > above }
+    }
+    return InjectionPoint(
         name,
-        catalogue: [
-            CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
-            CatalogueItem(
-                "add", "the argument plus an amount",
-                parameters: [.integer("amount", "what to add", default: 1, range: 1...100)]
-            ) { parameters in
-                let amount = try parameters.int("amount")
-                return .block { $0.arguments + amount }
-            },
-        ]
+        catalogue: PointCatalogue(
+            [
+                CatalogueItem("double", "twice the argument") { _ in .block { $0.arguments * 2 } },
+                CatalogueItem(
+                    "add", "the argument plus an amount",
+                    parameters: [.integer("amount", "what to add", default: 1, range: 1...100)]
+                ) { parameters in
+                    let amount = try parameters.int("amount")
+                    return .block { $0.arguments + amount }
+                },
+            ], matcher: matching ? matcher : nil)
     ) { $0 }
 }
 
