@@ -10,7 +10,7 @@ import Foundation
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Steer the chaos of running processes: list, status, console, apply, revert, enable, disable, select, events, requests, go, advance.",
+            "Steer the chaos of running processes: list, status, console, apply, export, revert, enable, disable, select, events, requests, go, advance.",
         discussion: """
             Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
             else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
@@ -21,8 +21,9 @@ struct Ctl: ParsableCommand {
             control characters escaped.
             """,
         subcommands: [
-            CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlRevert.self, CtlEnable.self,
-            CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlRequests.self, CtlGo.self, CtlAdvance.self,
+            CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlExport.self, CtlRevert.self,
+            CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlRequests.self, CtlGo.self,
+            CtlAdvance.self,
         ]
     )
 }
@@ -283,6 +284,48 @@ struct CtlApply: ParsableCommand {
             return compiled.text(seed: compiled.seed ?? UInt64.random(in: .min ... .max))
         } catch {
             throw CtlFailure(description: "\(error)")
+        }
+    }
+}
+
+struct CtlExport: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Print what is applied in a process as a JSON profile, which chaos ctl apply applies again.",
+        discussion: """
+            An entry no profile can spell (made in code from a typed provider) refuses the export; \
+            --partial exports the rest, and the profile's description names what it left out. \
+            Disabled entries are exported with "enabled": false, which an apply keeps but does not apply.
+            """
+    )
+
+    @OptionGroup var options: CtlOptions
+    @Argument(help: "The process id.") var pid: Int32
+    @Flag(help: "Export the entries a profile can spell, naming the others in its description.")
+    var partial = false
+    @Option(name: .shortAndLong, help: "Write the profile to this file instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        try ctl {
+            let endpoint = try options.endpoint(pid: pid)
+            let client = options.client(endpoint)
+            guard !endpoint.isChaosRun, try client.status().features.contains("profile") else {
+                throw CtlFailure(
+                    description:
+                        "pid \(pid) (\(endpoint.program)) cannot export its entries as a profile: \(endpoint.isChaosRun ? "a chaos run child holds compiled plans, not profiles; the profiles given to chaos run and chaos ctl apply are the source" : "its endpoint is older than export (it does not list the profile feature)")"
+                )
+            }
+            let profile = try client.exportProfile(partial: partial)
+            if let output {
+                do {
+                    try profile.write(to: URL(fileURLWithPath: output))
+                } catch {
+                    throw CtlFailure(description: "cannot write \(output) (\(error.localizedDescription))")
+                }
+                return
+            }
+            print(TerminalText.json(profile))
         }
     }
 }

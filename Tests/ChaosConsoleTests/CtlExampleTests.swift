@@ -198,6 +198,46 @@ final class RunningDemo: Sendable {
         #expect(try await demo.ctl("status", "\(demo.pid)").output.contains("entries: none"))
     }
 
+    /// `chaos ctl export` writes what is applied as a profile; reverted and applied again,
+    /// it brings the same chaos back, and exports to the same profile.
+    @Test func chaosCtlExportsAProfileThatAppliesAgain() async throws {
+        let demo = try RunningDemo()
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "greeting: hello, world")
+        let profile = try demo.profile(
+            #"""
+            {"entries": [
+              {"point": "demo.greeting",
+               "provider": {"sequential": [{"item": "stutter", "parameters": {"times": 2}, "times": 1}, "shout"]}},
+              {"point": "network.send", "match": {"path": "/today"}, "provider": {"item": "status", "parameters": {"code": 503}}}
+            ]}
+            """#)
+        var seen = demo.output.count
+        let applied = try await demo.ctl("apply", "\(demo.pid)", profile)
+        #expect(applied.status == 0, "\(applied.errors)")
+        _ = try await demo.line(containing: "weather: HTTP 503", after: seen)
+        _ = try await demo.line(containing: "greeting: HELLO, WORLD", after: seen)
+
+        let file = demo.directory.appendingPathComponent("exported.json").path
+        let exported = try await demo.ctl("export", "\(demo.pid)", "--output", file)
+        #expect(exported.status == 0, "\(exported.errors)")
+        let first = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(first.contains(#""match":{"path":"/today"}"#), "\(first)")
+        #expect(first.contains(#""sequential":["#), "\(first)")
+
+        seen = demo.output.count
+        #expect(try await demo.ctl("revert", "\(demo.pid)").status == 0)
+        _ = try await demo.line(containing: "greeting: hello, world", after: seen)
+        seen = demo.output.count
+        let again = try await demo.ctl("apply", "\(demo.pid)", file)
+        #expect(again.status == 0, "\(again.errors)")
+        _ = try await demo.line(containing: "weather: HTTP 503", after: seen)
+        _ = try await demo.line(containing: "greeting: hello, world-world", after: seen)
+        _ = try await demo.line(containing: "greeting: HELLO, WORLD", after: seen)
+        let second = try await demo.ctl("export", "\(demo.pid)")
+        #expect(second.output.trimmingCharacters(in: .newlines) == first, "\(second.errors)")
+    }
+
     @Test func aWaitingProgramGoesOnWhenTheControllerSaysGo() async throws {
         let demo = try RunningDemo(wait: true)
         defer { demo.stop() }

@@ -248,6 +248,14 @@ final class PreloadChild: Sendable {
         let refused = try await child.ctl("apply", "\(child.pid)", bad)
         #expect(refused.status != 0)
         #expect(refused.errors.contains("\(bad):1:"), "\(refused.errors)")
+        // The profile editor's routes are the Swift endpoint's: the preload names what it serves,
+        // and chaos ctl export says why it cannot.
+        let export = try await offload { try client.send("GET", "/v1/profile") }
+        #expect(export.status == 404)
+        #expect(String(decoding: export.body, as: UTF8.self).contains("no points, profile validation or export"))
+        let exported = try await child.ctl("export", "\(child.pid)")
+        #expect(exported.status != 0)
+        #expect(exported.errors.contains("a chaos run child holds compiled plans"), "\(exported.errors)")
 
         let status = try await offload { try client.status() }
         #expect(status.entries == 1 && status.enabledEntries == 1)
