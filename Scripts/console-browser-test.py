@@ -10,6 +10,8 @@ the token, and then:
 - a bad lease is reported at its field, not at a place in the JSON the page sent;
 - lease times are 24-hour (in an en-US page, whose default is 12-hour);
 - Revert all clears the form's "Applied #N";
+- the profile editor locates a typed error under the text; fixed, a profile with `sequential`
+  and `match` applies; its export, after Revert all, applies again;
 - no request of the page (the favicon included) was refused.
 Exit status 0 when every check passed.
 
@@ -132,6 +134,85 @@ def foreign_origin_is_refused(browser, demo):
         server.shutdown()
 
 
+EDITOR_PROFILE = """{"entries": [
+  {"point": "demo.greeting",
+   "provider": {"sequential": [{"item": "stutter", "parameters": {"times": 50}, "times": 1}, "shout"]}},
+  {"point": "network.send", "match": {"path": "/today"},
+   "provider": {"item": "status", "parameters": {"code": 503}}}
+]}"""
+
+
+def profile_editor(page, demo):
+    """The profile editor: a located error under the text, fixed; a profile with `sequential`
+    and `match` validates and applies; the export, after Revert all, brings it back."""
+    editor = page.locator("#profile-text")
+    problem = page.locator("#profile-problem")
+    editor.click()
+    page.keyboard.type("demo.greeting=2*stuter->original")
+    problem.filter(has_text="column").wait_for(timeout=30_000)
+    text = problem.text_content()
+    check(text.startswith("line 1, column 17: ") and "editor" not in text and "<control" not in text,
+          "a CHAOS line's error is located in the typed text: " + text)
+
+    editor.fill(EDITOR_PROFILE)
+    problem.filter(has_text="line 3").wait_for(timeout=30_000)
+    text = problem.text_content()
+    line = EDITOR_PROFILE.split("\n")[2]
+    column = line.index("50") + 1
+    check(text.startswith("line 3, column %d: " % column) and "outside 1…20" in text and "$.entries[0]" in text
+          and "editor:" not in text and "console:" not in text,
+          "a JSON profile's error is located under the text, at line and column: " + text)
+    check(editor.get_attribute("aria-invalid") == "true", "the editor is marked invalid")
+    problem.locator("button.place").click()
+    selected = page.evaluate("() => { const e = document.querySelector('#profile-text'); return [e.selectionStart, document.activeElement === e]; }")
+    check(selected == [EDITOR_PROFILE.index("50"), True], "the error's place is selected in the text: %s" % selected)
+
+    # Fix it, as a user would: select the bad value and type another.
+    page.evaluate("(at) => document.querySelector('#profile-text').setSelectionRange(at, at + 2)", EDITOR_PROFILE.index("50"))
+    page.keyboard.type("2")
+    problem.filter(has_text="Valid JSON profile: 2 entries").wait_for(timeout=30_000)
+    check(editor.get_attribute("aria-invalid") is None, "the fixed profile validates: " + problem.text_content())
+
+    page.locator("#profile-apply").click()
+    message = page.locator("#profile-message")
+    message.filter(has_text="Applied").wait_for(timeout=30_000)
+    check(re.match(r"Applied #\d+, #\d+ \(seed \d+\)", message.text_content()) is not None, "the profile applies: " + message.text_content())
+    check(demo.wait_for("weather: HTTP 503", timeout=30) is not None, "the match on network.send reaches the example's requests")
+    check(demo.wait_for("greeting: HELLO, WORLD", timeout=30) is not None, "the sequential provider moves on to shout")
+    applied = [entry["point"] + " ← " + entry["provider"] for entry in demo.api("/v1/entries")]
+
+    with page.expect_download(timeout=30_000) as download:
+        page.locator("#profile-export").click()
+    with open(download.value.path(), encoding="utf-8") as file:
+        exported_text = file.read()
+    exported = json.loads(exported_text)
+    points = [entry["point"] for entry in exported["entries"]]
+    check(points == ["demo.greeting", "network.send"] and exported["entries"][1].get("match") == {"path": "/today"}
+          and "sequential" in exported["entries"][0]["provider"], "the download is the applied profile: " + json.dumps(exported))
+
+    page.locator("#revert-all").click()
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
+    check(demo.wait_for("greeting: hello, world", timeout=30) is not None, "Revert all restores the greeting")
+
+    editor.fill(exported_text)
+    problem.filter(has_text="Valid JSON profile: 2 entries").wait_for(timeout=30_000)
+    page.locator("#profile-apply").click()
+    message.filter(has_text="Applied").wait_for(timeout=30_000)
+    page.locator("#entries tbody tr", has_text="network.send").wait_for(timeout=30_000)
+    page.locator("#entries tbody tr", has_text="demo.greeting").wait_for(timeout=30_000)
+    check(True, "the exported profile applies again: the entries are back")
+    check(demo.wait_for("weather: HTTP 503", timeout=30) is not None, "and the example's requests fail again")
+    again = [entry["point"] + " ← " + entry["provider"] for entry in demo.api("/v1/entries")]
+    check(again == applied, "the same entries as before the export: %s" % again)
+
+    # The catalogue form of network.send offers the match fields its point declares.
+    form = page.locator('details[data-point="network.send"] form[data-item="offline"]')
+    check(form.locator('input[name="host"]').count() == 1 and form.locator('input[name="path"]').count() == 1,
+          "the network.send forms have the match fields host and path")
+    page.locator("#revert-all").click()
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default=os.path.join(ROOT, ".build", "debug"))
@@ -242,6 +323,7 @@ def main():
             except Exception:
                 pass  # the check below says what stayed
             check(message.text_content() == "", "after Revert all no form still says Applied: %r" % message.text_content())
+            profile_editor(page, demo)
             unauthorized = [line for line in refused if line.endswith((" 401", " 403", " 404"))]
             check(not unauthorized, "no request of the page was refused (favicon included): %s" % unauthorized)
 

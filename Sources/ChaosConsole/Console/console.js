@@ -19,10 +19,10 @@
     return node;
   }
 
-  async function api(method, path, body) {
+  async function api(method, path, body, contentType) {
     const options = { method, headers: { Authorization: "Bearer " + token } };
     if (body !== undefined) {
-      options.headers["Content-Type"] = "application/json";
+      options.headers["Content-Type"] = contentType || "application/json";
       options.body = typeof body === "string" ? body : JSON.stringify(body);
     }
     const response = await fetch(path, options);
@@ -35,6 +35,7 @@
       failure.kind = error.kind;
       failure.subject = error.subject;
       failure.detail = error.message;
+      failure.location = error.location;
       throw failure;
     }
     return data;
@@ -59,13 +60,15 @@
   // profile errors in the JSON the page sent ("console:1:82 at $.entries[0].provider.lease");
   // the page wrote that JSON from the form, so it knows the field each path came from.
   // `parameters` and `modifiers` map names to the form's inputs.
-  function fieldError(error, parameters, modifiers) {
+  function fieldError(error, parameters, modifiers, matches) {
     const match = /^.*:\d+:\d+ at \$\.entries\[\d+\](.*)$/.exec(error.subject || "");
     if (!match) return { text: error.message };
     const parameter = /^\.provider\.parameters\.([^.[]+)/.exec(match[1])?.[1];
     const modifier = /^\.provider\.([^.[]+)$/.exec(match[1])?.[1];
-    const name = parameter || modifier;
-    const input = parameter ? parameters.get(parameter) : modifier ? modifiers.get(modifier) : undefined;
+    const condition = /^\.match\.([^.[]+)/.exec(match[1])?.[1];
+    const name = parameter || modifier || condition;
+    const input = parameter ? parameters.get(parameter) : modifier ? modifiers.get(modifier)
+      : condition ? matches.get(condition) : undefined;
     const named = !input || error.detail.startsWith(name + ":") || error.detail.startsWith(name + " ");
     return { text: (named ? "" : name + ": ") + error.detail, input };
   }
@@ -208,6 +211,15 @@
       const hint = [parameter.summary, parameter.unit ? "unit: " + parameter.unit : "", parameter.requirement === "optional" ? "optional" : ""].filter(Boolean).join(" · ");
       return field(input.id, parameter.name, input, hint);
     });
+    // The conditions the point's `match` takes: all optional, an empty one is left out.
+    const matchInputs = (point.match || []).map((parameter) => {
+      const optional = Object.assign({}, parameter, { requirement: "optional", default: undefined });
+      if (parameter.kind === "boolean") Object.assign(optional, { kind: "choice", choices: ["true", "false"] });
+      const input = parameterInput(id + "-match-" + parameter.name, optional);
+      return [parameter, input];
+    });
+    const matchFields = matchInputs.map(([parameter, input]) =>
+      field(input.id, parameter.name, input, [parameter.summary, "optional"].filter(Boolean).join(" · ")));
     const probability = element("input", { id: id + "-probability", type: "number", min: 0, max: 1, step: "any", name: "probability" });
     const times = element("input", { id: id + "-times", type: "number", min: 1, step: 1, name: "times" });
     const lease = element("input", { id: id + "-lease", type: "text", name: "lease", placeholder: "e.g. 30s" });
@@ -229,15 +241,27 @@
         if (probability.value.trim() !== "") provider.probability = Number(probability.value);
         if (times.value.trim() !== "") provider.times = Number(times.value);
         if (lease.value.trim() !== "") provider.lease = lease.value.trim();
+        const match = {};
+        for (const [parameter, input] of matchInputs) {
+          const text = input.value.trim();
+          if (text === "") continue;
+          if (parameter.kind === "boolean") match[parameter.name] = text === "true";
+          else if (parameter.kind === "number" || parameter.kind === "integer") match[parameter.name] = Number(text);
+          else if (parameter.kind === "strings") match[parameter.name] = text.split(",").map((part) => part.trim()).filter(Boolean);
+          else match[parameter.name] = text;
+        }
         const named = new Map(inputs.map(([parameter, input]) => [parameter.name, input]));
         const modifiers = new Map([["probability", probability], ["times", times], ["lease", lease]]);
-        for (const input of [...named.values(), ...modifiers.values()]) input.removeAttribute("aria-invalid");
+        const matches = new Map(matchInputs.map(([parameter, input]) => [parameter.name, input]));
+        for (const input of [...named.values(), ...modifiers.values(), ...matches.values()]) input.removeAttribute("aria-invalid");
+        const entry = { point: point.name, provider };
+        if (Object.keys(match).length > 0) entry.match = match;
         try {
-          const applied = await api("POST", "/v1/entries?source=console", { entries: [{ point: point.name, provider }] });
+          const applied = await api("POST", "/v1/entries?source=console", { entries: [entry] });
           say(message, "Applied " + applied.entries.map((entry) => "#" + entry).join(", ") + " to " + point.name, true);
           message.dataset.entries = applied.entries.join(",");
         } catch (error) {
-          const located = fieldError(error, named, modifiers);
+          const located = fieldError(error, named, modifiers, matches);
           say(message, located.text, false);
           if (located.input) located.input.setAttribute("aria-invalid", "true");
         }
@@ -248,6 +272,8 @@
         element("legend", { text: item.name }),
         item.summary ? element("p", { className: "summary", text: item.summary }) : null,
         ...fields,
+        matchFields.length ? element("div", { className: "matches" }, [
+          element("p", { className: "summary", text: "Only calls that match (all optional):" }), ...matchFields]) : null,
         element("div", { className: "modifiers" }, [
           field(probability.id, "probability", probability, "0…1, optional"),
           field(times.id, "times", times, "acts this many times, optional"),
@@ -259,6 +285,136 @@
     ]);
     return form;
   }
+
+  // MARK: Profile editor
+
+  // The editor's text goes to the endpoint as it is: JSON, or a CHAOS line (text/plain).
+  // The endpoint checks it with the parsers and checks an apply uses, and locates each error
+  // in this text (line, column, and the position to select), never in a place of its own.
+  const editor = $("profile-text");
+  let checking = 0;
+  let checkTimer = null;
+
+  function profileType(text) {
+    return text.trimStart().startsWith("{") ? "application/json" : "text/plain; charset=utf-8";
+  }
+
+  function selectProblem(place) {
+    editor.focus();
+    const end = Math.min(place.offset + 1, editor.value.length);
+    editor.setSelectionRange(Math.min(place.offset, end), end);
+  }
+
+  // A refusal under the text: "line 3, column 17" (a button that selects the place), what
+  // is wrong and, for JSON, the path of the value.
+  function showProblem(detail) {
+    const node = $("profile-problem");
+    node.className = "message error";
+    editor.setAttribute("aria-invalid", "true");
+    const place = detail.location;
+    if (!place) {
+      node.replaceChildren(document.createTextNode(detail.message));
+      return;
+    }
+    node.replaceChildren(
+      element("button", {
+        type: "button", className: "place", text: "line " + place.line + ", column " + place.column,
+        "aria-label": "Select line " + place.line + ", column " + place.column + " in the profile",
+        onclick: () => selectProblem(place),
+      }),
+      document.createTextNode(": " + detail.message + (place.path ? " (at " + place.path + ")" : "")));
+  }
+
+  async function checkProfile() {
+    const text = editor.value;
+    const mine = ++checking;
+    const node = $("profile-problem");
+    if (text.trim() === "") {
+      node.replaceChildren();
+      editor.removeAttribute("aria-invalid");
+      return;
+    }
+    let result;
+    try {
+      result = await api("POST", "/v1/profile/validate?source=editor", text, profileType(text));
+    } catch (error) {
+      if (mine === checking) showProblem({ message: "Not checked: " + error.message });
+      return;
+    }
+    if (mine !== checking) return;  // a newer text is being checked
+    if (!result.valid) {
+      showProblem(result.error);
+      return;
+    }
+    editor.removeAttribute("aria-invalid");
+    node.className = "message ok";
+    const waiting = result.waiting && result.waiting.length ? "; waits for points not made yet: " + result.waiting.join(", ") : "";
+    node.replaceChildren(document.createTextNode("Valid " + (result.format === "chaos" ? "CHAOS line" : "JSON profile") +
+      ": " + result.entries + (result.entries === 1 ? " entry" : " entries") + waiting));
+  }
+
+  editor.addEventListener("input", () => {
+    clearTimeout(checkTimer);
+    checkTimer = setTimeout(checkProfile, 300);
+  });
+
+  $("profile-apply").addEventListener("click", async () => {
+    const text = editor.value;
+    clearTimeout(checkTimer);
+    try {
+      const applied = await api("POST", "/v1/entries?source=editor", text, profileType(text));
+      say($("profile-message"), "Applied " + (applied.entries.map((entry) => "#" + entry).join(", ") || "no entry") + " (seed " + applied.seed + ")", true);
+      checkProfile();
+    } catch (error) {
+      say($("profile-message"), "Nothing was applied: " + (error.location ? "the profile has an error (above)" : error.message), false);
+      if (error.location) {
+        showProblem({ message: error.detail, location: error.location });
+        selectProblem(error.location);
+      }
+    }
+    await refreshEntries();
+  });
+
+  // The applied state as a profile, laid out for reading; the endpoint refuses when an entry
+  // cannot be written as one, and says which.
+  async function appliedProfile() {
+    return JSON.stringify(await api("GET", "/v1/profile"), null, 2) + "\n";
+  }
+
+  $("profile-export").addEventListener("click", async () => {
+    let text;
+    try {
+      text = await appliedProfile();
+    } catch (error) {
+      say($("profile-message"), "Not exported: " + error.message, false);
+      return;
+    }
+    const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+    const link = element("a", { href: url, download: "chaos-profile.json" });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    say($("profile-message"), "Downloaded the applied profile (chaos-profile.json)", true);
+  });
+
+  $("profile-load").addEventListener("click", async () => {
+    try {
+      editor.value = await appliedProfile();
+      say($("profile-message"), "The applied profile is in the editor", true);
+      checkProfile();
+    } catch (error) {
+      say($("profile-message"), "Not exported: " + error.message, false);
+    }
+  });
+
+  $("profile-file").addEventListener("change", async (event) => {
+    const file = event.target.files && event.target.files[0];
+    if (!file) return;
+    editor.value = await file.text();
+    say($("profile-message"), "Loaded " + file.name, true);
+    checkProfile();
+  });
 
   // MARK: Response sets
 
