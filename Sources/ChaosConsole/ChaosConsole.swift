@@ -22,7 +22,7 @@ import Darwin
 /// }
 /// ```
 /// It listens on loopback (a random port unless told otherwise), answers the control
-/// protocol's routes (`/v1/status`, `/v1/points`, `/v1/entries`, `/v1/response-sets`,
+/// protocol's routes (`/v1/status`, `/v1/points`, `/v1/entries`, `/v1/profile`, `/v1/response-sets`,
 /// `/v1/events`, `/v1/go`; Docs/Console.md writes them down) and the web console at
 /// `/console`, and writes its address and token into a file only the user can read, where
 /// `chaos ctl` finds it (see `ControlEndpoint` in ChaosControl).
