@@ -102,23 +102,14 @@ public final class RequestJournal: Sendable {
     /// The longest URL kept, in characters; longer ones are cut and end in `…`.
     static let maximumURLLength = 2_000
 
-    private struct Ring {
-        var slots: [JournaledRequest] = []
-        /// Where the next request goes once the ring is full (the oldest is there).
-        var next = 0
-        var capacity: Int
-        /// Every request journaled since the start (numbers come from it).
-        var recorded = 0
-    }
-
-    private let ring: Locked<Ring>
+    private let ring: Locked<BoundedRing<JournaledRequest>>
     /// The capacity, readable without the lock: 0 means off.
     private let currentCapacity: Atomic<Int>
 
     /// A journal keeping the newest `capacity` requests.
     public init(capacity: Int = RequestJournal.defaultCapacity) {
         let capacity = max(0, capacity)
-        ring = Locked(Ring(capacity: capacity))
+        ring = Locked(BoundedRing(capacity: capacity))
         currentCapacity = Atomic(capacity)
     }
 
@@ -128,12 +119,7 @@ public final class RequestJournal: Sendable {
         get { currentCapacity.load(ordering: .relaxed) }
         set {
             let capacity = max(0, newValue)
-            ring.withLock { ring in
-                let kept = Self.ordered(ring).suffix(capacity)
-                ring.slots = Array(kept)
-                ring.next = 0
-                ring.capacity = capacity
-            }
+            ring.withLock { $0.resize(to: capacity) }
             currentCapacity.store(capacity, ordering: .relaxed)
         }
     }
@@ -142,22 +128,14 @@ public final class RequestJournal: Sendable {
     public var isEnabled: Bool { capacity > 0 }
 
     /// The requests it keeps, oldest first.
-    public var requests: [JournaledRequest] { ring.withLock { Self.ordered($0) } }
+    public var requests: [JournaledRequest] { ring.withLock { $0.elements } }
 
     /// How many requests it has journaled since the process started (kept or not).
     public var recordedCount: Int { ring.withLock { $0.recorded } }
 
     /// Forgets every request kept (numbers go on).
     public func clear() {
-        ring.withLock {
-            $0.slots = []
-            $0.next = 0
-        }
-    }
-
-    private static func ordered(_ ring: Ring) -> [JournaledRequest] {
-        guard ring.slots.count == ring.capacity, ring.next > 0 else { return ring.slots }
-        return Array(ring.slots[ring.next...] + ring.slots[..<ring.next])
+        ring.withLock { $0.removeAll() }
     }
 
     /// A record for a request starting now, or nil when the journal is off.
@@ -167,17 +145,7 @@ public final class RequestJournal: Sendable {
     }
 
     fileprivate func add(_ make: (Int) -> JournaledRequest) {
-        ring.withLock { ring in
-            guard ring.capacity > 0 else { return }
-            ring.recorded += 1
-            let entry = make(ring.recorded)
-            if ring.slots.count < ring.capacity {
-                ring.slots.append(entry)
-            } else {
-                ring.slots[ring.next] = entry
-                ring.next = (ring.next + 1) % ring.capacity
-            }
-        }
+        _ = ring.withLock { $0.append(make) }
     }
 }
 
