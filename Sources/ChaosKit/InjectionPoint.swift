@@ -128,6 +128,7 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     }
 
     @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
+        if core.journaled.load(ordering: .relaxed) { return try dispatchJournaled(arguments) }
         if let scoped = core.scopedEntry() {
             return try runGuaranteed(scoped, arguments)
         }
@@ -156,14 +157,45 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     /// What one call of `installed` does: resolve the provider, wait, then answer.
     @inlinable func run(_ installed: Installed, _ arguments: Arguments) throws(Failure) -> Result {
+        var note = CallNote()
+        return try run(installed, arguments, note: &note)
+    }
+
+    /// A call through the journal: decided as any other, then recorded with what it returned.
+    @usableFromInline func dispatchJournaled(_ arguments: Arguments) throws(Failure) -> Result {
+        // References taken, not borrowed: this path may allocate, and the scope or stack
+        // may drop the entry while the call runs.
+        let installed = core.scopedEntry()?.takeUnretainedValue() ?? core.top()
+        var note = CallNote()
+        let outcome: Swift.Result<Result, Failure>
+        do throws(Failure) {
+            if let installed {
+                outcome = .success(try run(installed, arguments, note: &note))
+            } else {
+                outcome = .success(try original(arguments))
+            }
+        } catch {
+            outcome = .failure(error)
+        }
+        CallJournal.shared.record(core, arguments, outcome, installed: installed, note: note)
+        return try outcome.get()
+    }
+
+    /// What one call of `installed` does, noting its call index and whether it acted.
+    @inlinable func run(_ installed: Installed, _ arguments: Arguments, note: inout CallNote) throws(Failure)
+        -> Result
+    {
         if installed.expiresAt != 0, installed.hasExpired { return try original(arguments) }
         let callIndex = installed.recordCall()
+        note.callIndex = callIndex
         if let value = installed.rootConstant {
             installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
+            note.acted = true
             return value
         }
         var waits: Duration?
         let (leaf, salt, acts) = installed.root.resolve(arguments, entrySeed: installed.seed, delay: &waits)
+        note.acted = acts
         if acts { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if let delay = waits, delay > .zero { sleepBlocking(for: delay) }
         switch leaf {

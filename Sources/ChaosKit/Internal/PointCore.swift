@@ -40,6 +40,13 @@ struct PreparedInstallation: Sendable {
     /// Whether someone observes acts (their times, the event stream): the call path then
     /// records more than counts (see ``ChaosObservation``).
     @usableFromInline final let observed = Atomic<Bool>(false)
+    /// Whether the call journal records this point's calls (``CallJournal/selection``).
+    /// Only changed under the journal's lock; while it is set the point also counts one
+    /// more in `activity`, so that calls with nothing applied reach the journal too.
+    @usableFromInline final let journaled = Atomic<Bool>(false)
+    /// Whether the point's arguments may hold secrets (their type says so, see
+    /// ``CallJournalRendering/journalMayHoldSecrets``): journaled only when named.
+    final let argumentsMayHoldSecrets: Bool
 
     final let name: String
     final let signature: String
@@ -52,7 +59,8 @@ struct PreparedInstallation: Sendable {
     /// Which sections may still read an entry taken off this point.
     final var retiredReaders: RetiredObjects.Readers { readers }
 
-    init(name: String, signature: String, activation: (any PointActivation)?) {
+    init(name: String, signature: String, activation: (any PointActivation)?, argumentsMayHoldSecrets: Bool) {
+        self.argumentsMayHoldSecrets = argumentsMayHoldSecrets
         self.name = name
         self.signature = signature
         self.activation = activation
@@ -89,6 +97,17 @@ struct PreparedInstallation: Sendable {
     private final func publishTop(_ stack: [any AnyObject & Sendable]) {
         let address = stack.last.map { UInt(bitPattern: Unmanaged.passUnretained($0 as AnyObject).toOpaque()) } ?? 0
         topAddress.store(address, ordering: .releasing)
+    }
+
+    /// Starts or stops journaling this point's calls; called under the journal's lock.
+    final func setJournaled(_ on: Bool) {
+        guard journaled.load(ordering: .relaxed) != on else { return }
+        journaled.store(on, ordering: .relaxed)
+        if on {
+            activity.wrappingAdd(1, ordering: .releasing)
+        } else {
+            activity.wrappingSubtract(1, ordering: .releasing)
+        }
     }
 
     final func scopeEntered() {
@@ -146,8 +165,10 @@ struct PreparedInstallation: Sendable {
     init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
         self.catalogue = catalogue
         self.itemsByName = Dictionary(catalogue.items.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        super.init(name: name, signature: signature, activation: activation)
+        let secrets = (Provider.Arguments.self as? any CallJournalRendering.Type)?.journalMayHoldSecrets ?? false
+        super.init(name: name, signature: signature, activation: activation, argumentsMayHoldSecrets: secrets)
         PointRegistry.shared.register(self)
+        CallJournal.shared.pointAppeared(self)
     }
 
     deinit {
@@ -186,7 +207,8 @@ struct PreparedInstallation: Sendable {
     /// the point and that entry is a plain `.constant`; nil otherwise (the caller then goes
     /// the whole way). Reads inside a point section, like ``readTop()``.
     @inlinable @inline(__always) func globalConstantOutsideScopes() -> Provider.Result? {
-        guard scopes.load(ordering: .relaxed) == 0 else { return nil }
+        // A journaled point goes the whole way, where its calls are recorded.
+        guard scopes.load(ordering: .relaxed) == 0, !journaled.load(ordering: .relaxed) else { return nil }
         let entered = chaos_point_enter()
         guard entered != UInt64.max else { return nil }  // CHAOS_POINT_UNPROTECTED: the slow way
         defer { chaos_point_leave(entered) }
