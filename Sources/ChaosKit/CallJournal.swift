@@ -219,17 +219,18 @@ public final class CallJournal: Sendable {
         note: CallNote
     ) {
         let date = Date(timeIntervalSince1970: Double(ChaosObservation.realNanoseconds()) / 1e9)
-        let argumentsText = Self.render(arguments).text
+        let types = point.journalTypes
+        let argumentsText = Self.render(arguments, itself: types.arguments).text
         var returned: String?
         var error: String?
         var status: Int?
         var bytes: Int?
         switch outcome {
         case .success(let value):
-            let rendered = Self.render(value)
+            let rendered = Self.render(value, itself: types.result)
             (returned, status, bytes) = (rendered.text, rendered.status, rendered.bytes)
         case .failure(let failure):
-            let rendered = Self.render(failure)
+            let rendered = Self.render(failure, itself: types.failure)
             (error, status, bytes) = (rendered.text, rendered.status, rendered.bytes)
         }
         let entered = note.callIndex >= 0 ? installed : nil
@@ -247,10 +248,11 @@ public final class CallJournal: Sendable {
         if let call { for subscriber in subscribers { subscriber.yield(call) } }
     }
 
-    /// A value as the journal shows it: its own rendering, or `String(describing:)`, cut.
-    static func render<Value>(_ value: Value) -> (text: String, status: Int?, bytes: Int?) {
+    /// A value as the journal shows it: its own rendering (when its type has one: `itself`),
+    /// or `String(describing:)`, cut.
+    static func render<Value>(_ value: Value, itself: Bool) -> (text: String, status: Int?, bytes: Int?) {
         if Value.self == Void.self { return ("", nil, nil) }
-        if let rendering = value as? any CallJournalRendering {
+        if itself, let rendering = value as? any CallJournalRendering {
             return (cut(rendering.journalText), rendering.journalStatus, rendering.journalBytes)
         }
         return (cut(String(describing: value)), nil, nil)
@@ -259,6 +261,24 @@ public final class CallJournal: Sendable {
     static func cut(_ text: String) -> String {
         guard text.utf8.count > maximumTextLength, text.count > maximumTextLength else { return text }
         return String(text.prefix(maximumTextLength)) + "…"
+    }
+}
+
+/// Which of a point's types render themselves in the journal, looked up once when the point
+/// is made (a dynamic cast per call would cost more than the rest of the record).
+struct JournalTypes: Sendable {
+    let arguments: Bool
+    let result: Bool
+    let failure: Bool
+    /// Whether the arguments may hold secrets.
+    let secrets: Bool
+
+    init(_ arguments: Any.Type, _ result: Any.Type, _ failure: Any.Type) {
+        let rendering = arguments as? any CallJournalRendering.Type
+        self.arguments = rendering != nil
+        self.result = result is any CallJournalRendering.Type
+        self.failure = failure is any CallJournalRendering.Type
+        secrets = rendering?.journalMayHoldSecrets ?? false
     }
 }
 

@@ -44,9 +44,12 @@ struct PreparedInstallation: Sendable {
     /// Only changed under the journal's lock; while it is set the point also counts one
     /// more in `activity`, so that calls with nothing applied reach the journal too.
     @usableFromInline final let journaled = Atomic<Bool>(false)
-    /// Whether the point's arguments may hold secrets (their type says so, see
-    /// ``CallJournalRendering/journalMayHoldSecrets``): journaled only when named.
-    final let argumentsMayHoldSecrets: Bool
+    /// How the journal renders the point's calls: which of its types render themselves,
+    /// and whether its arguments may hold secrets (then it is journaled only when named).
+    final let journalTypes: JournalTypes
+    /// Whether the point's arguments may hold secrets (see
+    /// ``CallJournalRendering/journalMayHoldSecrets``).
+    final var argumentsMayHoldSecrets: Bool { journalTypes.secrets }
 
     final let name: String
     final let signature: String
@@ -59,8 +62,8 @@ struct PreparedInstallation: Sendable {
     /// Which sections may still read an entry taken off this point.
     final var retiredReaders: RetiredObjects.Readers { readers }
 
-    init(name: String, signature: String, activation: (any PointActivation)?, argumentsMayHoldSecrets: Bool) {
-        self.argumentsMayHoldSecrets = argumentsMayHoldSecrets
+    init(name: String, signature: String, activation: (any PointActivation)?, journalTypes: JournalTypes) {
+        self.journalTypes = journalTypes
         self.name = name
         self.signature = signature
         self.activation = activation
@@ -165,8 +168,9 @@ struct PreparedInstallation: Sendable {
     init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
         self.catalogue = catalogue
         self.itemsByName = Dictionary(catalogue.items.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
-        let secrets = (Provider.Arguments.self as? any CallJournalRendering.Type)?.journalMayHoldSecrets ?? false
-        super.init(name: name, signature: signature, activation: activation, argumentsMayHoldSecrets: secrets)
+        super.init(
+            name: name, signature: signature, activation: activation,
+            journalTypes: JournalTypes(Provider.Arguments.self, Provider.Result.self, Provider.Failure.self))
         PointRegistry.shared.register(self)
         CallJournal.shared.pointAppeared(self)
     }
