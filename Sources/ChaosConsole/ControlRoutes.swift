@@ -84,6 +84,8 @@ extension ChaosConsole {
             return method == .get ? requests(request) : notAllowed("GET")
         case ("events", 1):
             return method == .get ? events() : notAllowed("GET")
+        case ("journal", 1):
+            return await journalRoute(request)
         case ("go", 1):
             guard method == .post else { return notAllowed("POST") }
             sayGo()
@@ -92,7 +94,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal and /v1/go"
             )
         }
     }
@@ -167,7 +169,7 @@ extension ChaosConsole {
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
-            features: ["points", "response-sets", "requests", "events", "console", "profile"]
+            features: ["points", "response-sets", "requests", "events", "journal", "console", "profile"]
         )
     }
 

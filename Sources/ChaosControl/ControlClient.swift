@@ -270,7 +270,7 @@ public struct ControlClient: Sendable {
     }
 
     /// The response when it is a success; the endpoint's error otherwise.
-    private func checked(_ response: ControlResponse) throws(ControlError) -> ControlResponse {
+    func checked(_ response: ControlResponse) throws(ControlError) -> ControlResponse {
         guard (200...299).contains(response.status) else {
             throw Self.error(status: response.status, body: response.body)
         }
@@ -289,7 +289,7 @@ public struct ControlClient: Sendable {
         )
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ response: ControlResponse) throws(ControlError) -> T {
+    func decode<T: Decodable>(_ type: T.Type, _ response: ControlResponse) throws(ControlError) -> T {
         do {
             return try ControlAPI.decoder().decode(type, from: ControlAPI.repaired(response.body))
         } catch {
@@ -302,7 +302,7 @@ public struct ControlClient: Sendable {
 
     /// Sends a request and hands the head and each piece of the body to `deliver` (called
     /// once with an empty piece when the body is empty) until it returns false.
-    private func stream(
+    func stream(
         _ method: String, _ path: String, body: Data? = nil, headers: [(String, String)] = [],
         accept: String = "application/json",
         waitForever: Bool, _ deliver: (HTTPResponseHead, ArraySlice<UInt8>) throws(ControlError) -> Bool

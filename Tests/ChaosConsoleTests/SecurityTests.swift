@@ -242,6 +242,60 @@ func errorKind(_ response: ControlResponse) -> String? {
         await endpoint.finish()
     }
 
+    @Test func theCallJournalIsBehindTheSameChecks() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let url = endpoint.console.url
+        let host = String(url.dropFirst("http://".count))
+        let token = endpoint.console.token
+        let select = Data(#"{"everyPoint": true, "points": ["network.send"]}"#.utf8)
+        var cases: [(String, [String], Data, Int)] = []
+        for route in ["GET /v1/journal HTTP/1.1", "GET /v1/journal?follow HTTP/1.1", "PUT /v1/journal HTTP/1.1"] {
+            let body = route.hasPrefix("PUT") ? select : Data()
+            cases += [
+                ("\(route): no token", [route, "Host: \(host)"], body, 401),
+                (
+                    "\(route): a wrong token",
+                    [route, "Host: \(host)", "Authorization: Bearer \(String(token.reversed()))"], body, 401
+                ),
+                (
+                    "\(route): a foreign Origin",
+                    [route, "Host: \(host)", "Origin: http://evil.example", "Authorization: Bearer \(token)"], body,
+                    403
+                ),
+                (
+                    "\(route): a cross-site fetch",
+                    [route, "Host: \(host)", "Sec-Fetch-Site: cross-site", "Authorization: Bearer \(token)"], body,
+                    403
+                ),
+                (
+                    "\(route): a foreign Host",
+                    [route, "Host: evil.example:\(endpoint.console.port ?? 0)", "Authorization: Bearer \(token)"],
+                    body, 403
+                ),
+            ]
+        }
+        cases.append(
+            (
+                "a token in the query of a PUT", ["PUT /v1/journal?token=\(token) HTTP/1.1", "Host: \(host)"], select,
+                401
+            ))
+        cases.append(
+            (
+                "GET with the token",
+                ["GET /v1/journal?limit=0 HTTP/1.1", "Host: \(host)", "Authorization: Bearer \(token)"],
+                Data(), 200
+            ))
+        for (label, head, body, status) in cases {
+            let response = try await offload { try rawRequest(url, head, body: body) }
+            #expect(response.status == status, "\(label)")
+            if status != 200 {
+                #expect(!String(decoding: response.body, as: UTF8.self).contains("\"calls\""), "\(label)")
+            }
+        }
+        #expect(!CallJournal.shared.selection.everyPoint, "a refused PUT changes nothing")
+        await endpoint.finish()
+    }
+
     @Test func tokensAreRandomPerSession() async throws {
         let first = try await TestEndpoint.start()
         let second = try await TestEndpoint.start()
