@@ -155,7 +155,7 @@ HIDDEN void ctl_route(answer *a, request *r) {
     char subject[100];
     snprintf(subject, sizeof subject, "%.80s", path);
     ctl_fail(a, 404, "notFound", subject,
-         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]], /v1/time[/advance] and /v1/go (no points, profile validation or export, response sets, events or console)");
+         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]], /v1/time[/advance] and /v1/go (no points, profile validation or export, response sets, events, call journal or console)");
 }
 
 /// Copies a header's value (trimmed) into `r`'s head buffer in place.

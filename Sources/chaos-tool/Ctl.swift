@@ -10,7 +10,7 @@ import Foundation
 struct Ctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Steer the chaos of running processes: list, status, console, apply, export, revert, enable, disable, select, events, requests, go, advance.",
+            "Steer the chaos of running processes: list, status, console, apply, export, revert, enable, disable, select, events, requests, journal, go, advance.",
         discussion: """
             Processes are found by their endpoint files (CHAOS_CONTROL_DIR, else $XDG_RUNTIME_DIR/chaoskit, \
             else ~/.chaoskit/control). A Swift program gets an endpoint with ChaosConsole, e.g. \
@@ -22,8 +22,8 @@ struct Ctl: ParsableCommand {
             """,
         subcommands: [
             CtlList.self, CtlStatus.self, CtlConsole.self, CtlApply.self, CtlExport.self, CtlRevert.self,
-            CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlRequests.self, CtlGo.self,
-            CtlAdvance.self,
+            CtlEnable.self, CtlDisable.self, CtlSelect.self, CtlEvents.self, CtlRequests.self, CtlJournal.self,
+            CtlGo.self, CtlAdvance.self,
         ]
     )
 }

@@ -204,6 +204,15 @@ final class PreloadChild: Sendable {
         let events = try await child.ctl("events", "\(child.pid)")
         #expect(events.status != 0)
         #expect(events.errors.contains("serves no events"))
+
+        // No call journal there: the tool says so, and the endpoint's 404 names what it serves.
+        let journal = try await child.ctl("journal", "\(child.pid)")
+        #expect(journal.status != 0)
+        #expect(journal.errors.contains("keeps no call journal"), "\(journal.errors)")
+        let missing = await #expect(throws: ControlError.self) { _ = try await offload { try client.journal() } }
+        #expect(missing?.status == 404)
+        #expect(
+            "\(missing.map { "\($0)" } ?? "")".contains("no points, response sets, events, call journal or console"))
     }
 
     @Test func refusalsChangeNothing() async throws {
