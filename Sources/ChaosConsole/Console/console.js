@@ -515,6 +515,123 @@
     });
   }
 
+  // MARK: Call journal
+
+  // Calls come over /v1/journal?follow; the newest 500 are kept as rows. Filter and search
+  // hide rows (and apply to rows that come later); pause holds new calls back until resumed.
+  const journal = { paused: false, held: [], points: new Set(), limit: 500 };
+
+  function journalRowText(call) {
+    const chaos = call.entry ? (call.acted ? "acted" : "passed") + " by #" + call.entry + " on call " + call.callIndex +
+      " (seed " + call.entrySeed + ")" : "no entry";
+    const has = (value) => value !== undefined && value !== null;
+    let returned = has(call.error) ? "threw " + call.error : (call.returned ?? "");
+    // A response renders its own status and size; an error that carries them gets them added.
+    if (!has(call.returned) && has(call.status)) returned += "  [" + call.status + (has(call.bytes) ? ", " + call.bytes + " bytes" : "") + "]";
+    return { chaos, returned };
+  }
+
+  function journalMatches(row) {
+    const point = $("journal-point").value;
+    const search = $("journal-search").value.trim().toLowerCase();
+    if (point && row.dataset.point !== point) return false;
+    return !search || row.textContent.toLowerCase().includes(search);
+  }
+
+  function journalFilter() {
+    let shown = 0;
+    for (const row of $("journal").tBodies[0].rows) {
+      row.hidden = !journalMatches(row);
+      if (!row.hidden) shown += 1;
+    }
+    return shown;
+  }
+
+  function journalState() {
+    const rows = $("journal").tBodies[0].rows.length;
+    const shown = Array.from($("journal").tBodies[0].rows).filter((row) => !row.hidden).length;
+    let text = shown + " of " + rows + " calls shown";
+    if (journal.paused) text += "; paused, " + journal.held.length + " new calls held back";
+    $("journal-state").textContent = text + ".";
+  }
+
+  function journalAdd(call) {
+    if (!journal.points.has(call.point)) {
+      journal.points.add(call.point);
+      $("journal-point").append(element("option", { value: call.point, text: call.point }));
+    }
+    const { chaos, returned } = journalRowText(call);
+    const row = element("tr", { className: call.acted ? "acted" : "" }, [
+      element("td", { className: "number", text: "#" + call.number }),
+      element("td", { text: timeOfDay(call.date, true) }),
+      element("td", { text: call.point }),
+      element("td", { text: call.arguments }),
+      element("td", { text: returned }),
+      element("td", { text: chaos }),
+    ]);
+    row.dataset.point = call.point;
+    row.dataset.number = String(call.number);
+    row.hidden = !journalMatches(row);
+    const body = $("journal").tBodies[0];
+    body.prepend(row);
+    while (body.rows.length > journal.limit) body.lastElementChild.remove();
+  }
+
+  function followJournal() {
+    const source = new EventSource("/v1/journal?follow&limit=200&token=" + encodeURIComponent(token));
+    source.addEventListener("error", () => { $("journal-state").textContent = "The call journal stream is interrupted; reconnecting…"; });
+    source.addEventListener("open", () => {
+      // A reconnect sends the kept calls again: start from an empty table.
+      $("journal").tBodies[0].replaceChildren();
+      journal.held = [];
+      journalState();
+    });
+    source.addEventListener("call", (message) => {
+      let call;
+      try { call = JSON.parse(message.data); } catch (_) { return; }
+      if (journal.paused) {
+        journal.held.push(call);
+        if (journal.held.length > journal.limit) journal.held.shift();
+      } else {
+        journalAdd(call);
+      }
+      journalState();
+    });
+  }
+
+  async function loadJournalSelection() {
+    try {
+      const state = await api("GET", "/v1/journal?limit=0");
+      $("journal-record").checked = state.selection.everyPoint;
+    } catch (_) { /* the stream says when the endpoint is away */ }
+  }
+
+  $("journal-record").addEventListener("change", async (event) => {
+    try {
+      const state = await api("GET", "/v1/journal?limit=0");
+      await api("PUT", "/v1/journal?limit=0", { everyPoint: event.target.checked, points: state.selection.points });
+    } catch (error) {
+      $("journal-state").textContent = "Could not switch the journal: " + error.message;
+    }
+  });
+  $("journal-point").addEventListener("change", () => { journalFilter(); journalState(); });
+  $("journal-search").addEventListener("input", () => { journalFilter(); journalState(); });
+  $("journal-pause").addEventListener("click", (event) => {
+    journal.paused = !journal.paused;
+    event.target.textContent = journal.paused ? "Resume" : "Pause";
+    event.target.setAttribute("aria-pressed", String(journal.paused));
+    if (!journal.paused) {
+      for (const call of journal.held) journalAdd(call);
+      journal.held = [];
+    }
+    journalState();
+  });
+  $("journal-clear").addEventListener("click", () => {
+    $("journal").tBodies[0].replaceChildren();
+    journal.held = [];
+    journalState();
+  });
+
   $("revert-all").addEventListener("click", () => act("DELETE", "/v1/entries", "Reverted every entry"));
   $("clear-events").addEventListener("click", () => $("events").replaceChildren());
 
@@ -526,4 +643,6 @@
   $("requests-refused").addEventListener("change", refreshRequests);
   refreshRequests();
   setInterval(refreshRequests, 1000);
+  loadJournalSelection();
+  followJournal();
 })();
