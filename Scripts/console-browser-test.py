@@ -14,7 +14,8 @@ the token, and then:
   and `match` applies; its export, after Revert all, applies again;
 - no request of the page (the favicon included) was refused;
 - the call journal shows the example's calls once recording is on, the point filter narrows
-  it to one point, search finds a row by its text, and pause stops new rows until resumed.
+  it to one point, search finds a row by its text, and pause stops new rows until resumed;
+- the event log has audit lines for applies, reverts and a lease that ended.
 Exit status 0 when every check passed.
 
     python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
@@ -85,10 +86,10 @@ class Demo:
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.load(response)
 
-    def put(self, path, body):
+    def send(self, method, path, body):
         token = self.console_url.split("token=")[1]
         request = urllib.request.Request(
-            self.url + path, data=json.dumps(body).encode(), method="PUT",
+            self.url + path, data=json.dumps(body).encode(), method=method,
             headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.load(response)
@@ -223,6 +224,19 @@ def profile_editor(page, demo):
     page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
 
 
+def audit_lines_in_the_log(page, demo):
+    """The event log says what was applied and reverted, and when a lease reverted an entry,
+    whoever did it (here the page, then the API)."""
+    lines = "#events li.audit"
+    page.locator(lines, has_text="applied #").first.wait_for(timeout=10_000)
+    page.locator(lines, has_text="reverted #").first.wait_for(timeout=10_000)
+    check(True, "the event log has audit lines for applies and reverts: " + page.locator(lines).first.text_content())
+    applied = demo.send("POST", "/v1/entries", {"entries": [{"point": "demo.greeting", "provider": {"item": "shout", "lease": "3s"}}]})
+    entry = "#%d demo.greeting" % applied["entries"][0]
+    page.locator(lines, has_text="lease ended: reverted " + entry).wait_for(timeout=15_000)
+    check(True, "an entry reverted by its lease is said so in the event log")
+
+
 def call_journal_in_the_page(browser, demo):
     """The call journal: recording switched on from the page, rows for the example's calls,
     the point filter, search, and pause."""
@@ -239,7 +253,7 @@ def call_journal_in_the_page(browser, demo):
         check("world" in first and "hello, world" in first, "the journal shows the example's calls with what they returned: " + first)
         check(page.locator(rows, has_text="network.send").count() == 0, "network.send holds secrets: not journaled by 'every point'")
         # Named explicitly, the network point is journaled too, its request redacted by the HAR rules.
-        demo.put("/v1/journal?limit=0", {"everyPoint": True, "points": ["network.send"]})
+        demo.send("PUT", "/v1/journal?limit=0", {"everyPoint": True, "points": ["network.send"]})
         page.locator(rows, has_text="network.send").first.wait_for(timeout=30_000)
         request = page.locator(rows, has_text="network.send").first.text_content()
         check("GET https://weather.example/" in request and "200 (" in request, "a journaled request shows its URL and status: " + request)
@@ -266,7 +280,7 @@ def call_journal_in_the_page(browser, demo):
         page.wait_for_function("(n) => Number(document.querySelector('#journal tbody tr').dataset.number) > n", arg=int(newest), timeout=10_000)
         check(True, "resuming shows the calls that came meanwhile")
         page.locator("#journal-record").uncheck()
-        demo.put("/v1/journal?limit=0", {"everyPoint": False, "points": []})
+        demo.send("PUT", "/v1/journal?limit=0", {"everyPoint": False, "points": []})
     finally:
         page.close()
 
@@ -385,6 +399,7 @@ def main():
             unauthorized = [line for line in refused if line.endswith((" 401", " 403", " 404"))]
             check(not unauthorized, "no request of the page was refused (favicon included): %s" % unauthorized)
 
+            audit_lines_in_the_log(page, demo)
             foreign_origin_is_refused(browser, demo)
             call_journal_in_the_page(browser, demo)
             browser.close()

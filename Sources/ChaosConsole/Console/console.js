@@ -94,6 +94,37 @@
     }
     $("process").textContent = status.program + " · pid " + status.pid + " · " + location.host + (status.waiting ? " · waiting for go" : "");
     renderEntries(entries);
+    auditEntries(entries);
+  }
+
+  // MARK: Audit lines
+
+  // The event log also says when an entry is applied, reverted, switched on or off, or
+  // reverted by its lease, whoever did it (this page, chaos ctl, the program itself): each
+  // refresh of the entries is compared with the one before.
+  let audited = null;
+
+  function auditEntries(entries) {
+    const current = new Map(entries.map((entry) => [entry.id, entry]));
+    if (audited) {
+      for (const entry of entries) {
+        const before = audited.get(entry.id);
+        if (!before) auditLine("applied #" + entry.id + " " + entry.point + " ← " + entry.provider + (entry.leaseEnds ? " (lease ends " + timeOfDay(entry.leaseEnds) + ")" : ""));
+        else if (before.enabled !== entry.enabled) auditLine((entry.enabled ? "enabled #" : "disabled #") + entry.id + " " + entry.point);
+      }
+      for (const [id, entry] of audited) {
+        if (current.has(id)) continue;
+        const leaseEnded = entry.leaseEnds && new Date(entry.leaseEnds).getTime() <= Date.now() + 1000;
+        auditLine((leaseEnded ? "lease ended: reverted #" : "reverted #") + id + " " + entry.point + " ← " + entry.provider);
+      }
+    }
+    audited = current;
+  }
+
+  function auditLine(text) {
+    const list = $("events");
+    list.prepend(element("li", { className: "audit", text: timeOfDay(Date.now(), true) + "  " + text }));
+    while (list.children.length > 200) list.lastElementChild.remove();
   }
 
   function renderEntries(entries) {
