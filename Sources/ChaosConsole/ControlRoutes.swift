@@ -319,27 +319,37 @@ extension ChaosConsole {
 
     // MARK: Events
 
-    /// Server-Sent Events: a comment once subscribed, then an `act` event per act, and a
-    /// comment every 15 s so that idle proxies and clients keep the stream open.
+    /// Server-Sent Events: a comment once subscribed, then an `act` event per act.
     private func events() -> Response {
+        eventStream { continuation in
+            let acts = Chaos.events(bufferingNewest: 1_024)  // subscribed from here on
+            return Task {
+                let encoder = ControlAPI.encoder()
+                for await act in acts {
+                    guard let data = try? encoder.encode(ChaosConsole.wire(act)) else { continue }
+                    continuation.yield("event: act\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
+                }
+            }
+        }
+    }
+
+    /// A Server-Sent Events response: `start` subscribes to what it streams and returns the
+    /// task that yields its events; then `: connected` is written, what the task yields, and
+    /// a comment every 15 s so that idle proxies and clients keep the stream open.
+    func eventStream(
+        _ start: @escaping @Sendable (AsyncStream<String>.Continuation) -> Task<Void, Never>
+    ) -> Response {
         var headers = Self.commonHeaders
         headers[.contentType] = "text/event-stream"
         let console = self
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
-                let acts = Chaos.events(bufferingNewest: 1_024)  // subscribed from here on
                 guard let (id, stream, continuation) = console.openStream() else {
                     try await writer.finish(nil)
                     return
                 }
-                let forward = Task {
-                    let encoder = ControlAPI.encoder()
-                    for await act in acts {
-                        guard let data = try? encoder.encode(ChaosConsole.wire(act)) else { continue }
-                        continuation.yield("event: act\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
-                    }
-                }
+                let forward = start(continuation)
                 let heartbeat = Task {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(15))

@@ -110,51 +110,26 @@ extension ChaosConsole {
     /// Server-Sent Events: a comment once subscribed, a `call` event for each call kept
     /// (of `point`, the newest `limit`), then one for every call journaled from then on.
     private func followJournal(point: String?, limit: Int) -> Response {
-        var headers = Self.commonHeaders
-        headers[.contentType] = "text/event-stream"
-        let console = self
-        return Response(
-            status: .ok, headers: headers,
-            body: ResponseBody { writer in
-                let live = CallJournal.shared.follow(bufferingNewest: 1_024)  // subscribed from here on
-                guard let (id, stream, continuation) = console.openStream() else {
-                    try await writer.finish(nil)
-                    return
+        eventStream { continuation in
+            let live = CallJournal.shared.follow(bufferingNewest: 1_024)  // subscribed from here on
+            return Task {
+                let encoder = ControlAPI.encoder()
+                func send(_ call: JournaledCall) {
+                    guard let data = try? encoder.encode(ChaosConsole.wire(call)) else { return }
+                    continuation.yield("event: call\ndata: \(String(decoding: data, as: UTF8.self))\n\n")
                 }
-                let forward = Task {
-                    let encoder = ControlAPI.encoder()
-                    func event(_ call: JournaledCall) -> String? {
-                        guard let data = try? encoder.encode(ChaosConsole.wire(call)) else { return nil }
-                        return "event: call\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
-                    }
-                    var last = 0
-                    var kept = CallJournal.shared.calls
-                    if let point { kept.removeAll { $0.pointName != point } }
-                    for call in kept.suffix(limit) {
-                        last = call.number
-                        if let text = event(call) { continuation.yield(text) }
-                    }
-                    for await call in live where call.number > last && (point == nil || call.pointName == point) {
-                        if let text = event(call) { continuation.yield(text) }
-                    }
+                var last = 0
+                var kept = CallJournal.shared.calls
+                if let point { kept.removeAll { $0.pointName != point } }
+                for call in kept.suffix(limit) {
+                    last = call.number
+                    send(call)
                 }
-                let heartbeat = Task {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(15))
-                        continuation.yield(": keep-alive\n\n")
-                    }
+                for await call in live where call.number > last && (point == nil || call.pointName == point) {
+                    send(call)
                 }
-                defer {
-                    forward.cancel()
-                    heartbeat.cancel()
-                    console.closeStream(id)
-                }
-                try await writer.write(ByteBuffer(string: "retry: 1000\n: connected\n\n"))
-                for await text in stream {
-                    try await writer.write(ByteBuffer(string: text))
-                }
-                try await writer.finish(nil)
-            })
+            }
+        }
     }
 }
 #endif

@@ -26,36 +26,9 @@ extension ControlClient {
         point: String? = nil, limit: Int? = nil, onOpen: () -> Void = {},
         _ handle: (ControlAPI.Call) throws(ControlError) -> Bool
     ) throws(ControlError) {
-        var parser = ServerSentEventParser()
-        var opened = false
-        let decoder = ControlAPI.decoder()
-        var failure: ControlError?
-        let path = Self.journalPath(point: point, limit: limit, follow: true)
-        try stream("GET", path, accept: "text/event-stream", waitForever: true) {
-            (head: HTTPResponseHead, bytes: ArraySlice<UInt8>) throws(ControlError) -> Bool in
-            guard head.status == 200 else {
-                failure = Self.error(status: head.status, body: Data(bytes))
-                return false
-            }
-            for item in try parser.feed(bytes) {
-                switch item {
-                case .comment:
-                    if !opened {
-                        opened = true
-                        onOpen()
-                    }
-                case .event(let event) where event.name == "call":
-                    guard let call = try? decoder.decode(ControlAPI.Call.self, from: Data(event.data.utf8)) else {
-                        throw ControlError("badResponse", "an event's data is not a call: '\(event.data.prefix(80))'")
-                    }
-                    if try !handle(call) { return false }
-                case .event:
-                    break
-                }
-            }
-            return true
-        }
-        if let failure { throw failure }
+        try follow(
+            Self.journalPath(point: point, limit: limit, follow: true), event: "call", as: ControlAPI.Call.self,
+            onOpen: onOpen, handle)
     }
 
     static func journalPath(point: String?, limit: Int?, follow: Bool = false) -> String {

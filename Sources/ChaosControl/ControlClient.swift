@@ -215,11 +215,21 @@ public struct ControlClient: Sendable {
     public func events(
         onOpen: () -> Void = {}, _ handle: (ControlAPI.Event) throws(ControlError) -> Bool
     ) throws(ControlError) {
+        try follow("/v1/events", event: "act", as: ControlAPI.Event.self, onOpen: onOpen, handle)
+    }
+
+    /// Follows a Server-Sent Events route: `onOpen` once the endpoint has subscribed (its
+    /// first comment), then `handle` for each event called `name`, decoded as `type`, until it
+    /// returns false or the endpoint stops. The wait for an event has no time limit.
+    func follow<Value: Decodable>(
+        _ path: String, event name: String, as type: Value.Type, onOpen: () -> Void,
+        _ handle: (Value) throws(ControlError) -> Bool
+    ) throws(ControlError) {
         var parser = ServerSentEventParser()
         var opened = false
         let decoder = ControlAPI.decoder()
         var failure: ControlError?
-        try stream("GET", "/v1/events", accept: "text/event-stream", waitForever: true) {
+        try stream("GET", path, accept: "text/event-stream", waitForever: true) {
             (head: HTTPResponseHead, bytes: ArraySlice<UInt8>) throws(ControlError) -> Bool in
             guard head.status == 200 else {
                 failure = Self.error(status: head.status, body: Data(bytes))
@@ -232,9 +242,10 @@ public struct ControlClient: Sendable {
                         opened = true
                         onOpen()
                     }
-                case .event(let event) where event.name == "act":
-                    guard let decoded = try? decoder.decode(ControlAPI.Event.self, from: Data(event.data.utf8)) else {
-                        throw ControlError("badResponse", "an event's data is not an act: '\(event.data.prefix(80))'")
+                case .event(let event) where event.name == name:
+                    guard let decoded = try? decoder.decode(type, from: Data(event.data.utf8)) else {
+                        throw ControlError(
+                            "badResponse", "the data of a '\(name)' event is not one: '\(event.data.prefix(80))'")
                     }
                     if try !handle(decoded) { return false }
                 case .event:
