@@ -56,6 +56,12 @@ func startConsole() throws -> ChaosConsole {
     return console
 }
 
+/// The point `journal_call_ns` calls, journaled, with the `Chaos` that applies its constant.
+enum JournalPoints {
+    static let constant = InjectionPoint<Int, Int, Never>("bench.console.journal") { $0 &+ 1 }
+    static let chaos = Chaos(seed: 1)
+}
+
 /// `console_apply_ms`: a profile applied over the control API on loopback, end to end — a
 /// new connection, the request, parsing, checking and applying the profile, the answer —
 /// as `chaos ctl apply` or a UI-test runner does it. Each repetition takes the median of
@@ -64,6 +70,9 @@ func startConsole() throws -> ChaosConsole {
     let console = try startConsole()
     let client = ControlClient(url: console.url, token: console.token)
     let profile = consoleProfile()
+    try JournalPoints.chaos.profile(ProfileEntry(JournalPoints.constant, .constant(7))).apply()
+    // Only this point: every other group's points stay unjournaled.
+    CallJournal.shared.selection = .init(points: [JournalPoints.constant.name])
     return Group(
         name: "console",
         metrics: [
@@ -76,6 +85,14 @@ func startConsole() throws -> ChaosConsole {
                     for id in applied.entries { try! client.revert(entry: id) }
                 }
                 return UInt64(median(samples) * Double(n))
-            }
+            },
+            // One call of a point with a global `.constant` while the call journal records
+            // it: the decision, the rendering of arguments and result, and the ring's lock.
+            Metric(name: "journal_call_ns", unit: .nanoseconds, iterations: 200_000) { n in
+                var sum = 0
+                let elapsed = timed(n) { sum &+= JournalPoints.constant(sum & 0xFFFF) }
+                blackHole(sum)
+                return elapsed
+            },
         ], keepAlive: [console])
 }

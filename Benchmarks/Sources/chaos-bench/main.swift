@@ -96,6 +96,7 @@ if !json {
         ("apply_revert_ns (<= 2000)", results.first(where: { $0.0 == "apply_revert_ns" })?.1),
         ("profile_load_apply_us (<= 5000)", results.first(where: { $0.0 == "profile_load_apply_us" })?.1),
         ("console_apply_ms (<= 5)", results.first(where: { $0.0 == "console_apply_ms" })?.1),
+        ("journal_call_ns (<= 200)", results.first(where: { $0.0 == "journal_call_ns" })?.1),
         (
             "urlsession_chaos_stub_rps / urlsession_bare_protocol_rps (>= 0.9)",
             ratio("urlsession_chaos_stub_rps", "urlsession_bare_protocol_rps")
