@@ -212,7 +212,7 @@ final class PreloadChild: Sendable {
         let missing = await #expect(throws: ControlError.self) { _ = try await offload { try client.journal() } }
         #expect(missing?.status == 404)
         #expect(
-            "\(missing.map { "\($0)" } ?? "")".contains("no points, response sets, events, call journal or console"))
+            "\(missing.map { "\($0)" } ?? "")".contains("response sets, events, call journal or console"))
     }
 
     @Test func refusalsChangeNothing() async throws {
