@@ -96,7 +96,7 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
     }
 
     /// A call through the journal: decided as any other, then recorded with what it returned.
-    @usableFromInline func dispatchJournaled(_ arguments: Arguments) async throws(Failure) -> Result {
+    @inlinable func dispatchJournaled(_ arguments: Arguments) async throws(Failure) -> Result {
         // References taken, not borrowed: this path may allocate, and the scope or stack
         // may drop the entry while the call runs.
         let installed = core.scopedEntry()?.takeUnretainedValue() ?? core.top()

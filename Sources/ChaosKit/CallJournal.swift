@@ -213,26 +213,35 @@ public final class CallJournal: Sendable {
     }
 
     /// Records one call of `point`: `installed` decided it (nil: no entry applied), as call
-    /// `note.callIndex` of that entry.
-    @usableFromInline func record<Arguments, Value, Failure>(
+    /// `note.callIndex` of that entry. Inlinable, so that the rendering is specialized for
+    /// the point's types where the point is called: unspecialized, rendering an `Int` cost
+    /// more than all the rest of the record.
+    @inlinable func record<Arguments, Value, Failure>(
         _ point: PointState, _ arguments: Arguments, _ outcome: Result<Value, Failure>, installed: InstalledEntry?,
         note: CallNote
     ) {
-        let date = Date(timeIntervalSince1970: Double(ChaosObservation.realNanoseconds()) / 1e9)
         let types = point.journalTypes
         let argumentsText = Self.render(arguments, itself: types.arguments).text
-        var returned: String?
-        var error: String?
-        var status: Int?
-        var bytes: Int?
         switch outcome {
         case .success(let value):
             let rendered = Self.render(value, itself: types.result)
-            (returned, status, bytes) = (rendered.text, rendered.status, rendered.bytes)
+            append(
+                point, arguments: argumentsText, returned: rendered.text, error: nil, status: rendered.status,
+                bytes: rendered.bytes, installed: installed, note: note)
         case .failure(let failure):
             let rendered = Self.render(failure, itself: types.failure)
-            (error, status, bytes) = (rendered.text, rendered.status, rendered.bytes)
+            append(
+                point, arguments: argumentsText, returned: nil, error: rendered.text, status: rendered.status,
+                bytes: rendered.bytes, installed: installed, note: note)
         }
+    }
+
+    /// Keeps one rendered call and hands it to the followers.
+    @usableFromInline func append(
+        _ point: PointState, arguments: String, returned: String?, error: String?, status: Int?, bytes: Int?,
+        installed: InstalledEntry?, note: CallNote
+    ) {
+        let date = Date(timeIntervalSince1970: Double(ChaosObservation.realNanoseconds()) / 1e9)
         let entered = note.callIndex >= 0 ? installed : nil
         let pointName = point.name
         let (call, subscribers) = state.withLock { state in
@@ -240,7 +249,7 @@ public final class CallJournal: Sendable {
                 JournaledCall(
                     number: number, date: date, pointName: pointName, entry: entered?.entryID,
                     callIndex: entered == nil ? nil : note.callIndex, entrySeed: entered?.seed,
-                    acted: entered != nil && note.acted, arguments: argumentsText, returned: returned, error: error,
+                    acted: entered != nil && note.acted, arguments: arguments, returned: returned, error: error,
                     status: status, bytes: bytes)
             }
             return (call, followed.load(ordering: .relaxed) ? Array(state.subscribers.values) : [])
@@ -249,16 +258,21 @@ public final class CallJournal: Sendable {
     }
 
     /// A value as the journal shows it: its own rendering (when its type has one: `itself`),
-    /// or `String(describing:)`, cut.
-    static func render<Value>(_ value: Value, itself: Bool) -> (text: String, status: Int?, bytes: Int?) {
+    /// or `String(describing:)`, cut. The common scalar types are rendered directly, which
+    /// specialized code reduces to their own `description`.
+    @inlinable static func render<Value>(_ value: Value, itself: Bool) -> (text: String, status: Int?, bytes: Int?) {
         if Value.self == Void.self { return ("", nil, nil) }
+        if let number = value as? Int { return (number.description, nil, nil) }
+        if let flag = value as? Bool { return (flag.description, nil, nil) }
+        if let number = value as? Double { return (number.description, nil, nil) }
+        if let text = value as? String { return (cut(text), nil, nil) }
         if itself, let rendering = value as? any CallJournalRendering {
             return (cut(rendering.journalText), rendering.journalStatus, rendering.journalBytes)
         }
         return (cut(String(describing: value)), nil, nil)
     }
 
-    static func cut(_ text: String) -> String {
+    @usableFromInline static func cut(_ text: String) -> String {
         guard text.utf8.count > maximumTextLength, text.count > maximumTextLength else { return text }
         return String(text.prefix(maximumTextLength)) + "…"
     }
@@ -266,10 +280,10 @@ public final class CallJournal: Sendable {
 
 /// Which of a point's types render themselves in the journal, looked up once when the point
 /// is made (a dynamic cast per call would cost more than the rest of the record).
-struct JournalTypes: Sendable {
-    let arguments: Bool
-    let result: Bool
-    let failure: Bool
+@usableFromInline struct JournalTypes: Sendable {
+    @usableFromInline let arguments: Bool
+    @usableFromInline let result: Bool
+    @usableFromInline let failure: Bool
     /// Whether the arguments may hold secrets.
     let secrets: Bool
 

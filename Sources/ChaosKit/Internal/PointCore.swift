@@ -46,7 +46,7 @@ struct PreparedInstallation: Sendable {
     @usableFromInline final let journaled = Atomic<Bool>(false)
     /// How the journal renders the point's calls: which of its types render themselves,
     /// and whether its arguments may hold secrets (then it is journaled only when named).
-    final let journalTypes: JournalTypes
+    @usableFromInline final let journalTypes: JournalTypes
     /// Whether the point's arguments may hold secrets (see
     /// ``CallJournalRendering/journalMayHoldSecrets``).
     final var argumentsMayHoldSecrets: Bool { journalTypes.secrets }
