@@ -120,8 +120,9 @@ HIDDEN void ctl_time_body(answer *a, int64_t steps, const char *stopped) {
         struct tm parts;
         char text[40] = "";
         if (gmtime_r(&seconds, &parts)) strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
-        ctl_put(&a->body, ",\"now\":\"%s.%03dZ\",\"nanosecondsSince1970\":%lld,\"pending\":%d", text,
-            (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall, (int)chaos_vt_pending_count());
+        ctl_put(&a->body, ",\"now\":\"%s.%03dZ\",\"nanosecondsSince1970\":%lld,\"offsetNanoseconds\":%lld,\"pending\":%d",
+            text, (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall,
+            (long long)(wall - chaos_fault_real_ns(CLOCK_REALTIME)), (int)chaos_vt_pending_count());
     }
     if (steps >= 0) ctl_put(&a->body, ",\"steps\":%lld", (long long)steps);
     if (stopped) ctl_put(&a->body, ",\"stopped\":%s", stopped);

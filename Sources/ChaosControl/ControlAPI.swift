@@ -430,7 +430,8 @@ public enum ControlAPI {
     }
 
     /// `GET /v1/time` and `POST /v1/time/advance?by=DURATION`: the process's virtual time
-    /// (a `chaos run` child whose profile has the `system.clock` item `virtual`).
+    /// (a `chaos run` child whose profile has the `system.clock` item `virtual`, or a Swift
+    /// program with ChaosConsole on `VirtualTime`).
     public struct VirtualTime: Codable, Sendable, Hashable {
         /// Whether the process runs on virtual time.
         public var running: Bool
@@ -438,6 +439,8 @@ public enum ControlAPI {
         public var now: String?
         /// The same instant in nanoseconds since 1970.
         public var nanosecondsSince1970: Int64?
+        /// How far virtual time is ahead of the real wall clock, in nanoseconds (negative: behind).
+        public var offsetNanoseconds: Int64?
         /// Sleeps and timers waiting for virtual time.
         public var pending: Int?
         /// The deadlines the advance just made stepped through.
@@ -452,9 +455,11 @@ public enum ControlAPI {
 
         /// A virtual time state.
         public init(
-            running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, pending: Int? = nil,
-            steps: Int? = nil, advance: AdvanceProgress? = nil, stopped: Bool? = nil, exited: ExitReport? = nil
+            running: Bool, now: String? = nil, nanosecondsSince1970: Int64? = nil, offsetNanoseconds: Int64? = nil,
+            pending: Int? = nil, steps: Int? = nil, advance: AdvanceProgress? = nil, stopped: Bool? = nil,
+            exited: ExitReport? = nil
         ) {
+            self.offsetNanoseconds = offsetNanoseconds
             self.exited = exited
             self.advance = advance
             self.stopped = stopped

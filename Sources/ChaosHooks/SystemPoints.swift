@@ -82,7 +82,9 @@ public enum SystemPoints: LazyPointSource {
     }
 
     private static func makePoint(_ kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
-        InjectionPoint(
+        // Virtual time runs through the clock point: from here the control endpoint can step it.
+        if kind == .clock { _ = VirtualTime.registerControl }
+        return InjectionPoint(
             kind.pointName, catalogue: SystemCatalogues.catalogue(kind), activation: SystemPointActivation(kind: kind)
         ) { _ in .real }
     }
