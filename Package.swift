@@ -243,11 +243,19 @@ let package = Package(
             ],
             path: "Examples/ConsoleDemo", exclude: ["Profiles"], swiftSettings: strictSwift
         ),
+        // Virtual time steered from the console: waits an hour at a time on VirtualTime.
+        .executableTarget(
+            name: "ConsoleClockDemo",
+            dependencies: [
+                "ChaosKit", "ChaosHooks", "ChaosConsole", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ConsoleClockDemo", swiftSettings: strictSwift
+        ),
         .testTarget(
             name: "ChaosConsoleTests",
             dependencies: [
                 "ChaosConsole", "ChaosControl", "ChaosKit", "ChaosNetwork", "TestHelpers", "ConsoleDemo", "chaos",
-                "chaos-tool",
+                "chaos-tool", "ConsoleClockDemo",
             ],
             swiftSettings: strictSwift
         ),

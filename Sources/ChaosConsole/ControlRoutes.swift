@@ -86,6 +86,10 @@ extension ChaosConsole {
             return method == .get ? events() : notAllowed("GET")
         case ("journal", 1):
             return await journalRoute(request)
+        case ("time", 1):
+            return await time(request, advance: false)
+        case ("time", 2) where route[1] == "advance":
+            return await time(request, advance: true)
         case ("go", 1):
             guard method == .post else { return notAllowed("POST") }
             sayGo()
@@ -94,7 +98,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance] and /v1/go"
             )
         }
     }
@@ -170,6 +174,8 @@ extension ChaosConsole {
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
             features: ["points", "response-sets", "requests", "events", "journal", "console", "profile"]
+                + (Chaos.virtualClock == nil ? [] : ["time"]),
+            advance: Self.advanceProgress()
         )
     }
 
@@ -434,7 +440,7 @@ extension ChaosConsole {
         return failure(status, "\(error.kind)", subject: error.subject, error.message)
     }
 
-    private func notAllowed(_ allowed: String) -> Response {
+    func notAllowed(_ allowed: String) -> Response {
         var response = failure(.methodNotAllowed, "methodNotAllowed", subject: nil, "this route takes \(allowed)")
         response.headers[.allow] = allowed
         return response

@@ -521,7 +521,7 @@ struct CtlAdvance: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "advance",
         abstract:
-            "Move the virtual time of a `chaos run` child forward (its profile has the system.clock item virtual).",
+            "Move a process's virtual time forward: a `chaos run` child whose profile has the system.clock item virtual, or a Swift program on VirtualTime.",
         discussion: """
             Every sleep and timer due on the way wakes at its own instant, in order; the command returns once the \
             last has been taken, however long that takes (--timeout does not apply). Meanwhile the process answers \

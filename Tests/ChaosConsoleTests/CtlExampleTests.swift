@@ -15,13 +15,18 @@ final class RunningDemo: Sendable {
     /// The build folder holding this test bundle, ConsoleDemo and chaos.
     static var buildDirectory: URL { TestHelpers.buildDirectory(holding: "ConsoleDemo") }
 
-    init(wait: Bool = false, label: String = #function) throws {
-        directory = temporaryDirectory(label)
+    /// Starts the example `executable` (one built beside ConsoleDemo) with `environment`
+    /// added, its endpoint file in `directory` (default: a fresh one).
+    init(
+        executable: String = "ConsoleDemo", environment added: [String: String] = [:], directory: URL? = nil,
+        wait: Bool = false, label: String = #function
+    ) throws {
+        self.directory = directory ?? temporaryDirectory(label)
         process = Process()
-        process.executableURL = Self.buildDirectory.appendingPathComponent("ConsoleDemo")
-        var environment = ProcessInfo.processInfo.environment
+        process.executableURL = Self.buildDirectory.appendingPathComponent(executable)
+        var environment = ProcessInfo.processInfo.environment.merging(added) { _, new in new }
         environment["CHAOS_CONTROL"] = "127.0.0.1:0"
-        environment["CHAOS_CONTROL_DIR"] = directory.path
+        environment["CHAOS_CONTROL_DIR"] = self.directory.path
         environment["CHAOS_DEMO_QUIET"] = "1"
         if wait {
             environment["CHAOS_CONTROL_WAIT"] = "1"

@@ -1,0 +1,45 @@
+// Needs the console's server: runs with `swift test --traits Console`.
+#if Console
+import ChaosControl
+import Foundation
+import TestHelpers
+import Testing
+
+/// `chaos ctl advance PID` against an in-process program on virtual time (the built
+/// ConsoleClockDemo: virtual time is process-wide, so it runs in a process of its own).
+@Suite struct CtlClockTests {
+    @Test func chaosCtlAdvanceWakesAnInProcessSleepOnlyWhenAdvanced() async throws {
+        let demo = try RunningDemo(executable: "ConsoleClockDemo")
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "2030-01-01T00:00:00Z waiting 1h (1)")
+        let endpoint = try ControlEndpoint.find(pid: demo.pid, in: demo.directory)
+        let client = ControlClient(endpoint, timeout: testTimeout)
+        let time = try await offload { try client.virtualTime() }
+        #expect(time.running)
+        #expect(time.now == "2030-01-01T00:00:00.000Z")
+        #expect((time.pending ?? 0) >= 1, "the hour's sleep waits: \(time)")
+
+        // Real time passes; the virtual hour does not.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!demo.output.contains { $0.contains("woke") }, "\(demo.output)")
+
+        let advanced = try await demo.ctl("advance", "\(demo.pid)", "1h")
+        #expect(advanced.status == 0, "\(advanced.errors)")
+        #expect(advanced.output.contains("\(demo.pid): virtual time 2030-01-01T01:00:00.000Z after "), "\(advanced)")
+        _ = try await demo.line(containing: "2030-01-01T01:00:00Z woke (1)")
+        _ = try await demo.line(containing: "2030-01-01T01:00:00Z waiting 1h (2)")
+        #expect(!demo.output.contains { $0.contains("woke (2)") })
+    }
+
+    @Test func chaosCtlAdvanceRefusesAProgramOffVirtualTimeAndSaysHowToTurnItOn() async throws {
+        let demo = try RunningDemo(executable: "ConsoleClockDemo", environment: ["CHAOS_DEMO_REAL_TIME": "1"])
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "waiting 1h (1)")
+        let advanced = try await demo.ctl("advance", "\(demo.pid)", "1h")
+        #expect(advanced.status != 0)
+        #expect(advanced.errors.contains("does not run on virtual time"), "\(advanced)")
+        #expect(advanced.errors.contains("VirtualTime.start()"), "\(advanced)")
+        #expect(!demo.output.contains { $0.contains("woke") })
+    }
+}
+#endif
