@@ -16,6 +16,9 @@ the token, and then:
 - the call journal shows the example's calls once recording is on, the point filter narrows
   it to one point, search finds a row by its text, and pause stops new rows until resumed;
 - the event log has audit lines for applies, reverts and a lease that ended.
+Then, with the ConsoleClockDemo example on virtual time beside it:
+- a program on real time shows no virtual time; one on virtual time shows it, and the
+  +1 h button and a typed duration move it by that much (and end the program's sleep).
 Exit status 0 when every check passed.
 
     python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
@@ -50,10 +53,10 @@ def check(condition, label):
 class Demo:
     """ConsoleDemo as a child process, its standard output read line by line."""
 
-    def __init__(self, build_dir, directory):
+    def __init__(self, build_dir, directory, executable="ConsoleDemo"):
         environment = dict(os.environ, CHAOS_CONTROL="127.0.0.1:0", CHAOS_CONTROL_DIR=directory, CHAOS_DEMO_QUIET="1")
         self.process = subprocess.Popen(
-            [os.path.join(build_dir, "ConsoleDemo")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            [os.path.join(build_dir, executable)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=environment, text=True, bufsize=1,
         )
         self.lines = queue.Queue()
@@ -61,7 +64,7 @@ class Demo:
         threading.Thread(target=self._read, daemon=True).start()
         ready = self.wait_for("ready ", timeout=30)
         if ready is None:
-            raise SystemExit("ConsoleDemo did not start")
+            raise SystemExit(executable + " did not start")
         _, self.url, self.console_url = ready.split(" ")[:3]
 
     def _read(self):
@@ -285,6 +288,48 @@ def call_journal_in_the_page(browser, demo):
         page.close()
 
 
+def virtual_time_in_the_page(browser, demo, clock):
+    """ConsoleDemo runs on real time: no virtual time shows. ConsoleClockDemo sleeps for an hour at a time on
+    virtual time from 2030-01-01: the page shows it, and its buttons move it by what they say."""
+    page = browser.new_page()
+    try:
+        page.goto(demo.console_url)
+        page.wait_for_selector('details[data-point="demo.greeting"] > summary', timeout=30_000)
+        time.sleep(1.5)  # one refresh of the time
+        check(page.locator("#time").is_hidden(), "a program on real time shows no virtual time")
+    finally:
+        page.close()
+    page = browser.new_page()
+    try:
+        check(clock.wait_for("waiting 1h (1)") is not None, "the clock example sleeps for a virtual hour")
+        page.goto(clock.console_url)
+        now = page.locator("#time-now")
+
+        def shows(text, label):
+            try:
+                page.wait_for_function("(text) => document.querySelector('#time-now').textContent === text", arg=text, timeout=30_000)
+            except Exception:
+                pass  # the check says what it showed
+            return check(now.text_content() == text, label + ": " + now.text_content() + " (" + page.locator("#time-detail").text_content() + ")")
+
+        shows("2030-01-01 00:00:00 UTC", "the page shows the virtual time")
+        page.get_by_role("button", name="+1 h").click()
+        shows("2030-01-01 01:00:00 UTC", "+1 h moves it by an hour")
+        check(clock.wait_for("woke (1)", timeout=30) is not None, "the program's hour-long sleep ended with that advance")
+        field = page.get_by_label("Advance by")
+        field.fill("1d")
+        field.press("Enter")
+        shows("2030-01-02 01:00:00 UTC", "a typed 1d moves it by a day")
+        field.fill("soon")
+        field.press("Enter")
+        message = page.locator("#time-message")
+        message.filter(has_text="soon").wait_for(timeout=30_000)
+        check("1h30m" in message.text_content() or "DURATION" in message.text_content(), "a duration it cannot read is refused, saying how to write one: " + message.text_content())
+        shows("2030-01-02 01:00:00 UTC", "and time stays where it was")
+    finally:
+        page.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default=os.path.join(ROOT, ".build", "debug"))
@@ -402,6 +447,11 @@ def main():
             audit_lines_in_the_log(page, demo)
             foreign_origin_is_refused(browser, demo)
             call_journal_in_the_page(browser, demo)
+            clock = Demo(arguments.build_dir, directory, executable="ConsoleClockDemo")
+            try:
+                virtual_time_in_the_page(browser, demo, clock)
+            finally:
+                clock.stop()
             browser.close()
     finally:
         demo.stop()

@@ -4,19 +4,28 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The web console: console.html with console.css and console.js (package resources)
-/// inlined under a per-response nonce, so the page needs no other request but the API's.
+/// The web console's pages: an HTML file with its style sheets and scripts (package
+/// resources in `Console/`) inlined under a per-response nonce, so a page needs no other
+/// request but the API's.
 extension ChaosConsole {
-    /// The three files, read once; nil when the resource bundle is not beside the program.
-    private static let files: (html: String, css: String, js: String)? = {
+    /// The console: entries, points, response sets, requests, events, virtual time.
+    static let consoleFiles = PageFiles(
+        html: "console.html", styles: ["console.css", "time.css"], scripts: ["console.js", "time.js"])
+
+    /// The files of the `Console` folder, read once; nil when the resource bundle is not
+    /// beside the program.
+    private static let files: [String: String]? = {
         guard let directory = resourceDirectory() else { return nil }
-        func read(_ name: String) -> String? {
-            try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
+        var files: [String: String] = [:]
+        for page in [consoleFiles] {
+            for name in [page.html] + page.styles + page.scripts where files[name] == nil {
+                guard let text = try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8) else {
+                    return nil
+                }
+                files[name] = text
+            }
         }
-        guard let html = read("console.html"), let css = read("console.css"), let js = read("console.js") else {
-            return nil
-        }
-        return (html, css, js)
+        return files
     }()
 
     /// The `Console` folder of this target's resource bundle, looked for beside the program
@@ -41,23 +50,36 @@ extension ChaosConsole {
         return nil
     }
 
-    func consolePage() -> Response {
-        guard let files = Self.files else {
+    func consolePage() -> Response { page(Self.consoleFiles) }
+
+    private func page(_ page: PageFiles) -> Response {
+        guard let files = Self.files, let html = files[page.html] else {
             return failure(
                 .internalServerError, "consoleMissing", subject: "ChaosConsole resources",
                 "the console's files (the ChaosConsole resource bundle) are not beside this program; ship the bundle with it, or use chaos ctl"
             )
         }
         let nonce = Self.randomToken().prefix(32)
-        let page = files.html
-            .replacingOccurrences(of: "<!-- STYLE -->", with: "<style nonce=\"\(nonce)\">\n\(files.css)</style>")
-            .replacingOccurrences(of: "<!-- SCRIPT -->", with: "<script nonce=\"\(nonce)\">\n\(files.js)</script>")
+        let css = page.styles.compactMap { files[$0] }.joined(separator: "\n")
+        let js = page.scripts.compactMap { files[$0] }.joined(separator: "\n")
+        let text =
+            html
+            .replacingOccurrences(of: "<!-- STYLE -->", with: "<style nonce=\"\(nonce)\">\n\(css)</style>")
+            .replacingOccurrences(of: "<!-- SCRIPT -->", with: "<script nonce=\"\(nonce)\">\n\(js)</script>")
         var headers = Self.commonHeaders
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.contentSecurityPolicy] =
             "default-src 'none'; style-src 'nonce-\(nonce)'; script-src 'nonce-\(nonce)'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
         headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
+}
+
+/// One page of the console: its HTML file, and the style sheets and scripts inlined into it,
+/// in order.
+struct PageFiles: Sendable {
+    let html: String
+    let styles: [String]
+    let scripts: [String]
 }
 #endif

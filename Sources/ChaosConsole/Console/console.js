@@ -676,4 +676,7 @@
   setInterval(refreshRequests, 1000);
   loadJournalSelection();
   followJournal();
+
+  // For the page's other scripts (time.js), which run after this one.
+  window.chaosConsole = Object.freeze({ api, element });
 })();
