@@ -18,7 +18,8 @@ the token, and then:
 - the event log has audit lines for applies, reverts and a lease that ended.
 Then, with the ConsoleClockDemo example on virtual time beside it:
 - a program on real time shows no virtual time; one on virtual time shows it, and the
-  +1 h button and a typed duration move it by that much (and end the program's sleep).
+  +1 h button and a typed duration move it by that much (and end the program's sleep);
+- the page of every process lists both, and its link opens the other's console.
 Exit status 0 when every check passed.
 
     python3 Scripts/console-browser-test.py [--build-dir .build/debug] [--screenshot PATH]
@@ -330,6 +331,25 @@ def virtual_time_in_the_page(browser, demo, clock):
         page.close()
 
 
+def every_process_in_one_page(browser, demo, clock):
+    """The page of every process (served by either example) lists both, with links to their consoles."""
+    page = browser.new_page()
+    try:
+        page.goto(demo.console_url.replace("/console?", "/console/processes?"))
+        rows = page.locator("#processes tbody tr")
+        for process in (demo, clock):
+            page.locator('#processes tbody tr[data-pid="%d"]' % process.process.pid).wait_for(timeout=30_000)
+        check(rows.count() >= 2, "the page lists both examples: " + " | ".join(rows.all_text_contents()))
+        row = page.locator('#processes tbody tr[data-pid="%d"]' % clock.process.pid)
+        check("ConsoleClockDemo" in row.text_content() and "time" in row.text_content(), "with what each offers: " + row.text_content())
+        row.get_by_role("link").click()
+        page.wait_for_url(clock.console_url.split("?")[0] + "*", timeout=30_000)
+        page.wait_for_selector("#time:not([hidden])", timeout=30_000)
+        check(page.locator("#time-now").text_content().startswith("2030-"), "its link opens the clock example's console, token and all")
+    finally:
+        page.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-dir", default=os.path.join(ROOT, ".build", "debug"))
@@ -450,6 +470,7 @@ def main():
             clock = Demo(arguments.build_dir, directory, executable="ConsoleClockDemo")
             try:
                 virtual_time_in_the_page(browser, demo, clock)
+                every_process_in_one_page(browser, demo, clock)
             finally:
                 clock.stop()
             browser.close()

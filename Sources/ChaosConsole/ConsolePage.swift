@@ -11,13 +11,15 @@ extension ChaosConsole {
     /// The console: entries, points, response sets, requests, events, virtual time.
     static let consoleFiles = PageFiles(
         html: "console.html", styles: ["console.css", "time.css"], scripts: ["console.js", "time.js"])
+    /// Every endpoint on the machine, with links to their consoles.
+    static let processesFiles = PageFiles(html: "processes.html", styles: ["console.css"], scripts: ["processes.js"])
 
     /// The files of the `Console` folder, read once; nil when the resource bundle is not
     /// beside the program.
     private static let files: [String: String]? = {
         guard let directory = resourceDirectory() else { return nil }
         var files: [String: String] = [:]
-        for page in [consoleFiles] {
+        for page in [consoleFiles, processesFiles] {
             for name in [page.html] + page.styles + page.scripts where files[name] == nil {
                 guard let text = try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8) else {
                     return nil
@@ -51,6 +53,8 @@ extension ChaosConsole {
     }
 
     func consolePage() -> Response { page(Self.consoleFiles) }
+
+    func processesPage() -> Response { page(Self.processesFiles) }
 
     private func page(_ page: PageFiles) -> Response {
         guard let files = Self.files, let html = files[page.html] else {

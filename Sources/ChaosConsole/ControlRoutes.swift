@@ -37,6 +37,8 @@ extension ChaosConsole {
             return method == .get || method == .head ? consolePage() : notAllowed("GET")
         case 1 where parts[0] == "console":
             return method == .get || method == .head ? consolePage() : notAllowed("GET")
+        case 2 where parts[0] == "console" && parts[1] == "processes":
+            return method == .get || method == .head ? processesPage() : notAllowed("GET")
         default:
             break
         }
@@ -90,6 +92,8 @@ extension ChaosConsole {
             return await time(request, advance: false)
         case ("time", 2) where route[1] == "advance":
             return await time(request, advance: true)
+        case ("processes", 1):
+            return method == .get ? await processes() : notAllowed("GET")
         case ("go", 1):
             guard method == .post else { return notAllowed("POST") }
             sayGo()
@@ -98,7 +102,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance] and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance], /v1/processes and /v1/go"
             )
         }
     }
@@ -173,7 +177,7 @@ extension ChaosConsole {
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
-            features: ["points", "response-sets", "requests", "events", "journal", "console", "profile"]
+            features: ["points", "response-sets", "requests", "events", "journal", "console", "profile", "processes"]
                 + (Chaos.virtualClock == nil ? [] : ["time"]),
             advance: Self.advanceProgress()
         )

@@ -49,9 +49,10 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         self.started = started
     }
 
-    /// The web console's address with the token (for a TCP endpoint): open it in a browser.
+    /// The web console's address with the token (for a TCP endpoint of a Swift program; a
+    /// `chaos run` child serves no page): open it in a browser.
     public var consoleURL: String? {
-        url.hasPrefix("http://") ? "\(url)/console?token=\(token)" : nil
+        !isChaosRun && url.hasPrefix("http://") ? "\(url)/console?token=\(token)" : nil
     }
 
     // MARK: The directory

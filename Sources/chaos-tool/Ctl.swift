@@ -177,21 +177,47 @@ struct CtlList: ParsableCommand {
 struct CtlConsole: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "console",
-        abstract: "The web console's URL, token included, of one process (or of every process that serves one)."
+        abstract:
+            "The web console's URL, token included, of one process; without a pid, the page of every process and each one's console.",
+        discussion: """
+            Without a pid, the first line is the page that lists every process (/console/processes, \
+            served by any Swift program with ChaosConsole, behind its token like its console), then one \
+            line per process: its console's URL, or, for a `chaos run` child, that it serves none.
+            """
     )
 
     @OptionGroup var options: CtlOptions
-    @Argument(help: "The process id (default: every process with a console).") var pid: Int32?
+    @Argument(help: "The process id (default: every process).") var pid: Int32?
+    @Flag(help: "Also open the page in the browser (xdg-open).") var open = false
 
     func run() throws {
         guard let pid else {
-            let consoles = options.endpoints().compactMap { endpoint -> TerminalText? in
-                endpoint.consoleURL.map { "\(endpoint.pid)  \(endpoint.program)  \($0)" }
+            let endpoints = options.endpoints()
+            // Any Swift program's console serves the page of every process.
+            let server = endpoints.first { endpoint in
+                guard endpoint.processesURL != nil else { return false }
+                var client = options.client(endpoint)
+                client.timeout = .seconds(1)
+                return (try? client.status())?.features.contains("processes") == true
             }
-            if consoles.isEmpty {
+            if let server, let url = server.processesURL {
+                say("every process: \(url)  (served by \(server.pid) \(server.program))")
+            } else if !endpoints.isEmpty {
+                say("no Swift program with ChaosConsole runs to serve the page of every process; they are:")
+            }
+            if endpoints.isEmpty {
                 say("no process serves a web console (endpoint files in \(options.endpointDirectory.path))")
             }
-            for console in consoles { say(console) }
+            for endpoint in endpoints {
+                if let url = endpoint.consoleURL {
+                    say("\(endpoint.pid)  \(endpoint.program)  \(url)")
+                } else {
+                    say(
+                        "\(endpoint.pid)  \(endpoint.program)  no web console (\(endpoint.kind), \(endpoint.url)): chaos ctl status \(endpoint.pid)"
+                    )
+                }
+            }
+            if open, let url = server?.processesURL { try Self.openInBrowser(url) }
             return
         }
         let endpoint = try ctl { try options.endpoint(pid: pid) }
@@ -202,6 +228,23 @@ struct CtlConsole: ParsableCommand {
             )
         }
         say("\(url)")
+        if open { try Self.openInBrowser(url) }
+    }
+
+    /// Hands `url` to the desktop's browser.
+    static func openInBrowser(_ url: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xdg-open", url]
+        do {
+            try process.run()
+        } catch {
+            throw CtlFailure(description: "cannot run xdg-open (\(error)); open the URL above yourself")
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CtlFailure(description: "xdg-open could not open a browser; open the URL above yourself")
+        }
     }
 }
 

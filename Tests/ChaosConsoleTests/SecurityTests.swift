@@ -153,10 +153,12 @@ func errorKind(_ response: ControlResponse) -> String? {
         await endpoint.finish()
     }
 
-    /// The request journal and virtual time pass the same checks as the rest.
+    /// The request journal, virtual time and the listing of every process (whose links carry
+    /// other consoles' tokens) pass the same checks as the rest.
     @Test(arguments: [
         ("GET /v1/requests", "\"requests\""), ("GET /v1/time", "\"running\""),
         ("POST /v1/time/advance?by=soon", "\"running\""), ("DELETE /v1/time/advance", "\"running\""),
+        ("GET /v1/processes", "\"processes\""), ("GET /console/processes", "<html"),
     ])
     func theseRoutesAreBehindTheSameChecks(route: String, answered: String) async throws {
         let endpoint = try await TestEndpoint.start()
