@@ -33,6 +33,7 @@
     if (typeof time.pending === "number") parts.push(time.pending + (time.pending === 1 ? " wait" : " waits") + " pending");
     if (time.advance) parts.push("advancing: " + time.advance.steps + " steps so far");
     $("time-detail").textContent = parts.join(" · ");
+    $("time-stop").hidden = !time.advance;
   }
 
   async function refresh() {
@@ -62,6 +63,11 @@
   for (const button of document.querySelectorAll("#time button[data-by]")) {
     button.addEventListener("click", () => advance(button.dataset.by));
   }
+  // Each sleep or timer due on the way is one step; a server's once-a-second timer makes a
+  // day 86,400 of them. Stopping leaves virtual time where the advance got to.
+  $("time-stop").addEventListener("click", async () => {
+    try { show(await api("DELETE", "/v1/time/advance")); } catch (error) { $("time-message").textContent = error.message; }
+  });
   $("time-custom").addEventListener("submit", (event) => {
     event.preventDefault();
     const by = $("time-by").value.trim();
