@@ -201,7 +201,8 @@ import Testing
             #expect(!checked.valid)
             _ = try await offload { try client.validate(profile: good) }
             let second = try await offload { try client.apply(profile: good) }.entries[0]
-            for id in [first, second] { _ = try await offload { try client.revert(entry: id) } }
+            // Another suite may revert every entry meanwhile: only the ids matter here.
+            for id in [first, second] { _ = try? await offload { try client.revert(entry: id) } }
             gaps.append(second - first)
             if second == first + 1 { break }
         }
