@@ -206,8 +206,12 @@ struct SecretArguments: CallJournalRendering, Sendable {
             let bound = capacity * (MemoryLayout<JournaledCall>.stride + name.utf8.count + 3 * 502)
             #expect(bytes <= bound, "\(bytes) bytes kept, bound \(bound)")
             #expect(abs(bytes - bytesBefore) < bytesBefore / 10, "\(bytesBefore) → \(bytes) bytes")
+            // A journal that kept every call would grow by at least a million records'
+            // fixed parts; other suites allocate in this process meanwhile, so the bound is
+            // half of that rather than a few pages.
             let growth = residentAfter - residentBefore
-            #expect(growth < 16 << 20, "resident memory grew by \(growth) bytes over 1M calls")
+            let unbounded = 1_000_000 * MemoryLayout<JournaledCall>.stride
+            #expect(growth < unbounded / 2, "resident memory grew by \(growth) bytes over 1M calls")
         }
     }
 
