@@ -179,31 +179,39 @@ public enum Sanitizers {
         "a single-threaded fuzz loop runs in the plain test run; under ThreadSanitizer it only costs minutes"
 }
 
-/// Serializes the suites that drive the process's one C fault engine, across test targets.
-///
-/// The engine's plan and the GOT slots its interceptors occupy are process-wide. Suites in
-/// different targets run in the same test process and in parallel: one installing a plan
-/// (or reverting the system points) would replace another's in mid-test. Waiting is
+/// Serializes the suites that share one process-wide resource, across test targets: suites
+/// in different targets run in the same test process and in parallel, and one that
+/// changes such a resource would change it under another in mid-test. Waiting is
 /// asynchronous, so a suite queued here never holds one of the cooperative pool's threads,
 /// which on a two-core machine are all there is.
-public struct ProcessWideSystemChaos: SuiteTrait, TestTrait, TestScoping {
+public struct ProcessWideTurn: SuiteTrait, TestTrait, TestScoping {
+    /// The turn the suites of one resource take.
+    let turn: AsyncTurn
+
     public var isRecursive: Bool { false }
 
     public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
-        await Self.turn.acquire()
-        defer { Self.turn.release() }
+        await turn.acquire()
+        defer { turn.release() }
         try await function()
     }
 
-    private static let turn = AsyncTurn()
+    /// The C fault engine's plan and the GOT slots its interceptors occupy.
+    static let systemChaos = AsyncTurn()
+    /// The call journal's selection (`CallJournal.shared`).
+    static let callJournal = AsyncTurn()
 }
 
-extension Trait where Self == ProcessWideSystemChaos {
+extension Trait where Self == ProcessWideTurn {
     /// Runs the suite while no other suite marked this way runs: it installs fault-engine
     /// plans or applies system points, which are process-wide.
-    public static var processWideSystemChaos: Self { Self() }
+    public static var processWideSystemChaos: Self { Self(turn: ProcessWideTurn.systemChaos) }
+
+    /// Runs the suite while no other suite marked this way runs: it switches the call
+    /// journal, which is process-wide.
+    public static var processWideCallJournal: Self { Self(turn: ProcessWideTurn.callJournal) }
 }
 
 /// A first-come, first-served lock for tasks: a waiter suspends instead of blocking a thread.
