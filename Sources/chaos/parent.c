@@ -66,12 +66,15 @@ static int end_like(int status) {
     return 128 + signal_number;
 }
 
-volatile sig_atomic_t chaos_parent_exec_failed;
+int chaos_parent_exec_failure_fd = -1;
 
 void chaos_parent_become(char **argv) {
     execvp(argv[0], argv);
     int failure = errno;
-    chaos_parent_exec_failed = 1;
+    if (chaos_parent_exec_failure_fd >= 0) {
+        ssize_t told = write(chaos_parent_exec_failure_fd, "x", 1);
+        (void)told;  // a full pipe of one byte cannot refuse it
+    }
     char message[512];
     int length = snprintf(message, sizeof message, "chaos run: %s: %s\n", argv[0],
                           failure == ENOENT ? "command not found" : strerror(failure));
@@ -138,7 +141,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     sigset_t original;
     int signals = chaos_parent_block_signals(&original);
     pid_t parent = getpid();
-    pid_t child = signals < 0 ? -1 : vfork();
+    int failure_pipe[2] = { -1, -1 };
+    pid_t child = signals < 0 || pipe2(failure_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ? -1 : (chaos_parent_exec_failure_fd = failure_pipe[1], vfork());
     if (child < 0) {
         fprintf(stderr, "chaos run: cannot start the program: %s\n", strerror(errno));
         unlink(tally_path);
@@ -153,6 +157,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         sigprocmask(SIG_SETMASK, &original, NULL);
         chaos_parent_become(argv);
     }
+    close(failure_pipe[1]);
+    chaos_parent_exec_failure_fd = -1;
     int status = 0;
     for (;;) {
         struct pollfd waiting = { signals, POLLIN, 0 };
@@ -179,7 +185,11 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
         entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
     }
-    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, chaos_parent_exec_failed };
+    // The child has ended, and every copy of the write end with it (nonblocking all the same).
+    char told;
+    int never_started = read(failure_pipe[0], &told, 1) == 1;
+    close(failure_pipe[0]);
+    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started };
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

@@ -28,9 +28,11 @@ void chaos_parent_child_stopped(pid_t child, int status);
 /// nothing shared (no stdio, no allocation), so a vfork child may call it.
 __attribute__((noreturn)) void chaos_parent_become(char **argv);
 
-/// Set by chaos_parent_become when its exec fails: a parent that shares its child's memory
-/// (vfork) then knows the program never started.
-extern volatile sig_atomic_t chaos_parent_exec_failed;
+/// A descriptor chaos_parent_become writes one byte to when its exec fails (-1: none). The
+/// parent makes it the write end of a close-on-exec pipe before it starts the child: after
+/// the child has ended, a byte in the pipe says the program never started. (Not memory the
+/// vfork child shares: ThreadSanitizer's vfork is a fork.)
+extern int chaos_parent_exec_failure_fd;
 
 /// Reports `entries` (see report.h) and returns what `chaos run` exits with: 125 when an
 /// entry never acted under --require-fired, else the program's status (a signal that
