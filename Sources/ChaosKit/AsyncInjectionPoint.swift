@@ -74,18 +74,26 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
 
     @inlinable func dispatch(_ arguments: Arguments) async throws(Failure) -> Result {
         if core.journaled.load(ordering: .relaxed) { return try await dispatchJournaled(arguments) }
+        var note = CallNote()
+        return try await decide(arguments, note: &note)
+    }
+
+    /// The applied chaos for this call (the task's scoped entry, else the newest global one)
+    /// or the original, noting in `note` which entry decided it, and as which call.
+    @inlinable func decide(_ arguments: Arguments, note: inout CallNote) async throws(Failure) -> Result {
         // The scope keeps its entry alive while the task runs; a reference costs nothing
         // next to a suspension.
         if let scoped = core.scopedEntry() {
-            if let value = scoped._withUnsafeGuaranteedRef({ $0.scopedConstant(observed: core.observed) }) {
+            if let value = scoped._withUnsafeGuaranteedRef({ $0.scopedConstant(observed: core.observed, noting: &note) }
+            ) {
                 return value
             }
-            return try await run(scoped.takeUnretainedValue(), arguments)
+            return try await run(scoped.takeUnretainedValue(), arguments, note: &note)
         }
-        switch core.readTop() {
+        switch core.readTop(noting: &note) {
         case .none: return try await original(arguments)
         case .constant(let value): return value
-        case .entry(let installed): return try await run(installed, arguments)
+        case .entry(let installed): return try await run(installed, arguments, note: &note)
         }
     }
 
@@ -97,21 +105,14 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
 
     /// A call through the journal: decided as any other, then recorded with what it returned.
     @inlinable func dispatchJournaled(_ arguments: Arguments) async throws(Failure) -> Result {
-        // References taken, not borrowed: this path may allocate, and the scope or stack
-        // may drop the entry while the call runs.
-        let installed = core.scopedEntry()?.takeUnretainedValue() ?? core.top()
         var note = CallNote()
         let outcome: Swift.Result<Result, Failure>
         do throws(Failure) {
-            if let installed {
-                outcome = .success(try await run(installed, arguments, note: &note))
-            } else {
-                outcome = .success(try await original(arguments))
-            }
+            outcome = .success(try await decide(arguments, note: &note))
         } catch {
             outcome = .failure(error)
         }
-        CallJournal.shared.record(core, arguments, outcome, installed: installed, note: note)
+        CallJournal.shared.record(core, arguments, outcome, note: note)
         return try outcome.get()
     }
 
@@ -121,15 +122,14 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
     {
         if installed.expiresAt != 0, installed.hasExpired { return try await original(arguments) }
         let callIndex = installed.recordCall()
-        note.callIndex = callIndex
         if let value = installed.rootConstant {
             installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
-            note.acted = true
+            note.decided(by: installed, call: callIndex, acted: true)
             return value
         }
         var waits: Duration?
         let (leaf, salt, acts) = installed.root.resolve(arguments, entrySeed: installed.seed, delay: &waits)
-        note.acted = acts
+        note.decided(by: installed, call: callIndex, acted: acts)
         if acts { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if let delay = waits, delay > .zero {
             // A cancelled sleep still answers: chaos must not turn into a CancellationError

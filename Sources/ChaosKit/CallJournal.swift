@@ -43,12 +43,6 @@ public struct JournaledCall: Sendable, Hashable, Codable, CustomStringConvertibl
         return text
     }
 
-    /// The bytes the record holds, counted for the journal's memory bound: its fixed part
-    /// and its texts.
-    var byteCount: Int {
-        MemoryLayout<JournaledCall>.stride + pointName.utf8.count + arguments.utf8.count
-            + (returned?.utf8.count ?? 0) + (error?.utf8.count ?? 0)
-    }
 }
 
 /// How a value shows itself in the ``CallJournal``: adopt it for argument and result types
@@ -84,10 +78,16 @@ extension CallJournalRendering {
 /// It is off until you choose points (``selection``): a point's calls cost nothing more
 /// while it is not journaled (one relaxed atomic load, on a path that already reads
 /// others). A journaled point's every call is recorded, with or without chaos applied:
-/// the entry that decided it, the entry's call index and seed, its arguments and its result,
-/// rendered when the call returns (see ``CallJournalRendering``). Each text is cut to
-/// ``maximumTextLength`` characters, and the journal keeps the newest ``capacity`` calls
-/// (10,000 unless set), so its memory is bounded (``byteCount``).
+/// the entry that decided it, the entry's call index and seed, its arguments and its result
+/// (see ``CallJournalRendering``). Each text is cut to ``maximumTextLength`` characters, and
+/// the journal keeps the newest ``capacity`` calls (10,000 unless set), so its memory is
+/// bounded (``byteCount``).
+///
+/// Plain values (numbers, flags, dates, enums and small structs of them: trivially copied,
+/// no references, at most 64 bytes for a call) are kept as they are and rendered when the journal
+/// is read, which keeps a journaled call cheap. Anything else, and every type that adopts
+/// ``CallJournalRendering``, is rendered when the call returns: such a value may own any
+/// amount of memory, change later, or hold a secret only its own rendering redacts.
 ///
 /// ```swift
 /// CallJournal.shared.selection = .init(everyPoint: true)
@@ -132,10 +132,22 @@ public final class CallJournal: Sendable {
     public static let maximumTextLength = 500
 
     private struct State {
-        var ring: BoundedRing<JournaledCall>
+        var ring: BoundedRing<JournalRecord>
         var selection = Selection.none
         var subscribers: [UInt64: AsyncStream<JournaledCall>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
+        /// The names of the points it has recorded, by their ``PointState/journalNameIndex``:
+        /// a record keeps an index, which costs no reference count to copy and drop.
+        var pointNames: [String] = []
+
+        /// The index of `point`'s name in `pointNames`, given on its first record.
+        mutating func nameIndex(of point: PointState) -> Int {
+            if point.journalNameIndex < 0 {
+                point.journalNameIndex = pointNames.count
+                pointNames.append(point.name)
+            }
+            return point.journalNameIndex
+        }
     }
 
     private let state: Locked<State>
@@ -145,7 +157,7 @@ public final class CallJournal: Sendable {
     /// A journal keeping the newest `capacity` calls (one of your own, for tests; points
     /// write to ``shared``).
     public init(capacity: Int = CallJournal.defaultCapacity) {
-        state = Locked(State(ring: BoundedRing(capacity: capacity, size: \.byteCount)))
+        state = Locked(State(ring: BoundedRing(capacity: capacity, size: { $0.byteCount })))
     }
 
     /// Which points it records; ``Selection/none`` (the default) records nothing. Changing
@@ -170,7 +182,11 @@ public final class CallJournal: Sendable {
     }
 
     /// The calls it keeps, oldest first.
-    public var calls: [JournaledCall] { state.withLock { $0.ring.elements } }
+    public var calls: [JournaledCall] {
+        // Rendered outside the lock: rendering 10,000 calls must not hold up the points.
+        let (records, names) = state.withLock { ($0.ring.elements, $0.pointNames) }
+        return records.map { $0.call(pointName: names[$0.pointNameIndex]) }
+    }
 
     /// How many calls it has journaled since the process started (kept or not).
     public var recordedCount: Int { state.withLock { $0.ring.recorded } }
@@ -212,49 +228,61 @@ public final class CallJournal: Sendable {
         }
     }
 
-    /// Records one call of `point`: `installed` decided it (nil: no entry applied), as call
-    /// `note.callIndex` of that entry. Inlinable, so that the rendering is specialized for
-    /// the point's types where the point is called: unspecialized, rendering an `Int` cost
-    /// more than all the rest of the record.
+    /// Records one call of `point`, decided as `note` tells (callIndex -1: no entry applied). Inlinable, so that it is specialized for the point's
+    /// types where the point is called: that is what lets plain values be kept as they are,
+    /// and rendered only when someone reads the journal.
     @inlinable func record<Arguments, Value, Failure>(
-        _ point: PointState, _ arguments: Arguments, _ outcome: Result<Value, Failure>, installed: InstalledEntry?,
-        note: CallNote
+        _ point: PointState, _ arguments: Arguments, _ outcome: Result<Value, Failure>, note: CallNote
     ) {
         let types = point.journalTypes
+        if RawJournalValues<Arguments, Value, Failure>.isKeptRaw, let plain = types.plain {
+            let values = JournalValues(plain: RawJournalValues(arguments: arguments, outcome: outcome), type: plain)
+            append(point, values, note: note)
+            return
+        }
         let argumentsText = Self.render(arguments, itself: types.arguments).text
+        let values: RenderedJournalValues
         switch outcome {
         case .success(let value):
             let rendered = Self.render(value, itself: types.result)
-            append(
-                point, arguments: argumentsText, returned: rendered.text, error: nil, status: rendered.status,
-                bytes: rendered.bytes, installed: installed, note: note)
+            values = RenderedJournalValues(
+                arguments: argumentsText, returned: rendered.text, error: nil, status: rendered.status,
+                bytes: rendered.bytes)
         case .failure(let failure):
             let rendered = Self.render(failure, itself: types.failure)
-            append(
-                point, arguments: argumentsText, returned: nil, error: rendered.text, status: rendered.status,
-                bytes: rendered.bytes, installed: installed, note: note)
+            values = RenderedJournalValues(
+                arguments: argumentsText, returned: nil, error: rendered.text, status: rendered.status,
+                bytes: rendered.bytes)
         }
+        append(point, JournalValues(rendered: values), note: note)
     }
 
-    /// Keeps one rendered call and hands it to the followers.
+    /// Keeps one call and hands it, rendered, to the followers. Only ``shared`` records
+    /// (points name it), which is what lets a point keep its name's index.
     @usableFromInline func append(
-        _ point: PointState, arguments: String, returned: String?, error: String?, status: Int?, bytes: Int?,
-        installed: InstalledEntry?, note: CallNote
+        _ point: PointState, _ values: JournalValues, note: CallNote
     ) {
-        let date = Date(timeIntervalSince1970: Double(ChaosObservation.realNanoseconds()) / 1e9)
-        let entered = note.callIndex >= 0 ? installed : nil
-        let pointName = point.name
-        let (call, subscribers) = state.withLock { state in
-            let call = state.ring.append { number in
-                JournaledCall(
-                    number: number, date: date, pointName: pointName, entry: entered?.entryID,
-                    callIndex: entered == nil ? nil : note.callIndex, entrySeed: entered?.seed,
-                    acted: entered != nil && note.acted, arguments: arguments, returned: returned, error: error,
-                    status: status, bytes: bytes)
-            }
-            return (call, followed.load(ordering: .relaxed) ? Array(state.subscribers.values) : [])
+        let entered = note.callIndex >= 0
+        let nanoseconds = ChaosObservation.realNanoseconds()
+        func make(_ number: Int, _ nameIndex: Int) -> JournalRecord {
+            JournalRecord(
+                number: number, nanoseconds: nanoseconds, pointNameIndex: nameIndex, entry: entered ? note.entry : nil,
+                callIndex: note.callIndex, entrySeed: note.entrySeed, acted: entered && note.acted, values: values)
         }
-        if let call { for subscriber in subscribers { subscriber.yield(call) } }
+        guard followed.load(ordering: .relaxed) else {
+            _ = state.withLock { state in
+                let nameIndex = state.nameIndex(of: point)
+                return state.ring.append { make($0, nameIndex) }
+            }
+            return
+        }
+        let (number, subscribers) = state.withLock { state in
+            let nameIndex = state.nameIndex(of: point)
+            return (state.ring.append { make($0, nameIndex) }, Array(state.subscribers.values))
+        }
+        guard let number else { return }
+        let call = make(number, -1).call(pointName: point.name)
+        for subscriber in subscribers { subscriber.yield(call) }
     }
 
     /// A value as the journal shows it: its own rendering (when its type has one: `itself`),
@@ -287,12 +315,18 @@ public final class CallJournal: Sendable {
     /// Whether the arguments may hold secrets.
     let secrets: Bool
 
-    init(_ arguments: Any.Type, _ result: Any.Type, _ failure: Any.Type) {
-        let rendering = arguments as? any CallJournalRendering.Type
-        self.arguments = rendering != nil
-        self.result = result is any CallJournalRendering.Type
-        self.failure = failure is any CallJournalRendering.Type
+    /// The point's calls as plain values, when they are kept as bytes (none of its types
+    /// renders itself, and ``RawJournalValues/isKeptRaw``); nil when they are rendered.
+    @usableFromInline let plain: (any PlainJournalValues.Type)?
+
+    init<Arguments, Value, Failure: Error>(_: Arguments.Type, _: Value.Type, _: Failure.Type) {
+        let rendering = Arguments.self as? any CallJournalRendering.Type
+        arguments = rendering != nil
+        result = Value.self is any CallJournalRendering.Type
+        failure = Failure.self is any CallJournalRendering.Type
         secrets = rendering?.journalMayHoldSecrets ?? false
+        typealias Plain = RawJournalValues<Arguments, Value, Failure>
+        plain = Plain.isKeptRaw && !arguments && !result && !failure ? Plain.self : nil
     }
 }
 
@@ -301,6 +335,157 @@ public final class CallJournal: Sendable {
 @usableFromInline struct CallNote {
     @usableFromInline var callIndex = -1
     @usableFromInline var acted = false
+    /// The entry that counted the call, and its seed.
+    @usableFromInline var entry: ProfileEntry.ID?
+    @usableFromInline var entrySeed: UInt64 = 0
 
     @inlinable init() {}
+
+    /// Notes that `installed` counted the call as its call `callIndex`.
+    @inlinable @inline(__always) mutating func decided(by installed: InstalledEntry, call callIndex: Int, acted: Bool) {
+        self.callIndex = callIndex
+        self.acted = acted
+        entry = installed.entryID
+        entrySeed = installed.seed
+    }
+}
+
+/// One call as the journal's ring keeps it: what the call path knows, with its values kept
+/// either as they are or rendered (``JournalValues``). Made into a ``JournaledCall`` when
+/// read.
+struct JournalRecord: Sendable {
+    let number: Int
+    let nanoseconds: Int64
+    /// Where the point's name is in the journal's names.
+    let pointNameIndex: Int
+    let entry: ProfileEntry.ID?
+    /// -1 when no entry applied to the call.
+    let callIndex: Int
+    let entrySeed: UInt64
+    let acted: Bool
+    let values: JournalValues
+
+    /// The bytes it holds, for the journal's memory bound: its fixed part and the texts of
+    /// rendered values.
+    var byteCount: Int { MemoryLayout<JournalRecord>.stride + (values.rendered?.byteCount ?? 0) }
+
+    /// The call as readers see it: its values rendered now if they were kept as they are.
+    func call(pointName: String) -> JournaledCall {
+        let rendered = values.rendering
+        return JournaledCall(
+            number: number, date: Date(timeIntervalSince1970: Double(nanoseconds) / 1e9), pointName: pointName,
+            entry: entry, callIndex: callIndex < 0 ? nil : callIndex, entrySeed: callIndex < 0 ? nil : entrySeed,
+            acted: acted, arguments: rendered.arguments, returned: rendered.returned, error: rendered.error,
+            status: rendered.status, bytes: rendered.bytes)
+    }
+}
+
+/// A call's arguments and outcome as the journal keeps them, one of two ways, so that the
+/// common call costs little and memory stays bounded:
+/// - plain values (no references, at most ``PlainBytes/size`` bytes in all) are kept as they
+///   are, their bytes copied into the record, and rendered when read. Such values own no
+///   memory beyond their bytes and read the same later as now.
+/// - anything else is rendered when the call is recorded (``RenderedJournalValues``), each
+///   text cut to ``CallJournal/maximumTextLength``: a value with references (a string, an
+///   array, an object) may own any amount of memory, change later, or hold a secret only
+///   its own rendering redacts.
+///
+/// Kept plain, a record holds no reference for its values: writing it into the ring is a
+/// copy of bytes.
+@usableFromInline struct JournalValues: Sendable {
+    /// The bytes of plain values.
+    @usableFromInline typealias PlainBytes = (UInt64, UInt64, UInt64, UInt64)
+
+    @usableFromInline let bytes: PlainBytes
+    /// The type of the plain values in `bytes`, which renders them; nil when rendered.
+    @usableFromInline let plainType: (any PlainJournalValues.Type)?
+    /// The values rendered when recorded; nil when kept plain.
+    @usableFromInline let rendered: RenderedJournalValues?
+
+    /// Plain values, kept as they are; `type` is `Plain.self`, looked up once per point
+    /// (``JournalTypes/plain``): here, the generic type's conformance would be looked up
+    /// on every call.
+    @inlinable init<Plain: PlainJournalValues>(plain: Plain, type: any PlainJournalValues.Type) {
+        var bytes: PlainBytes = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) { $0.storeBytes(of: plain, as: Plain.self) }
+        self.bytes = bytes
+        plainType = type
+        rendered = nil
+    }
+
+    /// Values rendered when recorded.
+    @usableFromInline init(rendered: RenderedJournalValues) {
+        bytes = (0, 0, 0, 0)
+        plainType = nil
+        self.rendered = rendered
+    }
+
+    /// The texts and figures a ``JournaledCall`` shows.
+    var rendering: RenderedJournalValues {
+        if let rendered { return rendered }
+        guard let plainType else { return RenderedJournalValues(arguments: "", returned: nil, error: nil) }
+        return withUnsafeBytes(of: bytes) { plainType.render($0) }
+    }
+}
+
+/// Plain arguments and outcome of one type of point, which the journal keeps as bytes (see
+/// ``JournalValues``).
+@usableFromInline protocol PlainJournalValues: SendableMetatype {
+    /// Renders the values whose bytes `bytes` begins with.
+    static func render(_ bytes: UnsafeRawBufferPointer) -> RenderedJournalValues
+}
+
+/// A call's plain arguments and outcome (see ``JournalValues``).
+@usableFromInline struct RawJournalValues<Arguments, Value, Failure: Error>: PlainJournalValues {
+    @usableFromInline let arguments: Arguments
+    @usableFromInline let outcome: Result<Value, Failure>
+
+    @inlinable init(arguments: Arguments, outcome: Result<Value, Failure>) {
+        self.arguments = arguments
+        self.outcome = outcome
+    }
+
+    /// Whether a call of these types is kept as bytes: its values are plain (trivially
+    /// copied, holding no references) and fit ``JournalValues/PlainBytes``. Known when the
+    /// record is specialized.
+    @inlinable static var isKeptRaw: Bool {
+        _isPOD(Self.self) && MemoryLayout<Self>.size <= MemoryLayout<JournalValues.PlainBytes>.size
+            && MemoryLayout<Self>.alignment <= MemoryLayout<JournalValues.PlainBytes>.alignment
+    }
+
+    @usableFromInline static func render(_ bytes: UnsafeRawBufferPointer) -> RenderedJournalValues {
+        let values = bytes.load(as: Self.self)
+        let arguments = CallJournal.render(values.arguments, itself: false).text
+        switch values.outcome {
+        case .success(let value):
+            return RenderedJournalValues(
+                arguments: arguments, returned: CallJournal.render(value, itself: false).text, error: nil)
+        case .failure(let failure):
+            return RenderedJournalValues(
+                arguments: arguments, returned: nil, error: CallJournal.render(failure, itself: false).text)
+        }
+    }
+}
+
+/// Arguments and outcome rendered when the call was recorded (see ``JournalValues``).
+@usableFromInline final class RenderedJournalValues: Sendable {
+    let arguments: String
+    let returned: String?
+    let error: String?
+    let status: Int?
+    let bytes: Int?
+    /// The bytes it holds: the object (header and fields) and its texts.
+    let byteCount: Int
+
+    @usableFromInline init(arguments: String, returned: String?, error: String?, status: Int? = nil, bytes: Int? = nil)
+    {
+        self.arguments = arguments
+        self.returned = returned
+        self.error = error
+        self.status = status
+        self.bytes = bytes
+        byteCount =
+            16 + 3 * MemoryLayout<String?>.stride + 3 * MemoryLayout<Int?>.stride + arguments.utf8.count
+            + (returned?.utf8.count ?? 0) + (error?.utf8.count ?? 0)
+    }
 }

@@ -129,13 +129,20 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     @inlinable func dispatch(_ arguments: Arguments) throws(Failure) -> Result {
         if core.journaled.load(ordering: .relaxed) { return try dispatchJournaled(arguments) }
+        var note = CallNote()
+        return try decide(arguments, note: &note)
+    }
+
+    /// The applied chaos for this call (the task's scoped entry, else the newest global one)
+    /// or the original, noting in `note` which entry decided it, and as which call.
+    @inlinable @inline(__always) func decide(_ arguments: Arguments, note: inout CallNote) throws(Failure) -> Result {
         if let scoped = core.scopedEntry() {
-            return try runGuaranteed(scoped, arguments)
+            return try runGuaranteed(scoped, arguments, note: &note)
         }
-        switch core.readTop() {
+        switch core.readTop(noting: &note) {
         case .none: return try original(arguments)
         case .constant(let value): return value
-        case .entry(let installed): return try run(installed, arguments)
+        case .entry(let installed): return try run(installed, arguments, note: &note)
         }
     }
 
@@ -144,10 +151,18 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     @inlinable @inline(__always) func runGuaranteed(_ installed: Unmanaged<Installed>, _ arguments: Arguments)
         throws(Failure) -> Result
     {
+        var note = CallNote()
+        return try runGuaranteed(installed, arguments, note: &note)
+    }
+
+    /// ``runGuaranteed(_:_:)``, noting which call of the entry it was.
+    @inlinable @inline(__always) func runGuaranteed(
+        _ installed: Unmanaged<Installed>, _ arguments: Arguments, note: inout CallNote
+    ) throws(Failure) -> Result {
         do {
             return try installed._withUnsafeGuaranteedRef { installed in
-                if let value = installed.scopedConstant(observed: core.observed) { return value }
-                return try run(installed, arguments)
+                if let value = installed.scopedConstant(observed: core.observed, noting: &note) { return value }
+                return try run(installed, arguments, note: &note)
             }
         } catch {
             // `_withUnsafeGuaranteedRef` rethrows untyped; only `Failure` can come out.
@@ -163,21 +178,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
 
     /// A call through the journal: decided as any other, then recorded with what it returned.
     @inlinable func dispatchJournaled(_ arguments: Arguments) throws(Failure) -> Result {
-        // References taken, not borrowed: this path may allocate, and the scope or stack
-        // may drop the entry while the call runs.
-        let installed = core.scopedEntry()?.takeUnretainedValue() ?? core.top()
         var note = CallNote()
         let outcome: Swift.Result<Result, Failure>
         do throws(Failure) {
-            if let installed {
-                outcome = .success(try run(installed, arguments, note: &note))
-            } else {
-                outcome = .success(try original(arguments))
-            }
+            outcome = .success(try decide(arguments, note: &note))
         } catch {
             outcome = .failure(error)
         }
-        CallJournal.shared.record(core, arguments, outcome, installed: installed, note: note)
+        CallJournal.shared.record(core, arguments, outcome, note: note)
         return try outcome.get()
     }
 
@@ -187,15 +195,14 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
     {
         if installed.expiresAt != 0, installed.hasExpired { return try original(arguments) }
         let callIndex = installed.recordCall()
-        note.callIndex = callIndex
         if let value = installed.rootConstant {
             installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed))
-            note.acted = true
+            note.decided(by: installed, call: callIndex, acted: true)
             return value
         }
         var waits: Duration?
         let (leaf, salt, acts) = installed.root.resolve(arguments, entrySeed: installed.seed, delay: &waits)
-        note.acted = acts
+        note.decided(by: installed, call: callIndex, acted: acts)
         if acts { installed.recordAct(callIndex, observed: core.observed.load(ordering: .relaxed)) }
         if let delay = waits, delay > .zero { sleepBlocking(for: delay) }
         switch leaf {

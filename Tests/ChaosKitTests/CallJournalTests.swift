@@ -33,7 +33,24 @@ import Glibc
         #expect(ring.byteCount == 12, "only the kept elements count")
         var off = BoundedRing<String>(capacity: 0)
         #expect(off.append { _ in "x" } == nil && off.recorded == 0)
+        var numbered = BoundedRing<Int>(capacity: 1)
+        #expect(numbered.append { $0 } == 1 && numbered.append { $0 } == 2, "append gives the number")
     }
+}
+
+/// A plain value with a rendering of its own making, for the journal's two ways of keeping
+/// values.
+struct GridCell: Sendable, CustomStringConvertible {
+    var row: Int
+    var column: Int
+    var description: String { "R\(row)C\(column)" }
+}
+
+/// An object the journal must not keep alive.
+final class Parcel: Sendable, CustomStringConvertible {
+    let label: String
+    init(label: String) { self.label = label }
+    var description: String { "parcel \(label)" }
 }
 
 /// A value whose rendering redacts what it holds, as network requests do.
@@ -184,33 +201,87 @@ struct SecretArguments: CallJournalRendering, Sendable {
         #expect(seen == ["0", "1", "2"])
     }
 
-    /// A million journaled calls: the journal keeps its capacity, its byte count stays under
-    /// its bound, and the process's resident memory does not grow with the calls.
+    @Test func plainValuesAreKeptAsTheyAreAndEverythingElseIsRendered() {
+        #expect(RawJournalValues<Int, Int, Never>.isKeptRaw)
+        #expect(RawJournalValues<GridCell, Date, TestFailure>.isKeptRaw)
+        #expect(RawJournalValues<Void, Bool, Never>.isKeptRaw)
+        #expect(!RawJournalValues<String, Int, Never>.isKeptRaw, "a string may own any amount of memory")
+        #expect(!RawJournalValues<Int, Int, any Error>.isKeptRaw, "an existential error holds a reference")
+        #expect(!RawJournalValues<Parcel, Int, Never>.isKeptRaw)
+        #expect(!RawJournalValues<GridCell, GridCell, TestFailure>.isKeptRaw, "over 32 bytes: rendered")
+    }
+
+    @Test func aPlainValueReadsTheSameWhenRenderedLater() throws {
+        let name = uniqueName("grid")
+        let point = InjectionPoint<GridCell, Date, TestFailure>(name) { cell throws(TestFailure) in
+            guard cell.row >= 0 else { throw .timeout(seconds: 3) }
+            return Date(timeIntervalSinceReferenceDate: Double(cell.row * 86_400 + cell.column))
+        }
+        try journaling(.init(points: [name])) {
+            let date = try point(GridCell(row: 1, column: 2))
+            #expect(date.timeIntervalSinceReferenceDate == 86_402)
+            #expect(throws: TestFailure.timeout(seconds: 3)) { try point(GridCell(row: -1, column: 0)) }
+            let recorded = calls(of: name)
+            #expect(recorded.map(\.arguments) == ["R1C2", "R-1C0"])
+            #expect(recorded.map(\.returned) == ["2001-01-02 00:00:02 +0000", nil])
+            #expect(recorded.map(\.error) == [nil, "timeout(seconds: 3)"])
+            let bytes = CallJournal.shared.byteCount
+            #expect(bytes == 2 * MemoryLayout<JournalRecord>.stride, "kept as bytes, no texts: \(bytes) bytes")
+        }
+    }
+
+    @Test func theJournalKeepsNoObjectAlive() {
+        let name = uniqueName("parcel")
+        let point = InjectionPoint<Parcel, Int, Never>(name) { $0.label.count }
+        journaling(.init(points: [name])) {
+            weak var sent: Parcel?
+            do {
+                let parcel = Parcel(label: "books")
+                sent = parcel
+                #expect(point(parcel) == 5)
+            }
+            #expect(sent == nil, "rendered when recorded, not kept")
+            #expect(calls(of: name).map(\.arguments) == ["parcel books"])
+            let bytes = CallJournal.shared.byteCount
+            #expect(bytes > MemoryLayout<JournalRecord>.stride + "parcel books".utf8.count, "texts are counted")
+        }
+    }
+
+    /// A million journaled calls, half kept as they are and half rendered: the journal keeps
+    /// its capacity, its byte count stays under its bound, and the process's resident memory
+    /// does not grow with the calls.
     @Test func memoryStaysBounded() throws {
         let name = uniqueName("memory")
         let point = InjectionPoint<Int, Int, Never>(name) { $0 }
+        let textName = uniqueName("memory-text")
+        let textPoint = InjectionPoint<String, String, Never>(textName) { $0 + "!" }
         let chaos = Chaos(seed: 3)
         try chaos.profile(point.entry(ChaosProvider.constant(-1).probability(0.5))).apply()
         defer { chaos.revertAll() }
-        try journaling(.init(points: [name])) {
+        func call(_ index: Int) {
+            if index.isMultiple(of: 2) { _ = point(index) } else { _ = textPoint("call \(index)") }
+        }
+        try journaling(.init(points: [name, textName])) {
             let capacity = CallJournal.shared.capacity
             #expect(capacity == CallJournal.defaultCapacity)
-            for index in 0..<(2 * capacity) { _ = point(index) }  // the ring full, once round
+            for index in 0..<(2 * capacity) { call(index) }  // the ring full, once round
             let residentBefore = try residentBytes()
             let bytesBefore = CallJournal.shared.byteCount
-            for index in 0..<1_000_000 { _ = point(index) }
+            for index in 0..<1_000_000 { call(index) }
             let residentAfter = try residentBytes()
             let bytes = CallJournal.shared.byteCount
             #expect(CallJournal.shared.calls.count == capacity)
             #expect(CallJournal.shared.recordedCount >= 1_000_000 + 2 * capacity)
-            let bound = capacity * (MemoryLayout<JournaledCall>.stride + name.utf8.count + 3 * 502)
+            // Each rendered call: the object holding its texts (under 128 bytes) and texts
+            // of at most 500 characters (and the `…`).
+            let bound = capacity * (MemoryLayout<JournalRecord>.stride + 128 + 3 * 502)
             #expect(bytes <= bound, "\(bytes) bytes kept, bound \(bound)")
             #expect(abs(bytes - bytesBefore) < bytesBefore / 10, "\(bytesBefore) → \(bytes) bytes")
             // A journal that kept every call would grow by at least a million records'
             // fixed parts; other suites allocate in this process meanwhile, so the bound is
             // half of that rather than a few pages.
             let growth = residentAfter - residentBefore
-            let unbounded = 1_000_000 * MemoryLayout<JournaledCall>.stride
+            let unbounded = 1_000_000 * MemoryLayout<JournalRecord>.stride
             #expect(growth < unbounded / 2, "resident memory grew by \(growth) bytes over 1M calls")
         }
     }

@@ -34,9 +34,10 @@ package struct BoundedRing<Element> {
     }
 
     /// Numbers the next element, makes it with that number (from 1), and keeps it,
-    /// dropping the oldest when full. Makes nothing when the capacity is 0 and returns nil.
+    /// dropping the oldest when full; returns the number. Makes nothing when the capacity
+    /// is 0 and returns nil.
     @discardableResult
-    package mutating func append(_ make: (Int) -> Element) -> Element? {
+    package mutating func append(_ make: (Int) -> Element) -> Int? {
         guard capacity > 0 else { return nil }
         recorded += 1
         let element = make(recorded)
@@ -46,9 +47,9 @@ package struct BoundedRing<Element> {
         } else {
             byteCount -= size(slots[next])
             slots[next] = element
-            next = (next + 1) % capacity
+            next = next + 1 == capacity ? 0 : next + 1
         }
-        return element
+        return recorded
     }
 
     /// Keeps the newest `capacity` elements from now on; lowering it drops the oldest at once.

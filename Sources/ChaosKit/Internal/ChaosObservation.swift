@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -17,6 +18,8 @@ enum ChaosObservation {
     }
 
     private static let state = Locked(State())
+    /// Whether any subscriber is left: acts make no event while nobody takes them.
+    private static let subscribed = Atomic<Bool>(false)
 
     /// Whether time recording is on (new points start observed when it is).
     static var isObserving: Bool { state.withLock { $0.observing } }
@@ -38,13 +41,20 @@ enum ChaosObservation {
         let id = state.withLock { state -> UInt64 in
             state.nextSubscriber += 1
             state.subscribers[state.nextSubscriber] = continuation
+            subscribed.store(true, ordering: .relaxed)
             return state.nextSubscriber
         }
         continuation.onTermination = { _ in
-            _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
+            state.withLock { state in
+                state.subscribers.removeValue(forKey: id)
+                subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
+            }
         }
         return stream
     }
+
+    /// Whether anyone takes events now: when not, an act need not make one.
+    static var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
 
     /// Hands `event` to every subscriber.
     static func emit(_ event: ChaosEvent) {

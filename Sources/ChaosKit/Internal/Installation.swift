@@ -126,7 +126,7 @@ extension CompiledNode {
     @usableFromInline final let pointName: String
     @usableFromInline final let seed: UInt64
     /// The entry this installs (nil for an installation made outside an entry).
-    final let entryID: ProfileEntry.ID?
+    @usableFromInline final let entryID: ProfileEntry.ID?
     /// The provider, rendered, for events and counters.
     final let summary: String
     /// Calls that reached the entry; a call's index is the count before it.
@@ -180,6 +180,7 @@ extension CompiledNode {
     @usableFromInline final func recordObservedAct(_ callIndex: Int) {
         let now = ChaosObservation.realNanoseconds()
         lastActedTime.store(now, ordering: .relaxed)
+        guard ChaosObservation.hasSubscribers else { return }
         ChaosObservation.emit(
             ChaosEvent(
                 entry: entryID, pointName: pointName, provider: summary, callIndex: callIndex, entrySeed: seed,
@@ -307,16 +308,24 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
 
     /// The constant of a plain `.constant` entry, counted as one act; nil for any other
     /// provider. Global entries with a lease are reverted when it ends, so they skip the check.
-    @inlinable @inline(__always) func globalConstant(observed: borrowing Atomic<Bool>) -> Result? {
+    @inlinable @inline(__always) func globalConstant(observed: borrowing Atomic<Bool>, noting note: inout CallNote)
+        -> Result?
+    {
         guard let value = rootConstant else { return nil }
-        recordAct(recordCall(), observed: observed.load(ordering: .relaxed))
+        let callIndex = recordCall()
+        recordAct(callIndex, observed: observed.load(ordering: .relaxed))
+        note.decided(by: self, call: callIndex, acted: true)
         return value
     }
 
     /// ``globalConstant(observed:)`` for a scoped entry, which ends with its lease.
-    @inlinable @inline(__always) func scopedConstant(observed: borrowing Atomic<Bool>) -> Result? {
+    @inlinable @inline(__always) func scopedConstant(observed: borrowing Atomic<Bool>, noting note: inout CallNote)
+        -> Result?
+    {
         guard let value = rootConstant, expiresAt == 0 || !hasExpired else { return nil }
-        recordAct(recordCall(), observed: observed.load(ordering: .relaxed))
+        let callIndex = recordCall()
+        recordAct(callIndex, observed: observed.load(ordering: .relaxed))
+        note.decided(by: self, call: callIndex, acted: true)
         return value
     }
 

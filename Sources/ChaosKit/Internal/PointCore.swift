@@ -22,7 +22,8 @@ struct PreparedInstallation: Sendable {
 /// applied entries, the atomic words the call path reads, and the activation. Applying and
 /// reverting only touch this part, so they run without generic metadata look-ups.
 @usableFromInline class PointState: @unchecked Sendable {
-    // Unchecked: every stored property is immutable, atomic, or behind a `Locked`.
+    // Unchecked: every stored property is immutable, atomic, or behind a `Locked` (for
+    // `journalNameIndex`, the call journal's).
 
     /// Global entries plus live scopes that involve this point. Zero means "call the original".
     @usableFromInline final let activity = Atomic<Int>(0)
@@ -53,6 +54,9 @@ struct PreparedInstallation: Sendable {
 
     final let name: String
     final let signature: String
+    /// Where the call journal keeps this point's name (-1: not yet). Only read and written
+    /// under the lock of ``CallJournal/shared``, the one journal points record to.
+    final var journalNameIndex = -1
     /// What to do when the point starts and stops being used (C hooks patch their slots).
     final let activation: (any PointActivation)?
     /// Users of the activation: global entries plus live scopes. Only touched off the
@@ -190,8 +194,10 @@ struct PreparedInstallation: Sendable {
     }
 
     /// Reads the newest global entry: its constant, or the entry itself (retained, so it
-    /// may outlive the section while its provider runs).
-    @inlinable @inline(__always) func readTop() -> Top {
+    /// may outlive the section while its provider runs). Notes in `note` which entry
+    /// answered with its constant, and as which call (for the journal, which keeps no
+    /// reference to the entry).
+    @inlinable @inline(__always) func readTop(noting note: inout CallNote) -> Top {
         let entered = chaos_point_enter()
         if entered == UInt64.max {  // CHAOS_POINT_UNPROTECTED
             // A thread that cannot take part in sections (exiting, or out of memory).
@@ -201,7 +207,7 @@ struct PreparedInstallation: Sendable {
         defer { chaos_point_leave(entered) }
         guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return .none }
         let unmanaged = Unmanaged<Installed>.fromOpaque(address)
-        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.globalConstant(observed: observed) }) {
+        if let value = unmanaged._withUnsafeGuaranteedRef({ $0.globalConstant(observed: observed, noting: &note) }) {
             return .constant(value)
         }
         return .entry(unmanaged.takeUnretainedValue())
@@ -209,7 +215,7 @@ struct PreparedInstallation: Sendable {
 
     /// The newest global entry's constant, counted as one act, when no task scope involves
     /// the point and that entry is a plain `.constant`; nil otherwise (the caller then goes
-    /// the whole way). Reads inside a point section, like ``readTop()``.
+    /// the whole way). Reads inside a point section, like ``readTop(noting:)``.
     @inlinable @inline(__always) func globalConstantOutsideScopes() -> Provider.Result? {
         // A journaled point goes the whole way, where its calls are recorded.
         guard scopes.load(ordering: .relaxed) == 0, !journaled.load(ordering: .relaxed) else { return nil }
@@ -217,8 +223,9 @@ struct PreparedInstallation: Sendable {
         guard entered != UInt64.max else { return nil }  // CHAOS_POINT_UNPROTECTED: the slow way
         defer { chaos_point_leave(entered) }
         guard let address = UnsafeRawPointer(bitPattern: topAddress.load(ordering: .acquiring)) else { return nil }
+        var unused = CallNote()
         return Unmanaged<Installed>.fromOpaque(address)._withUnsafeGuaranteedRef {
-            $0.globalConstant(observed: observed)
+            $0.globalConstant(observed: observed, noting: &unused)
         }
     }
 
