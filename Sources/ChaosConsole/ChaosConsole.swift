@@ -154,7 +154,8 @@ public final class ChaosConsole: Sendable {
         var applied: [Chaos] = []
         var stores: [ResponseSetStore]
         var goSaid = false
-        var waiting = false
+        /// The waits for go under way (``waitForGo(timeout:)``).
+        var goWaiters: [GoWaiter] = []
         var streams: [UInt64: AsyncStream<String>.Continuation] = [:]
         var nextStream: UInt64 = 0
         var stopped = false
@@ -342,27 +343,51 @@ public final class ChaosConsole: Sendable {
         }
     }
 
-    /// Waits until a controller sends `POST /v1/go`, at most `timeout`; true when it did.
-    /// How a UI-test runner in another process sets chaos before the app goes on.
+    /// Waits until a controller sends `POST /v1/go`, at most `timeout` of real time; true
+    /// when it did. How a UI-test runner in another process sets chaos before the app goes
+    /// on.
+    ///
+    /// Neither the wait nor its bound depends on the program's clocks: a profile that puts
+    /// the program on virtual time (which holds every sleep until advanced) or moves its
+    /// clock still gets its go, or its timeout, on time.
     public func waitForGo(timeout: Duration = .seconds(30)) async -> Bool {
-        state.withLock { $0.waiting = true }
-        defer { state.withLock { $0.waiting = false } }
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while !goReceived {
-            if clock.now >= deadline || Task.isCancelled { return false }
-            try? await Task.sleep(for: .milliseconds(5))
+        let waiter = GoWaiter()
+        let said = state.withLock { state -> Bool in
+            if !state.goSaid { state.goWaiters.append(waiter) }
+            return state.goSaid
         }
-        return true
+        if said { return true }
+        defer { state.withLock { $0.goWaiters.removeAll { $0 === waiter } } }
+        // The bound, on a thread of its own counting real time in slices, so that it ends
+        // soon after the wait does.
+        Thread.detachNewThread {
+            let slice = Duration.milliseconds(20)
+            var left = timeout
+            while left > .zero, !waiter.isFinished {
+                let step = min(slice, left)
+                Chaos.sleepInRealTime(step)
+                left -= step
+            }
+            waiter.finish(false)
+        }
+        return await withTaskCancellationHandler {
+            await waiter.result()
+        } onCancel: {
+            waiter.finish(false)
+        }
     }
 
     // MARK: Shared with the responder
 
-    var isWaiting: Bool { state.withLock { $0.waiting } }
+    var isWaiting: Bool { state.withLock { !$0.goWaiters.isEmpty } }
     var stores: [ResponseSetStore] { state.withLock { $0.stores } }
 
     func sayGo() {
-        state.withLock { $0.goSaid = true }
+        let waiters = state.withLock { state in
+            state.goSaid = true
+            return state.goWaiters
+        }
+        for waiter in waiters { waiter.finish(true) }
     }
 
     /// Keeps a `Chaos` applied through the endpoint alive; drops ones with nothing applied.
@@ -458,6 +483,41 @@ private final class StartSignal: Sendable {
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// One wait for a controller's go: ended once, by the go, its bound or cancellation,
+/// whichever comes first.
+final class GoWaiter: Sendable {
+    private struct State {
+        var outcome: Bool?
+        var continuation: CheckedContinuation<Bool, Never>?
+    }
+
+    private let state = Locked(State())
+
+    var isFinished: Bool { state.withLock { $0.outcome != nil } }
+
+    /// Ends the wait with `outcome`, unless it has ended already.
+    func finish(_ outcome: Bool) {
+        let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: outcome)
+    }
+
+    /// How the wait ended, once it has.
+    func result() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let ended = state.withLock { state -> Bool? in
+                if state.outcome == nil { state.continuation = continuation }
+                return state.outcome
+            }
+            if let ended { continuation.resume(returning: ended) }
         }
     }
 }

@@ -9,6 +9,10 @@ import Glibc
 /// (`Chaos.virtualClock`): registered when the `system.clock` point is made, which is how
 /// both ``VirtualTime/start(at:flowing:)`` and a profile's `virtual` item switch it on.
 struct VirtualTimeControl: VirtualClockControl {
+    func sleepInRealTime(_ duration: Duration) {
+        VirtualTime.sleepInRealTime(duration)
+    }
+
     func reading() -> VirtualClockReading? {
         guard VirtualTime.isRunning else { return nil }
         let now = chaos_vt_reading_ns(CLOCK_REALTIME)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Virtual time as a control endpoint reads and steps it, without knowing who runs it.
 ///
 /// ChaosKit knows nothing of hooks: ChaosHooks runs virtual time (`VirtualTime`) and
@@ -14,6 +16,24 @@ public protocol VirtualClockControl: Sendable {
     /// virtual time does not run.
     func advance(byNanoseconds nanoseconds: Int64, maxSteps: Int?, shouldStop: @escaping @Sendable () -> Bool)
         throws(ChaosError) -> VirtualClockAdvance
+
+    /// Blocks the calling thread for `duration` of real time, however virtual time moves:
+    /// for the endpoint's own bounds (how long it waits for a controller's go), which must
+    /// not wait for the clock the program is steered by.
+    func sleepInRealTime(_ duration: Duration)
+}
+
+extension VirtualClockControl {
+    /// `Thread.sleep`: right for a control whose virtual time leaves the process's sleeps
+    /// alone.
+    public func sleepInRealTime(_ duration: Duration) {
+        threadSleep(duration)
+    }
+}
+
+private func threadSleep(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
 }
 
 /// A reading of virtual time.
@@ -54,6 +74,12 @@ extension Chaos {
     /// The registered control of this process's virtual time (nil: none registered, e.g.
     /// ChaosHooks is not linked or has not made its clock point yet).
     public static var virtualClock: (any VirtualClockControl)? { VirtualClockRegistry.control.withLock { $0 } }
+
+    /// Blocks the calling thread for `duration` of real time, whatever virtual time does:
+    /// through the registered ``virtualClock``, or `Thread.sleep` when none is.
+    public static func sleepInRealTime(_ duration: Duration) {
+        if let clock = virtualClock { clock.sleepInRealTime(duration) } else { threadSleep(duration) }
+    }
 
     /// Registers the control of this process's virtual time (it replaces the one before);
     /// nil removes it. ChaosHooks registers its own; tests may register another.

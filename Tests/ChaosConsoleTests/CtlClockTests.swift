@@ -31,6 +31,37 @@ import Testing
         #expect(!demo.output.contains { $0.contains("woke (2)") })
     }
 
+    /// `CHAOS_CONTROL_WAIT` in a program on virtual time: `chaos ctl go` reaches it, and
+    /// without a go its bound ends in real time. Neither waits for the clock that stands
+    /// still (the wait used to poll with `Task.sleep`, which virtual time holds, and measure
+    /// its bound on the virtual clock: it never ended).
+    @Test func aProgramOnVirtualTimeGetsItsGoAndItsBound() async throws {
+        let demo = try RunningDemo(executable: "ConsoleClockDemo", wait: true)
+        defer { demo.stop() }
+        var waiting = false
+        for _ in 0..<2_000 where !waiting {
+            if let endpoint = try? ControlEndpoint.find(pid: demo.pid, in: demo.directory) {
+                let client = ControlClient(endpoint, timeout: testTimeout)
+                waiting = (try? await offload { try client.status() })?.waiting ?? false
+            }
+            if !waiting { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(waiting, "the demo never waited for go")
+        #expect(!demo.output.contains { $0.hasPrefix("ready") }, "it goes on only after the go")
+        let go = try await demo.ctl("go", "\(demo.pid)")
+        #expect(go.status == 0, "\(go.errors)")
+        _ = try await demo.line(containing: "2030-01-01T00:00:00Z waiting 1h (1)")
+
+        let started = ContinuousClock.now
+        let alone = try RunningDemo(
+            executable: "ConsoleClockDemo",
+            environment: ["CHAOS_CONTROL_WAIT": "1", "CHAOS_CONTROL_WAIT_TIMEOUT": "1s"])
+        defer { alone.stop() }
+        _ = try await alone.line(containing: "2030-01-01T00:00:00Z waiting 1h (1)")
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(900), "it waited its bound of real time first: \(waited)")
+    }
+
     @Test func chaosCtlAdvanceRefusesAProgramOffVirtualTimeAndSaysHowToTurnItOn() async throws {
         let demo = try RunningDemo(executable: "ConsoleClockDemo", environment: ["CHAOS_DEMO_REAL_TIME": "1"])
         defer { demo.stop() }
