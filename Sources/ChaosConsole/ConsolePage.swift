@@ -56,6 +56,16 @@ extension ChaosConsole {
 
     func processesPage() -> Response { page(Self.processesFiles) }
 
+    /// What every page's `<head>` holds before its styles: no referrer leaves the page, and
+    /// an empty icon, so that the browser asks for no `/favicon.ico` (a 401 in the log).
+    static let commonHead = """
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="referrer" content="no-referrer">
+        <link rel="icon" href="data:,">
+
+        """
+
     private func page(_ page: PageFiles) -> Response {
         guard let files = Self.files, let html = files[page.html] else {
             return failure(
@@ -68,7 +78,9 @@ extension ChaosConsole {
         let js = page.scripts.compactMap { files[$0] }.joined(separator: "\n")
         let text =
             html
-            .replacingOccurrences(of: "<!-- STYLE -->", with: "<style nonce=\"\(nonce)\">\n\(css)</style>")
+            .replacingOccurrences(
+                of: "<!-- HEAD -->", with: Self.commonHead + "<style nonce=\"\(nonce)\">\n\(css)</style>"
+            )
             .replacingOccurrences(of: "<!-- SCRIPT -->", with: "<script nonce=\"\(nonce)\">\n\(js)</script>")
         var headers = Self.commonHeaders
         headers[.contentType] = "text/html; charset=utf-8"

@@ -184,12 +184,11 @@ extension ChaosConsole {
     }
 
     private func apply(_ request: Request) async -> Response {
-        let body: Data
-        switch await Self.collect(request) {
-        case .success(let data): body = data
+        let text: ProfileText
+        switch await ProfileText.read(request) {
+        case .success(let read): text = read
         case .failure(let failure): return failure.response
         }
-        let text = ProfileText(request, body: body)
         do throws(ChaosError) {
             let profile = try text.profile()
             // A profile sent to a running app may name points it has not made yet. Without a

@@ -28,6 +28,11 @@ extension ChaosConsole {
             self.source = source
         }
 
+        /// The profile `request` carries, its body read within the size limit.
+        static func read(_ request: Request) async -> Result<ProfileText, ResponseFailure> {
+            await ChaosConsole.collect(request).map { ProfileText(request, body: $0) }
+        }
+
         var format: String { isChaosLine ? "chaos" : "json" }
 
         func profile() throws(ChaosError) -> ChaosProfile {
@@ -99,12 +104,11 @@ extension ChaosConsole {
     /// `POST /v1/profile/validate`: the checks an apply makes (`chaos validate` makes the
     /// same ones), against this process's points, applying nothing and using up no entry id.
     func validateProfile(_ request: Request) async -> Response {
-        let body: Data
-        switch await Self.collect(request) {
-        case .success(let data): body = data
+        let text: ProfileText
+        switch await ProfileText.read(request) {
+        case .success(let read): text = read
         case .failure(let failure): return failure.response
         }
-        let text = ProfileText(request, body: body)
         do throws(ChaosError) {
             let profile = try text.profile()
             let waiting = try profile.validate(missingPoints: .wait)
