@@ -206,6 +206,7 @@ let package = Package(
             name: "ExampleApps",
             dependencies: [
                 "ChaosKit", "ChaosPoints", "ChaosNetwork", .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/ExampleApps", swiftSettings: strictSwift
         ),
@@ -237,9 +238,8 @@ let package = Package(
         .executableTarget(
             name: "ConsoleDemo",
             dependencies: [
-                "ChaosKit", "ChaosNetwork", "ChaosConsole",
+                "ChaosKit", "ChaosNetwork", "ChaosConsole", "ExampleApps",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/ConsoleDemo", exclude: ["Profiles"], swiftSettings: strictSwift
         ),
@@ -247,7 +247,7 @@ let package = Package(
         .executableTarget(
             name: "ConsoleClockDemo",
             dependencies: [
-                "ChaosKit", "ChaosHooks", "ChaosConsole", .product(name: "Logging", package: "swift-log"),
+                "ChaosKit", "ChaosHooks", "ChaosConsole", "ExampleApps",
             ],
             path: "Examples/ConsoleClockDemo", swiftSettings: strictSwift
         ),

@@ -1,7 +1,7 @@
 import ChaosHooks
 import ChaosKit
+import ExampleApps
 import Foundation
-import Logging
 
 #if Console
 import ChaosConsole
@@ -16,16 +16,7 @@ import ChaosConsole
 //
 // Standard output: `ready URL CONSOLE-URL`, then `<virtual time> waiting 1h (N)` before each
 // wait and `<virtual time> woke (N)` after it; logs go to standard error.
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = ProcessInfo.processInfo.environment["CHAOS_DEMO_QUIET"] == nil ? .info : .warning
-    return handler
-}
-
-/// One line on standard output, written at once (the tests read it as it comes).
-func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
+bootstrapDemoLogging()
 
 #if Console
 let onVirtualTime = ProcessInfo.processInfo.environment["CHAOS_DEMO_REAL_TIME"] == nil

@@ -1,8 +1,8 @@
 import ChaosKit
 import ChaosNetwork
+import ExampleApps
 import Foundation
 import HTTPTypes
-import Logging
 
 #if Console
 import ChaosConsole
@@ -18,16 +18,7 @@ import ChaosConsole
 // Then `chaos ctl list`, `chaos ctl apply PID Examples/ConsoleDemo/Profiles/shout.json`, or open
 // the console URL it prints. Standard output: `ready URL CONSOLE-URL`, then
 // `<unix ms> greeting: …` and `<unix ms> weather: …` lines; logs go to standard error.
-LoggingSystem.bootstrap { label in
-    var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = ProcessInfo.processInfo.environment["CHAOS_DEMO_QUIET"] == nil ? .info : .warning
-    return handler
-}
-
-/// One line on standard output, written at once (the tests read it as it comes).
-func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
-}
+bootstrapDemoLogging()
 
 /// The point the console changes: a greeting for a name.
 let greeting = InjectionPoint<String, String, Never>(
