@@ -247,7 +247,7 @@ public final class StubSet: NetworkClient, Sendable {
         var index = StubIndex([])
         var conditions: [NetworkCondition] = []
         var unmatched: UnmatchedPolicy
-        var log: [LoggedRequest] = []
+        var log: BoundedRing<LoggedRequest>
         var responders: [any StubResponder] = []
     }
 
@@ -265,7 +265,7 @@ public final class StubSet: NetworkClient, Sendable {
         self.identifier = UUID().uuidString
         self.seed = seed
         self.logCapacity = max(0, logCapacity)
-        self.state = Locked(State(unmatched: unmatched))
+        self.state = Locked(State(unmatched: unmatched, log: BoundedRing(capacity: self.logCapacity)))
     }
 
     /// What happens to requests no stub matches.
@@ -318,11 +318,11 @@ public final class StubSet: NetworkClient, Sendable {
     }
 
     /// Every request the set saw, oldest first (up to ``logCapacity``).
-    public var requests: [LoggedRequest] { state.withLock { $0.log } }
+    public var requests: [LoggedRequest] { state.withLock { $0.log.elements } }
 
     /// Empties the request log.
     public func clearLog() {
-        state.withLock { $0.log = [] }
+        state.withLock { $0.log.removeAll() }
     }
 
     /// Adds something that answers requests after the stubs (response sets, routers, replays).
@@ -428,10 +428,7 @@ public final class StubSet: NetworkClient, Sendable {
 
     private func log(_ entry: LoggedRequest) {
         guard logCapacity > 0 else { return }
-        state.withLock { state in
-            if state.log.count >= logCapacity { state.log.removeFirst(max(1, logCapacity / 10)) }
-            state.log.append(entry)
-        }
+        _ = state.withLock { $0.log.append { _ in entry } }
     }
 
     /// The stubs nearest to matching `request`, nearest first, at most `limit` of them: for

@@ -189,6 +189,19 @@ import FoundationNetworking
         _ = try await client.send(HTTPRequest(method: .get, url: URL(string: "https://x.test/off")!), body: nil)
         #expect(journal.recordedCount == 2_001, "an off journal records nothing")
 
+        // A set's own log is the same ring: it keeps the newest, dropping the oldest one
+        // at a time.
+        let logged = StubSet(logCapacity: 3)
+        logged.stub(RequestMatcher(), name: "any", .status(204))
+        let loggedClient = ChaosNetworkClient(logged, journal: RequestJournal(capacity: 0))
+        for index in 0..<7 {
+            _ = try await loggedClient.send(
+                HTTPRequest(method: .get, url: URL(string: "https://x.test/log/\(index)")!), body: nil)
+        }
+        #expect(logged.requests.map(\.request.path) == ["/log/4", "/log/5", "/log/6"])
+        logged.clearLog()
+        #expect(logged.requests.isEmpty)
+
         let long = RequestJournal(capacity: 1)
         let path = String(repeating: "a", count: 10_000)
         _ = try await ChaosNetworkClient(stubs, journal: long).send(
