@@ -7,6 +7,7 @@
 
 #if defined(__linux__)
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,11 @@ static int entry_capacity, next_id = 1, next_group = 1;
 static int anchor_chosen;
 
 HIDDEN void chaos_control_anchor_chosen(void) { anchor_chosen = 1; }
+
+// Set by the constructor, before the endpoint's thread starts.
+static _Atomic uint64_t *applied_counter;
+
+HIDDEN void chaos_control_count_applied_into(uint64_t *counter) { applied_counter = (_Atomic uint64_t *)counter; }
 
 // Set once before the endpoint starts (chaos_control_check_plans), read by the worker.
 static chaos_control_check_fn plan_check;
@@ -255,6 +261,7 @@ HIDDEN void ctl_apply(answer *a, const char *body, size_t length, const char *so
     next_group++;
     ctl_plan_seed = seed;
     install(plan);
+    if (applied_counter) atomic_fetch_add(applied_counter, (uint64_t)count);
     a->status = 201;
     ctl_put(&a->body, "{\"entries\":[");
     for (int i = 0; i < count; i++) ctl_put(&a->body, "%s%d", i ? "," : "", ctl_entries[ctl_entry_count - count + i].id);

@@ -110,8 +110,9 @@ SLOT(setenv);
 
 /// Counts every entry of `plan` into the file `chaos run` reports from (CHAOS_RUN_TALLY)
 /// as well. A file that is gone means `chaos run` has ended and reports nothing more; one
-/// of another shape is said, as its report would then be wrong.
-static void mirror_into(const char *path, chaos_plan *plan) {
+/// of another shape is said, as its report would then be wrong. With a control endpoint
+/// (`control`), entries it applies are counted there too, as not reported.
+static void mirror_into(const char *path, chaos_plan *plan, int control) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
     if (fd < 0) return;
     struct stat info;
@@ -128,6 +129,7 @@ static void mirror_into(const char *path, chaos_plan *plan) {
     }
     uint64_t *pairs = (uint64_t *)(header + 1);
     for (int32_t e = 0; e < count; e++) chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
+    if (control) chaos_control_count_applied_into(&header->applied_later);
 }
 
 /// The readings the clock's fast path answered reach the tally when the process ends.
@@ -182,7 +184,7 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         if (control) chaos_control_anchor_chosen();
     }
     const char *tally = get("CHAOS_RUN_TALLY");
-    if (tally && *tally) mirror_into(tally, plan);
+    if (tally && *tally) mirror_into(tally, plan, control);
     if (control) chaos_control_adopt(plan);
     chaos_plan_install(plan);
     free(owned);

@@ -189,7 +189,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     char told;
     int never_started = read(failure_pipe[0], &told, 1) == 1;
     close(failure_pipe[0]);
-    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started };
+    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started,
+                                    atomic_load((_Atomic uint64_t *)&tally->applied_later) };
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

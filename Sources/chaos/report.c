@@ -47,7 +47,9 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
         fprintf(out, "\"seen\":%llu,\"acted\":%llu,\"passed\":%llu,\"neverActed\":%s}", (unsigned long long)e->seen,
                 (unsigned long long)e->acted, (unsigned long long)(e->seen - e->acted), e->acted ? "false" : "true");
     }
-    fprintf(out, "]}\n");
+    fprintf(out, "]");
+    if (run->applied_later) fprintf(out, ",\"uncountedAppliedEntries\":%llu", (unsigned long long)run->applied_later);
+    fprintf(out, "}\n");
     return fclose(out) == 0 ? 0 : -1;
 }
 
@@ -90,6 +92,9 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
             fprintf(stderr, ": seen %llu, acted %llu%s\n", (unsigned long long)e->seen, (unsigned long long)e->acted,
                     e->acted ? "" : "  <- NEVER ACTED");
         }
+        if (run->applied_later)
+            fprintf(stderr, "  and %llu %s applied through chaos ctl while it ran: not counted in this report\n",
+                    (unsigned long long)run->applied_later, run->applied_later == 1 ? "entry" : "entries");
     }
     if (options->path && write_json(options->path, run, entries, count) != 0) {
         fprintf(stderr, "chaos run: cannot write the report to %s: %s\n", options->path, strerror(errno));

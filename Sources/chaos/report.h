@@ -23,6 +23,7 @@ struct chaos_report_run {
     uint64_t seed;
     int status;             ///< waitpid's status of the program
     int never_started;      ///< 1: the program could not be started (exec failed): nothing to report
+    uint64_t applied_later; ///< entries `chaos ctl` applied while it ran, which it did not count
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -215,6 +215,36 @@ final class PreloadChild: Sendable {
             "\(missing.map { "\($0)" } ?? "")".contains("response sets, events, call journal or console"))
     }
 
+    /// Entries `chaos ctl` applies to a preloaded program have no place in the file its
+    /// report counts from: the report says how many there were, rather than leave them out
+    /// without a word.
+    @Test func theReportSaysWhatChaosCtlAppliedThatItCouldNotCount() async throws {
+        let flag = "/tmp/pctl-end-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let script = """
+            import os, time
+            print("ready", flush=True)
+            while not os.path.exists("\(flag)"):
+                time.sleep(0.02)
+            """
+        let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", script])
+        defer {
+            child.stop()
+            unlink(flag)
+        }
+        try await child.line(startingWith: "ready")
+        _ = try await child.endpoint()
+        let later = try child.file(
+            "later.json",
+            #"{"entries": [{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 2}}}, "#
+                + #"{"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 3}}}]}"#)
+        let applied = try await child.ctl("apply", "\(child.pid)", later)
+        #expect(applied.status == 0, "\(applied.errors)")
+        #expect(FileManager.default.createFile(atPath: flag, contents: nil))
+        let said = try await child.line(startingWith: "  and 2 entries applied through chaos ctl while it ran")
+        #expect(said.hasSuffix("not counted in this report"))
+        #expect(child.output.contains { $0.hasPrefix("  #1 system.connect") && $0.contains("seen 0") })
+    }
+
     @Test func refusalsChangeNothing() async throws {
         let child = try PreloadChild(profile: Self.harmless)
         defer { child.stop() }

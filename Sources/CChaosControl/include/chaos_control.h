@@ -19,6 +19,10 @@ __attribute__((visibility("hidden"))) int chaos_control_wanted(chaos_control_get
 /// are listed and can be reverted like applied ones. `plan` stays the caller's.
 __attribute__((visibility("hidden"))) void chaos_control_adopt(const chaos_plan *plan);
 
+/// Makes every apply add how many entries it applied to `counter` (atomically; shared
+/// memory): `chaos run` counts no calls for them, and its report says so.
+__attribute__((visibility("hidden"))) void chaos_control_count_applied_into(uint64_t *counter);
+
 /// Records that the start anchor of `speed anchor=start` was chosen (by the constructor).
 __attribute__((visibility("hidden"))) void chaos_control_anchor_chosen(void);
 

@@ -34,7 +34,9 @@ void chaos_fault_mirror_flush(void);
 typedef struct chaos_tally_header {
     char magic[16];    ///< CHAOS_TALLY_MAGIC, NUL-padded
     uint64_t entries;  ///< how many pairs follow
-    uint64_t reserved;
+    /// Entries the processes' control endpoints applied while the program ran (`chaos ctl
+    /// apply`), added atomically: they have no pair, so the report can only say so.
+    uint64_t applied_later;
 } chaos_tally_header;
 #define CHAOS_TALLY_MAGIC "chaos-tally 1"
 
