@@ -105,7 +105,7 @@ public final class Chaos: Sendable {
         let result = state.withLock { state -> ChaosError? in
             let pending = state.pending
             state.pending = []
-            var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+            var prepared: [PreparedEntry] = []
             prepared.reserveCapacity(pending.count)
             var missing: [ProfileEntry] = []
             for entry in pending {
@@ -121,7 +121,7 @@ public final class Chaos: Sendable {
                     )
                 }
                 do throws(ChaosError) {
-                    prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+                    prepared.append(PreparedEntry(entry: entry, prepared: try entry.prepared(chaosSeed: seed)))
                 } catch {
                     guard missingPoints == .wait else { return error }
                     let waits: Bool
@@ -147,7 +147,7 @@ public final class Chaos: Sendable {
                 }
                 do throws(ChaosError) {
                     // Its point was created since the look-up: resolve it as any other.
-                    prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+                    prepared.append(PreparedEntry(entry: entry, prepared: try entry.prepared(chaosSeed: seed)))
                 } catch {
                     withdrawWaiters()
                     return error
@@ -328,15 +328,17 @@ public final class Chaos: Sendable {
 
     /// Activates the points that need it (C hooks) before any entry takes effect; when one
     /// refuses, the activations already made are undone and its entry's error is thrown.
-    private static func activateAll(_ prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)])
+    private static func activateAll(_ prepared: [PreparedEntry])
         throws(ChaosError)
     {
-        for (index, item) in prepared.enumerated() {
+        // By index: a copy of each element would retain its point (a slow retain: points
+        // are weakly referenced, so theirs go through a side table).
+        for index in prepared.indices {
             do throws(ChaosError) {
-                try item.prepared.core.retainActivation()
+                try prepared[index].prepared.core.retainActivation()
             } catch {
                 for done in prepared[..<index].reversed() { done.prepared.core.releaseActivation() }
-                throw item.entry.attributed(error)
+                throw prepared[index].entry.attributed(error)
             }
         }
     }
@@ -528,9 +530,9 @@ extension Chaos {
         _ entries: [ProfileEntry], seed: UInt64?
     ) throws(ChaosError) -> (frame: ScopeFrame, cores: [PointState]) {
         let seed = seed ?? ScopeFrame.current?.seed ?? UInt64.random(in: .min ... .max)
-        var prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)] = []
+        var prepared: [PreparedEntry] = []
         for entry in entries {
-            prepared.append((entry, try entry.prepared(chaosSeed: seed)))
+            prepared.append(PreparedEntry(entry: entry, prepared: try entry.prepared(chaosSeed: seed)))
         }
         try activateAll(prepared)
         let cores = prepared.map(\.prepared.core)

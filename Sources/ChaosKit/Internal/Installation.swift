@@ -121,7 +121,8 @@ extension CompiledNode {
 /// words; the time of the last act is read only while someone observes
 /// (``Chaos/observe()``), so an unobserved call pays nothing for it.
 @usableFromInline class InstalledEntry: @unchecked Sendable {
-    // Unchecked: every stored property is immutable or atomic.
+    // Unchecked: every stored property is immutable or atomic, but `externalCountsSource`,
+    // which `externalCountsLock` guards.
 
     @usableFromInline final let pointName: String
     @usableFromInline final let seed: UInt64
@@ -145,8 +146,21 @@ extension CompiledNode {
     final let lease: Duration?
     @usableFromInline final let expiresAt: Int64
     /// Counts kept elsewhere for this entry (a C engine that answers some of its calls),
-    /// added to its own when counters are read.
-    final let externalCounts = Locked<(@Sendable () -> ExternalCounts?)?>(nil)
+    /// added to its own when counters are read. Guarded by `externalCountsLock`.
+    private final var externalCountsSource: (@Sendable () -> ExternalCounts?)?
+    /// One lock for every entry's `externalCountsSource`, which is set once and read only
+    /// when counters are read: a lock of its own would cost each apply an allocation.
+    private static let externalCountsLock = Locked(())
+
+    /// What ``externalCountsSource`` says now, if anything.
+    final var externalCounts: ExternalCounts? {
+        Self.externalCountsLock.withLock { _ in externalCountsSource }?()
+    }
+
+    /// Makes `counts` say what another engine counted for this entry.
+    final func countAlso(_ counts: @escaping @Sendable () -> ExternalCounts?) {
+        Self.externalCountsLock.withLock { _ in externalCountsSource = counts }
+    }
 
     init(
         pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String, actsOnEveryCall: Bool,
@@ -203,7 +217,7 @@ extension CompiledNode {
         var acted = actsOnEveryCall ? seen : actedSoFar
         var lastCall = actsOnEveryCall ? seen - 1 : lastActedCall.load(ordering: .relaxed)
         var lastTime = lastActedTime.load(ordering: .relaxed)
-        if let external = externalCounts.withLock({ $0 })?() {
+        if let external = externalCounts {
             if external.lastActedTime >= lastTime || lastCall < 0, external.lastActedCall >= 0 {
                 lastCall = external.lastActedCall
                 lastTime = external.lastActedTime
@@ -256,7 +270,7 @@ extension CompiledNode {
 
     /// Adds what `counts` reports to the entry's own counters whenever they are read.
     public func countAlso(_ counts: @escaping @Sendable () -> ExternalCounts?) {
-        installed.externalCounts.withLock { $0 = counts }
+        installed.countAlso(counts)
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.installed === rhs.installed }
@@ -281,14 +295,15 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
     @usableFromInline let rootBlock: Body?
 
     /// An installation of `tree`, whose outermost lease (if any) the caller has taken off
-    /// and passes as `lease`.
+    /// and passes as `lease`. `resultsPassCallsOn`: whether `Result` is a
+    /// `CallPassingResult` (its point looks it up once).
     init(
         pointName: String, seed: UInt64, entryID: ProfileEntry.ID?, summary: String,
-        tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?
+        tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?,
+        resultsPassCallsOn passing: Bool
     ) {
-        // Only results that can hand a call on (system points') have selectors: one look-up
-        // per apply, where testing each leaf would cast each one.
-        let passing = Result.self is any CallPassingResult.Type
+        // Only results that can hand a call on (system points') have selectors, so leaves
+        // are tested only then.
         let passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool = passing ? { $0.passesCallOn } : { _ in false }
         // Both engines run this shape: Swift here, and the fault engine compiles `tree`.
         let tree = passing ? tree.withSelectorsOutermost() : tree

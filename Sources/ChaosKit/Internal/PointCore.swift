@@ -18,6 +18,13 @@ struct PreparedInstallation: Sendable {
     let installation: InstalledEntry
 }
 
+/// An entry with its installation, made but not yet in effect: a named pair rather than a
+/// tuple, which generic code copies through the runtime's tuple witnesses.
+struct PreparedEntry: Sendable {
+    let entry: ProfileEntry
+    let prepared: PreparedInstallation
+}
+
 /// The part of a point's core that does not depend on its types: the global stack of
 /// applied entries, the atomic words the call path reads, and the activation. Applying and
 /// reverting only touch this part, so they run without generic metadata look-ups.
@@ -168,9 +175,13 @@ struct PreparedInstallation: Sendable {
 
     let catalogue: PointCatalogue<Provider>
     private let itemsByName: [String: CatalogueItem<Provider>]
+    /// Whether the point's results can hand a call on (system points'): looked up once,
+    /// where each apply would cast.
+    private let resultsPassCallsOn: Bool
 
     init(name: String, signature: String, catalogue: PointCatalogue<Provider>, activation: (any PointActivation)?) {
         self.catalogue = catalogue
+        self.resultsPassCallsOn = Provider.Result.self is any CallPassingResult.Type
         self.itemsByName = Dictionary(catalogue.items.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         super.init(
             name: name, signature: signature, activation: activation,
@@ -301,7 +312,8 @@ struct PreparedInstallation: Sendable {
             }
         }
         let installed = Installed(
-            pointName: name, seed: seed, entryID: entry, summary: summary, tree: tree, lease: lease)
+            pointName: name, seed: seed, entryID: entry, summary: summary, tree: tree, lease: lease,
+            resultsPassCallsOn: resultsPassCallsOn)
         return PreparedInstallation(core: self, installation: installed)
     }
 

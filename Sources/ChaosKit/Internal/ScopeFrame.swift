@@ -18,7 +18,7 @@
     /// The installations of `profileEntries`, in the same order (for their counters).
     let installedEntries: [InstalledEntry]
 
-    init(parent: ScopeFrame?, prepared: [(entry: ProfileEntry, prepared: PreparedInstallation)], seed: UInt64) {
+    init(parent: ScopeFrame?, prepared: [PreparedEntry], seed: UInt64) {
         let mine = prepared.reversed().map(\.prepared)
         var cores = mine.map { Self.address(of: $0.core) }
         var entries = mine.map { Self.address(of: $0.installation) }
