@@ -228,9 +228,10 @@ public final class CallJournal: Sendable {
         }
     }
 
-    /// Records one call of `point`, decided as `note` tells (callIndex -1: no entry applied). Inlinable, so that it is specialized for the point's
-    /// types where the point is called: that is what lets plain values be kept as they are,
-    /// and rendered only when someone reads the journal.
+    /// Records one call of `point`, decided as `note` tells (call index -1: no entry
+    /// applied). Inlinable, so that it is specialized for the point's types where the point
+    /// is called: that is what lets plain values be kept as they are, and rendered only when
+    /// someone reads the journal.
     @inlinable func record<Arguments, Value, Failure>(
         _ point: PointState, _ arguments: Arguments, _ outcome: Result<Value, Failure>, note: CallNote
     ) {
