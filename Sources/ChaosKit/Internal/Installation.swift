@@ -121,8 +121,7 @@ extension CompiledNode {
 /// words; the time of the last act is read only while someone observes
 /// (``Chaos/observe()``), so an unobserved call pays nothing for it.
 @usableFromInline class InstalledEntry: @unchecked Sendable {
-    // Unchecked: every stored property is immutable or atomic, but `externalCountsSource`,
-    // which `externalCountsLock` guards.
+    // Unchecked: every stored property is immutable or atomic.
 
     @usableFromInline final let pointName: String
     @usableFromInline final let seed: UInt64
@@ -145,21 +144,31 @@ extension CompiledNode {
     /// (real ns since 1970; 0: never).
     final let lease: Duration?
     @usableFromInline final let expiresAt: Int64
-    /// Counts kept elsewhere for this entry (a C engine that answers some of its calls),
-    /// added to its own when counters are read. Guarded by `externalCountsLock`.
-    private final var externalCountsSource: (@Sendable () -> ExternalCounts?)?
-    /// One lock for every entry's `externalCountsSource`, which is set once and read only
-    /// when counters are read: a lock of its own would cost each apply an allocation.
-    private static let externalCountsLock = Locked(())
+    /// Where to read counts kept elsewhere for an entry (a C engine that answers some of
+    /// its calls), added to its own when counters are read. One table for every entry:
+    /// few entries have one, and a lock of each entry's own would cost every apply an
+    /// allocation.
+    private static let externalCountSources = Locked<[ObjectIdentifier: @Sendable () -> ExternalCounts?]>([:])
+    /// Whether this entry is in `externalCountSources` (so that only those leave it).
+    private final let hasExternalCounts = Atomic<Bool>(false)
 
-    /// What ``externalCountsSource`` says now, if anything.
+    /// What another engine counted for this entry, if anything.
     final var externalCounts: ExternalCounts? {
-        Self.externalCountsLock.withLock { _ in externalCountsSource }?()
+        guard hasExternalCounts.load(ordering: .acquiring) else { return nil }
+        return Self.externalCountSources.withLock { $0[ObjectIdentifier(self)] }?()
     }
 
     /// Makes `counts` say what another engine counted for this entry.
     final func countAlso(_ counts: @escaping @Sendable () -> ExternalCounts?) {
-        Self.externalCountsLock.withLock { _ in externalCountsSource = counts }
+        Self.externalCountSources.withLock { $0[ObjectIdentifier(self)] = counts }
+        hasExternalCounts.store(true, ordering: .releasing)
+    }
+
+    deinit {
+        if hasExternalCounts.load(ordering: .acquiring) {
+            let id = ObjectIdentifier(self)
+            _ = Self.externalCountSources.withLock { $0.removeValue(forKey: id) }
+        }
     }
 
     init(
