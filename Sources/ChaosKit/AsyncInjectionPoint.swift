@@ -97,12 +97,6 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         }
     }
 
-    /// What one call of `installed` does: resolve the provider, wait, then answer.
-    @inlinable func run(_ installed: Installed, _ arguments: Arguments) async throws(Failure) -> Result {
-        var note = CallNote()
-        return try await run(installed, arguments, note: &note)
-    }
-
     /// A call through the journal: decided as any other, then recorded with what it returned.
     @inlinable func dispatchJournaled(_ arguments: Arguments) async throws(Failure) -> Result {
         var note = CallNote()
