@@ -71,6 +71,7 @@ let package = Package(
         // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
             name: "CChaosPreload", dependencies: ["CChaosFaults", "CChaosControl"],
+            exclude: ["process_tree.inc"],
             cSettings: [.headerSearchPath("../CChaosIntercept")],
             linkerSettings: [
                 .linkedLibrary("dl", .when(platforms: [.linux])),

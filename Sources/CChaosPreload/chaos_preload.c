@@ -55,6 +55,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/uio.h>
+#include <limits.h>
+#include <spawn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +71,8 @@
 #include "interceptors.inc"
 
 EXPORT unsigned long chaos_preload_chaotic_calls(void) { return atomic_load(&ix_chaotic_calls); }
+
+#include "process_tree.inc"
 
 // MARK: - Loading the plan
 
@@ -109,12 +113,13 @@ static char *read_plan_file(const char *path, size_t *length) {
 SLOT(setenv);
 
 /// Counts every entry of `plan` into the file `chaos run` reports from (CHAOS_RUN_TALLY)
-/// as well. A file that is gone means `chaos run` has ended and reports nothing more; one
-/// of another shape is said, as its report would then be wrong. With a control endpoint
-/// (`control`), entries it applies are counted there too, as not reported.
-static void mirror_into(const char *path, chaos_plan *plan, int control) {
+/// as well, and returns its header (NULL: not counted). A file that is gone means `chaos
+/// run` has ended and reports nothing more; one of another shape is said, as its report
+/// would then be wrong. With a control endpoint (`control`), entries it applies are
+/// counted there too, as not reported.
+static chaos_tally_header *mirror_into(const char *path, chaos_plan *plan, int control) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return;
+    if (fd < 0) return NULL;
     struct stat info;
     int32_t count = chaos_plan_entry_count(plan);
     size_t size = sizeof(chaos_tally_header) + (size_t)count * 2 * sizeof(uint64_t);
@@ -124,12 +129,13 @@ static void mirror_into(const char *path, chaos_plan *plan, int control) {
     chaos_tally_header *header = mapped;
     if (mapped == MAP_FAILED || strncmp(header->magic, CHAOS_TALLY_MAGIC, sizeof header->magic) != 0 || header->entries != (uint64_t)count) {
         if (mapped != MAP_FAILED) munmap(mapped, size);
-        say("CHAOS_RUN_TALLY ", path, "is not the tally of this plan: chaos run's report will not count this process");
-        return;
+        say("CHAOS_RUN_TALLY ", path, " is not the tally of this plan: chaos run's report will not count this process");
+        return NULL;
     }
     uint64_t *pairs = (uint64_t *)(header + 1);
     for (int32_t e = 0; e < count; e++) chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
     if (control) chaos_control_count_applied_into(&header->applied_later);
+    return header;
 }
 
 /// The readings the clock's fast path answered reach the tally when the process ends.
@@ -184,7 +190,8 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         if (control) chaos_control_anchor_chosen();
     }
     const char *tally = get("CHAOS_RUN_TALLY");
-    if (tally && *tally) mirror_into(tally, plan, control);
+    chaos_tally_header *header = tally && *tally ? mirror_into(tally, plan, control) : NULL;
+    tree_start(get, header, plan);
     if (control) chaos_control_adopt(plan);
     chaos_plan_install(plan);
     free(owned);

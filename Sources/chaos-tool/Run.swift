@@ -30,9 +30,16 @@ struct Run: ParsableCommand {
             readings become system calls. A program neither delivery reaches (another ELF class, or
             entries the seccomp delivery cannot carry, such as getenv sequences) is refused before
             it starts, with the reason; --allow-unreached runs it anyway, without chaos.
+            Every exec in the program's tree is checked as the program was: one the preload library
+            cannot reach fails with the reason (--allow-unreached: runs, said and reported), and a
+            program that drops the variables that carry chaos from its children's environment gets
+            them back. io_uring, whose reads and writes pass every interceptor, fails with ENOSYS
+            when the profile has file or socket entries (--io-uring allow: goes through, said).
             When the program ends, chaos run reports each entry's calls seen and acted on, counted
-            across every process of the program's tree (--quiet: not; --report FILE: as JSON), and
-            --require-fired fails a run in which an entry never acted.
+            across every process of the program's tree (--quiet: not; --report FILE: as JSON), names
+            the processes of the tree still running (--wait-tree[=DURATION]: waits for them first),
+            and --require-fired fails a run in which an entry never acted (it waits up to 5 s for
+            the tree, less once every entry has acted).
             Exit status: the program's own; 125 when chaos run itself fails (a profile error,
             no preload library, a program it cannot reach, an entry that never acted under
             --require-fired), 126 when the program cannot be run, 127 when it is not found.
@@ -75,6 +82,26 @@ struct Run: ParsableCommand {
     @Flag(help: "Exit 125 after the program ends when an entry never acted.")
     var requireFired = false
 
+    @Flag(
+        help:
+            "Report when every process of the program's tree has ended, not only the program (--wait-tree=DURATION: at most that long after it)."
+    )
+    var waitTree = false
+
+    @Option(help: .hidden)
+    var waitTreeBound: String?
+
+    @Option(
+        help:
+            "io_uring in the tree: refuse (ENOSYS, so that programs fall back to calls chaos reaches) or allow (out of chaos's reach, said)."
+    )
+    var ioUring: IOUring = .refuse
+
+    /// Whether the program's tree may set up io_uring.
+    enum IOUring: String, ExpressibleByArgument, CaseIterable {
+        case refuse, allow
+    }
+
     /// How `chaos run` reaches its program.
     enum Delivery: String, ExpressibleByArgument, CaseIterable {
         case auto, preload, seccomp
@@ -82,6 +109,14 @@ struct Run: ParsableCommand {
 
     @Argument(parsing: .captureForPassthrough, help: "The program and its arguments (after --).")
     var command: [String]
+
+    func validate() throws {
+        if let waitTreeBound, !waitTreeBound.isEmpty {
+            guard let bound = DurationText.parse(waitTreeBound), bound > .zero else {
+                throw ValidationError("--wait-tree=\(waitTreeBound): give a duration such as 30s or 2m")
+            }
+        }
+    }
 
     func run() throws {
         let arguments = command.first == "--" ? Array(command.dropFirst()) : command
@@ -127,6 +162,12 @@ struct Run: ParsableCommand {
         if quiet { argv.append("--quiet") }
         if let report { argv += ["--report", report] }
         if requireFired { argv.append("--require-fired") }
+        if let waitTreeBound {
+            argv.append("--wait-tree=\(waitTreeBound)")
+        } else if waitTree {
+            argv.append("--wait-tree")
+        }
+        argv += ["--io-uring", ioUring.rawValue]
         argv += ["--"] + arguments
         var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) }
         cArguments.append(nil)

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,10 +346,48 @@ int chaos_answer_due(int listener) {
     return next < 0 ? -1 : (int)((next + 999999) / 1000000);
 }
 
+// MARK: - io_uring
+
+static int io_uring_allowed;
+static uint64_t tree_event_count;
+static chaos_tree_event tree_events[CHAOS_TALLY_EVENTS];
+
+void chaos_answer_allow_io_uring(int allowed) { io_uring_allowed = allowed; }
+
+const chaos_tree_event *chaos_answer_tree_events(uint64_t *count) {
+    *count = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
+    return tree_events;
+}
+
+/// Fails io_uring_setup with ENOSYS (or lets it through when allowed), saying so once per process.
+static void answer_io_uring(int listener, const struct seccomp_notif *n) {
+    char link[64], program[PATH_MAX] = "";
+    snprintf(link, sizeof link, "/proc/%u/exe", n->pid);
+    ssize_t length = readlink(link, program, sizeof program - 1);
+    program[length > 0 ? length : 0] = 0;
+    int said = 0;
+    uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
+    for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS && !said; i++) said = tree_events[i].pid == (int32_t)n->pid;
+    if (!said) {
+        if (io_uring_allowed)
+            fprintf(stderr, "chaos run: warning: process %u (%s) set up io_uring (--io-uring allow): its reads and writes through it are out of chaos's reach\n", n->pid, program);
+        else
+            fprintf(stderr, "chaos run: process %u (%s) asked for io_uring: refused with ENOSYS, so that it falls back to calls chaos reaches (--io-uring allow lets it through, out of chaos's reach)\n", n->pid, program);
+        chaos_tree_event_record(&tree_event_count, tree_events, io_uring_allowed ? CHAOS_TREE_IO_URING_ALLOWED : CHAOS_TREE_IO_URING_REFUSED,
+                                (int32_t)n->pid, program);
+    }
+    if (io_uring_allowed) go_on(listener, n->id);
+    else respond(listener, n->id, -1, -ENOSYS, 0);
+}
+
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (!sc) {
         go_on(listener, n->id);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_IO_URING) {
+        answer_io_uring(listener, n);
         return;
     }
     if (sc->shape == CHAOS_SHAPE_RENUMBER || sc->shape == CHAOS_SHAPE_EXEC) {

@@ -26,6 +26,13 @@ int chaos_answer_due(int listener);
 /// What clock `clock`, reading `real` ns, reads under outcome `o` of a clock entry: the
 /// virtual time, or the real reading shifted, frozen or scaled (clocks with their own
 /// origin, such as monotonic ones, move by the realtime clock's shift at this instant).
+/// Whether io_uring_setup goes through (--io-uring allow) rather than failing with ENOSYS.
+void chaos_answer_allow_io_uring(int allowed);
+
+/// The tree's events this supervisor saw (io_uring set up or refused): how many there were
+/// in `*count`, the first CHAOS_TALLY_EVENTS of them returned.
+const chaos_tree_event *chaos_answer_tree_events(uint64_t *count);
+
 int64_t chaos_answer_faked_reading(int clock, int64_t real, const chaos_outcome *o);
 
 #endif

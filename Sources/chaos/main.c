@@ -25,10 +25,12 @@
 
 #include "development.h"
 #include "parent.h"
-#include "reach.h"
 #include "supervise.h"
+#include "tree.h"
 
 #define MAX_PROFILE (1 << 20)
+/// How long --require-fired waits for the program's tree, without --wait-tree.
+#define REQUIRE_FIRED_WAIT_NS (5 * 1000000000ll)
 #define MAX_CACHED (4 << 20)
 
 static const char *self_directory(char *buffer, size_t capacity) {
@@ -166,9 +168,11 @@ static int unreached(char **argv, const char *file, const char *reason, int allo
 /// For 's', the plan it checked goes in `*supervised` (the caller's to run).
 static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options, chaos_plan **supervised) {
     char file[PATH_MAX];
-    enum chaos_reach reach = chaos_reach_program(argv[0], file, sizeof file);
+    enum chaos_reach reach = chaos_reach_program(argv[0], getenv("PATH") ? getenv("PATH") : "/bin:/usr/bin", file, sizeof file);
     int asked_seccomp = strcmp(options->delivery, "seccomp") == 0, asked_preload = strcmp(options->delivery, "preload") == 0;
-    if (reach == CHAOS_UNREACHED_CLASS || (asked_preload && reach != CHAOS_REACHED))
+    // A set-user-ID program under the seccomp delivery would run without its privileges
+    // (the filter needs no_new_privs): not the program the user asked for.
+    if (reach == CHAOS_UNREACHED_CLASS || reach == CHAOS_UNREACHED_SETUID || (asked_preload && reach != CHAOS_REACHED))
         return unreached(argv, file, chaos_reach_reason(reach), options->allow_unreached) ? 0 : 'n';
     if (!asked_seccomp && reach == CHAOS_REACHED) return 'p';
     char why[512];
@@ -250,6 +254,9 @@ static int run(char *cached, const struct run_options *options, char **argv) {
     chaos_plan *supervised = NULL;
     char delivery = choose_delivery(argv, text, options, &supervised);
     if (!delivery) return 125;
+    // Every exec in the tree is checked as this one was: they run anyway only when asked.
+    if (options->allow_unreached) setenv("CHAOS_ALLOW_UNREACHED", "1", 1);
+    else unsetenv("CHAOS_ALLOW_UNREACHED");
     if (delivery == 's') return chaos_supervise(supervised, argv, &options->report);
     if (delivery == 'n') chaos_parent_become(argv);
     setenv("CHAOS_PLAN_TEXT", text, 1);
@@ -309,7 +316,7 @@ static int regular_file(const char *path) {
 // compiled plan; returns -1 (and changes nothing) when the Swift tool must do it, having
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
 static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t cache_capacity) {
-    const char *profile = NULL, *preload_option = NULL;
+    const char *profile = NULL, *preload_option = NULL, *io_uring = "refuse";
     struct run_options options = { .delivery = "auto" };
     int command = -1;
     cache[0] = 0;
@@ -327,11 +334,27 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
         else if (strcmp(a, "--require-fired") == 0) options.report.require_fired = 1;
         else if (strcmp(a, "--report") == 0 && i + 1 < argc) options.report.path = argv[++i];
         else if (strncmp(a, "--report=", 9) == 0) options.report.path = a + 9;
+        else if (strcmp(a, "--wait-tree") == 0) options.report.wait_tree = 1;
+        else if (strncmp(a, "--wait-tree=", 12) == 0) {
+            struct chaos_tree_wait wait;
+            if (chaos_tree_wait_parse(a + 12, &wait) != 0) return -1;  // the tool says what it takes
+            options.report.wait_tree = 1;
+            options.report.wait_bound_ns = wait.bound_ns;
+        }
+        else if (strcmp(a, "--io-uring") == 0 && i + 1 < argc) io_uring = argv[++i];
+        else if (strncmp(a, "--io-uring=", 11) == 0) io_uring = a + 11;
         else if (strcmp(a, "--delivery") == 0 && i + 1 < argc) options.delivery = argv[++i];
         else if (strncmp(a, "--delivery=", 11) == 0) options.delivery = a + 11;
         else return -1;  // --no-cache, --help, a mistake: the tool answers
     }
     if (!profile || command < 0 || command >= argc) return -1;
+    if (strcmp(io_uring, "refuse") != 0 && strcmp(io_uring, "allow") != 0) return -1;  // the tool says what it takes
+    options.report.io_uring_allowed = strcmp(io_uring, "allow") == 0;
+    // --require-fired judges the whole tree, but a daemon that never ends must not hang it.
+    if (options.report.require_fired && !options.report.wait_tree) {
+        options.report.wait_tree = 1;
+        options.report.wait_bound_ns = REQUIRE_FIRED_WAIT_NS;
+    }
     if (strcmp(options.delivery, "auto") != 0 && strcmp(options.delivery, "preload") != 0 && strcmp(options.delivery, "seccomp") != 0)
         return -1;  // the tool says what --delivery takes
     // A plan the tool just compiled (it starts us again with it), or one compiled earlier.

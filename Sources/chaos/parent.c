@@ -14,7 +14,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +28,12 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "tree.h"
 
 /// Signals `chaos run` passes on to its program.
 static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP };
@@ -83,12 +91,45 @@ void chaos_parent_become(char **argv) {
     _exit(failure == ENOENT ? 127 : 126);
 }
 
+static int64_t monotonic_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+void chaos_parent_wait_tree(int signals, const struct chaos_report_options *options, int (*all_fired)(void *),
+                            void *context, pid_t except, struct chaos_report_run *run) {
+    int64_t deadline = options->wait_bound_ns > 0 ? monotonic_now_ns() + options->wait_bound_ns : 0;
+    int interrupted = 0;
+    while (options->wait_tree && !interrupted && chaos_tree_has_children()) {
+        if (all_fired && all_fired(context)) break;  // nothing later can change the judgement
+        int64_t left = deadline ? deadline - monotonic_now_ns() : INT64_MAX;
+        if (left <= 0) {
+            run->waited_out = 1;
+            break;
+        }
+        // Woken by an end (SIGCHLD); every 100 ms to look at the counts again.
+        struct pollfd waiting = { signals, POLLIN, 0 };
+        int timeout = left < 100000000 ? (int)((left + 999999) / 1000000) : 100;
+        if (poll(&waiting, 1, all_fired || deadline ? timeout : -1) < 0 && errno != EINTR) break;
+        struct signalfd_siginfo info;
+        while (read(signals, &info, sizeof info) == sizeof info)
+            interrupted |= info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM;
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0) {}
+    }
+    static char running[2048];
+    run->still_running = chaos_tree_has_children() ? chaos_tree_running(except, running, sizeof running) : 0;
+    run->running = running;
+}
+
 int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,
                         const struct chaos_report_options *options) {
     if (run->never_started) return end_like(run->status);
     int never = chaos_report_write(run, entries, count, options);
     if (options->require_fired && never != 0) {
-        if (never > 0) fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)\n", never, never == 1 ? "y" : "ies");
+        if (never > 0)
+            fprintf(stderr, "chaos run: %d entr%s never acted (--require-fired)%s\n", never, never == 1 ? "y" : "ies",
+                    run->still_running ? ", judged while processes of the tree still ran" : "");
         return 125;
     }
     return end_like(run->status);
@@ -96,28 +137,88 @@ int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_
 
 // MARK: - The preload delivery
 
-/// The shared file every preloaded process of the tree counts into: made private to this
-/// user, sized for `entries` pairs. Returns its mapping (and the path in `path`), or NULL.
-static chaos_tally_header *make_tally(int entries, char *path, size_t capacity) {
-    const char *base = getenv("XDG_RUNTIME_DIR");
-    if (!base || !*base || access(base, W_OK) != 0) base = getenv("TMPDIR");
+/// The shared file every preloaded process of the tree counts into, sized for `entries`
+/// pairs. Returns its mapping (and the path in `path`, its folder in `folder`), or NULL.
+///
+/// Processes of the tree may run as other users (postgres, nginx workers drop root), so
+/// the file is writable by all; it lies in a folder others may pass through but not list
+/// (0711), under a name drawn at random, so only those told the name (the tree, through
+/// its environment) find it.
+static chaos_tally_header *make_tally(int entries, char *path, size_t capacity, char *folder, size_t folder_capacity) {
+    const char *base = getenv("TMPDIR");
     if (!base || !*base || access(base, W_OK) != 0) base = "/tmp";
-    unsigned int random = 0;
-    if (getrandom(&random, sizeof random, 0) != sizeof random) random = (unsigned)getpid() * 2654435761u;
-    snprintf(path, capacity, "%s/chaos-run-%d-%08x.tally", base, (int)getpid(), random);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) return NULL;
+    uint64_t random[2] = { 0, 0 };
+    if (getrandom(random, sizeof random, 0) != sizeof random) {
+        random[0] = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
+        random[1] = random[0] * 0x9E3779B97F4A7C15ull;
+    }
+    snprintf(folder, folder_capacity, "%s/chaos-run-%d-%08llx", base, (int)getpid(), (unsigned long long)(random[0] & 0xffffffffu));
+    if (mkdir(folder, 0711) != 0) return NULL;
+    chmod(folder, 0711);  // whatever the umask
+    snprintf(path, capacity, "%s/%016llx.tally", folder, (unsigned long long)random[1]);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        rmdir(folder);
+        return NULL;
+    }
+    fchmod(fd, 0666);
     size_t size = sizeof(chaos_tally_header) + (size_t)entries * 2 * sizeof(uint64_t);
     void *mapped = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     close(fd);
     if (mapped == MAP_FAILED) {
         unlink(path);
+        rmdir(folder);
         return NULL;
     }
     chaos_tally_header *header = mapped;
     snprintf(header->magic, sizeof header->magic, "%s", CHAOS_TALLY_MAGIC);
     header->entries = (uint64_t)entries;
     return header;
+}
+
+/// Whether every entry of the tally has acted (--require-fired needs wait no longer).
+static int tally_all_fired(void *context) {
+    chaos_tally_header *tally = context;
+    _Atomic uint64_t *pairs = (_Atomic uint64_t *)(tally + 1);
+    for (uint64_t e = 0; e < tally->entries; e++)
+        if (atomic_load(&pairs[2 * e]) == 0) return 0;
+    return 1;
+}
+
+/// Seccomp's filter for a preloaded tree: io_uring_setup fails with ENOSYS, everything else
+/// passes at the cost of a few instructions. liburing makes the call itself, past
+/// syscall(2), where only a filter sees it.
+static int refuse_io_uring(void) {
+#if defined(__x86_64__) && defined(__NR_io_uring_setup)
+    struct sock_filter instructions[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog filter = { sizeof instructions / sizeof instructions[0], instructions };
+    // Without CAP_SYS_ADMIN a filter needs no_new_privs; the preload refuses the set-user-ID
+    // programs it would strip (they ignore LD_PRELOAD anyway).
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter) == 0) return 0;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter);
+#else
+    return 0;
+#endif
+}
+
+/// Whether the plan has entries io_uring would slip past (files and sockets).
+static int plan_has_descriptor_entries(const chaos_plan *plan) {
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
+        int32_t point = chaos_plan_entry_point(plan, e);
+        if (point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV ||
+            point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_CONNECT)
+            return 1;
+    }
+    return 0;
 }
 
 int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_report_options *options) {
@@ -128,8 +229,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         return 125;
     }
     int count = chaos_plan_entry_count(plan);
-    char tally_path[4096];
-    chaos_tally_header *tally = make_tally(count, tally_path, sizeof tally_path);
+    char tally_path[4096], tally_folder[4096];
+    chaos_tally_header *tally = make_tally(count, tally_path, sizeof tally_path, tally_folder, sizeof tally_folder);
     if (!tally) {
         fprintf(stderr, "chaos run: cannot make the file its program's processes count into (%s)\n", strerror(errno));
         return 125;
@@ -138,6 +239,9 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     char parent_text[32];
     snprintf(parent_text, sizeof parent_text, "%d", (int)getpid());
     setenv("CHAOS_RUN_PARENT", parent_text, 1);
+    if (options->io_uring_allowed) setenv("CHAOS_IO_URING", "allow", 1);
+    int io_uring_filter = !options->io_uring_allowed && plan_has_descriptor_entries(plan);
+    chaos_tree_adopt_orphans();
     sigset_t original;
     int signals = chaos_parent_block_signals(&original);
     pid_t parent = getpid();
@@ -146,6 +250,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     if (child < 0) {
         fprintf(stderr, "chaos run: cannot start the program: %s\n", strerror(errno));
         unlink(tally_path);
+        rmdir(tally_folder);
         return 125;
     }
     if (child == 0) {
@@ -154,6 +259,12 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         // touches nothing shared: no stdio, no allocation.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(125);
+        if (io_uring_filter && refuse_io_uring() != 0) {
+            static const char message[] = "chaos run: cannot install the filter that keeps io_uring out; pass --io-uring allow to run without it\n";
+            ssize_t told = write(2, message, sizeof message - 1);
+            (void)told;
+            _exit(125);
+        }
         sigprocmask(SIG_SETMASK, &original, NULL);
         chaos_parent_become(argv);
     }
@@ -168,7 +279,10 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         while (!ended && read(signals, &info, sizeof info) == sizeof info) {
             chaos_parent_pass_on(&info, child);
             int changed;
-            while (!ended && waitpid(child, &changed, WNOHANG | WUNTRACED) == child) {
+            pid_t got;
+            // As the tree's subreaper it reaps orphans too: only the program's end ends this.
+            while (!ended && (got = waitpid(-1, &changed, WNOHANG | WUNTRACED)) > 0) {
+                if (got != child) continue;
                 if (WIFSTOPPED(changed)) chaos_parent_child_stopped(child, changed);
                 else if (WIFEXITED(changed) || WIFSIGNALED(changed)) {
                     status = changed;
@@ -178,19 +292,24 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         }
         if (ended) break;
     }
+    // The child has ended, and every copy of the write end with it (nonblocking all the same).
+    char told;
+    int never_started = read(failure_pipe[0], &told, 1) == 1;
+    close(failure_pipe[0]);
+    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started, 0 };
+    if (!never_started)
+        chaos_parent_wait_tree(signals, options, options->require_fired ? tally_all_fired : NULL, tally, 0, &run);
     unlink(tally_path);  // processes the program left running go on without a report
+    rmdir(tally_folder);
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
     _Atomic uint64_t *pairs = (_Atomic uint64_t *)(tally + 1);
     for (int e = 0; entries && e < count; e++) {
         uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
         entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
     }
-    // The child has ended, and every copy of the write end with it (nonblocking all the same).
-    char told;
-    int never_started = read(failure_pipe[0], &told, 1) == 1;
-    close(failure_pipe[0]);
-    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started,
-                                    atomic_load((_Atomic uint64_t *)&tally->applied_later) };
+    run.applied_later = atomic_load((_Atomic uint64_t *)&tally->applied_later);
+    run.events = tally->events;
+    run.event_count = atomic_load((_Atomic uint64_t *)&tally->event_count);
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

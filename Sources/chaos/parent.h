@@ -34,6 +34,13 @@ __attribute__((noreturn)) void chaos_parent_become(char **argv);
 /// vfork child shares: ThreadSanitizer's vfork is a fork.)
 extern int chaos_parent_exec_failure_fd;
 
+/// After the program ended: waits for the rest of its tree as `options` ask (reaping what
+/// ends, passing on nothing), until no process is left, the bound, a SIGINT or SIGTERM, or
+/// `all_fired(context)` says every entry has acted (NULL: never). Then says in `run` which
+/// processes still run. `except` is a process of chaos run's own, not the program's.
+void chaos_parent_wait_tree(int signals, const struct chaos_report_options *options, int (*all_fired)(void *),
+                            void *context, pid_t except, struct chaos_report_run *run);
+
 /// Reports `entries` (see report.h) and returns what `chaos run` exits with: 125 when an
 /// entry never acted under --require-fired, else the program's status (a signal that
 /// ended the program is raised again here, so the caller sees the same end). A program

@@ -27,6 +27,21 @@ static void describe_status(int status, char *out, size_t capacity) {
     else snprintf(out, capacity, "exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : 0);
 }
 
+/// What an event of the tree was, for people and (`json`) for the JSON report.
+static const char *event_text(int32_t kind, int json) {
+    switch (kind) {
+    case CHAOS_TREE_EXEC_REFUSED: return json ? "exec-refused" : "exec refused: chaos cannot reach the program";
+    case CHAOS_TREE_EXEC_UNREACHED: return json ? "exec-unreached" : "ran without chaos (--allow-unreached)";
+    case CHAOS_TREE_IO_URING_REFUSED: return json ? "io-uring-refused" : "io_uring refused with ENOSYS";
+    case CHAOS_TREE_IO_URING_ALLOWED: return json ? "io-uring-allowed" : "io_uring allowed: its reads and writes were out of reach";
+    default: return json ? "unknown" : "an event this report does not know";
+    }
+}
+
+static uint64_t kept_events(const struct chaos_report_run *run) {
+    return run->events ? (run->event_count < CHAOS_TALLY_EVENTS ? run->event_count : CHAOS_TALLY_EVENTS) : 0;
+}
+
 static int write_json(const char *path, const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count) {
     FILE *out = fopen(path, "w");
     if (!out) return -1;
@@ -49,6 +64,21 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
     }
     fprintf(out, "]");
     if (run->applied_later) fprintf(out, ",\"uncountedAppliedEntries\":%llu", (unsigned long long)run->applied_later);
+    if (run->event_count) {
+        fprintf(out, ",\"treeEvents\":[");
+        for (uint64_t i = 0; i < kept_events(run); i++) {
+            const chaos_tree_event *event = &run->events[i];
+            fprintf(out, "%s{\"event\":\"%s\",\"pid\":%d,\"program\":", i ? "," : "", event_text(event->kind, 1), (int)event->pid);
+            json_string(out, event->program);
+            fputc('}', out);
+        }
+        fprintf(out, "],\"treeEventCount\":%llu", (unsigned long long)run->event_count);
+    }
+    if (run->still_running) {
+        fprintf(out, ",\"stillRunning\":{\"count\":%d,\"processes\":", run->still_running);
+        json_string(out, run->running ? run->running : "");
+        fprintf(out, ",\"waitedOut\":%s}", run->waited_out ? "true" : "false");
+    }
     fprintf(out, "}\n");
     return fclose(out) == 0 ? 0 : -1;
 }
@@ -95,6 +125,15 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
         if (run->applied_later)
             fprintf(stderr, "  and %llu %s applied through chaos ctl while it ran: not counted in this report\n",
                     (unsigned long long)run->applied_later, run->applied_later == 1 ? "entry" : "entries");
+        for (uint64_t i = 0; i < kept_events(run); i++)
+            fprintf(stderr, "  process %d (%s): %s\n", (int)run->events[i].pid, run->events[i].program,
+                    event_text(run->events[i].kind, 0));
+        if (run->event_count > kept_events(run))
+            fprintf(stderr, "  and %llu more such events\n", (unsigned long long)(run->event_count - kept_events(run)));
+        if (run->still_running)
+            fprintf(stderr, "  %d process%s of the tree still running%s: %s; %s later calls are not counted\n",
+                    run->still_running, run->still_running == 1 ? "" : "es", run->waited_out ? " after --wait-tree's bound" : "",
+                    run->running ? run->running : "", run->still_running == 1 ? "its" : "their");
     }
     if (options->path && write_json(options->path, run, entries, count) != 0) {
         fprintf(stderr, "chaos run: cannot write the report to %s: %s\n", options->path, strerror(errno));

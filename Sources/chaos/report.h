@@ -24,6 +24,11 @@ struct chaos_report_run {
     int status;             ///< waitpid's status of the program
     int never_started;      ///< 1: the program could not be started (exec failed): nothing to report
     uint64_t applied_later; ///< entries `chaos ctl` applied while it ran, which it did not count
+    const chaos_tree_event *events; ///< the tree's edges crossed (execs refused or unreached, io_uring)
+    uint64_t event_count;   ///< how many there were (the first CHAOS_TALLY_EVENTS are in `events`)
+    int still_running;      ///< processes of the tree still running when it reported
+    const char *running;    ///< them, as "4102 mydaemon, 4103 sh"
+    int waited_out;         ///< 1: it stopped waiting for them at --wait-tree's bound
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -45,6 +45,7 @@
 #include "report.h"
 #include "syscalls.h"
 #include "tracee.h"
+#include "tree.h"
 #include "waits.h"
 
 #define MOST_INSTRUCTIONS 256
@@ -330,9 +331,19 @@ static void start_control(char **argv) {
     chaos_control_start(getenv, NULL);
 }
 
+/// Whether every entry of the active plan has acted (--require-fired needs wait no longer).
+static int engine_all_fired(void) {
+    for (int32_t e = 0; e < chaos_fault_entry_count(); e++) {
+        chaos_entry_counters counters;
+        if (chaos_fault_counters(e, &counters) == 0 && counters.acted == 0) return 0;
+    }
+    return 1;
+}
+
 /// Reports the entries' counts and returns what `chaos run` exits with. The active plan's
-/// entries: `chaos ctl` may have replaced the plan the program started with.
-static int finish(const char *program, int status, int started, const struct chaos_report_options *options) {
+/// entries: `chaos ctl` may have replaced the plan the program started with. `run` says how
+/// the program and its tree went.
+static int finish(struct chaos_report_run *run, const struct chaos_report_options *options) {
     int count = chaos_fault_entry_count();
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
     char (*labels)[256] = calloc((size_t)(count ? count : 1), sizeof *labels);
@@ -342,8 +353,9 @@ static int finish(const char *program, int status, int started, const struct cha
         int labelled = chaos_fault_entry_label(e, labels[e], sizeof labels[e]) == 1;
         entries[e] = (struct chaos_report_entry){ counters.point, labelled ? labels[e] : NULL, counters.seen, counters.acted };
     }
-    struct chaos_report_run run = { program, "seccomp", chaos_fault_seed(), status, !started };
-    int code = chaos_parent_finish(&run, entries, entries && labels ? count : 0, options);
+    run->seed = chaos_fault_seed();
+    run->events = chaos_answer_tree_events(&run->event_count);
+    int code = chaos_parent_finish(run, entries, entries && labels ? count : 0, options);
     free(entries);
     free(labels);
     return code;
@@ -375,6 +387,8 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
     struct seccomp_notif *notification = calloc(1, size);
 
+    chaos_answer_allow_io_uring(options->io_uring_allowed);
+    chaos_tree_adopt_orphans();
     pid_t parent = getpid();
     pid_t child = fork();
     if (child < 0 || signals < 0 || !notification) {
@@ -404,9 +418,28 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     // After the fork: the child must not inherit a thread that could hold a lock.
     if (control) start_control(argv);
     ptrace(PTRACE_CONT, child, NULL, NULL);
+    // Until the program ends; then, under --wait-tree, until the rest of its tree has too.
+    int ended = 0, waited_out = 0, interrupted = 0;
+    int64_t deadline = 0;
     for (;;) {
-        struct pollfd waiting[2] = { { server.wake, POLLIN, 0 }, { signals, POLLIN, 0 } };
         int timeout = chaos_answer_due(listener);
+        if (ended) {
+            if (!options->wait_tree || interrupted || !chaos_tree_has_children()) break;
+            if (options->require_fired && engine_all_fired()) break;
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+            if (!deadline && options->wait_bound_ns > 0) deadline = now_ns + options->wait_bound_ns;
+            if (deadline && now_ns >= deadline) {
+                waited_out = 1;
+                break;
+            }
+            // Every 100 ms at most, to look at the counts and the bound again.
+            int look = options->require_fired || deadline ? 100 : -1;
+            if (deadline && (deadline - now_ns) / 1000000 + 1 < look) look = (int)((deadline - now_ns) / 1000000 + 1);
+            if (look >= 0 && (timeout < 0 || look < timeout)) timeout = look;
+        }
+        struct pollfd waiting[2] = { { server.wake, POLLIN, 0 }, { signals, POLLIN, 0 } };
         if (poll(waiting, 2, timeout) < 0 && errno != EINTR) break;
         if (waiting[0].revents & POLLIN) {
             uint64_t wakes;
@@ -416,13 +449,18 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         }
         if (!(waiting[1].revents & POLLIN)) continue;
         struct signalfd_siginfo info;
-        int ended = 0;
         while (read(signals, &info, sizeof info) == sizeof info) {
             if (info.ssi_signo == SIGCHLD) ended |= children_changed(child, &tracing, &status);
+            else if (ended) interrupted |= info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM;
             else chaos_parent_pass_on(&info, child);
         }
-        if (ended) break;
+        if (ended && !options->wait_tree) break;
     }
+    struct chaos_report_run run = { argv[0], "seccomp", 0, status, !tracing.started, 0 };
+    static char running[2048];
+    run.still_running = chaos_tree_has_children() ? chaos_tree_running(0, running, sizeof running) : 0;
+    run.running = running;
+    run.waited_out = waited_out;
     server_stop(&server, &tracing);
     chaos_answer_wake(-1);
     close(server.wake);
@@ -430,5 +468,5 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);
-    return finish(argv[0], status, tracing.started, options);
+    return finish(&run, options);
 }

@@ -106,6 +106,11 @@ static const struct chaos_syscall table[] = {
     // forgets the descriptors it knew, as exec closes some).
     { __NR_execve, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
     { __NR_execveat, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
+    // io_uring moves bytes past every trap above: with files or connect entries, setting
+    // it up fails (ENOSYS, so that programs fall back to calls the filter traps) or is said.
+#ifdef __NR_io_uring_setup
+    { __NR_io_uring_setup, CHAOS_POINT_FILES, -1, CHAOS_OP_ALL_FILES, CHAOS_SHAPE_IO_URING, 0, 0 },
+#endif
     // What can make a descriptor number or a thread id name something else: the
     // supervisor forgets what it knew of them (descriptors.c).
     RENUMBER(__NR_close), RENUMBER(__NR_close_range), RENUMBER(__NR_dup3), RENUMBER(__NR_clone), RENUMBER(__NR_clone3),
@@ -140,7 +145,8 @@ static uint64_t needed_rows(const chaos_plan *plan) {
         int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op)) &&
                         (clock_flags & call->needs) == call->needs;
         int for_descriptors = call->shape == CHAOS_SHAPE_EXEC && (points >> CHAOS_POINT_FILES & 1) && (ops & call->op);
-        if (for_point || for_descriptors) rows |= 1ull << i;
+        int for_io_uring = call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
+        if (for_point || for_descriptors || for_io_uring) rows |= 1ull << i;
     }
     return rows;
 }

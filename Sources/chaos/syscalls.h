@@ -33,6 +33,7 @@ enum chaos_shape {
     CHAOS_SHAPE_FSTAT,       ///< fstat: fd, buffer
     CHAOS_SHAPE_STAT_AT,     ///< newfstatat: dirfd, path, buffer, flags
     CHAOS_SHAPE_STATX,       ///< statx: dirfd, path, flags, mask, buffer
+    CHAOS_SHAPE_IO_URING,    ///< io_uring_setup: its reads and writes would pass every other trap
 };
 
 /// One trapped system call.

@@ -466,6 +466,7 @@ chaos_counts *chaos_plan_counts(const chaos_plan *plan, int32_t entry);
 int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts);
 
 #include "chaos_tally.h"
+#include "chaos_reach.h"
 
 /// Drops a reference to `counts` (NULL: nothing).
 void chaos_counts_release(chaos_counts *counts);

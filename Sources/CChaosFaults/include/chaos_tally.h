@@ -28,6 +28,25 @@ int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair);
 /// last flush (a forked child: since it was forked). Call it when the process ends.
 void chaos_fault_mirror_flush(void);
 
+/// What a process of the tree did at an edge chaos does not cross quietly: the report names
+/// each one, with the process and the program.
+typedef enum chaos_tree_event_kind {
+    CHAOS_TREE_EXEC_REFUSED = 1,    ///< an exec of a program chaos cannot reach was refused
+    CHAOS_TREE_EXEC_UNREACHED = 2,  ///< such an exec ran without chaos (--allow-unreached)
+    CHAOS_TREE_IO_URING_REFUSED = 3, ///< io_uring_setup failed with ENOSYS (the default)
+    CHAOS_TREE_IO_URING_ALLOWED = 4, ///< io_uring_setup went through (--io-uring allow)
+} chaos_tree_event_kind;
+
+/// One such event: which process, and the program it ran or tried to run.
+typedef struct chaos_tree_event {
+    int32_t kind;  ///< chaos_tree_event_kind, stored last (atomically): 0 while the slot is written
+    int32_t pid;
+    char program[120];
+} chaos_tree_event;
+
+/// How many events the tally keeps; later ones are counted (event_count) but not kept.
+#define CHAOS_TALLY_EVENTS 16
+
 /// The file `chaos run` shares with every preloaded process of its program's tree (named
 /// by CHAOS_RUN_TALLY): this header, then one (acted, passed) pair of uint64_t per plan
 /// entry, which each process's entries mirror their counts into.
@@ -37,8 +56,16 @@ typedef struct chaos_tally_header {
     /// Entries the processes' control endpoints applied while the program ran (`chaos ctl
     /// apply`), added atomically: they have no pair, so the report can only say so.
     uint64_t applied_later;
+    /// Events so far, added atomically; the first CHAOS_TALLY_EVENTS are in `events`.
+    uint64_t event_count;
+    chaos_tree_event events[CHAOS_TALLY_EVENTS];
 } chaos_tally_header;
-#define CHAOS_TALLY_MAGIC "chaos-tally 1"
+#define CHAOS_TALLY_MAGIC "chaos-tally 2"
+
+/// Records an event in `events` (capacity CHAOS_TALLY_EVENTS) counted by `count`: safe
+/// from any process that maps them, and from a vfork child (no allocation, no lock).
+void chaos_tree_event_record(uint64_t *count, chaos_tree_event *events, chaos_tree_event_kind kind, int32_t pid,
+                             const char *program);
 
 #ifdef __cplusplus
 }

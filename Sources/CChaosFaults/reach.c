@@ -1,20 +1,25 @@
 // Whether `chaos run`'s preload library reaches a program, decided from the file before the
-// program starts: a chaos tool whose chaos silently does not fire is worse than none.
+// program starts (by `chaos run` for its program, and by the preload library at every exec
+// in the tree): a chaos tool whose chaos silently does not fire is worse than none.
 //
 // The preload library is loaded by the dynamic loader, so a program without one (no
 // PT_INTERP: static glibc or musl builds, busybox-static, static-pie) never sees it. Go
 // programs, static or linked externally, issue their system calls themselves and read the
 // clock from the vDSO, so wrapping libc changes nothing for them; they carry a Go build-id
-// note. A program of another ELF class or machine cannot load this library either.
+// note. A program of another ELF class or machine cannot load this library either, and the
+// loader ignores LD_PRELOAD for a program that gains privileges (set-user-ID or set-group-ID
+// to someone else).
+//
+// It runs inside exec interceptors, possibly in a vfork child that borrows its parent's
+// memory: it allocates nothing, and reads headers a few at a time into the stack.
 #define _GNU_SOURCE
-#include "reach.h"
+#include "internal.h"
 
 #include <elf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,12 +43,10 @@ static int executable_file(const char *path) {
     return stat(path, &info) == 0 && S_ISREG(info.st_mode) && access(path, X_OK) == 0;
 }
 
-// What execvp would run for `program`: itself when it has a slash, else the first
-// executable file of that name in $PATH (the C library's default path when unset).
-static int resolve(const char *program, char *out, size_t capacity) {
-    if (strchr(program, '/')) return snprintf(out, capacity, "%s", program) < (int)capacity;
-    const char *path = getenv("PATH");
-    if (!path) path = "/bin:/usr/bin";
+// What execvp would run for `program`: itself when it has a slash or there is no `path`
+// to search (execve), else the first executable file of that name in `path`.
+static int resolve(const char *program, const char *path, char *out, size_t capacity) {
+    if (strchr(program, '/') || !path) return snprintf(out, capacity, "%s", program) < (int)capacity;
     while (*path) {
         const char *end = strchr(path, ':');
         size_t length = end ? (size_t)(end - path) : strlen(path);
@@ -57,53 +60,50 @@ static int resolve(const char *program, char *out, size_t capacity) {
 }
 
 // Whether the notes in [offset, offset + size) of the file include Go's build id
-// (owner "Go", type 4).
+// (owner "Go", type 4). Each note's header and owner are read on their own.
 static int has_go_note(int fd, uint64_t offset, uint64_t size) {
     if (size < 12 || size > MAX_NOTES) return 0;
-    unsigned char *notes = malloc((size_t)size);
-    if (!notes) return 0;
-    int found = 0;
-    if (read_at(fd, notes, (size_t)size, offset)) {
-        for (uint64_t at = 0; at + 12 <= size && !found;) {
-            uint32_t name_size, description_size, type;
-            memcpy(&name_size, notes + at, 4);
-            memcpy(&description_size, notes + at + 4, 4);
-            memcpy(&type, notes + at + 8, 4);
-            uint64_t name_at = at + 12;
-            uint64_t next = name_at + ((name_size + 3ull) & ~3ull) + ((description_size + 3ull) & ~3ull);
-            if (name_size > size || description_size > size || next > size) break;
-            // Go writes the owner padded: "Go" and one or two NULs.
-            found = type == 4 && (name_size == 3 || name_size == 4) && memcmp(notes + name_at, "Go", 3) == 0;
-            at = next;
-        }
+    for (uint64_t at = 0; at + 12 <= size;) {
+        unsigned char head[16] = {0};
+        if (!read_at(fd, head, at + 16 <= size ? 16 : 12, offset + at)) return 0;
+        uint32_t name_size, description_size, type;
+        memcpy(&name_size, head, 4);
+        memcpy(&description_size, head + 4, 4);
+        memcpy(&type, head + 8, 4);
+        uint64_t next = at + 12 + ((name_size + 3ull) & ~3ull) + ((description_size + 3ull) & ~3ull);
+        if (name_size > size || description_size > size || next > size) return 0;
+        // Go writes the owner padded: "Go" and one or two NULs.
+        if (type == 4 && (name_size == 3 || name_size == 4) && memcmp(head + 12, "Go", 3) == 0) return 1;
+        at = next;
     }
-    free(notes);
-    return found;
+    return 0;
 }
+
+enum { HEADERS_AT_ONCE = 16 };
 
 // A 64-bit ELF of this machine: whether it has an interpreter, and whether it is Go's.
 static enum chaos_reach inspect_elf64(int fd, const Elf64_Ehdr *header, const char *path) {
     if (header->e_phentsize != sizeof(Elf64_Phdr) || header->e_phnum == 0 || header->e_phnum > MAX_HEADERS)
-        return CHAOS_REACHED;  // not a program the kernel would run: execvp says why
-    size_t count = header->e_phnum;
-    Elf64_Phdr *segments = calloc(count, sizeof *segments);
-    if (!segments) return CHAOS_REACHED;
-    int interpreter = 0, go = 0, readable = read_at(fd, segments, count * sizeof *segments, header->e_phoff);
-    for (size_t i = 0; readable && i < count; i++) {
-        if (segments[i].p_type == PT_INTERP) interpreter = 1;
-        if (segments[i].p_type == PT_NOTE && !go) go = has_go_note(fd, segments[i].p_offset, segments[i].p_filesz);
+        return CHAOS_REACHED;  // not a program the kernel would run: the exec says why
+    int interpreter = 0, go = 0;
+    for (size_t first = 0; first < header->e_phnum; first += HEADERS_AT_ONCE) {
+        Elf64_Phdr segments[HEADERS_AT_ONCE];
+        size_t count = header->e_phnum - first < HEADERS_AT_ONCE ? header->e_phnum - first : HEADERS_AT_ONCE;
+        if (!read_at(fd, segments, count * sizeof *segments, header->e_phoff + first * sizeof *segments)) return CHAOS_REACHED;
+        for (size_t i = 0; i < count; i++) {
+            if (segments[i].p_type == PT_INTERP) interpreter = 1;
+            if (segments[i].p_type == PT_NOTE && !go) go = has_go_note(fd, segments[i].p_offset, segments[i].p_filesz);
+        }
     }
-    free(segments);
-    if (!readable) return CHAOS_REACHED;
     if (!go && header->e_shentsize == sizeof(Elf64_Shdr) && header->e_shnum > 0 && header->e_shnum <= MAX_HEADERS) {
         // Notes a linker kept out of PT_NOTE segments are still in sections.
-        size_t sections = header->e_shnum;
-        Elf64_Shdr *table = calloc(sections, sizeof *table);
-        if (table && read_at(fd, table, sections * sizeof *table, header->e_shoff)) {
-            for (size_t i = 0; i < sections && !go; i++)
+        for (size_t first = 0; first < header->e_shnum && !go; first += HEADERS_AT_ONCE) {
+            Elf64_Shdr table[HEADERS_AT_ONCE];
+            size_t count = header->e_shnum - first < HEADERS_AT_ONCE ? header->e_shnum - first : HEADERS_AT_ONCE;
+            if (!read_at(fd, table, count * sizeof *table, header->e_shoff + first * sizeof *table)) break;
+            for (size_t i = 0; i < count && !go; i++)
                 if (table[i].sh_type == SHT_NOTE) go = has_go_note(fd, table[i].sh_offset, table[i].sh_size);
         }
-        free(table);
     }
     if (go) return CHAOS_UNREACHED_GO;
     if (interpreter) return CHAOS_REACHED;
@@ -116,10 +116,22 @@ static enum chaos_reach inspect_elf64(int fd, const Elf64_Ehdr *header, const ch
     return CHAOS_UNREACHED_STATIC;
 }
 
+/// Whether running `info`'s file gains privileges: the loader then runs in secure mode and
+/// ignores LD_PRELOAD's library.
+static int gains_privileges(const struct stat *info) {
+    return ((info->st_mode & S_ISUID) && info->st_uid != geteuid()) ||
+           ((info->st_mode & S_ISGID) && info->st_gid != getegid());
+}
+
 static enum chaos_reach inspect(const char *path, char *file, size_t capacity, int depth) {
     snprintf(file, capacity, "%s", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return CHAOS_REACHED;
+    struct stat info;
+    if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && gains_privileges(&info)) {
+        close(fd);
+        return CHAOS_UNREACHED_SETUID;
+    }
     unsigned char start[256] = {0};
     ssize_t length = pread(fd, start, sizeof start - 1, 0);
     enum chaos_reach reach = CHAOS_REACHED;
@@ -144,9 +156,9 @@ static enum chaos_reach inspect(const char *path, char *file, size_t capacity, i
     return reach;
 }
 
-enum chaos_reach chaos_reach_program(const char *program, char *file, size_t capacity) {
+enum chaos_reach chaos_reach_program(const char *program, const char *search, char *file, size_t capacity) {
     char path[PATH_MAX];
-    if (!program || !resolve(program, path, sizeof path)) return CHAOS_REACHED;
+    if (!program || !resolve(program, search, path, sizeof path)) return CHAOS_REACHED;
     return inspect(path, file, capacity, 0);
 }
 
@@ -154,14 +166,16 @@ const char *chaos_reach_reason(enum chaos_reach reach) {
     switch (reach) {
     case CHAOS_UNREACHED_STATIC:
         return "it is statically linked, so no dynamic loader runs to load the preload library: no entry of the "
-               "profile would act. Run a dynamically linked build of it";
+               "profile would act";
     case CHAOS_UNREACHED_GO:
         return "it is a Go program, which makes its system calls itself and reads the clock without libc, static or "
-               "not: no entry of the profile would act. Go programs need a system-call delivery, which chaos run "
-               "does not have yet";
+               "not: no entry of the profile would act";
     case CHAOS_UNREACHED_CLASS:
         return "it is an ELF of another class or machine than the preload library (e.g. 32-bit), which its "
                "dynamic loader cannot load: no entry of the profile would act";
+    case CHAOS_UNREACHED_SETUID:
+        return "it is set-user-ID or set-group-ID, so the dynamic loader ignores the preload library for it: no "
+               "entry of the profile would act";
     default:
         return "it is reached";
     }

@@ -1,0 +1,22 @@
+// Events at the edges of a process tree (chaos_tally.h): written by any process of the tree
+// into memory they all map, read by `chaos run` for its report. A slot is claimed by an
+// atomic count and published by storing its kind last, so a reader never takes a half
+// written slot for a whole one.
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+void chaos_tree_event_record(uint64_t *count, chaos_tree_event *events, chaos_tree_event_kind kind, int32_t pid,
+                             const char *program) {
+    if (!count || !events) return;
+    uint64_t slot = atomic_fetch_add_explicit((_Atomic uint64_t *)count, 1, memory_order_relaxed);
+    if (slot >= CHAOS_TALLY_EVENTS) return;  // counted, not kept
+    chaos_tree_event *event = &events[slot];
+    event->pid = pid;
+    size_t length = program ? strnlen(program, sizeof event->program - 1) : 0;
+    if (length) memcpy(event->program, program, length);
+    event->program[length] = 0;
+    atomic_store_explicit((_Atomic int32_t *)&event->kind, (int32_t)kind, memory_order_release);
+}

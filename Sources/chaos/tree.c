@@ -1,0 +1,103 @@
+// The program's process tree after the program itself ended: what is left of it, and
+// waiting for it. `chaos run` is the tree's subreaper, so orphans (daemons) become its
+// children: what it has no child left of has ended.
+#define _GNU_SOURCE
+#include "tree.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "CChaosFaults.h"
+
+void chaos_tree_adopt_orphans(void) { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+int chaos_tree_has_children(void) {
+    siginfo_t info = {0};
+    return waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) == 0 || errno != ECHILD;
+}
+
+/// One process of /proc: its id, its parent's, its name.
+struct process {
+    pid_t pid, parent;
+    char name[20];
+};
+
+/// Reads /proc/PID/stat: "PID (NAME) STATE PPID …"; the name may hold spaces and parens.
+static int read_process(const char *pid_text, struct process *out) {
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t length = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (length <= 0) return 0;
+    text[length] = 0;
+    char *open_paren = strchr(text, '('), *close_paren = strrchr(text, ')');
+    if (!open_paren || !close_paren || close_paren < open_paren) return 0;
+    int parent = 0;
+    char state = 0;
+    if (sscanf(close_paren + 1, " %c %d", &state, &parent) != 2 || state == 'Z') return 0;
+    out->pid = (pid_t)atoi(text);
+    out->parent = (pid_t)parent;
+    size_t name_length = (size_t)(close_paren - open_paren - 1);
+    if (name_length >= sizeof out->name) name_length = sizeof out->name - 1;
+    memcpy(out->name, open_paren + 1, name_length);
+    out->name[name_length] = 0;
+    return 1;
+}
+
+int chaos_tree_running(pid_t except, char *out, size_t capacity) {
+    out[0] = 0;
+    DIR *directory = opendir("/proc");
+    if (!directory) return 0;
+    size_t count = 0, allocated = 256;
+    struct process *processes = malloc(allocated * sizeof *processes);
+    struct dirent *item;
+    while (processes && (item = readdir(directory))) {
+        if (!isdigit((unsigned char)item->d_name[0])) continue;
+        if (count == allocated) {
+            struct process *grown = realloc(processes, (allocated *= 2) * sizeof *processes);
+            if (!grown) break;
+            processes = grown;
+        }
+        if (read_process(item->d_name, &processes[count])) count++;
+    }
+    closedir(directory);
+    pid_t self = getpid();
+    int running = 0;
+    size_t used = 0;
+    for (size_t i = 0; processes && i < count; i++) {
+        if (processes[i].pid == except || processes[i].pid == self) continue;
+        // Up the parents until this process (a descendant) or the top (another tree).
+        pid_t parent = processes[i].parent;
+        for (int depth = 0; parent > 1 && parent != self && depth < 64; depth++) {
+            size_t j = 0;
+            while (j < count && processes[j].pid != parent) j++;
+            parent = j < count ? processes[j].parent : 0;
+        }
+        if (parent != self) continue;
+        running++;
+        int wrote = snprintf(out + used, capacity - used, "%s%d %s", used ? ", " : "", (int)processes[i].pid, processes[i].name);
+        if (wrote > 0 && (size_t)wrote < capacity - used) used += (size_t)wrote;
+    }
+    free(processes);
+    return running;
+}
+
+int chaos_tree_wait_parse(const char *text, struct chaos_tree_wait *wait) {
+    wait->wait = 1;
+    wait->bound_ns = 0;
+    if (!text || !*text) return 0;
+    int64_t nanoseconds = 0;
+    if (chaos_parse_duration_text(text, &nanoseconds) != 0 || nanoseconds <= 0) return -1;
+    wait->bound_ns = nanoseconds;
+    return 0;
+}
