@@ -1,0 +1,287 @@
+import Foundation
+import TestHelpers
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A program is a process tree: every exec in it is checked as the first program was,
+/// io_uring is refused or said, and the report covers the processes the program leaves
+/// running (issue #32).
+@Suite struct ProcessTreeTests {
+    typealias Workspace = ReachTests.Workspace
+
+    /// Writes "hello" into its last argument and says how that went: "write ok" or "errno=N".
+    static let writer = """
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        int main(int argc, char **argv) {
+            int fd = open(argv[argc - 1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0) { printf("open errno=%d\\n", errno); return 1; }
+            if (write(fd, "hello", 5) < 0) { printf("errno=%d\\n", errno); return 2; }
+            printf("write ok\\n");
+            return 0;
+        }
+        """
+
+    /// `chaos run` with the workspace's ENOSPC profile on DIR/out and `options`.
+    static func run(_ workspace: Workspace, _ options: [String], _ command: [String]) throws -> ChaosToolTests.Outcome {
+        try ChaosToolTests.chaos(
+            ["run", "--preload", ChaosToolTests.preloadLibrary] + options + ["--profile", workspace.profile, "--"]
+                + command)
+    }
+
+    static func makeOut(_ workspace: Workspace) throws -> String {
+        let out = workspace.folder + "/out"
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        return out
+    }
+
+    /// A statically linked writer: musl's when musl-gcc is there, else glibc's.
+    static func staticWriter(_ workspace: Workspace) throws -> String? {
+        if ReachTests.which("musl-gcc") != nil {
+            let source = workspace.folder + "/writer.c"
+            try writer.write(toFile: source, atomically: true, encoding: .utf8)
+            let output = workspace.folder + "/writer-musl"
+            let built = try ChaosToolTests.run("/usr/bin/env", ["musl-gcc", "-static", "-o", output, source])
+            if built.status == 0 { return output }
+        }
+        return try workspace.compile("writer-static", writer, flags: ["-static"])
+    }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("bash") != nil, "no C compiler or bash"))
+    func aStaticProgramExecdFromBashIsRefusedNamedAndReportedUnlessAllowedOrSupervised() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        guard let program = try Self.staticWriter(workspace) else {
+            Issue.record("no static build: is libc6-dev's libc.a (or musl-tools) installed?")
+            return
+        }
+        let report = workspace.folder + "/report.json"
+        let refused = try Self.run(
+            workspace, ["--report", report], ["bash", "-c", "exec \"$0\" \"$1\"", program, out + "/f"])
+        #expect(refused.status == 126, "bash cannot exec it: \(refused)")
+        #expect(!refused.output.contains("write ok"), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/f"), "a refused program never runs")
+        #expect(refused.errors.contains("cannot exec \(program)"), "the refusal names the program: \(refused.errors)")
+        #expect(refused.errors.contains("statically linked") && refused.errors.contains("--delivery seccomp"))
+        #expect(refused.errors.contains("exec refused"), "the report names it: \(refused.errors)")
+        let json = try String(contentsOfFile: report, encoding: .utf8)
+        #expect(json.contains(#""event":"exec-refused""#) && json.contains(program), "\(json)")
+
+        let allowed = try Self.run(
+            workspace, ["--allow-unreached"], ["bash", "-c", "exec \"$0\" \"$1\"", program, out + "/f"])
+        #expect(allowed.status == 0 && allowed.output.contains("write ok"), "\(allowed)")
+        #expect(allowed.errors.contains("warning: process") && allowed.errors.contains("runs without chaos"))
+        #expect(allowed.errors.contains("ran without chaos (--allow-unreached)"), "\(allowed.errors)")
+
+        let supervised = try Self.run(
+            workspace, ["--delivery", "seccomp"], ["bash", "-c", "exec \"$0\" \"$1\"", program, out + "/f"])
+        #expect(supervised.output.contains("errno=\(ENOSPC)"), "the seccomp delivery reaches it: \(supervised)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("go") != nil, "no Go toolchain (apt install golang-go)"))
+    func aGoProgramExecdFromAShellIsRefused() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let source = """
+            package main
+
+            import (
+            \t"fmt"
+            \t"os"
+            )
+
+            func main() {
+            \terr := os.WriteFile(os.Args[1], []byte("hello"), 0o644)
+            \tif err != nil {
+            \t\tfmt.Println("failed:", err)
+            \t\tos.Exit(2)
+            \t}
+            \tfmt.Println("write ok")
+            }
+            """
+        let program = try #require(
+            try SeccompDeliveryTests.buildGo(
+                in: workspace.folder, "gowriter", source: source, flags: [], environment: ["CGO_ENABLED": "0"]))
+        let refused = try Self.run(workspace, [], ["/bin/sh", "-c", "exec \"$0\" \"$1\"", program, out + "/g"])
+        #expect(refused.status != 0 && !refused.output.contains("write ok"), "\(refused)")
+        #expect(refused.errors.contains("it is a Go program"), "\(refused.errors)")
+        let supervised = try Self.run(
+            workspace, ["--delivery", "seccomp"], ["/bin/sh", "-c", "exec \"$0\" \"$1\"", program, out + "/g"])
+        #expect(supervised.output.contains("no space left on device"), "\(supervised)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("env") != nil, "no C compiler or env"))
+    func aChildWhoseEnvironmentWasClearedStaysUnderChaos() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let program = try #require(try workspace.compile("writer", Self.writer))
+        let cleared = try Self.run(workspace, [], ["env", "-i", program, out + "/e"])
+        #expect(cleared.output.contains("errno=\(ENOSPC)"), "env -i dropped LD_PRELOAD; it came back: \(cleared)")
+        #expect(cleared.errors.contains("acted 1"), "\(cleared.errors)")
+    }
+
+    // MARK: - io_uring
+
+    @Test(.enabled(if: ReachTests.which("fio") != nil, "no fio (apt install fio)"))
+    func fioOnIoUringFailsLoudlyUnlessAllowed() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let fio = [
+            "fio", "--name=t", "--ioengine=io_uring", "--rw=write", "--size=256k", "--filename=\(out)/fio.dat",
+        ]
+        for delivery in ["preload", "seccomp"] {
+            let refused = try Self.run(workspace, ["--delivery", delivery], fio)
+            #expect(refused.status != 0, "\(delivery): fio cannot write 256k through io_uring: \(refused)")
+            #expect(
+                refused.errors.contains("asked for io_uring: refused with ENOSYS"), "\(delivery): \(refused.errors)")
+            #expect(refused.errors.contains("io_uring refused with ENOSYS"), "the report says it: \(refused.errors)")
+        }
+        let allowed = try Self.run(workspace, ["--io-uring", "allow"], fio)
+        #expect(allowed.status == 0 && allowed.output.contains("err= 0"), "\(allowed)")
+        #expect(allowed.errors.contains("warning: process") && allowed.errors.contains("--io-uring allow"))
+        #expect(allowed.errors.contains("io_uring allowed"), "\(allowed.errors)")
+    }
+
+    @Test(
+        .enabled(
+            if: ReachTests.which("cc") != nil && FileManager.default.fileExists(atPath: "/usr/include/liburing.h"),
+            "no liburing (apt install liburing-dev)"))
+    func aLiburingProgramFallsBackToCallsChaosReaches() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let source = """
+            #include <errno.h>
+            #include <fcntl.h>
+            #include <liburing.h>
+            #include <stdio.h>
+            #include <string.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                struct io_uring ring;
+                int set_up = io_uring_queue_init(4, &ring, 0);
+                if (set_up < 0) {
+                    printf("fallback (%s)\\n", strerror(-set_up));
+                    if (write(fd, "hello", 5) < 0) { printf("errno=%d\\n", errno); return 2; }
+                    printf("write ok\\n");
+                    return 0;
+                }
+                struct io_uring_sqe *entry = io_uring_get_sqe(&ring);
+                io_uring_prep_write(entry, fd, "hello", 5, 0);
+                io_uring_submit(&ring);
+                struct io_uring_cqe *done;
+                io_uring_wait_cqe(&ring, &done);
+                printf("io_uring res=%d\\n", done->res);
+                return 0;
+            }
+            """
+        // liburing makes its system calls itself: only a seccomp filter sees them.
+        let sourcePath = workspace.folder + "/uring.c"
+        try source.write(toFile: sourcePath, atomically: true, encoding: .utf8)
+        let program = workspace.folder + "/uring"
+        let built = try ChaosToolTests.run("/usr/bin/env", ["cc", "-o", program, sourcePath, "-luring"])
+        try #require(built.status == 0, "\(built)")
+        for delivery in ["preload", "seccomp"] {
+            let outcome = try Self.run(workspace, ["--delivery", delivery], [program, out + "/u"])
+            #expect(outcome.output.contains("fallback (Function not implemented)"), "\(delivery): \(outcome)")
+            #expect(outcome.output.contains("errno=\(ENOSPC)"), "\(delivery): the fallback is reached: \(outcome)")
+        }
+        let allowed = try Self.run(workspace, ["--io-uring", "allow"], [program, out + "/u"])
+        #expect(allowed.output.contains("io_uring res=5"), "\(allowed)")
+    }
+
+    // MARK: - The tree's report
+
+    /// A daemon that double forks: the program returns at once, and its grandchild writes
+    /// `lines` lines into DIR/out/daemon.log a little later.
+    static func daemon(_ workspace: Workspace, lines: Int = 20) throws -> String {
+        let script = workspace.folder + "/daemon.sh"
+        try """
+        #!/bin/bash
+        ( ( sleep 0.3; for i in $(seq \(lines)); do echo "line $i" >> "\(workspace.folder)/out/daemon.log" 2>/dev/null || echo "write $i failed" >&2; done ) & ) &
+        exit 0
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        return script
+    }
+
+    @Test(arguments: ["preload", "seccomp"])
+    func aDaemonsLaterWritesAreNamedOrWaitedFor(delivery: String) throws {
+        guard ReachTests.which("bash") != nil else { return }
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        _ = try Self.makeOut(workspace)
+        let script = try Self.daemon(workspace)
+        let early = try Self.run(workspace, ["--delivery", delivery], [script])
+        #expect(early.status == 0, "\(delivery): \(early)")
+        #expect(
+            early.errors.contains("of the tree still running") && early.errors.contains("later calls are not counted"),
+            "\(delivery): the report names what is left: \(early.errors)")
+        Thread.sleep(forTimeInterval: 1)  // the daemon of this run ends before the next starts
+
+        let waited = try Self.run(workspace, ["--delivery", delivery, "--wait-tree"], [script])
+        #expect(waited.errors.components(separatedBy: "failed").count - 1 == 20, "\(delivery): \(waited.errors)")
+        #expect(!waited.errors.contains("NEVER ACTED") && !waited.errors.contains("still running"), "\(waited.errors)")
+
+        let judged = try Self.run(workspace, ["--delivery", delivery, "--require-fired"], [script])
+        #expect(judged.status == 0, "\(delivery): --require-fired waits for the daemon that fires: \(judged)")
+        Thread.sleep(forTimeInterval: 1)
+    }
+
+    /// A program that leaves `sleep SECONDS` running, detached from every descriptor it was
+    /// given (the test reads the run's output to its end).
+    static func leavesASleeper(_ seconds: Int) -> [String] {
+        [
+            "python3", "-c",
+            "import subprocess; subprocess.Popen(['sleep', '\(seconds)'], stdin=subprocess.DEVNULL, "
+                + "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)",
+        ]
+    }
+
+    @Test(.enabled(if: ReachTests.which("python3") != nil, "no python3"))
+    func requireFiredIsBoundedByADaemonThatNeverEnds() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        _ = try Self.makeOut(workspace)
+        let started = Date()
+        let outcome = try Self.run(workspace, ["--require-fired"], Self.leavesASleeper(12))
+        let took = Date().timeIntervalSince(started)
+        #expect(outcome.status == 125, "\(outcome)")
+        #expect(outcome.errors.contains("judged while processes of the tree still ran"), "\(outcome.errors)")
+        #expect(outcome.errors.contains("after --wait-tree's bound") && outcome.errors.contains("sleep"))
+        #expect(took < 11, "bounded at 5 s, not the sleeper's 12: \(took) s")
+
+        let bounded = try Self.run(workspace, ["--wait-tree=300ms"], Self.leavesASleeper(3))
+        #expect(bounded.status == 0 && bounded.errors.contains("1 process of the tree still running"), "\(bounded)")
+        let wrong = try Self.run(workspace, ["--wait-tree=soon"], ["/bin/true"])
+        #expect(wrong.status != 0 && wrong.errors.contains("--wait-tree=soon"), "\(wrong)")
+    }
+
+    @Test(
+        .enabled(
+            if: getuid() == 0 && ReachTests.which("setpriv") != nil && ReachTests.which("cc") != nil,
+            "needs root and setpriv"))
+    func aProcessThatRunsAsAnotherUserCountsIntoTheReport() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        chmod(workspace.folder, 0o755)
+        chmod(out, 0o777)
+        let program = try #require(try workspace.compile("writer", Self.writer))
+        chmod(program, 0o755)
+        let outcome = try Self.run(
+            workspace, [], ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", program, out + "/n"])
+        #expect(outcome.output.contains("errno=\(ENOSPC)"), "\(outcome)")
+        #expect(outcome.errors.contains("acted 1"), "counted though it runs as nobody: \(outcome.errors)")
+    }
+}
