@@ -49,7 +49,9 @@
 // The owner is this process; the endpoint is published under `ctl_public_pid`, which is
 // `chaos run`'s pid when this is the program it started (it stays the program's parent,
 // and the pid a user has of it is its own).
-pid_t ctl_owner_pid, ctl_public_pid;
+pid_t ctl_owner_pid, ctl_public_pid, ctl_runner_pid;
+/// The process a supervisor serves the endpoint of (chaos_control_serve_for_process); 0: this one.
+static pid_t served_pid;
 // "preload", or "seccomp" for chaos run's supervisor: written once before the threads start.
 const char *ctl_kind = "preload";
 char ctl_token[65], ctl_program[256];
@@ -76,6 +78,8 @@ HIDDEN void chaos_control_serve_for(const char *name, const char *kind) {
     snprintf(ctl_program, sizeof ctl_program, "%s", name);
     ctl_program[chaos_utf8_trim_incomplete(ctl_program, strlen(ctl_program))] = 0;
 }
+
+HIDDEN void chaos_control_serve_for_process(pid_t pid) { served_pid = pid; }
 
 HIDDEN int chaos_control_wanted(chaos_control_getenv_fn get) {
     const char *value = get("CHAOS_CONTROL");
@@ -204,9 +208,12 @@ __attribute__((destructor)) static void chaos_control_stop(void) {
 
 HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)) {
     ctl_owner_pid = (pid_t)syscall(SYS_getpid);
+    // Known by the pid users see (ps, pidfiles, INFO server): the program's own. `chaos run`
+    // is named beside it, so that its pid finds the program too.
     const char *run_parent = get("CHAOS_RUN_PARENT");
     long parent = run_parent ? strtol(run_parent, NULL, 10) : 0;
-    ctl_public_pid = parent > 0 && parent == (long)syscall(SYS_getppid) ? (pid_t)parent : ctl_owner_pid;
+    ctl_public_pid = served_pid > 0 ? served_pid : ctl_owner_pid;
+    ctl_runner_pid = served_pid > 0 ? ctl_owner_pid : parent > 0 ? (pid_t)parent : 0;
     const char *explicit = get("CHAOS_CONTROL_DIR"), *runtime = get("XDG_RUNTIME_DIR"), *home = get("HOME");
     int length;
     if (explicit && *explicit) length = snprintf(directory, sizeof directory, "%s", explicit);
@@ -248,7 +255,9 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (startup.failure[0]) { say(startup.failure, NULL); return; }
 
     buffer record = {0};
-    ctl_put(&record, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_public_pid);
+    ctl_put(&record, "{\"version\":1,\"pid\":%d,", (int)ctl_public_pid);
+    if (ctl_runner_pid > 0) ctl_put(&record, "\"runner\":%d,", (int)ctl_runner_pid);
+    ctl_put(&record, "\"program\":");
     ctl_put_json_string(&record, ctl_program);
     ctl_put(&record, ",\"kind\":\"%s\",\"url\":", ctl_kind);
     char url[sizeof socket_path + 8];

@@ -115,7 +115,7 @@ HIDDEN void ctl_at_exit(int status, void *unused);
 
 // MARK: - chaos_control.c
 
-extern HIDDEN pid_t ctl_owner_pid, ctl_public_pid;
+extern HIDDEN pid_t ctl_owner_pid, ctl_public_pid, ctl_runner_pid;
 extern HIDDEN const char *ctl_kind;
 extern HIDDEN char ctl_token[65], ctl_program[256];
 extern HIDDEN int ctl_started;

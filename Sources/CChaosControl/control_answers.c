@@ -93,7 +93,9 @@ HIDDEN void ctl_status_body(answer *a) {
     int enabled = 0;
     for (int i = 0; i < ctl_entry_count; i++) enabled += ctl_entries[i].enabled;
     a->status = 200;
-    ctl_put(&a->body, "{\"version\":1,\"pid\":%d,\"program\":", (int)ctl_public_pid);
+    ctl_put(&a->body, "{\"version\":1,\"pid\":%d,", (int)ctl_public_pid);
+    if (ctl_runner_pid > 0) ctl_put(&a->body, "\"runner\":%d,", (int)ctl_runner_pid);
+    ctl_put(&a->body, "\"program\":");
     ctl_put_json_string(&a->body, ctl_program);
     ctl_put(&a->body, ",\"kind\":\"%s\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]", ctl_kind, ctl_entry_count, enabled);
     put_advance_progress(&a->body);

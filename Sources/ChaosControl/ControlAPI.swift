@@ -14,8 +14,10 @@ public enum ControlAPI {
     public struct Status: Codable, Sendable, Hashable {
         /// The protocol version.
         public var version: Int
-        /// The process id.
+        /// The process id: the program's own.
         public var pid: Int32
+        /// For a program under `chaos run`: the pid of `chaos run`.
+        public var runner: Int32?
         /// The program's name.
         public var program: String
         /// `"swift"` for an in-process endpoint, `"preload"` or `"seccomp"` for a `chaos run`

@@ -18,8 +18,10 @@ import Darwin
 public struct ControlEndpoint: Codable, Sendable, Hashable {
     /// The file format's version (1).
     public var version: Int
-    /// The process id.
+    /// The process id: the program's own, as `ps`, its pidfile and its own reports say.
     public var pid: Int32
+    /// For a program under `chaos run`: the pid of `chaos run`, which also finds it.
+    public var runner: Int32?
     /// The program's name.
     public var program: String
     /// Where it listens: `http://127.0.0.1:PORT` (TCP) or `unix:/path/to/socket`.
@@ -38,10 +40,13 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     public var started: Date
 
     /// An endpoint record.
-    public init(pid: Int32, program: String, url: String, token: String, kind: String = "swift", started: Date = Date())
-    {
+    public init(
+        pid: Int32, runner: Int32? = nil, program: String, url: String, token: String, kind: String = "swift",
+        started: Date = Date()
+    ) {
         self.version = 1
         self.pid = pid
+        self.runner = runner
         self.program = program
         self.url = url
         self.token = token
@@ -174,7 +179,8 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
     }
 
     /// The live endpoint of process `pid` in `directory` (see ``filesDirectory(for:)``); an
-    /// error that says how to find one otherwise. A file another user owns is an
+    /// error that says how to find one otherwise. The pid of a `chaos run` finds the program
+    /// it started (the first of its tree to have an endpoint). A file another user owns is an
     /// `untrustedEndpoint` error unless `allowingOtherUsers`.
     public static func find(
         pid: Int32, in directory: URL = ControlEndpoint.directory(), allowingOtherUsers: Bool = false
@@ -186,10 +192,22 @@ public struct ControlEndpoint: Codable, Sendable, Hashable {
         {
             return record
         }
+        if let program = tree(ofRunner: pid, in: directory, allowingOtherUsers: allowingOtherUsers).first {
+            return program
+        }
         throw ControlError(
             "noSuchProcess", subject: "pid \(pid)",
             "no controllable process has this pid (no endpoint file in \(directory.path)); `chaos ctl list` shows them, and a Swift program gets an endpoint with CHAOS_CONTROL=127.0.0.1:0"
         )
+    }
+
+    /// The live endpoints of the processes `chaos run` `runner` started (its program's tree),
+    /// the earliest started first.
+    public static func tree(
+        ofRunner runner: Int32, in directory: URL = ControlEndpoint.directory(), allowingOtherUsers: Bool = false
+    ) -> [ControlEndpoint] {
+        all(in: directory, allowingOtherUsers: allowingOtherUsers).filter { $0.runner == runner }
+            .sorted { ($0.started, $0.pid) < ($1.started, $1.pid) }
     }
 
     /// The record in the endpoint file at `path`; nil when there is none or it is not one.

@@ -62,6 +62,20 @@ struct CtlOptions: ParsableArguments {
         try ControlEndpoint.find(pid: pid, in: endpointDirectory, allowingOtherUsers: allowOtherUsers)
     }
 
+    /// The endpoint of `pid`, or with `tree`, the endpoints of every process of the `chaos
+    /// run` tree `pid` is in (the runner's pid or any of its processes').
+    func endpoints(pid: Int32, tree: Bool) throws -> [ControlEndpoint] {
+        let endpoint = try ctl { try self.endpoint(pid: pid) }
+        guard tree else { return [endpoint] }
+        guard let runner = endpoint.runner else {
+            throw CtlFailure(
+                description:
+                    "pid \(pid) (\(TerminalText.escaped(endpoint.program))) is not under chaos run: --tree acts on the processes of a chaos run tree"
+            )
+        }
+        return ControlEndpoint.tree(ofRunner: runner, in: endpointDirectory, allowingOtherUsers: allowOtherUsers)
+    }
+
     func client(_ endpoint: ControlEndpoint) -> ControlClient {
         ControlClient(endpoint, timeout: .milliseconds(Int(timeout * 1_000)), allowsOtherUsers: allowOtherUsers)
     }
@@ -147,13 +161,14 @@ struct CtlList: ParsableCommand {
         }
         if json {
             struct Row: Encodable {
-                let pid: Int32, program: String, url: String, kind: String, waiting: Bool, entries: [ControlAPI.Entry]
+                let pid: Int32, runner: Int32?, program: String, url: String, kind: String, waiting: Bool
+                let entries: [ControlAPI.Entry]
             }
             let data = try ControlAPI.encoder().encode(
                 rows.map {
                     Row(
-                        pid: $0.endpoint.pid, program: $0.status.program, url: $0.endpoint.url, kind: $0.status.kind,
-                        waiting: $0.status.waiting, entries: $0.entries)
+                        pid: $0.endpoint.pid, runner: $0.endpoint.runner, program: $0.status.program,
+                        url: $0.endpoint.url, kind: $0.status.kind, waiting: $0.status.waiting, entries: $0.entries)
                 })
             print(TerminalText.json(data))
             return
@@ -166,8 +181,10 @@ struct CtlList: ParsableCommand {
             let on =
                 row.status.enabledEntries > 0
                 ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
+            // The program's own pid first, as ps and its pidfile know it; chaos run's beside it.
+            let runner = row.endpoint.runner.map { " (chaos run \($0))" } ?? ""
             say(
-                "\(row.endpoint.pid)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")"
+                "\(row.endpoint.pid)\(runner)  \(row.status.program)  \(row.endpoint.url)  \(row.status.kind)  \(on)\(row.status.waiting ? "  waiting for go" : "")"
             )
             for entry in row.entries { say("    \(entry.line)") }
         }
@@ -293,8 +310,10 @@ struct CtlApply: ParsableCommand {
         commandName: "apply", abstract: "Apply a JSON profile to a process, all or nothing.")
 
     @OptionGroup var options: CtlOptions
-    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The process id: the program's own, or the pid of the chaos run that started it.") var pid: Int32
     @Argument(help: "The JSON profile: a file, - for standard input, or /dev/fd/N.") var file: String
+    @Flag(help: "Apply it to every process of the chaos run tree the process is in, each on its own.")
+    var tree = false
 
     func run() throws {
         let data: Data
@@ -303,19 +322,25 @@ struct CtlApply: ParsableCommand {
         } catch {
             throw CtlFailure(description: "\(error)")
         }
-        let endpoint = try ctl { try options.endpoint(pid: pid) }
+        let endpoints = try options.endpoints(pid: pid, tree: tree)
         // A `chaos run` child has no profile compiler (it is plain C): the profile is
-        // compiled here, as `chaos run` does, and only the plan is sent.
-        let plan: String? = endpoint.isChaosRun ? try compiledPlan(data) : nil
-        try ctl {
-            let client = options.client(endpoint)
-            let applied: ControlAPI.Applied
-            if let plan {
-                applied = try client.apply(plan: plan, source: file)
-            } else {
-                applied = try client.apply(profile: data, source: file)
+        // compiled here, as `chaos run` does, and only the plan is sent (one plan, one seed,
+        // for every process of a tree).
+        let plan: String? = endpoints.contains(where: \.isChaosRun) ? try compiledPlan(data) : nil
+        for endpoint in endpoints {
+            try ctl {
+                let client = options.client(endpoint)
+                let applied: ControlAPI.Applied
+                if let plan, endpoint.isChaosRun {
+                    applied = try client.apply(plan: plan, source: file)
+                } else {
+                    applied = try client.apply(profile: data, source: file)
+                }
+                let which = tree ? "\(endpoint.pid): " : ""
+                say(
+                    "\(which)applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))"
+                )
             }
-            say("applied \(applied.entries.map { "#\($0)" }.joined(separator: ", ")) (seed \(applied.seed))")
         }
     }
 
@@ -378,17 +403,23 @@ struct CtlRevert: ParsableCommand {
         commandName: "revert", abstract: "Revert one entry, or every entry when none is named.")
 
     @OptionGroup var options: CtlOptions
-    @Argument(help: "The process id.") var pid: Int32
+    @Argument(help: "The process id: the program's own, or the pid of the chaos run that started it.") var pid: Int32
     @Argument(help: "The entry id (as status shows it); omit to revert all.") var entry: String?
+    @Flag(help: "Revert in every process of the chaos run tree the process is in.")
+    var tree = false
 
     func run() throws {
         let number = try entry.map(entryNumber)
-        try ctl {
-            let client = try options.client(pid: pid)
-            let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
-            say(
-                reverted.entries.isEmpty
-                    ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))")
+        for endpoint in try options.endpoints(pid: pid, tree: tree) {
+            try ctl {
+                let client = options.client(endpoint)
+                let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
+                let which = tree ? "\(endpoint.pid): " : ""
+                let what =
+                    reverted.entries.isEmpty
+                    ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))"
+                say("\(which)\(what)")
+            }
         }
     }
 }

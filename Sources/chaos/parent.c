@@ -6,9 +6,10 @@
 //
 // A parent has to behave like the program for whoever started it: signals it is sent go
 // on to the program, a terminal's Ctrl-Z stops both, `chaos ctl` finds the program's
-// control endpoint under the parent's pid (the preload names its endpoint file after
-// CHAOS_RUN_PARENT), killing the parent kills the program (PR_SET_PDEATHSIG), and it ends
-// as the program ended.
+// control endpoint under the program's own pid and under the parent's (the endpoint file
+// names both), killing the parent kills the program (PR_SET_PDEATHSIG), and it ends
+// as the program ended. It is the subreaper of the program's tree, so that it sees the
+// end of what the program leaves running (daemons) and can wait for it (tree.c).
 #define _GNU_SOURCE
 #include "parent.h"
 

@@ -322,11 +322,13 @@ static int deliverable(const chaos_plan *plan, char *why, size_t capacity) {
     return -1;
 }
 
-/// Serves `chaos ctl` from here when CHAOS_CONTROL asks: the plan is the supervisor's.
-static void start_control(char **argv) {
+/// Serves `chaos ctl` from here when CHAOS_CONTROL asks: the plan is the supervisor's, the
+/// pid the program's (`child`).
+static void start_control(char **argv, pid_t child) {
     if (!chaos_control_wanted(getenv)) return;
     const char *slash = strrchr(argv[0], '/');
     chaos_control_serve_for(slash ? slash + 1 : argv[0], "seccomp");
+    chaos_control_serve_for_process(child);
     chaos_control_check_plans(deliverable);
     chaos_control_start(getenv, NULL);
 }
@@ -416,7 +418,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         return 125;
     }
     // After the fork: the child must not inherit a thread that could hold a lock.
-    if (control) start_control(argv);
+    if (control) start_control(argv, child);
     ptrace(PTRACE_CONT, child, NULL, NULL);
     // Until the program ends; then, under --wait-tree, until the rest of its tree has too.
     int ended = 0, waited_out = 0, interrupted = 0;

@@ -7,6 +7,7 @@
 #include "CChaosFaults.h"
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /// What the control endpoint needs from the interposer: the environment as the program
 /// started with it, read without being intercepted.
@@ -30,6 +31,10 @@ __attribute__((visibility("hidden"))) void chaos_control_anchor_chosen(void);
 /// endpoint ("preload" by default), for a supervisor that serves the endpoint of another
 /// process (`kind` must live for ever). Before chaos_control_start.
 __attribute__((visibility("hidden"))) void chaos_control_serve_for(const char *name, const char *kind);
+
+/// Names the process a supervisor serves (the program chaos run started): its pid is the
+/// endpoint's, and the supervisor's own is the runner's. Before chaos_control_start.
+__attribute__((visibility("hidden"))) void chaos_control_serve_for_process(pid_t pid);
 
 /// Whether a plan can be carried out: 0, or -1 with why not (one sentence) in `why`.
 typedef int (*chaos_control_check_fn)(const chaos_plan *plan, char *why, size_t capacity);
