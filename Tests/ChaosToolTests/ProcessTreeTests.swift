@@ -285,3 +285,125 @@ import Glibc
         #expect(outcome.errors.contains("acted 1"), "counted though it runs as nobody: \(outcome.errors)")
     }
 }
+
+/// `chaos ctl` knows a `chaos run` program by the pid users know (ps, its pidfile, its own
+/// reports) and by the runner's, and `--tree` reaches every process of the tree.
+@Suite struct ProcessTreePidTests {
+    /// `chaos` with control files in `directory`.
+    static func chaos(_ arguments: [String], directory: String, control: Bool = false) throws
+        -> ChaosToolTests.Outcome
+    {
+        var environment = ["CHAOS_CONTROL_DIR": directory]
+        if control { environment["CHAOS_CONTROL"] = "unix" }
+        return try ChaosToolTests.run(
+            ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, arguments, environment: environment)
+    }
+
+    /// Starts `chaos run` of `command` in the background (its output into `log`).
+    static func start(_ command: [String], profile: String, directory: String, log: String) throws -> Process {
+        let process = Process()
+        process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
+        process.arguments =
+            ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--"] + command
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "CHAOS_CONTROL": "unix", "CHAOS_CONTROL_DIR": directory,
+        ]) { $1 }
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    /// Waits up to five seconds for `condition`.
+    static func eventually(_ condition: () throws -> Bool) rethrows -> Bool {
+        for _ in 0..<100 {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    @Test(
+        .enabled(
+            if: ReachTests.which("redis-server") != nil && ReachTests.which("redis-cli") != nil,
+            "no redis (apt install redis-server)"))
+    func redisIsSteeredByThePidItReportsAndByTheRunners() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let control = workspace.folder + "/control"
+        try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
+        chmod(control, 0o700)
+        let clock = workspace.folder + "/clock.json"
+        try #"{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "+10d"}}}]}"#
+            .write(toFile: clock, atomically: true, encoding: .utf8)
+        let port = String(Int.random(in: 20_000..<30_000))
+        let runner = try Self.start(
+            ["redis-server", "--port", port, "--save", "", "--appendonly", "no"], profile: workspace.profile,
+            directory: control, log: workspace.folder + "/redis.log")
+        defer {
+            _ = try? ChaosToolTests.run("/usr/bin/env", ["redis-cli", "-p", port, "shutdown", "nosave"])
+            runner.waitUntilExit()
+        }
+        var info = ""
+        let answered = try Self.eventually {
+            info = try ChaosToolTests.run("/usr/bin/env", ["redis-cli", "-p", port, "INFO", "server"]).output
+            return info.contains("process_id:")
+        }
+        let log = (try? String(contentsOfFile: workspace.folder + "/redis.log", encoding: .utf8)) ?? ""
+        try #require(answered, "redis did not answer: \(log)")
+        let line = try #require(info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("process_id:") })
+        let redisPID = String(line.dropFirst("process_id:".count)).trimmingCharacters(in: .whitespaces)
+        #expect(redisPID != String(runner.processIdentifier), "redis is the runner's child, not the runner")
+
+        let listed = try Self.chaos(["ctl", "list"], directory: control)
+        #expect(
+            listed.output.hasPrefix("\(redisPID) (chaos run \(runner.processIdentifier))  redis-server"),
+            "the program's own pid first: \(listed)")
+
+        let applied = try Self.chaos(["ctl", "apply", redisPID, clock], directory: control)
+        #expect(applied.status == 0 && applied.output.contains("applied #2"), "\(applied)")
+        let time = try ChaosToolTests.run("/usr/bin/env", ["redis-cli", "-p", port, "TIME"]).output
+        let seconds = Double(time.split(whereSeparator: \.isNewline).first.map(String.init) ?? "") ?? 0
+        #expect(abs(seconds - Date().timeIntervalSince1970 - 864_000) < 60, "redis sees +10 days: \(time)")
+
+        let byRunner = try Self.chaos(["ctl", "status", String(runner.processIdentifier)], directory: control)
+        #expect(byRunner.status == 0 && byRunner.output.hasPrefix("\(redisPID)  redis-server"), "\(byRunner)")
+        let reverted = try Self.chaos(["ctl", "revert", String(runner.processIdentifier), "2"], directory: control)
+        #expect(reverted.output.contains("reverted #2"), "\(reverted)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("bash") != nil && ReachTests.which("sleep") != nil, "no bash"))
+    func treeAppliesToEveryProcessAlreadyRunning() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let control = workspace.folder + "/control"
+        try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
+        chmod(control, 0o700)
+        let runner = try Self.start(
+            ["bash", "-c", "sleep 3 & sleep 3 & wait"], profile: workspace.profile, directory: control,
+            log: workspace.folder + "/tree.log")
+        defer {
+            kill(runner.processIdentifier, SIGTERM)
+            runner.waitUntilExit()
+        }
+        var processes: [Substring] = []
+        _ = try Self.eventually {
+            processes = try Self.chaos(["ctl", "list"], directory: control).output.split(separator: "\n")
+                .filter { !$0.hasPrefix(" ") }
+            return processes.count == 3
+        }
+        #expect(processes.count == 3, "bash and its two sleeps: \(processes)")
+        let bash = try #require(processes.first { $0.contains("bash") }?.split(separator: " ").first)
+        let one = try Self.chaos(["ctl", "apply", String(bash), workspace.profile], directory: control)
+        #expect(one.output.hasPrefix("applied #2"), "without --tree, only that process: \(one)")
+        let all = try Self.chaos(["ctl", "apply", "--tree", String(bash), workspace.profile], directory: control)
+        #expect(all.output.split(separator: "\n").count == 3, "every process of the tree: \(all)")
+        let listed = try Self.chaos(["ctl", "list"], directory: control).output
+        #expect(listed.components(separatedBy: "#3 system.files").count - 1 == 1, "bash has three: \(listed)")
+        #expect(listed.components(separatedBy: "#2 system.files").count - 1 == 3, "\(listed)")
+        let alone = try Self.chaos(["ctl", "apply", "--tree", "1", workspace.profile], directory: control)
+        #expect(alone.status != 0, "\(alone)")
+    }
+}
