@@ -44,7 +44,12 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_PREAD] = FILES("pread", "pread pread64", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE, ENXIO, EOVERFLOW),
     [CHAOS_FN_READV] = FILES("readv", "readv", CHAOS_OP_READ, 1, READ_ERRNOS),
     [CHAOS_FN_PREADV] = FILES("preadv", "preadv preadv64 preadv2 preadv64v2", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE, ENXIO, EOVERFLOW, EOPNOTSUPP),
-    [CHAOS_FN_FREAD] = FILES("fread", "fread fread_unlocked fgets fgetc getc", CHAOS_OP_READ, 0, EAGAIN, EBADF, EINTR, EIO, EOVERFLOW, ENOMEM, ENXIO),
+    [CHAOS_FN_FREAD] = FILES("fread",
+                             "fread fread_unlocked __fread_chk __fread_unlocked_chk fgets fgets_unlocked __fgets_chk "
+                             "__fgets_unlocked_chk fgetc getc _IO_getc getchar fgetc_unlocked getc_unlocked getchar_unlocked "
+                             "__uflow __underflow getline getdelim __getdelim fscanf vfscanf scanf vscanf __isoc99_fscanf "
+                             "__isoc99_vfscanf __isoc99_scanf __isoc99_vscanf",
+                             CHAOS_OP_READ, 0, EAGAIN, EBADF, EINTR, EIO, EOVERFLOW, ENOMEM, ENXIO),
     [CHAOS_FN_WRITE] = FILES("write", "write", CHAOS_OP_WRITE, 1, WRITE_ERRNOS),
     [CHAOS_FN_PWRITE] = FILES("pwrite", "pwrite pwrite64", CHAOS_OP_WRITE, 1, WRITE_ERRNOS, ESPIPE, ENXIO, EOVERFLOW),
     [CHAOS_FN_WRITEV] = FILES("writev", "writev", CHAOS_OP_WRITE, 1, WRITE_ERRNOS),

@@ -11,7 +11,8 @@ import Darwin
 public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
     /// `open`, `openat`, `creat`, `fopen`, `fdopen`, `freopen`.
     case open
-    /// `read`, `pread`, `readv`, `preadv`, `fread`/`fgets`, and the source of a copy.
+    /// `read`, `pread`, `readv`, `preadv`, the stdio reads (`fread`, `fgets`, `getc`,
+    /// `getline`, `fscanf` …), and the source of a copy.
     case read
     /// `write`, `pwrite`, `writev`, `pwritev`, `fwrite`…`fflush`, and the target of a copy.
     case write

@@ -308,6 +308,60 @@ static int probe_stdio(report *r, int argc, const char *const *argv) {
     return 0;
 }
 
+/// Character, line and formatted reads of `path` (written with "abc\n12\n" first), in
+/// one stream; the error flag is cleared after each so every read starts afresh.
+static void stdio_reads(report *r, const char *prefix, const char *path) {
+    char key[32], line_buffer[16];
+    FILE *out = fopen(path, "w");
+    if (!out || fputs("abc\n12\n", out) < 0 || fclose(out) != 0) {
+        snprintf(key, sizeof key, "%swrite", prefix);
+        item(r, key, "failed");
+        return;
+    }
+    FILE *f = fopen(path, "r");
+    snprintf(key, sizeof key, "%sfopen", prefix);
+    descriptor(r, key, f ? 0 : -1, errno);
+    if (!f) return;
+    errno = 0;
+    int c = fgetc(f);
+    snprintf(key, sizeof key, "%sfgetc", prefix);
+    outcome(r, key, c, c == EOF && ferror(f), errno);
+    clearerr(f);
+    errno = 0;
+    c = getc(f);
+    snprintf(key, sizeof key, "%sgetc", prefix);
+    outcome(r, key, c, c == EOF && ferror(f), errno);
+    clearerr(f);
+    char *line = NULL;
+    size_t capacity = 0;
+    errno = 0;
+    ssize_t length = getline(&line, &capacity, f);
+    snprintf(key, sizeof key, "%sgetline", prefix);
+    outcome(r, key, (long)length, length < 0 && ferror(f), errno);
+    free(line);
+    clearerr(f);
+    int number = 0;
+    errno = 0;
+    int converted = fscanf(f, "%d", &number);
+    snprintf(key, sizeof key, "%sfscanf", prefix);
+    outcome(r, key, converted, converted == EOF && ferror(f), errno);
+    clearerr(f);
+    errno = 0;
+    char *got = fgets(line_buffer, sizeof line_buffer, f);
+    snprintf(key, sizeof key, "%sfgets", prefix);
+    outcome(r, key, got != NULL, got == NULL && ferror(f), errno);
+    fclose(f);
+}
+
+/// stdio-reads DIR: stdio reads of DIR/io/r, then of DIR/io2/r.
+static int probe_stdio_reads(report *r, int argc, const char *const *argv) {
+    if (argc != 1) return usage(r, "stdio-reads DIR");
+    char path[PATH_MAX];
+    stdio_reads(r, "", joined(path, sizeof path, argv[0], "io/r"));
+    stdio_reads(r, "sibling-", joined(path, sizeof path, argv[0], "io2/r"));
+    return 0;
+}
+
 /// names DIR: rename, unlink, mkdir and their *at forms into, out of and beside DIR/io
 /// (DIR/io/victim, DIR/io2/mover and DIR/io2/victim exist).
 static int probe_names(report *r, int argc, const char *const *argv) {
@@ -718,6 +772,7 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strcmp(name, "glob") == 0) status = probe_glob(&r, argc, argv);
     else if (strcmp(name, "descriptors") == 0) status = probe_descriptors(&r, argc, argv);
     else if (strcmp(name, "stdio") == 0) status = probe_stdio(&r, argc, argv);
+    else if (strcmp(name, "stdio-reads") == 0) status = probe_stdio_reads(&r, argc, argv);
     else if (strcmp(name, "names") == 0) status = probe_names(&r, argc, argv);
     else if (strcmp(name, "writes") == 0) status = probe_writes(&r, argc, argv);
     else if (strcmp(name, "draws") == 0) status = probe_draws(&r, argc, argv);
@@ -728,7 +783,7 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strcmp(name, "dns") == 0) status = probe_dns(&r, argc, argv);
     else if (strcmp(name, "clock") == 0) status = probe_clock(&r, argc, argv);
     else if (strncmp(name, "sqlite-", 7) == 0) status = probe_sqlite(&r, name, argc, argv);
-    else status = usage(&r, "files, paths, glob, descriptors, stdio, names, writes, draws, script, getenv, connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+    else status = usage(&r, "files, paths, glob, descriptors, stdio, stdio-reads, names, writes, draws, script, getenv, connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
     errno = saved;
     return status;
 }

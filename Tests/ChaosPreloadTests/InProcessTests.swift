@@ -18,6 +18,11 @@ typealias Dup2Function = @convention(c) (Int32, Int32) -> Int32
 typealias GetenvFunction = @convention(c) (UnsafePointer<CChar>?) -> UnsafeMutablePointer<CChar>?
 typealias TimeFunction = @convention(c) (UnsafeMutablePointer<time_t>?) -> time_t
 typealias ClockGettimeFunction = @convention(c) (clockid_t, UnsafeMutablePointer<timespec>?) -> Int32
+typealias StreamPointer = UnsafeMutablePointer<FILE>
+typealias FopenFunction = @convention(c) (UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> StreamPointer?
+typealias StreamFunction = @convention(c) (StreamPointer?) -> Int32
+typealias LineBuffer = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+typealias GetlineFunction = @convention(c) (LineBuffer?, UnsafeMutablePointer<Int>?, StreamPointer?) -> Int
 
 /// The in-process interceptor of `symbol`, as a function of type `T`.
 func interceptor<T>(_ symbol: String, as type: T.Type) throws -> T {
@@ -129,7 +134,7 @@ extension EngineTests {
                 "fflush", "fclose", "socket", "connect", "accept4", "sendmsg", "recvfrom", "getaddrinfo",
                 "gethostbyname_r",
                 "getenv", "secure_getenv", "clock_gettime", "timespec_get", "ftime", "stat", "__xstat", "statx",
-                "nanosleep",
+                "nanosleep", "fgetc", "getc", "__uflow", "getdelim", "fscanf", "__isoc99_fscanf", "__fgets_chk",
             ] {
                 #expect(symbols.contains(name), "\(name) is intercepted in-process")
             }
@@ -217,6 +222,41 @@ extension EngineTests {
                     && abs(Int(reading.tv_sec) + 1000 - Int(Glibc.time(nil))) <= 2)
             errno = 0
             #expect(clockGettime(clockid_t(12345), &reading) == -1 && errno == EINVAL)
+        }
+
+        @Test func streamReadsFailWhereTheyWouldReadTheFileAndLineReadsOnEachCall() throws {
+            defer { chaos_plan_clear() }
+            let folder = try Preload.directory("inprocess-stdio")
+            defer { Preload.remove(folder) }
+            let file = folder + "/data"
+            try "first\nsecond\n".write(toFile: file, atomically: false, encoding: .utf8)
+            // Opened and closed through the interceptors, so the descriptor table knows the file.
+            let fopen = try interceptor("fopen", as: FopenFunction.self)
+            let fclose = try interceptor("fclose", as: StreamFunction.self)
+            let fgetc = try interceptor("fgetc", as: StreamFunction.self)
+            let uflow = try interceptor("__uflow", as: StreamFunction.self)
+            let getline = try interceptor("getline", as: GetlineFunction.self)
+            let buffered = try #require(fopen(file, "r"))
+            let fresh = try #require(fopen(file, "r"))
+            defer { _ = (fclose(buffered), fclose(fresh)) }
+            #expect(fgetc(buffered) == Int32(UInt8(ascii: "f")), "no plan yet: the buffer is filled")
+
+            try EngineTests.install(Preload.filesPlan(file, ops: "read", errno: "EIO"))
+            #expect(fgetc(buffered) == Int32(UInt8(ascii: "i")), "from the buffer: nothing to read from the file")
+            #expect(uflow(buffered) == Int32(UInt8(ascii: "r")), "__uflow with characters left takes one")
+            errno = 0
+            #expect(fgetc(fresh) == EOF && errno == EIO && ferror(fresh) != 0, "an empty buffer reads: it fails")
+            clearerr(fresh)
+            errno = 0
+            #expect(uflow(fresh) == EOF && errno == EIO && ferror(fresh) != 0)
+            var line: UnsafeMutablePointer<CChar>?
+            var capacity = 0
+            defer { free(line) }
+            errno = 0
+            #expect(getline(&line, &capacity, buffered) == -1 && errno == EIO, "a line read decides on each call")
+            chaos_plan_clear()
+            clearerr(buffered)
+            #expect(getline(&line, &capacity, buffered) == 3 && line.map { String(cString: $0) } == "st\n")
         }
 
         @Test func aPathSelectorReachesItsDirectoryThroughLinksAndDotDot() throws {

@@ -729,6 +729,104 @@ import Glibc
         #expect((try? String(contentsOfFile: folder + "/io/h", encoding: .utf8)) == "")
     }
 
+    // MARK: Stdio reads
+
+    /// Debian's python3 rather than a version manager's shim, when it is there.
+    static let python =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+
+    /// Runs `command(file)` on a two-line file: without a plan it prints `expected`; under a
+    /// plan failing reads of the file with EIO it must fail, say so, and print none of it.
+    static func expectReadFailure(_ expected: String, _ command: (String) -> [String]) throws {
+        let folder = try Preload.directory("reads")
+        defer { Preload.remove(folder) }
+        let file = folder + "/data"
+        try "alpha beta\ngamma delta\n".write(toFile: file, atomically: false, encoding: .utf8)
+        let plain = try Preload.plain(command(file))
+        #expect(plain.status == 0 && plain.output == expected, "\(plain)")
+        let failed = try Preload.under(Preload.filesPlan(file, ops: "read", errno: "EIO"), command(file))
+        #expect(failed.status != 0, "\(failed)")
+        #expect(failed.errors.contains("Input/output error"), "\(failed)")
+        #expect(!failed.output.contains("alpha"), "nothing of the file reaches stdout: \(failed)")
+    }
+
+    @Test(.enabled(if: Needs.program("sed"), "sed is not installed"))
+    func sedFailsWhenItsGetdelimCannotReadTheFile() throws {
+        try Self.expectReadFailure("alpha beta\ngamma delta\n") { ["sed", "-n", "p", $0] }
+    }
+
+    @Test(.enabled(if: Needs.program("cut"), "coreutils cut is missing"))
+    func cutFailsWhenItsGetcMacroRefillsThroughUflow() throws {
+        try Self.expectReadFailure("alp\ngam\n") { ["cut", "-c1-3", $0] }
+    }
+
+    @Test(.enabled(if: Needs.program("fold"), "coreutils fold is missing"))
+    func foldFailsWhenItsGetcMacroRefillsThroughUflow() throws {
+        try Self.expectReadFailure("alpha\n beta\ngamma\n delt\na\n") { ["fold", "-w", "5", $0] }
+    }
+
+    @Test(.enabled(if: Needs.program("sort"), "coreutils sort is missing"))
+    func sortFailsWhenItsFreadCannotReadTheFile() throws {
+        try Self.expectReadFailure("alpha beta\ngamma delta\n") { ["sort", $0] }
+    }
+
+    @Test(.enabled(if: Needs.program("head"), "coreutils head is missing"))
+    func headFailsWhenItsReadCannotReadTheFile() throws {
+        try Self.expectReadFailure("alpha beta\ngamma delta\n") { ["head", $0] }
+    }
+
+    @Test(.enabled(if: Needs.program("python3"), "python3 is not installed (.ci/install-system-test-deps installs it)"))
+    func pythonFailsWhenItsReadCannotReadTheFile() throws {
+        try Self.expectReadFailure("alpha beta\ngamma delta\n\n") {
+            [Self.python, "-c", "print(open('\($0)').read())"]
+        }
+    }
+
+    static let refillProbe = #"""
+        #include <errno.h>
+        #include <stdio.h>
+        #include <string.h>
+        int main(int argc, char **argv) {
+            (void)argc;
+            static char buffer[1000]; // glibc sizes a buffer it allocates itself as it likes
+            FILE *f = fopen(argv[1], "r");
+            if (!f || setvbuf(f, buffer, _IOFBF, sizeof buffer) != 0) return 1;
+            long count = 0;
+            errno = 0;
+            // Optimized, getc_unlocked is glibc's macro: it calls __uflow only on an empty buffer.
+            if (strcmp(argv[2], "macro") == 0) while (getc_unlocked(f) != EOF) count++;
+            else while (fgetc(f) != EOF) count++;
+            printf("%ld %d %d\n", count, ferror(f), ferror(f) ? errno : 0);
+            return 0;
+        }
+        """#
+
+    @Test(.enabled(if: Needs.program("cc"), "no C compiler (cc) to build the probe program"))
+    func characterReadsDecideOncePerRefillOfTheBuffer() throws {
+        let folder = try Preload.directory("refill")
+        defer { Preload.remove(folder) }
+        let file = folder + "/data"
+        try String(repeating: "x", count: 2500).write(toFile: file, atomically: false, encoding: .utf8)
+        let probe = try Preload.compile("refill_probe", Self.refillProbe)
+        // The first two decisions pass, the third fails: decided per character, the third
+        // character would fail; decided per refill of the 1000-byte buffer, the third refill.
+        let plan = """
+            chaos-plan 1
+            entry files
+            node 0 composite
+            case 1 path="\(file)" ops=read
+            node 1 sequential children=2*2,3
+            node 2 pass
+            node 3 fail errno=EIO
+            """
+        for mode in ["macro", "fgetc"] {
+            let plain = try Preload.plain([probe, file, mode])
+            #expect(plain.lines == ["2500 0 0"], "\(mode): \(plain)")
+            let failed = try Preload.under(plan, [probe, file, mode])
+            #expect(failed.lines == ["2000 1 \(EIO)"], "\(mode): \(failed)")
+        }
+    }
+
     // MARK: Loading
 
     @Test(.enabled(if: Needs.program("true"), "coreutils true is missing"))

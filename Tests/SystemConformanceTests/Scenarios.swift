@@ -9,6 +9,10 @@ enum Scenarios {
 
     static let enospcOnIO = files("enospc", #""path": "$DIR/io""#)
 
+    /// What the stdio-reads probe gets from the sibling io2/r ("abc\n12\n"): every read works.
+    static let siblingReads =
+        "sibling-fopen=ok sibling-fgetc=97 sibling-getc=98 sibling-getline=2 sibling-fscanf=1 sibling-fgets=1"
+
     /// Scenarios with no more than a workspace: files, names, the environment, DNS, the clock.
     static let plain: [Scenario] = [
         Scenario(
@@ -74,6 +78,22 @@ enum Scenarios {
             probe: ["stdio", "$DIR"],
             expected: "fopen=ok fwrite=3 fflush=-1/ENOSPC ferror=1 fclose=0 fputs=0 fclose-pending=-1/ENOSPC sizes=0,0 "
                 + "sibling-fwrite=3 sibling-fclose=0 sibling-size=3"
+        ),
+        Scenario(
+            name: "stdio reads fail: characters when the buffer is empty, lines and fscanf on each call",
+            profile: files("fail", #""errno": "EIO", "path": "$DIR/io", "operations": ["read"]"#),
+            probe: ["stdio-reads", "$DIR"],
+            expected: "fopen=ok fgetc=-1/EIO getc=-1/EIO getline=-1/EIO fscanf=-1/EIO fgets=0/EIO "
+                + Self.siblingReads
+        ),
+        Scenario(
+            name: "times: 1 on stdio reads fails one refill, then the buffer serves the characters",
+            profile: #"""
+                {"entries": [{"point": "system.files",
+                              "provider": {"item": "fail", "parameters": {"errno": "EIO", "path": "$DIR/io", "operations": ["read"]}, "times": 1}}]}
+                """#,
+            probe: ["stdio-reads", "$DIR"],
+            expected: "fopen=ok fgetc=-1/EIO getc=97 getline=3 fscanf=1 fgets=1 " + Self.siblingReads
         ),
         Scenario(
             name: "rename, unlink and mkdir into, out of and inside io fail; beside it they work",
