@@ -256,3 +256,18 @@ void chaos_fault_mirror_flush(void) {
     }
     pthread_mutex_unlock(&tallies_lock);
 }
+
+// MARK: - Counters a process tree shares
+
+int32_t chaos_plan_shared_counter_count(const chaos_plan *plan, int32_t entry) {
+    if (!plan || entry < 0 || entry >= plan->count) return 0;
+    return 1 + plan->entries[entry].count;
+}
+
+int chaos_plan_share_counters(chaos_plan *plan, int32_t entry, uint64_t *counters) {
+    if (!plan || !counters || plan->generation || entry < 0 || entry >= plan->count) return -1;
+    cf_entry *target = &plan->entries[entry];
+    target->shared_calls = (_Atomic uint64_t *)&counters[0];
+    for (int32_t i = 0; i < target->count; i++) target->nodes[i].shared = (_Atomic uint64_t *)&counters[1 + i];
+    return 0;
+}

@@ -62,8 +62,8 @@ static bool may_act(const walk *w) {
 }
 
 static uint64_t tick(walk *w, cf_node *node) {
-    return w->peek ? atomic_load_explicit(&node->counter, memory_order_relaxed)
-                   : atomic_fetch_add_explicit(&node->counter, 1, memory_order_relaxed);
+    return w->peek ? atomic_load_explicit(cf_node_counter(node), memory_order_relaxed)
+                   : atomic_fetch_add_explicit(cf_node_counter(node), 1, memory_order_relaxed);
 }
 
 /// The step of a sequential node that its call `k` uses (the last one repeats).
@@ -148,12 +148,12 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         return R_ACT;
     case CHAOS_NODE_SEQUENTIAL:
         for (;;) {
-            uint64_t k = atomic_load_explicit(&node->counter, memory_order_relaxed);
+            uint64_t k = atomic_load_explicit(cf_node_counter(node), memory_order_relaxed);
             int32_t child = node->children[step_at(node, k)];
             // A step that is a selector is asked only about the calls it takes: the others
             // pass on without moving the sequence.
             if (!selector_takes(w, child)) return eval(w, child, out);
-            if (w->peek || atomic_compare_exchange_weak_explicit(&node->counter, &k, k + 1, memory_order_relaxed,
+            if (w->peek || atomic_compare_exchange_weak_explicit(cf_node_counter(node), &k, k + 1, memory_order_relaxed,
                                                                  memory_order_relaxed))
                 return eval(w, child, out);
         }
@@ -251,6 +251,22 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     }
 }
 
+/// Whether the entry targets the call at all. An entry whose root selects (a composite whose
+/// fallback is the original or passes: a `match`, an item's target parameters) targets
+/// only the calls one of its cases takes; the others are not its calls, so they are not
+/// counted, and take no call index.
+static bool targets(const cf_entry *entry, const chaos_call *call, const char *path, int special) {
+    const cf_node *root = &entry->nodes[0];
+    if (root->kind != CHAOS_NODE_COMPOSITE || root->otherwise < 0) return true;
+    int32_t fallback = entry->nodes[root->otherwise].kind;
+    if (fallback != CHAOS_NODE_ORIGINAL && fallback != CHAOS_NODE_PASS) return true;
+    for (int32_t i = 0; i < root->count; i++) {
+        bool named = false;
+        if (cf_case_matches(&root->cases[i], call, path, special, &named)) return true;
+    }
+    return false;
+}
+
 static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     reset(out);
     if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
@@ -280,8 +296,17 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             }
             if (!in_scope) continue;
         }
-        uint64_t index = peek ? atomic_load_explicit(&entry->calls, memory_order_relaxed)
-                              : atomic_fetch_add_explicit(&entry->calls, 1, memory_order_relaxed);
+        if (!targets(entry, call, path, special)) {
+            // Not the entry's call: a match's original ends the walk (as it would have,
+            // uncounted), but leaves a special target to later entries, as `original` does.
+            const cf_node *root = &entry->nodes[0];
+            if (entry->nodes[root->otherwise].kind == CHAOS_NODE_ORIGINAL &&
+                (entry->point != CHAOS_POINT_FILES || !special))
+                break;
+            continue;
+        }
+        uint64_t index = peek ? atomic_load_explicit(cf_entry_calls(entry), memory_order_relaxed)
+                              : atomic_fetch_add_explicit(cf_entry_calls(entry), 1, memory_order_relaxed);
         walk w = {plan, entry, e, call, path, special, false, peek, index, 0};
         chaos_outcome candidate;
         reset(&candidate);

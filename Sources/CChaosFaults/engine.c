@@ -119,7 +119,7 @@ int chaos_plan_install(chaos_plan *plan) {
                 cf_node *node = &entry->nodes[i];
                 if (node->kind == CHAOS_NODE_SPEED && node->anchor_start) node->ns = anchor;
                 if (node->kind == CHAOS_NODE_SET && node->owned_value) node->value = cf_intern(node->owned_value);
-                atomic_store(&node->counter, 0);
+                atomic_store(&node->counter, 0);  // a shared counter is the tree's, not this install's
             }
         }
         plan->generation = atomic_fetch_add(&cf_plan_generation, 1) + 1;

@@ -53,6 +53,7 @@ typedef struct cf_node {
     const char *value;   ///< interned at install (never freed); before, owned_value
     char *owned_value;   ///< the parsed text of `value`, freed with the plan
     _Atomic uint64_t counter;
+    _Atomic uint64_t *shared;  ///< where the counter lives when a process tree shares it (NULL: `counter`)
 } cf_node;
 
 typedef struct cf_entry {
@@ -68,8 +69,16 @@ typedef struct cf_entry {
     uint64_t seed;            ///< what its probability nodes draw from
     bool seed_given;          ///< `seed=` was written (else derived from the plan's seed)
     _Atomic uint64_t calls;   ///< calls that reached it under this plan: the next call's index
+    _Atomic uint64_t *shared_calls; ///< where `calls` lives when a process tree shares it (NULL: `calls`)
     chaos_counts *counts;     ///< where its calls are counted (never NULL; may outlive the plan)
 } cf_entry;
+
+/// The counter of `node` that times, sequential and probability nodes move: its own, or
+/// the one a process tree shares (chaos_plan_share_counters).
+static inline _Atomic uint64_t *cf_node_counter(cf_node *node) { return node->shared ? node->shared : &node->counter; }
+
+/// The call index of `entry`: its own, or the one a process tree shares.
+static inline _Atomic uint64_t *cf_entry_calls(cf_entry *entry) { return entry->shared_calls ? entry->shared_calls : &entry->calls; }
 
 /// The counts of an entry (counters.c). Relaxed: statistics, so that a decision pays no
 /// fence for them. Seen is not kept: it is acted + passed.

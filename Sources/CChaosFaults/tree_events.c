@@ -20,3 +20,10 @@ void chaos_tree_event_record(uint64_t *count, chaos_tree_event *events, chaos_tr
     event->program[length] = 0;
     atomic_store_explicit((_Atomic int32_t *)&event->kind, (int32_t)kind, memory_order_release);
 }
+
+size_t chaos_tally_size(const chaos_plan *plan) {
+    int32_t count = chaos_plan_entry_count(plan);
+    size_t counters = 0;
+    for (int32_t e = 0; e < count; e++) counters += (size_t)chaos_plan_shared_counter_count(plan, e);
+    return sizeof(chaos_tally_header) + ((size_t)count * 2 + counters) * sizeof(uint64_t);
+}

@@ -112,17 +112,26 @@ static char *read_plan_file(const char *path, size_t *length) {
 
 SLOT(setenv);
 
+/// The tally this process counts into (NULL: none), for the fork handler.
+static chaos_tally_header *tally_header;
+
+/// A forked child decides from the same shared counters: one more process of the tree.
+static void tally_after_fork(void) {
+    if (tally_header) atomic_fetch_add((_Atomic uint64_t *)&tally_header->processes, 1);
+}
+
 /// Counts every entry of `plan` into the file `chaos run` reports from (CHAOS_RUN_TALLY)
-/// as well, and returns its header (NULL: not counted). A file that is gone means `chaos
-/// run` has ended and reports nothing more; one of another shape is said, as its report
-/// would then be wrong. With a control endpoint (`control`), entries it applies are
-/// counted there too, as not reported.
+/// as well, and has its entries decide from the counters the whole tree shares there;
+/// returns its header (NULL: neither). A file that is gone means `chaos run` has ended and
+/// reports nothing more; one of another shape is said, as its report would then be wrong.
+/// With a control endpoint (`control`), entries it applies are counted there too, as not
+/// reported.
 static chaos_tally_header *mirror_into(const char *path, chaos_plan *plan, int control) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CLOEXEC);
     if (fd < 0) return NULL;
     struct stat info;
     int32_t count = chaos_plan_entry_count(plan);
-    size_t size = sizeof(chaos_tally_header) + (size_t)count * 2 * sizeof(uint64_t);
+    size_t size = chaos_tally_size(plan);
     void *mapped = syscall(SYS_fstat, fd, &info) == 0 && (size_t)info.st_size == size
                        ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     syscall(SYS_close, fd);
@@ -132,9 +141,16 @@ static chaos_tally_header *mirror_into(const char *path, chaos_plan *plan, int c
         say("CHAOS_RUN_TALLY ", path, " is not the tally of this plan: chaos run's report will not count this process");
         return NULL;
     }
-    uint64_t *pairs = (uint64_t *)(header + 1);
-    for (int32_t e = 0; e < count; e++) chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
+    uint64_t *pairs = (uint64_t *)(header + 1), *shared = pairs + 2 * count;
+    for (int32_t e = 0; e < count; e++) {
+        chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
+        chaos_plan_share_counters(plan, e, shared);
+        shared += chaos_plan_shared_counter_count(plan, e);
+    }
     if (control) chaos_control_count_applied_into(&header->applied_later);
+    atomic_fetch_add((_Atomic uint64_t *)&header->processes, 1);
+    tally_header = header;
+    pthread_atfork(NULL, NULL, tally_after_fork);
     return header;
 }
 

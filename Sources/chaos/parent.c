@@ -138,14 +138,14 @@ int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_
 
 // MARK: - The preload delivery
 
-/// The shared file every preloaded process of the tree counts into, sized for `entries`
-/// pairs. Returns its mapping (and the path in `path`, its folder in `folder`), or NULL.
+/// The shared file every preloaded process of the tree counts into and decides from, sized
+/// for `plan`. Returns its mapping (and the path in `path`, its folder in `folder`), or NULL.
 ///
 /// Processes of the tree may run as other users (postgres, nginx workers drop root), so
 /// the file is writable by all; it lies in a folder others may pass through but not list
 /// (0711), under a name drawn at random, so only those told the name (the tree, through
 /// its environment) find it.
-static chaos_tally_header *make_tally(int entries, char *path, size_t capacity, char *folder, size_t folder_capacity) {
+static chaos_tally_header *make_tally(const chaos_plan *plan, char *path, size_t capacity, char *folder, size_t folder_capacity) {
     const char *base = getenv("TMPDIR");
     if (!base || !*base || access(base, W_OK) != 0) base = "/tmp";
     uint64_t random[2] = { 0, 0 };
@@ -163,7 +163,7 @@ static chaos_tally_header *make_tally(int entries, char *path, size_t capacity, 
         return NULL;
     }
     fchmod(fd, 0666);
-    size_t size = sizeof(chaos_tally_header) + (size_t)entries * 2 * sizeof(uint64_t);
+    size_t size = chaos_tally_size(plan);
     void *mapped = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     close(fd);
     if (mapped == MAP_FAILED) {
@@ -173,7 +173,7 @@ static chaos_tally_header *make_tally(int entries, char *path, size_t capacity, 
     }
     chaos_tally_header *header = mapped;
     snprintf(header->magic, sizeof header->magic, "%s", CHAOS_TALLY_MAGIC);
-    header->entries = (uint64_t)entries;
+    header->entries = (uint64_t)chaos_plan_entry_count(plan);
     return header;
 }
 
@@ -231,7 +231,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     }
     int count = chaos_plan_entry_count(plan);
     char tally_path[4096], tally_folder[4096];
-    chaos_tally_header *tally = make_tally(count, tally_path, sizeof tally_path, tally_folder, sizeof tally_folder);
+    chaos_tally_header *tally = make_tally(plan, tally_path, sizeof tally_path, tally_folder, sizeof tally_folder);
     if (!tally) {
         fprintf(stderr, "chaos run: cannot make the file its program's processes count into (%s)\n", strerror(errno));
         return 125;
@@ -311,6 +311,11 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     run.applied_later = atomic_load((_Atomic uint64_t *)&tally->applied_later);
     run.events = tally->events;
     run.event_count = atomic_load((_Atomic uint64_t *)&tally->event_count);
+    run.processes = atomic_load((_Atomic uint64_t *)&tally->processes);
+    for (int e = 0; e < count; e++)
+        run.places_calls |= chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_TIMES) ||
+                            chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_SEQUENTIAL) ||
+                            chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_PROBABILITY);
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);
     free(entries);
     chaos_plan_free(plan);

@@ -74,6 +74,7 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
         }
         fprintf(out, "],\"treeEventCount\":%llu", (unsigned long long)run->event_count);
     }
+    if (run->processes) fprintf(out, ",\"processes\":%llu", (unsigned long long)run->processes);
     if (run->still_running) {
         fprintf(out, ",\"stillRunning\":{\"count\":%d,\"processes\":", run->still_running);
         json_string(out, run->running ? run->running : "");
@@ -130,6 +131,9 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
                     event_text(run->events[i].kind, 0));
         if (run->event_count > kept_events(run))
             fprintf(stderr, "  and %llu more such events\n", (unsigned long long)(run->event_count - kept_events(run)));
+        if (run->processes > 1 && run->places_calls)
+            fprintf(stderr, "  several processes decided from counts the tree shares: calls made at the same time count "
+                            "in the order they reached them, so a placement by count may not replay exactly\n");
         if (run->still_running)
             fprintf(stderr, "  %d process%s of the tree still running%s: %s; %s later calls are not counted\n",
                     run->still_running, run->still_running == 1 ? "" : "es", run->waited_out ? " after --wait-tree's bound" : "",

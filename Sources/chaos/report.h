@@ -29,6 +29,8 @@ struct chaos_report_run {
     int still_running;      ///< processes of the tree still running when it reported
     const char *running;    ///< them, as "4102 mydaemon, 4103 sh"
     int waited_out;         ///< 1: it stopped waiting for them at --wait-tree's bound
+    uint64_t processes;     ///< processes that decided from counters the tree shares (0: unknown)
+    int places_calls;       ///< some entry places its fault by count (times, sequential, probability)
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -3,6 +3,7 @@
 #ifndef CCHAOS_TALLY_H
 #define CCHAOS_TALLY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct chaos_plan chaos_plan;  // CChaosFaults.h
@@ -28,6 +29,17 @@ int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair);
 /// last flush (a forked child: since it was forked). Call it when the process ends.
 void chaos_fault_mirror_flush(void);
 
+/// How many counters entry `entry` of `plan` can share with a process tree: its call index,
+/// then one per node (the counts behind times, sequential steps and probability draws).
+int32_t chaos_plan_shared_counter_count(const chaos_plan *plan, int32_t entry);
+
+/// Makes entry `entry` of `plan`, which was never installed, decide from `counters`
+/// (chaos_plan_shared_counter_count of them, 8-byte aligned, usually memory a process tree
+/// maps), so that "the 3rd write" means the 3rd of the tree, whichever process makes it.
+/// Calls made at once reach them in whatever order they come. 0, or -1 when there is no
+/// such entry or the plan was installed.
+int chaos_plan_share_counters(chaos_plan *plan, int32_t entry, uint64_t *counters);
+
 /// What a process of the tree did at an edge chaos does not cross quietly: the report names
 /// each one, with the process and the program.
 typedef enum chaos_tree_event_kind {
@@ -49,7 +61,8 @@ typedef struct chaos_tree_event {
 
 /// The file `chaos run` shares with every preloaded process of its program's tree (named
 /// by CHAOS_RUN_TALLY): this header, then one (acted, passed) pair of uint64_t per plan
-/// entry, which each process's entries mirror their counts into.
+/// entry, which each process's entries mirror their counts into, then each entry's shared
+/// counters (chaos_plan_shared_counter_count), entry after entry.
 typedef struct chaos_tally_header {
     char magic[16];    ///< CHAOS_TALLY_MAGIC, NUL-padded
     uint64_t entries;  ///< how many pairs follow
@@ -58,9 +71,14 @@ typedef struct chaos_tally_header {
     uint64_t applied_later;
     /// Events so far, added atomically; the first CHAOS_TALLY_EVENTS are in `events`.
     uint64_t event_count;
+    /// Processes that decided from the shared counters (each counts itself in, forks too).
+    uint64_t processes;
     chaos_tree_event events[CHAOS_TALLY_EVENTS];
 } chaos_tally_header;
-#define CHAOS_TALLY_MAGIC "chaos-tally 2"
+#define CHAOS_TALLY_MAGIC "chaos-tally 3"
+
+/// The size of the tally of `plan`: the header, the pairs and the shared counters.
+size_t chaos_tally_size(const chaos_plan *plan);
 
 /// Records an event in `events` (capacity CHAOS_TALLY_EVENTS) counted by `count`: safe
 /// from any process that maps them, and from a vfork child (no allocation, no lock).
