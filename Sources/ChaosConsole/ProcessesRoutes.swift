@@ -45,7 +45,8 @@ extension ChaosConsole {
                 problem = error.description
             }
             return ControlAPI.Process(
-                pid: endpoint.pid, program: endpoint.program, kind: endpoint.kind, url: endpoint.url,
+                pid: endpoint.pid, runner: endpoint.runner, program: endpoint.program, kind: endpoint.kind,
+                url: endpoint.url,
                 isCurrent: isCurrent, console: endpoint.consoleURL, status: status, problem: problem)
         }
         return ControlAPI.Processes(

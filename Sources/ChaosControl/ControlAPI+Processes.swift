@@ -17,8 +17,10 @@ extension ControlAPI {
 
     /// One endpoint in ``Processes``.
     public struct Process: Codable, Sendable, Hashable {
-        /// Its process id.
+        /// Its process id: the program's own.
         public var pid: Int32
+        /// For a `chaos run` program: the pid of `chaos run`.
+        public var runner: Int32?
         /// The program's name.
         public var program: String
         /// `swift`, or `preload` / `seccomp` for a `chaos run` child.
@@ -37,10 +39,11 @@ extension ControlAPI {
 
         /// A listed process.
         public init(
-            pid: Int32, program: String, kind: String, url: String, isCurrent: Bool, console: String?,
-            status: Status?, problem: String?
+            pid: Int32, runner: Int32? = nil, program: String, kind: String, url: String, isCurrent: Bool,
+            console: String?, status: Status?, problem: String?
         ) {
             self.pid = pid
+            self.runner = runner
             self.program = program
             self.kind = kind
             self.url = url

@@ -102,14 +102,16 @@ final class PreloadChild: Sendable {
             "the program printed no line starting with '\(prefix)' in time; it printed: \(output.suffix(5))")
     }
 
-    /// The endpoint file the preload library wrote for `pid` (by default the program's), once
-    /// it is there.
+    /// The endpoint file the preload library wrote for `pid` (by default the program's, which
+    /// names chaos run's pid as its runner), once it is there.
     func endpoint(of pid: Int32? = nil, timeout: Duration = .seconds(30)) async throws -> ControlEndpoint {
         let pid = pid ?? self.pid
         let deadline = ContinuousClock.now + timeout
         while true {
             let late = ContinuousClock.now >= deadline
-            if let found = ControlEndpoint.all(in: directory).first(where: { $0.pid == pid }) { return found }
+            if let found = ControlEndpoint.all(in: directory).first(where: { $0.pid == pid || $0.runner == pid }) {
+                return found
+            }
             if late { break }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -161,7 +163,7 @@ final class PreloadChild: Sendable {
 
         let listed = try await child.ctl("list")
         #expect(listed.status == 0, "\(listed.errors)")
-        #expect(listed.output.contains("\(child.pid)  python3  unix:"))
+        #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:"))
         #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries)"))
         #expect(listed.output.contains("#1 system.connect ← refused"))
 
@@ -565,11 +567,11 @@ extension PreloadControlTests {
         #expect(lstat(child.directory.path, &info) == 0 && info.st_mode & 0o7777 == 0o1777, "chmod'ed: \(info.st_mode)")
         let own = child.directory.appendingPathComponent("chaoskit-\(geteuid())")
         #expect(lstat(own.path, &info) == 0 && info.st_mode & 0o7777 == 0o700 && info.st_uid == geteuid())
-        #expect(endpoint.url == "unix:\(own.path)/\(child.pid).sock")
+        #expect(endpoint.url == "unix:\(own.path)/\(endpoint.pid).sock" && endpoint.runner == child.pid)
         // Both sides choose the same directory, so chaos ctl finds the file there.
         #expect(ControlEndpoint.directory(environment: ["CHAOS_CONTROL_DIR": child.directory.path]) == own)
         let listed = try await child.ctl("list")
-        #expect(listed.output.contains("\(child.pid)  python3  unix:\(own.path)/"), "\(listed.errors)")
+        #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:\(own.path)/"), "\(listed.errors)")
         let status = try await child.ctl("status", "\(child.pid)")
         #expect(status.status == 0, "\(status.errors)")
     }
@@ -713,7 +715,7 @@ extension PreloadControlTests {
         let entries = try await offload { try exchange(socket, listing) }
         #expect(String(validating: entries, as: UTF8.self) != nil)
         let listed = try await child.ctl("list")
-        #expect(listed.output.contains("\(child.pid)  python3  unix:"), "\(listed.errors)")
+        #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:"), "\(listed.errors)")
     }
 
     @Test func aPlanLabelThatIsNotUTF8IsRefusedAndTheProcessStaysListed() async throws {
@@ -743,7 +745,7 @@ extension PreloadControlTests {
         #expect(status.output.contains(#"← \u{1B}[31mred"#), "\(status.output)")
         #expect(!status.output.contains("\u{1B}"))
         let listed = try await child.ctl("list")
-        #expect(listed.output.contains("\(child.pid)  python3  unix:"), "\(listed.errors)")
+        #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:"), "\(listed.errors)")
         #expect(!listed.output.contains("\u{1B}"))
         let json = try await child.ctl("list", "--json")
         #expect(json.output.contains(#"\u001b[31mred"#), "\(json.output)")
@@ -763,13 +765,14 @@ extension PreloadControlTests {
         let file = try await spanish.endpoint()
         #expect(file.program == String(repeating: "ñ", count: 7))
         let listed = try await spanish.ctl("list")
-        #expect(listed.output.contains("\(spanish.pid)  ñññññññ  unix:"), "\(listed.output) \(listed.errors)")
+        #expect(
+            listed.output.contains("(chaos run \(spanish.pid))  ñññññññ  unix:"), "\(listed.output) \(listed.errors)")
         let status = try await spanish.ctl("status", "\(spanish.pid)")
-        #expect(status.status == 0 && status.output.hasPrefix("\(spanish.pid)  ñññññññ  "), "\(status.errors)")
+        #expect(status.status == 0 && status.output.hasPrefix("\(file.pid)  ñññññññ  "), "\(status.errors)")
 
         _ = try await evil.endpoint()
         let shown = try await evil.ctl("list")
-        #expect(shown.output.contains(#"\#(evil.pid)  \u{1B}[31mevil\u{9B}  unix:"#), "\(shown.output)")
+        #expect(shown.output.contains(#"(chaos run \#(evil.pid))  \u{1B}[31mevil\u{9B}  unix:"#), "\(shown.output)")
         #expect(!shown.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B })
         let json = try await evil.ctl("list", "--json")
         #expect(!json.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x9B })

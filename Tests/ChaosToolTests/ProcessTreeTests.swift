@@ -203,12 +203,12 @@ import Glibc
     // MARK: - The tree's report
 
     /// A daemon that double forks: the program returns at once, and its grandchild writes
-    /// `lines` lines into DIR/out/daemon.log a little later.
-    static func daemon(_ workspace: Workspace, lines: Int = 20) throws -> String {
-        let script = workspace.folder + "/daemon.sh"
+    /// `lines` lines into DIR/out/daemon.log `after` seconds later.
+    static func daemon(_ workspace: Workspace, lines: Int = 20, after: Double = 0.3) throws -> String {
+        let script = workspace.folder + "/daemon-\(after).sh"
         try """
         #!/bin/bash
-        ( ( sleep 0.3; for i in $(seq \(lines)); do echo "line $i" >> "\(workspace.folder)/out/daemon.log" 2>/dev/null || echo "write $i failed" >&2; done ) & ) &
+        ( ( sleep \(after); for i in $(seq \(lines)); do echo "line $i" >> "\(workspace.folder)/out/daemon.log" 2>/dev/null || echo "write $i failed" >&2; done ) & ) &
         exit 0
         """.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
@@ -222,7 +222,8 @@ import Glibc
         defer { workspace.remove() }
         _ = try Self.makeOut(workspace)
         let script = try Self.daemon(workspace)
-        let early = try Self.run(workspace, ["--delivery", delivery], [script])
+        // Late enough that chaos run reports first, however busy the machine.
+        let early = try Self.run(workspace, ["--delivery", delivery], [try Self.daemon(workspace, after: 3)])
         #expect(early.status == 0, "\(delivery): \(early)")
         #expect(
             early.errors.contains("of the tree still running") && early.errors.contains("later calls are not counted"),

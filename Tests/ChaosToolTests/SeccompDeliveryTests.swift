@@ -367,11 +367,18 @@ import Glibc
         try process.run()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let pid = process.processIdentifier
-        let endpointFile = "\(control)/\(pid).json"
-        for _ in 0..<500 where !FileManager.default.fileExists(atPath: endpointFile) { usleep(10_000) }
+        // Published under the program's own pid (chaos run's child), naming chaos run's beside it.
+        var endpointFile = ""
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: endpointFile) {
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            endpointFile = "\(control)/\(children.split(separator: " ").first ?? "none").json"
+            usleep(10_000)
+        }
         #expect(
             FileManager.default.fileExists(atPath: endpointFile),
-            "the supervisor publishes an endpoint under chaos run's pid")
+            "the supervisor publishes an endpoint under the program's pid: \(endpointFile)")
+        let record = try? String(contentsOfFile: endpointFile, encoding: .utf8)
+        #expect(record?.contains(#""runner":\#(pid)"#) == true, "\(record ?? "")")
 
         func ctl(_ arguments: [String]) throws -> ChaosToolTests.Outcome {
             try ChaosToolTests.run(

@@ -53,7 +53,7 @@
     const rows = listing.processes.map((process) => {
       const row = document.createElement("tr");
       row.dataset.pid = process.pid;
-      row.append(cell(String(process.pid), "number"), cell(process.program), cell(process.kind === "swift" ? "in-process" : "chaos run (" + process.kind + ")"),
+      row.append(cell(String(process.pid), "number"), cell(process.program), cell(process.kind === "swift" ? "in-process" : "chaos run " + (process.runner ? process.runner + " " : "") + "(" + process.kind + ")"),
                  cell(chaos(process.status)), cell(offers(process)), link(process));
       return row;
     });
