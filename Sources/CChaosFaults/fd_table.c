@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -146,6 +147,27 @@ void chaos_fd_duplicated(int oldfd, int newfd) {
     store(newfd, kind, family, role, special, kind == CHAOS_FD_FILE ? path : NULL);
 }
 
+/// The files `chaos run` handed its program as descriptors 0–2 (chaos_fd_handed_down): set
+/// once, before the plan is installed.
+static struct { bool known; uint64_t device, inode; } handed_down[3];
+
+void chaos_fd_handed_down(int fd, uint64_t device, uint64_t inode) {
+    if (fd < 0 || fd > 2) return;
+    handed_down[fd].known = true;
+    handed_down[fd].device = device;
+    handed_down[fd].inode = inode;
+}
+
+/// Whether descriptor `fd` (0–2) is still what the tool's caller handed down: its terminal
+/// or the redirection of the whole run, which no entry takes by accident.
+static bool still_handed_down(int fd) {
+    if (!handed_down[fd].known) return true;
+    struct stat info;
+    if (syscall(SYS_fstat, fd, &info) != 0) return true;
+    return handed_down[fd].device != 0 && (uint64_t)info.st_dev == handed_down[fd].device &&
+           (uint64_t)info.st_ino == handed_down[fd].inode;
+}
+
 /// Looks `fd` up in /proc/self/fd (not in the table).
 static int probe(int fd, char *path, size_t capacity, int *special, int *family, int *role) {
     char link[4096];
@@ -157,7 +179,7 @@ static int probe(int fd, char *path, size_t capacity, int *special, int *family,
     if (link[0] == '/') {
         size_t n = strlen(link);
         if (n > 10 && strcmp(link + n - 10, " (deleted)") == 0) link[n - 10] = 0;
-        *special = cf_special_path(link) || fd <= 2;
+        *special = cf_special_path(link) || (fd <= 2 && still_handed_down(fd));
         if (path) {
             if (strlen(link) + 1 > capacity) return CHAOS_FD_UNKNOWN;
             strcpy(path, link);

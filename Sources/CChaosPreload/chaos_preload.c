@@ -205,6 +205,14 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         chaos_fault_set_start_anchor(anchor_ns);
         if (control) chaos_control_anchor_chosen();
     }
+    const char *stdio = get("CHAOS_RUN_STDIO");  // what chaos run was handed as 0–2
+    for (int fd = 0; stdio && fd < 3; fd++) {
+        char *end = NULL;
+        unsigned long long device = strtoull(stdio, &end, 10), inode = 0;
+        if (end && *end == ':') inode = strtoull(end + 1, &end, 10);
+        chaos_fd_handed_down(fd, device, inode);
+        stdio = end && *end == ',' ? end + 1 : NULL;
+    }
     const char *tally = get("CHAOS_RUN_TALLY");
     chaos_tally_header *header = tally && *tally ? mirror_into(tally, plan, control) : NULL;
     tree_start(get, header, plan);

@@ -241,6 +241,17 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     snprintf(parent_text, sizeof parent_text, "%d", (int)getpid());
     setenv("CHAOS_RUN_PARENT", parent_text, 1);
     if (options->io_uring_allowed) setenv("CHAOS_IO_URING", "allow", 1);
+    // What this run was handed as 0–2 stays outside unnamed entries in every process of the
+    // tree; what the tree opens and hands down itself is matched by its path.
+    char stdio[128];
+    size_t used = 0;
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat info;
+        int open_here = fstat(fd, &info) == 0;
+        used += (size_t)snprintf(stdio + used, sizeof stdio - used, "%s%llu:%llu", fd ? "," : "",
+                                 open_here ? (unsigned long long)info.st_dev : 0ull, open_here ? (unsigned long long)info.st_ino : 0ull);
+    }
+    setenv("CHAOS_RUN_STDIO", stdio, 1);
     int io_uring_filter = !options->io_uring_allowed && plan_has_descriptor_entries(plan);
     chaos_tree_adopt_orphans();
     sigset_t original;

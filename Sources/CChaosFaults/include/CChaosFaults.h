@@ -553,6 +553,13 @@ void chaos_fd_duplicated(int oldfd, int newfd);
 /// up in /proc/self/fd once. Returns the kind.
 int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *family, int *role);
 
+/// Names the files descriptors 0–2 were when `chaos run` started its program (device and
+/// inode; a device of 0 for one that was not open), so that only those stay outside every
+/// entry that does not name them exactly: a descriptor a process of the tree opened and
+/// handed down (`cmd >> log/f` in a shell) is matched by its path like any other. Without
+/// a call, every inherited 0–2 stays outside.
+void chaos_fd_handed_down(int fd, uint64_t device, uint64_t inode);
+
 /// Whether the table follows descriptors at all (it does while the active plan has a
 /// files, send, recv, connect or accept entry; descriptors seen while it did not are
 /// looked up again).
