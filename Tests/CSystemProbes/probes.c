@@ -25,6 +25,7 @@
 #include <sys/time.h>
 #include <sys/timeb.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -707,6 +708,71 @@ static int probe_sqlite(report *r, const char *name, int argc, const char *const
 /// `P` when it passed (the real call, fast), `E` for any other failure. OP is `open`
 /// (O_RDWR|O_CREAT|O_APPEND; the descriptor is kept for NAME), `write` (one byte),
 /// `read` (pread of one byte at 0), `fsync` or `close`, the last four on NAME's descriptor.
+/// A process tree's steps (the probe program only): `fork.OP:NAME` makes the call in a
+/// forked child on the descriptor it inherits; `exec.OP:NAME` in a child that makes the
+/// descriptor its standard output (`cmd >> NAME`) and execs this program to call there.
+static int probe_script(report *r, int argc, const char *const *argv);
+
+/// The mark of a call: `A` (a fault's errno, or slow), `P` (passed), `E` (another failure).
+static char script_mark(long value, int code, int64_t took, int64_t slow_ns) {
+    if (value < 0) return (code == ENOSPC || code == EIO || code == EACCES) ? 'A' : 'E';
+    return slow_ns > 0 && took >= slow_ns ? 'A' : 'P';
+}
+
+/// Exit statuses that carry a mark out of a child.
+static int mark_status(char mark) { return mark == 'P' ? 0 : mark == 'A' ? 10 : 11; }
+static char status_mark(int status) {
+    if (!WIFEXITED(status)) return 'E';
+    return WEXITSTATUS(status) == 0 ? 'P' : WEXITSTATUS(status) == 10 ? 'A' : 'E';
+}
+
+/// One write or read (OP) on descriptor `fd`, as a script step makes it.
+static long script_transfer(const char *op, size_t op_length, int fd) {
+    char byte;
+    if (op_length == 5 && strncmp(op, "write", 5) == 0) return (long)write(fd, "x", 1);
+    if (op_length == 4 && strncmp(op, "read", 4) == 0) return (long)pread(fd, &byte, 1, 0);
+    errno = EINVAL;
+    return -1;
+}
+
+/// inherited OP FD SLOW_MS: the call of an `exec.` step, made by the program it execs; the
+/// mark is its exit status (its standard output is the file).
+static int probe_inherited(report *r, int argc, const char *const *argv) {
+    if (argc < 3) return usage(r, "inherited OP FD SLOW_MS");
+    int64_t start = raw_ns(CLOCK_MONOTONIC);
+    errno = 0;
+    long value = script_transfer(argv[0], strlen(argv[0]), atoi(argv[1]));
+    int code = errno;
+    char mark = script_mark(value, code, raw_ns(CLOCK_MONOTONIC) - start, (int64_t)atoi(argv[2]) * 1000000);
+    put(r, "%c", mark);
+    return mark_status(mark);
+}
+
+/// Runs one `fork.` or `exec.` step in a child and returns its mark.
+static char script_child(int exec, const char *op, size_t op_length, int fd, int64_t slow_ns) {
+    pid_t child = fork();
+    if (child < 0) return 'E';
+    if (child == 0) {
+        if (exec) {
+            char self[PATH_MAX], operation[16], slow[32];
+            ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+            if (length <= 0 || dup2(fd, 1) != 1 || op_length >= sizeof operation) _exit(11);
+            self[length] = 0;
+            snprintf(operation, sizeof operation, "%.*s", (int)op_length, op);
+            snprintf(slow, sizeof slow, "%lld", (long long)(slow_ns / 1000000));
+            execl(self, "probe", "inherited", operation, "1", slow, (char *)NULL);
+            _exit(11);
+        }
+        int64_t start = raw_ns(CLOCK_MONOTONIC);
+        errno = 0;
+        long value = script_transfer(op, op_length, fd);
+        _exit(mark_status(script_mark(value, errno, raw_ns(CLOCK_MONOTONIC) - start, slow_ns)));
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    return status_mark(status);
+}
+
 static int probe_script(report *r, int argc, const char *const *argv) {
     if (argc < 3) return usage(r, "script DIR SLOW_MS OP:NAME…");
     enum { NAMES = 16 };
@@ -726,6 +792,11 @@ static int probe_script(report *r, int argc, const char *const *argv) {
             else if (strcmp(names[i], name) == 0) slot = i;
         }
         if (slot < 0) return usage(r, "script: at most 16 file names");
+        int forked = strncmp(argv[step], "fork.", 5) == 0, execs = strncmp(argv[step], "exec.", 5) == 0;
+        if (forked || execs) {
+            put(r, "%c", fds[slot] < 0 ? 'E' : script_child(execs, argv[step] + 5, op_length - 5, fds[slot], slow_ns));
+            continue;
+        }
         int64_t start = raw_ns(CLOCK_MONOTONIC);
         long value = 0;
         errno = 0;
@@ -746,11 +817,7 @@ static int probe_script(report *r, int argc, const char *const *argv) {
             return usage(r, "script: OP is open, write, read, fsync or close");
         }
         int code = errno;
-        int64_t took = raw_ns(CLOCK_MONOTONIC) - start;
-        char mark = 'P';
-        if (value < 0) mark = (code == ENOSPC || code == EIO || code == EACCES) ? 'A' : 'E';
-        else if (slow_ns > 0 && took >= slow_ns) mark = 'A';
-        put(r, "%c", mark);
+        put(r, "%c", script_mark(value, code, raw_ns(CLOCK_MONOTONIC) - start, slow_ns));
     }
     for (int i = 0; i < NAMES; i++)
         if (fds[i] >= 0) close(fds[i]);
@@ -777,6 +844,7 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strcmp(name, "writes") == 0) status = probe_writes(&r, argc, argv);
     else if (strcmp(name, "draws") == 0) status = probe_draws(&r, argc, argv);
     else if (strcmp(name, "script") == 0) status = probe_script(&r, argc, argv);
+    else if (strcmp(name, "inherited") == 0) status = probe_inherited(&r, argc, argv);
     else if (strcmp(name, "getenv") == 0) status = probe_getenv(&r, argc, argv);
     else if (strcmp(name, "connect") == 0) status = probe_connect(&r, argc, argv);
     else if (strcmp(name, "connect-wait") == 0) status = probe_connect_wait(&r, argc, argv);
