@@ -151,6 +151,9 @@ import Glibc
         SYMBOL(ssize_t, read, (int, void *, size_t));
         SYMBOL(ssize_t, pread, (int, void *, size_t, off_t));
         SYMBOL(ssize_t, pread64, (int, void *, size_t, off_t));
+        SYMBOL(ssize_t, __read_chk, (int, void *, size_t, size_t));
+        SYMBOL(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t));
+        SYMBOL(ssize_t, __pread64_chk, (int, void *, size_t, off_t, size_t));
         SYMBOL(ssize_t, readv, (int, const struct iovec *, int));
         SYMBOL(ssize_t, preadv, (int, const struct iovec *, int, off_t));
         SYMBOL(ssize_t, preadv64, (int, const struct iovec *, int, off_t));
@@ -341,6 +344,18 @@ import Glibc
             if (IS("read", "read")) { FD(reader()); return by_value(c_read(fd, buffer, sizeof buffer)); }
             if (IS("pread", "pread")) { FD(reader()); return by_value(c_pread(fd, buffer, sizeof buffer, 0)); }
             if (IS("pread", "pread64")) { FD(reader()); return by_value(c_pread64(fd, buffer, sizeof buffer, 0)); }
+            if (IS("read", "__read_chk")) {
+                FD(reader());
+                return by_value(c___read_chk(fd, buffer, sizeof buffer, sizeof buffer));
+            }
+            if (IS("pread", "__pread_chk")) {
+                FD(reader());
+                return by_value(c___pread_chk(fd, buffer, sizeof buffer, 0, sizeof buffer));
+            }
+            if (IS("pread", "__pread64_chk")) {
+                FD(reader());
+                return by_value(c___pread64_chk(fd, buffer, sizeof buffer, 0, sizeof buffer));
+            }
             if (IS("readv", "readv")) { FD(reader()); return by_value(c_readv(fd, &into, 1)); }
             if (IS("preadv", "preadv")) { FD(reader()); return by_value(c_preadv(fd, &into, 1, 0)); }
             if (IS("preadv", "preadv64")) { FD(reader()); return by_value(c_preadv64(fd, &into, 1, 0)); }
