@@ -70,7 +70,7 @@ import Testing
             // The triggers, between the program's connections.
             if attempt % 5 == 0 {
                 do {
-                    #expect(try await offload { try client.status() }.pid == child.pid)
+                    #expect(try await offload { try client.status() }.runner == child.pid)
                 } catch {
                     // What the program printed says whether it ended, and why.
                     throw TestFailure(
@@ -86,7 +86,7 @@ import Testing
         }
         #expect(answers.filter { $0 == "mine" }.count == 20, "\(answers)")
         try await child.line(startingWith: "served 20")
-        #expect(try await offload { try client.status() }.pid == child.pid, "the endpoint still answers")
+        #expect(try await offload { try client.status() }.runner == child.pid, "the endpoint still answers")
     }
 
     /// A forked child holds none of the endpoint's descriptors: once the parent has gone, a
@@ -109,7 +109,7 @@ import Testing
         defer { kill(forked, SIGKILL) }
         let endpoint = try await child.endpoint()
         let client = ControlClient(endpoint, timeout: .seconds(5))
-        #expect(try await offload { try client.status() }.pid == child.pid)
+        #expect(try await offload { try client.status() }.runner == child.pid)
         // The descriptors of the fork's child: none is a socket of the endpoint's.
         let inherited = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(forked)/fd").compactMap {
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(forked)/fd/\($0)")
@@ -167,7 +167,7 @@ import Testing
             // The slow ones trickle on meanwhile: one header byte each.
             for fd in slow.prefix(200) { Self.send(fd, "X") }
             let status = try await offload { try client.status() }
-            #expect(status.pid == child.pid, "round \(round)")
+            #expect(status.runner == child.pid, "round \(round)")
             try await Task.sleep(for: .milliseconds(300))
         }
         let answers = slow.prefix(200).map { Self.readAvailable($0) }
@@ -299,7 +299,7 @@ import Testing
             let client = ControlClient(try await child.endpoint(), timeout: .seconds(30))
             var failure: (any Error)?
             do {
-                if try await offload({ try client.status() }).pid == child.pid { return client }
+                if try await offload({ try client.status() }).runner == child.pid { return client }
             } catch {
                 failure = error
             }

@@ -309,7 +309,7 @@ import Glibc
         process.environment = ProcessInfo.processInfo.environment.merging([
             "CHAOS_CONTROL": "unix", "CHAOS_CONTROL_DIR": directory,
         ]) { $1 }
-        FileManager.default.createFile(atPath: log, contents: nil)
+        try #require(FileManager.default.createFile(atPath: log, contents: nil), "cannot create \(log)")
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle
