@@ -106,11 +106,7 @@ import Glibc
     /// The probe's "NAME RESULT" lines by name (the whole outcome when it did not end well).
     static func results(_ outcome: Preload.Outcome) -> [String: String] {
         #expect(outcome.status == 0, "\(outcome)")
-        return Dictionary(
-            outcome.lines.map { line in
-                let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
-                return (parts[0], parts.count > 1 ? parts[1] : "")
-            }, uniquingKeysWith: { $1 })
+        return outcome.results
     }
 
     static let probe = #"""

@@ -363,11 +363,7 @@ import Glibc
             let plan = "chaos-plan 1\nentry clock monotonic=\(monotonic ? "yes" : "no")\nnode 0 offset by=-1d\n"
             let outcome = try Preload.under(plan, [probe])
             #expect(outcome.status == 0, "\(outcome)")
-            return Dictionary(
-                outcome.lines.map { line in
-                    let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
-                    return (parts[0], parts.count > 1 ? parts[1] : "")
-                }, uniquingKeysWith: { $1 })
+            return outcome.results
         }
         let day = "-86400"
         let shifted = try shifts(monotonic: false)

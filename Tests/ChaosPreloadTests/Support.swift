@@ -45,6 +45,14 @@ enum Preload {
             "status \(status), stdout: \(output.debugDescription), stderr: \(errors.debugDescription)"
         }
         var lines: [String] { output.split(separator: "\n").map(String.init) }
+        /// The "NAME RESULT" lines a probe prints, by name.
+        var results: [String: String] {
+            Dictionary(
+                lines.map { line in
+                    let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+                    return (parts[0], parts.count > 1 ? parts[1] : "")
+                }, uniquingKeysWith: { $1 })
+        }
     }
 
     /// Where a program is on PATH, or nil.
