@@ -104,9 +104,9 @@ if !json {
         ("ffi_hook_block_ns / ffi_raw_c_ns (<= 1.3)", ratio("ffi_hook_block_ns", "ffi_raw_c_ns")),
         ("date_system_clock_ns / date_plain_ns (<= 1.1)", ratio("date_system_clock_ns", "date_plain_ns")),
         ("date_system_clock_ns / date_libfaketime_ns (<= 1)", ratio("date_system_clock_ns", "date_libfaketime_ns")),
-        ("chaos_run_date_ms / faketime_date_ms (<= 1.5)", ratio("chaos_run_date_ms", "faketime_date_ms")),
+        ("chaos_run_date_ms / faketime_date_ms (<= 1.0)", ratio("chaos_run_date_ms", "faketime_date_ms")),
         ("chaos_run_write_ms / plain_write_ms (<= 1.05)", ratio("chaos_run_write_ms", "plain_write_ms")),
-        ("seccomp_write_ms / strace_inject_write_ms (<= 0.33)", ratio("seccomp_write_ms", "strace_inject_write_ms")),
+        ("seccomp_write_ms / strace_inject_write_ms (<= 0.1)", ratio("seccomp_write_ms", "strace_inject_write_ms")),
         ("virtual_hour_sleep_ms (<= 5)", results.first(where: { $0.0 == "virtual_hour_sleep_ms" })?.1),
         ("date_virtual_ns / date_plain_ns (<= 1.1)", ratio("date_virtual_ns", "date_plain_ns")),
     ]
