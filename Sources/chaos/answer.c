@@ -359,6 +359,24 @@ const chaos_tree_event *chaos_answer_tree_events(uint64_t *count) {
     return tree_events;
 }
 
+void chaos_answer_note_exec(const struct seccomp_notif *n) {
+    const __u64 *a = n->data.args;
+    int at = n->data.nr != __NR_execve;
+    char raw[PATH_CAPACITY], program[PATH_CAPACITY];
+    if (chaos_tracee_string((pid_t)n->pid, at ? a[1] : a[0], raw, sizeof raw) < 0) return;
+    if (at && !raw[0] && ((int)a[4] & AT_EMPTY_PATH)) snprintf(program, sizeof program, "/proc/%u/fd/%d", n->pid, (int)a[0]);
+    else if (chaos_tracee_path((pid_t)n->pid, at ? (int)a[0] : AT_FDCWD, raw, program, sizeof program) < 0) return;
+    struct stat file, process;
+    char process_path[64];
+    snprintf(process_path, sizeof process_path, "/proc/%u", n->pid);
+    if (stat(program, &file) != 0 || !S_ISREG(file.st_mode) || stat(process_path, &process) != 0) return;
+    int gains = ((file.st_mode & S_ISUID) && file.st_uid != process.st_uid) || ((file.st_mode & S_ISGID) && file.st_gid != process.st_gid);
+    if (!gains) return;
+    fprintf(stderr, "chaos run: warning: process %u execs %s, which is set-user-ID or set-group-ID: under the seccomp "
+            "delivery it runs without its privileges (no_new_privs), and may fail for that alone\n", n->pid, program);
+    chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_SETUID_UNPRIVILEGED, (int32_t)n->pid, program);
+}
+
 /// Fails io_uring_setup with ENOSYS (or lets it through when allowed), saying so once per process.
 static void answer_io_uring(int listener, const struct seccomp_notif *n) {
     char link[64], program[PATH_MAX] = "";
@@ -391,6 +409,7 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         return;
     }
     if (sc->shape == CHAOS_SHAPE_RENUMBER || sc->shape == CHAOS_SHAPE_EXEC) {
+        if (sc->shape == CHAOS_SHAPE_EXEC) chaos_answer_note_exec(n);
         chaos_descriptors_forget();
         go_on(listener, n->id);
         return;

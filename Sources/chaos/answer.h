@@ -26,6 +26,10 @@ int chaos_answer_due(int listener);
 /// What clock `clock`, reading `real` ns, reads under outcome `o` of a clock entry: the
 /// virtual time, or the real reading shifted, frozen or scaled (clocks with their own
 /// origin, such as monotonic ones, move by the realtime clock's shift at this instant).
+/// An exec the filter trapped (`n`): says at once, and records, when it starts a
+/// set-user-ID or set-group-ID program, which gains no privileges under the filter.
+void chaos_answer_note_exec(const struct seccomp_notif *n);
+
 /// Whether io_uring_setup goes through (--io-uring allow) rather than failing with ENOSYS.
 void chaos_answer_allow_io_uring(int allowed);
 

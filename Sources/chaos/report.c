@@ -34,6 +34,8 @@ static const char *event_text(int32_t kind, int json) {
     case CHAOS_TREE_EXEC_UNREACHED: return json ? "exec-unreached" : "ran without chaos (--allow-unreached)";
     case CHAOS_TREE_IO_URING_REFUSED: return json ? "io-uring-refused" : "io_uring refused with ENOSYS";
     case CHAOS_TREE_IO_URING_ALLOWED: return json ? "io-uring-allowed" : "io_uring allowed: its reads and writes were out of reach";
+    case CHAOS_TREE_SETUID_UNPRIVILEGED:
+        return json ? "setuid-unprivileged" : "a set-user-ID program, run without its privileges (no_new_privs)";
     default: return json ? "unknown" : "an event this report does not know";
     }
 }

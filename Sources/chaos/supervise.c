@@ -204,6 +204,7 @@ static void *server_main(void *context) {
         if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue;  // EINTR, ENOENT
         const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
         if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
+            chaos_answer_note_exec(notification);
             chaos_descriptors_forget();
             pthread_mutex_lock(&server->lock);
             int queued = server->exec_count < 64;

@@ -101,9 +101,9 @@ static const struct chaos_syscall table[] = {
     { __NR_newfstatat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT_AT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
 #endif
     { __NR_statx, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STATX, 0, 0, CHAOS_CLOCK_FLAG_STAT },
-    // Every program a clock plan reaches must read its clock with system calls: the
-    // supervisor watches each exec to hide the vDSO from the program it starts (and
-    // forgets the descriptors it knew, as exec closes some).
+    // Every exec is trapped: a program a clock plan reaches must read its clock with system
+    // calls (the supervisor hides the vDSO from it), exec closes descriptors the supervisor
+    // knew, and a set-user-ID program runs without its privileges under the filter.
     { __NR_execve, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
     { __NR_execveat, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
     // io_uring moves bytes past every trap above: with files or connect entries, setting
@@ -144,7 +144,8 @@ static uint64_t needed_rows(const chaos_plan *plan) {
         const struct chaos_syscall *call = &table[i];
         int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op)) &&
                         (clock_flags & call->needs) == call->needs;
-        int for_descriptors = call->shape == CHAOS_SHAPE_EXEC && (points >> CHAOS_POINT_FILES & 1) && (ops & call->op);
+        // Every exec: the supervisor says when a set-user-ID program loses its privileges.
+        int for_descriptors = call->shape == CHAOS_SHAPE_EXEC;
         int for_io_uring = call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
         if (for_point || for_descriptors || for_io_uring) rows |= 1ull << i;
     }

@@ -47,6 +47,7 @@ typedef enum chaos_tree_event_kind {
     CHAOS_TREE_EXEC_UNREACHED = 2,  ///< such an exec ran without chaos (--allow-unreached)
     CHAOS_TREE_IO_URING_REFUSED = 3, ///< io_uring_setup failed with ENOSYS (the default)
     CHAOS_TREE_IO_URING_ALLOWED = 4, ///< io_uring_setup went through (--io-uring allow)
+    CHAOS_TREE_SETUID_UNPRIVILEGED = 5, ///< a set-user-ID program ran without its privileges (no_new_privs)
 } chaos_tree_event_kind;
 
 /// One such event: which process, and the program it ran or tried to run.
