@@ -287,6 +287,51 @@ import Glibc
     }
 }
 
+extension ProcessTreeTests {
+    @Test(
+        .enabled(
+            if: getuid() == 0 && ReachTests.which("setpriv") != nil && ReachTests.which("cc") != nil,
+            "needs root and setpriv"))
+    func aSetUserIDProgramIsRefusedByThePreloadAndSaidUnderSeccomp() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        chmod(workspace.folder, 0o755)
+        chmod(out, 0o777)
+        let program = try #require(try workspace.compile("setuid-writer", Self.writer))
+        chmod(program, 0o4755)  // root's, run by nobody: it would gain root
+        let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", program, out + "/s"]
+        let refused = try Self.run(workspace, [], asNobody)
+        #expect(refused.status == 126 && refused.errors.contains("set-user-ID"), "\(refused)")
+        let supervised = try Self.run(workspace, ["--delivery", "seccomp"], asNobody)
+        #expect(supervised.output.contains("errno=\(ENOSPC)"), "\(supervised)")
+        #expect(
+            supervised.errors.contains("warning: process") && supervised.errors.contains("without its privileges"),
+            "said at once, and in the report: \(supervised.errors)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("dd") != nil && ReachTests.which("bash") != nil, "no dd or bash"))
+    func aPlacementAtTheKthWriteCountsEveryDdOfAShellLoop() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let loop =
+            "for i in 1 2 3; do dd if=/dev/zero of=\(out)/dd$i bs=512 count=1 status=none 2>/dev/null || echo \"dd $i failed\"; done"
+        for place in 0..<3 {
+            let steps = Array(repeating: #""original""#, count: place) + [#"{"item": "enospc"}"#, #""original""#]
+            let profile = workspace.folder + "/place-\(place).json"
+            try """
+            {"entries": [{"point": "system.files", "match": {"path": "\(out)", "operations": ["write"]},
+              "provider": {"sequential": [\(steps.joined(separator: ", "))]}}]}
+            """.write(toFile: profile, atomically: true, encoding: .utf8)
+            let outcome = try ChaosToolTests.chaos(
+                ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", "bash", "-c", loop])
+            #expect(outcome.output == "dd \(place + 1) failed\n", "placed at write \(place + 1): \(outcome)")
+            #expect(outcome.errors.contains("seen 3, acted 1"), "\(outcome.errors)")
+        }
+    }
+}
+
 /// `chaos ctl` knows a `chaos run` program by the pid users know (ps, its pidfile, its own
 /// reports) and by the runner's, and `--tree` reaches every process of the tree.
 @Suite struct ProcessTreePidTests {
