@@ -15,11 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
-#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +25,6 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,42 +181,6 @@ static int tally_all_fired(void *context) {
     return 1;
 }
 
-/// Seccomp's filter for a preloaded tree: io_uring_setup fails with ENOSYS, everything else
-/// passes at the cost of a few instructions. liburing makes the call itself, past
-/// syscall(2), where only a filter sees it.
-static int refuse_io_uring(void) {
-#if defined(__x86_64__) && defined(__NR_io_uring_setup)
-    struct sock_filter instructions[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog filter = { sizeof instructions / sizeof instructions[0], instructions };
-    // Without CAP_SYS_ADMIN a filter needs no_new_privs; the preload refuses the set-user-ID
-    // programs it would strip (they ignore LD_PRELOAD anyway).
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter) == 0) return 0;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &filter);
-#else
-    return 0;
-#endif
-}
-
-/// Whether the plan has entries io_uring would slip past (files and sockets).
-static int plan_has_descriptor_entries(const chaos_plan *plan) {
-    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
-        int32_t point = chaos_plan_entry_point(plan, e);
-        if (point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV ||
-            point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_CONNECT)
-            return 1;
-    }
-    return 0;
-}
-
 int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_report_options *options) {
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(plan_text, strlen(plan_text), &error);
@@ -252,7 +211,6 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
                                  open_here ? (unsigned long long)info.st_dev : 0ull, open_here ? (unsigned long long)info.st_ino : 0ull);
     }
     setenv("CHAOS_RUN_STDIO", stdio, 1);
-    int io_uring_filter = !options->io_uring_allowed && plan_has_descriptor_entries(plan);
     chaos_tree_adopt_orphans();
     sigset_t original;
     int signals = chaos_parent_block_signals(&original);
@@ -271,12 +229,6 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         // touches nothing shared: no stdio, no allocation.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(125);
-        if (io_uring_filter && refuse_io_uring() != 0) {
-            static const char message[] = "chaos run: cannot install the filter that keeps io_uring out; pass --io-uring allow to run without it\n";
-            ssize_t told = write(2, message, sizeof message - 1);
-            (void)told;
-            _exit(125);
-        }
         sigprocmask(SIG_SETMASK, &original, NULL);
         chaos_parent_become(argv);
     }

@@ -24,10 +24,11 @@ int chaos_tree_has_children(void) {
     return waitid(P_ALL, 0, &info, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) == 0 || errno != ECHILD;
 }
 
-/// One process of /proc: its id, its parent's, its name.
+/// One process of /proc: its id, its parent's, its name, whether it has ended (a zombie).
 struct process {
     pid_t pid, parent;
     char name[20];
+    int ended;
 };
 
 /// Reads /proc/PID/stat: "PID (NAME) STATE PPID …"; the name may hold spaces and parens.
@@ -44,7 +45,8 @@ static int read_process(const char *pid_text, struct process *out) {
     if (!open_paren || !close_paren || close_paren < open_paren) return 0;
     int parent = 0;
     char state = 0;
-    if (sscanf(close_paren + 1, " %c %d", &state, &parent) != 2 || state == 'Z') return 0;
+    if (sscanf(close_paren + 1, " %c %d", &state, &parent) != 2) return 0;
+    out->ended = state == 'Z' || state == 'X';
     out->pid = (pid_t)atoi(text);
     out->parent = (pid_t)parent;
     size_t name_length = (size_t)(close_paren - open_paren - 1);
@@ -54,7 +56,9 @@ static int read_process(const char *pid_text, struct process *out) {
     return 1;
 }
 
-int chaos_tree_running(pid_t except, char *out, size_t capacity) {
+/// One look at /proc: the descendants of this process but `except`, live ones in `out`;
+/// returns how many live, or -1 when one had ended (the tree changed while it was read).
+static int look(pid_t except, char *out, size_t capacity) {
     out[0] = 0;
     DIR *directory = opendir("/proc");
     if (!directory) return 0;
@@ -72,7 +76,7 @@ int chaos_tree_running(pid_t except, char *out, size_t capacity) {
     }
     closedir(directory);
     pid_t self = getpid();
-    int running = 0;
+    int running = 0, changed = 0;
     size_t used = 0;
     for (size_t i = 0; processes && i < count; i++) {
         if (processes[i].pid == except || processes[i].pid == self) continue;
@@ -84,12 +88,35 @@ int chaos_tree_running(pid_t except, char *out, size_t capacity) {
             parent = j < count ? processes[j].parent : 0;
         }
         if (parent != self) continue;
+        // A descendant that ended may have started another after the list was read.
+        if (processes[i].ended) {
+            changed = 1;
+            continue;
+        }
         running++;
         int wrote = snprintf(out + used, capacity - used, "%s%d %s", used ? ", " : "", (int)processes[i].pid, processes[i].name);
         if (wrote > 0 && (size_t)wrote < capacity - used) used += (size_t)wrote;
     }
     free(processes);
-    return running;
+    return changed ? -1 : running;
+}
+
+int chaos_tree_running(pid_t except, char *out, size_t capacity) {
+    // A tree seen with an ended process in it may still be changing (a daemon's parent
+    // exits as its child starts): it is looked at again, a millisecond later, until two
+    // looks agree (an ended child nobody has reaped yet changes nothing).
+    char previous[4096] = "";
+    int running = look(except, out, capacity);
+    for (int attempt = 0; attempt < 20 && running < 0; attempt++) {
+        snprintf(previous, sizeof previous, "%s", out);
+        usleep(1000);
+        running = look(except, out, capacity);
+        if (running < 0 && strcmp(previous, out) == 0) running = -2;
+    }
+    if (running >= 0) return running;
+    int live = 0;
+    for (const char *c = out; *c; c++) live += *c == ',';
+    return out[0] ? live + 1 : 0;
 }
 
 int chaos_tree_wait_parse(const char *text, struct chaos_tree_wait *wait) {
