@@ -416,16 +416,17 @@ static int preload_given(int argc, char **argv) {
     return 0;
 }
 
-// In a checkout's build folder (`swift run chaos …`), builds the tool and, for `run`, the
-// preload library when they are missing or out of date. Returns 0 when one cannot be had.
-static int ensure_built(int argc, char **argv, const char *tool) {
+// In a checkout's build folder (`swift run chaos …`), builds what is missing or out of
+// date: the tool (`tool`), and for `run` (`preload`) the preload library. Returns 0 when
+// one cannot be had.
+static int ensure_built(int argc, char **argv, const char *tool, int preload) {
     const char *given = getenv("CHAOS_TOOL");
     char directory[PATH_MAX];
     struct chaos_development layout;
     if ((given && *given) || !self_directory(directory, sizeof directory)) return 1;
     if (!chaos_development_layout(directory, &layout)) return 1;
-    if (!chaos_development_ensure(&layout, tool, "chaos-tool", tool_sources)) return 0;
-    if (argc > 1 && strcmp(argv[1], "run") == 0 && !preload_given(argc, argv)) {
+    if (tool && !chaos_development_ensure(&layout, tool, "chaos-tool", tool_sources)) return 0;
+    if (preload && argc > 1 && strcmp(argv[1], "run") == 0 && !preload_given(argc, argv)) {
         char library[PATH_MAX];
         if (!joined(library, sizeof library, directory, "libChaosPreload.so")) return 1;
         return chaos_development_ensure(&layout, library, "ChaosPreload", preload_sources);
@@ -439,11 +440,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "chaos: cannot find chaos-tool beside this program; set CHAOS_TOOL\n");
         return 127;
     }
-    if (!ensure_built(argc, argv, tool)) return 127;
-    if (argc > 1 && strcmp(argv[1], "run") == 0) {
+    int running = argc > 1 && strcmp(argv[1], "run") == 0;
+    // A run from a plan compiled earlier needs only the preload library; the tool's
+    // sources (a few hundred files to look at) are looked at when the tool is needed.
+    if (!ensure_built(argc, argv, running ? NULL : tool, running)) return 127;
+    if (running) {
         char cache[PATH_MAX];
         int status = fast_run(argc, argv, tool, cache, sizeof cache);
         if (status >= 0) return status;
+        if (!ensure_built(argc, argv, tool, 0)) return 127;
         // The tool compiles the profile, keeps the plan where we will look for it next
         // time, and starts us again with it.
         if (cache[0]) setenv("CHAOS_RUN_CACHE", cache, 1);

@@ -141,8 +141,10 @@ int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_
 /// (0711), under a name drawn at random, so only those told the name (the tree, through
 /// its environment) find it.
 static chaos_tally_header *make_tally(const chaos_plan *plan, char *path, size_t capacity, char *folder, size_t folder_capacity) {
+    // $TMPDIR when set; else memory (/dev/shm), where making and removing the folder costs
+    // a tenth of what it does on a disk, at every start.
     const char *base = getenv("TMPDIR");
-    if (!base || !*base || access(base, W_OK) != 0) base = "/tmp";
+    if (!base || !*base || access(base, W_OK) != 0) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     uint64_t random[2] = { 0, 0 };
     if (getrandom(random, sizeof random, 0) != sizeof random) {
         random[0] = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
