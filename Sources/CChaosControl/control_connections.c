@@ -54,6 +54,7 @@ typedef struct connection {
     answer a;
     buffer out;
     size_t sent;
+    int half_closed;      // the client shut its write side after a whole request (nc -N, socat)
 } connection;
 
 // The endpoint thread's own: the worker reaches one connection only, through worker.job.
@@ -316,7 +317,8 @@ HIDDEN void ctl_serve_connections(int listener_fd) {
             if (c->phase == QUEUED || c->phase == WORKING) {
                 working = 1;
                 if (c->fd < 0) continue;
-                fds[count] = (struct pollfd){c->fd, POLLRDHUP, 0}; // a hang-up cancels its advance
+                // A hang-up cancels its advance; a half-close only waits for the answer.
+                fds[count] = (struct pollfd){c->fd, c->half_closed ? 0 : POLLRDHUP, 0};
             } else {
                 if (c->deadline <= now) { release(c); continue; } // too slow: its deadline passed
                 if (c->deadline < next_deadline) next_deadline = c->deadline;
@@ -339,6 +341,14 @@ HIDDEN void ctl_serve_connections(int listener_fd) {
             if (!events || c->fd != fds[i].fd) continue;
             if (c->phase == QUEUED || c->phase == WORKING) {
                 if (!(events & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+                // HTTP/1.1 lets a client shut its write side once the request is sent: the
+                // request is carried out and answered. (Over TCP a client that closed for
+                // good looks the same until the answer is written; only an advance, which
+                // may run for long, takes it for a hang-up.)
+                if (!(events & (POLLHUP | POLLERR)) && !starts_advance(&c->r)) {
+                    c->half_closed = 1;
+                    continue;
+                }
                 if (starts_advance(&c->r) && c->phase == WORKING) atomic_store(&ctl_advancing.stop, 1);
                 ctl_close(c->fd);
                 c->fd = -1;
