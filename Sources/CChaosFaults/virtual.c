@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,7 +488,14 @@ static int start_locked(int64_t wall_ns, int flow) {
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setstacksize(&attributes, 64 * 1024);
+    // The program's signals are its own: a process-directed signal (kill, a POSIX timer)
+    // must never run its handler on this thread, past the program's own masks. The thread
+    // starts with every signal blocked, inherited from the mask set around its creation.
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
     if (pthread_create(&watchdog_thread, &attributes, watch, NULL) != 0) watchdog_running = 0;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
     pthread_attr_destroy(&attributes);
     return 0;
 }

@@ -334,6 +334,58 @@ extension ProcessTreeTests {
     }
 }
 
+extension ProcessTreeTests {
+    /// Blocks SIGUSR1, sends itself five, and unblocks it: the handler must run once, on the
+    /// main thread, after the unblock. A thread of ChaosKit's with the signal unblocked would
+    /// take them as they come, past the program's mask.
+    static let signals = """
+        #define _GNU_SOURCE
+        #include <signal.h>
+        #include <stdio.h>
+        #include <sys/syscall.h>
+        #include <time.h>
+        #include <unistd.h>
+        static volatile sig_atomic_t caught, foreign;
+        static pid_t main_thread;
+        static void handler(int signal_number) {
+            (void)signal_number;
+            caught++;
+            if ((pid_t)syscall(SYS_gettid) != main_thread) foreign++;
+        }
+        int main(void) {
+            main_thread = (pid_t)syscall(SYS_gettid);
+            struct sigaction action = {0};
+            action.sa_handler = handler;
+            sigaction(SIGUSR1, &action, NULL);
+            sigset_t usr1;
+            sigemptyset(&usr1);
+            sigaddset(&usr1, SIGUSR1);
+            sigprocmask(SIG_BLOCK, &usr1, NULL);
+            for (int i = 0; i < 5; i++) kill(getpid(), SIGUSR1);
+            struct timespec pause = {0, 50000000};
+            nanosleep(&pause, NULL);  // time for a thread that could take them to do so
+            int before = caught;
+            sigprocmask(SIG_UNBLOCK, &usr1, NULL);
+            printf("before %d caught %d foreign %d\\n", before, (int)caught, (int)foreign);
+            return 0;
+        }
+        """
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func aProcessDirectedSignalNeverLandsOnAThreadOfOurs() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("signals", Self.signals))
+        let profile = workspace.folder + "/virtual.json"
+        try
+            #"{"entries": [{"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z", "flowing": true}}}]}"#
+            .write(toFile: profile, atomically: true, encoding: .utf8)
+        let outcome = try ChaosToolTests.chaos(
+            ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program])
+        #expect(outcome.output == "before 0 caught 1 foreign 0\n", "\(outcome)")
+    }
+}
+
 /// `chaos ctl` knows a `chaos run` program by the pid users know (ps, its pidfile, its own
 /// reports) and by the runner's, and `--tree` reaches every process of the tree.
 @Suite struct ProcessTreePidTests {
