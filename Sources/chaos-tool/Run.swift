@@ -18,31 +18,38 @@ import Glibc
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a program with a profile's system entries (files, sockets, DNS, environment, clock) applied.",
+        // One line a paragraph (a backslash ends each source line): the argument parser wraps
+        // the text to the terminal, and hard breaks inside a paragraph would make it ragged.
         discussion: """
-            Entries on system.files, system.connect, system.accept, system.send, system.recv,
-            system.getaddrinfo, system.getenv and system.clock reach the program through its C
-            library calls (LD_PRELOAD), with probability, times, delay, sequential and match
-            meaning what they mean in-process. Without a seed one is drawn and printed, so a run
+            Entries on system.files, system.connect, system.accept, system.send, system.recv, \
+            system.getaddrinfo, system.getenv and system.clock reach the program through its C \
+            library calls (LD_PRELOAD), with probability, times, delay, sequential and match \
+            meaning what they mean in-process. Without a seed one is drawn and printed, so a run \
             can be replayed with --seed or CHAOS_SEED.
-            Programs the preload library cannot reach (statically linked programs, Go programs) get
-            the seccomp delivery instead: chaos run stays their parent and answers the system calls
-            the profile's files, connect and clock entries name, hiding the vDSO so that clock
-            readings become system calls. A program neither delivery reaches (another ELF class, or
-            entries the seccomp delivery cannot carry, such as getenv sequences) is refused before
+
+            Programs the preload library cannot reach (statically linked programs, Go programs) get \
+            the seccomp delivery instead: chaos run stays their parent and answers the system calls \
+            the profile's files, connect and clock entries name, hiding the vDSO so that clock \
+            readings become system calls. A program neither delivery reaches (another ELF class, or \
+            entries the seccomp delivery cannot carry, such as getenv sequences) is refused before \
             it starts, with the reason; --allow-unreached runs it anyway, without chaos.
-            Every exec in the program's tree is checked as the program was: one the preload library
-            cannot reach fails with the reason (--allow-unreached: runs, said and reported), and a
-            program that drops the variables that carry chaos from its children's environment gets
-            them back. io_uring, whose reads and writes pass every interceptor, fails with ENOSYS
+
+            Every exec in the program's tree is checked as the program was: one the preload library \
+            cannot reach fails with the reason (--allow-unreached: runs, said and reported), and a \
+            program that drops the variables that carry chaos from its children's environment gets \
+            them back. io_uring, whose reads and writes pass every interceptor, fails with ENOSYS \
             when the profile has file or socket entries (--io-uring allow: goes through, said).
-            When the program ends, chaos run reports each entry's calls seen and acted on, counted
-            across every process of the program's tree (--quiet: not; --report FILE: as JSON), names
-            the processes of the tree still running (--wait-tree[=DURATION]: waits for them first),
-            and --require-fired fails a run in which an entry never acted (it waits up to 5 s for
+
+            When the program ends, chaos run reports each entry's calls seen and acted on, counted \
+            across every process of the program's tree (--quiet: not; --report FILE: as JSON), names \
+            the processes of the tree still running (--wait-tree[=DURATION]: waits for them first), \
+            and --require-fired fails a run in which an entry never acted (it waits up to 5 s for \
             the tree, less once every entry has acted).
-            Exit status: the program's own; 125 when chaos run itself fails (a profile error,
-            no preload library, a program it cannot reach, an entry that never acted under
+
+            Exit status: the program's own; 125 when chaos run itself fails (a profile error, \
+            no preload library, a program it cannot reach, an entry that never acted under \
             --require-fired), 126 when the program cannot be run, 127 when it is not found.
+
             Example: chaos run --profile Examples/Profiles/thirty-years-ago.json -- date
             """
     )
