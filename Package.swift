@@ -7,6 +7,9 @@ let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// This manifest's folder: the preload library's linker script is named by an absolute path.
+let packageDirectory = Context.packageDirectory
+
 let package = Package(
     name: "ChaosKit",
     platforms: [.macOS(.v15), .iOS(.v18)],
@@ -71,11 +74,15 @@ let package = Package(
         // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
             name: "CChaosPreload", dependencies: ["CChaosFaults", "CChaosControl"],
-            exclude: ["process_tree.inc"],
+            exclude: ["process_tree.inc", "exports.map"],
             cSettings: [.headerSearchPath("../CChaosIntercept")],
             linkerSettings: [
                 .linkedLibrary("dl", .when(platforms: [.linux])),
-                .unsafeFlags(["-nostartfiles", "-no-toolchain-stdlib-rpath"], .when(platforms: [.linux])),
+                .unsafeFlags(
+                    [
+                        "-nostartfiles", "-no-toolchain-stdlib-rpath",
+                        "-Xlinker", "--version-script=\(packageDirectory)/Sources/CChaosPreload/exports.map",
+                    ], .when(platforms: [.linux])),
             ]
         ),
         // The in-process delivery of the same engine: the preload's interceptors with prefixed

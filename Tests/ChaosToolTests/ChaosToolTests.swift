@@ -66,6 +66,7 @@ import Testing
             "/usr/bin/env",
             ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + [
                 "-ldl", "-lpthread",
+                "-Wl,--version-script=" + root.appendingPathComponent("Sources/CChaosPreload/exports.map").path,
             ])
         return output
     }()

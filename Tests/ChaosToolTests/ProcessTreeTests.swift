@@ -386,6 +386,57 @@ extension ProcessTreeTests {
     }
 }
 
+extension ProcessTreeTests {
+    /// Defines some of the engine's and the endpoint's internal names, each of which ends the
+    /// program if the preload library called it, and writes into its last argument.
+    static let namesake = """
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <unistd.h>
+        void *plan_find(void) { puts("plan_find was called"); exit(70); }
+        int plan_set(void) { puts("plan_set was called"); exit(71); }
+        int plan_take(void) { puts("plan_take was called"); exit(72); }
+        int plan_tokenize(void) { puts("plan_tokenize was called"); exit(73); }
+        const char *cf_intern(const char *text) { puts("cf_intern was called"); exit(74); return text; }
+        void *chaos_plan_parse(void) { puts("chaos_plan_parse was called"); exit(75); }
+        int ctl_route(void) { puts("ctl_route was called"); exit(76); }
+        int main(int argc, char **argv) {
+            int fd = open(argv[argc - 1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || write(fd, "x", 1) >= 0) { printf("write ok\\n"); return 0; }
+            printf("errno=%d\\n", errno);
+            return 0;
+        }
+        """
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("readelf") != nil, "no cc or readelf"))
+    func aProgramThatDefinesTheEnginesNamesRunsUntouched() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let out = try Self.makeOut(workspace)
+        let program = try #require(try workspace.compile("namesake", Self.namesake, flags: ["-rdynamic"]))
+        let outcome = try Self.run(workspace, [], [program, out + "/n"])
+        #expect(outcome.status == 0 && outcome.output == "errno=\(ENOSPC)\n", "\(outcome)")
+        // What the library shows a program: libc's names it intercepts and its own entry
+        // points, none of the engine's.
+        let built = ChaosToolTests.buildDirectory.appendingPathComponent("libChaosPreload.so").path
+        for library in [ChaosToolTests.preloadLibrary, built] {
+            let symbols = try ChaosToolTests.run("/usr/bin/env", ["readelf", "--dyn-syms", "-W", library]).output
+            let exported = symbols.split(separator: "\n").compactMap { line -> String? in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 8, fields[4] == "GLOBAL", fields[6] != "UND" else { return nil }
+                return String(fields[7])
+            }
+            #expect(exported.contains("open") && exported.contains("chaos_preload_chaotic_calls"), "\(library)")
+            let ours =
+                exported.filter { ["plan_", "cf_", "ctl_", "ix_"].contains(where: $0.hasPrefix) }
+                + exported.filter { $0.hasPrefix("chaos_") && !$0.hasPrefix("chaos_preload_") }
+            #expect(ours.isEmpty, "\(library) exports the engine's names: \(ours)")
+        }
+    }
+}
+
 /// `chaos ctl` knows a `chaos run` program by the pid users know (ps, its pidfile, its own
 /// reports) and by the runner's, and `--tree` reaches every process of the tree.
 @Suite struct ProcessTreePidTests {
