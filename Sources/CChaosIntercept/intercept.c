@@ -32,7 +32,9 @@
 #include <sys/timerfd.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <mqueue.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>

@@ -57,7 +57,9 @@
 #include <sys/timerfd.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <mqueue.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <pthread.h>
 #include <sys/uio.h>
 #include <limits.h>
