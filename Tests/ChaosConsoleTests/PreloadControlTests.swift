@@ -654,14 +654,17 @@ extension PreloadControlTests {
         }
         let plan =
             "chaos-plan 1\nentry connect label=\"half\"\nnode 0 composite\ncase 1 port=2\nnode 1 fail errno=ECONNREFUSED\n"
-        let applied = try await offload { try exchange(socket, request("POST /v1/entries", plan), halfClose: true) }
+        let apply = request("POST /v1/entries", plan)
+        let applied = try await offload { try exchange(socket, apply, halfClose: true) }
         let appliedText = String(decoding: applied, as: UTF8.self)
         #expect(appliedText.hasPrefix("HTTP/1.1 2"), "\(appliedText)")
         let listed = try await child.ctl("status", "\(child.pid)")
         #expect(listed.output.contains("← half"), "the entry was applied: \(listed.output)")
-        let went = try await offload { try exchange(socket, request("POST /v1/go"), halfClose: true) }
+        let go = request("POST /v1/go")
+        let went = try await offload { try exchange(socket, go, halfClose: true) }
         #expect(String(decoding: went, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(went)")
-        let reverted = try await offload { try exchange(socket, request("DELETE /v1/entries"), halfClose: true) }
+        let revert = request("DELETE /v1/entries")
+        let reverted = try await offload { try exchange(socket, revert, halfClose: true) }
         #expect(String(decoding: reverted, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(reverted)")
         let after = try await child.ctl("status", "\(child.pid)")
         #expect(!after.output.contains("← half"), "every entry was reverted: \(after.output)")
