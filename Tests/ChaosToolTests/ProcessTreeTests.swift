@@ -532,14 +532,17 @@ extension ProcessTreeTests {
         let control = workspace.folder + "/control"
         try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
         chmod(control, 0o700)
+        // Sleeps long enough for a slow machine (or a sanitizer's build of chaos ctl) to list
+        // and steer them; ended by the test, with the whole tree.
         let runner = try Self.start(
-            ["bash", "-c", "sleep 3 & sleep 3 & wait"], profile: workspace.profile, directory: control,
+            ["bash", "-c", "sleep 120 & sleep 120 & wait"], profile: workspace.profile, directory: control,
             log: workspace.folder + "/tree.log")
+        var processes: [Substring] = []
         defer {
+            for line in processes { if let pid = Int32(line.split(separator: " ").first ?? "") { kill(pid, SIGKILL) } }
             kill(runner.processIdentifier, SIGTERM)
             runner.waitUntilExit()
         }
-        var processes: [Substring] = []
         _ = try Self.eventually {
             processes = try Self.chaos(["ctl", "list"], directory: control).output.split(separator: "\n")
                 .filter { !$0.hasPrefix(" ") }

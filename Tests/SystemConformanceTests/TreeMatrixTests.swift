@@ -1,5 +1,6 @@
 #if os(Linux)
 import Foundation
+import TestHelpers
 import Testing
 
 /// The conformance matrix's rows for a process tree (issue #32): counts across forks and
@@ -7,7 +8,9 @@ import Testing
 /// runs under both of its deliveries, and both must see the row's one sequence. A step
 /// `fork.OP:NAME` makes the call in a forked child, `exec.OP:NAME` in a program exec'd with
 /// the file as its standard output (`cmd >> NAME`).
-@Suite(.enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"))
+@Suite(
+    .enabled(if: Needs.cc, "no C compiler (cc) to build the probe program"),
+    .disabled(if: Sanitizers.thread, Sanitizers.preloadReason))
 struct TreeMatrixTests {
     struct Row: Sendable, CustomTestStringConvertible {
         let name: String
