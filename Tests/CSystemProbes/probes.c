@@ -241,8 +241,15 @@ static int probe_descriptors(report *r, int argc, const char *const *argv) {
     // 601 closed, then made again by a system call no interceptor sees.
     close(601);
     int raw = (int)syscall(SYS_openat, AT_FDCWD, good, O_WRONLY | O_APPEND | O_CLOEXEC);
-    int remade = raw >= 0 ? (int)syscall(SYS_dup3, raw, 601, O_CLOEXEC) : -1;
-    if (raw >= 0) syscall(SYS_close, raw);
+    // In a test process with hundreds of descriptors open, the open may itself have taken
+    // 601 (dup3 onto itself is EINVAL); dup3 answers EBUSY while another thread is giving
+    // that number out, and is asked again.
+    int remade = raw == 601 ? 601 : -1;
+    for (int attempt = 0; raw >= 0 && remade < 0 && attempt < 1000; attempt++) {
+        remade = (int)syscall(SYS_dup3, raw, 601, O_CLOEXEC);
+        if (remade < 0 && errno != EBUSY) break;
+    }
+    if (raw >= 0 && raw != 601) syscall(SYS_close, raw);
     CALL(r, "closed-then-raw", remade == 601 ? write(601, "x", 1) : -2);
     // 602 redirected to the outside file.
     dup2(outside, 602);
