@@ -182,8 +182,10 @@ import Testing
     }
 
     /// A refused apply and a validation use up no entry id: the next apply gets the next one.
-    /// Other suites make entries meanwhile, so a try may see a gap: one clean try of a few
-    /// proves it (before the fix no try could: the refused apply always took an id).
+    /// Other suites make entries meanwhile, so a try may see a gap: one clean try of many
+    /// proves it (before the fix no try could: the refused apply always took an id). Under
+    /// ThreadSanitizer, with every suite in one slow process, eight tries in a row once all
+    /// saw gaps.
     @Test func aRefusedApplyOrAValidationUsesUpNoEntryID() async throws {
         let endpoint = try await TestEndpoint.start()
         let name = uniqueName()
@@ -194,7 +196,7 @@ import Testing
             #"{"entries": [{"point": "\#(name)", "provider": "double"}, {"point": "\#(name)", "provider": "dubble"}]}"#
                 .utf8)
         var gaps: [Int] = []
-        for _ in 0..<8 {
+        for _ in 0..<64 {
             let first = try await offload { try client.apply(profile: good) }.entries[0]
             await #expect(throws: ControlError.self) { _ = try await offload { try client.apply(profile: bad) } }
             let checked = try await offload { try client.validate(profile: bad) }
