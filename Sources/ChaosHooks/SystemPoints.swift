@@ -105,6 +105,8 @@ struct SystemPointActivation: PointActivation {
     func activate() throws(ChaosError) { try InProcessDelivery.shared.activate(kind) }
     func deactivate() { InProcessDelivery.shared.deactivate(kind) }
     func changed() { InProcessDelivery.shared.recompile() }
+    func admit() throws(ChaosError) { try InProcessDelivery.shared.admit(kind) }
+    func dismiss() { InProcessDelivery.shared.dismiss() }
 }
 
 /// The fault engine in this process: which interceptors are bound, the installed plan,
@@ -123,6 +125,30 @@ final class InProcessDelivery: Sendable {
 
     private let state = Locked(State())
     private static let logger = Logger(label: "ChaosHooks.system")
+    /// Entries and task scopes on every system point: the plan holds one engine entry for
+    /// each at most, and the engine takes `CHAOS_PLAN_MAX_ENTRIES`. Counted apart from
+    /// `state` because admitting runs under a point's lifecycle lock, before its entry exists.
+    private let users = Locked(0)
+
+    /// Counts one more user of `kind`, refusing the one past the engine's limit: a plan
+    /// over it would be refused whole, silencing every entry.
+    func admit(_ kind: SystemPointKind) throws(ChaosError) {
+        let limit = Int(CHAOS_PLAN_MAX_ENTRIES)
+        try users.withLock { (count: inout Int) throws(ChaosError) in
+            guard count < limit else {
+                throw ChaosError(
+                    .invalidProvider, subject: kind.pointName,
+                    "the fault engine takes at most \(limit) system entries and task scopes at once in a process, and \(count) are applied; revert some first"
+                )
+            }
+            count += 1
+        }
+    }
+
+    /// Counts one user less.
+    func dismiss() {
+        users.withLock { $0 -= 1 }
+    }
 
     /// Binds the interceptors `kind` needs (all or nothing).
     func activate(_ kind: SystemPointKind) throws(ChaosError) {

@@ -41,6 +41,7 @@ public struct SystemRunPlan: Sendable, Equatable {
         SystemPoints.register()
         var byPoint: [SystemPointKind: [(number: Int, entry: ChaosProfile.Entry, tree: SystemPlanCompiler.Tree)]] = [:]
         var environment: [EnvironmentChange] = []
+        try checkEngineLimit(profile, under: "a program under chaos run")
         for (number, entry) in profile.entries.enumerated() where entry.enabled {
             guard let kind = SystemPointKind(pointName: entry.pointName) else {
                 let names = SystemPointKind.allCases.map(\.pointName)
@@ -101,6 +102,20 @@ public struct SystemRunPlan: Sendable, Equatable {
             throw owner.map { $0.entry.located(refused) } ?? refused
         }
         return plan
+    }
+
+    /// Refuses the enabled system entry of `profile` that takes it past the engine's limit,
+    /// located there in profile order (the engine's parser meets entries stacked per point
+    /// and would name another one); `holder` says what holds them, for the message.
+    public static func checkEngineLimit(_ profile: ChaosProfile, under holder: String) throws(ChaosError) {
+        let system = profile.entries.filter { $0.enabled && SystemPointKind(pointName: $0.pointName) != nil }
+        let limit = Int(CHAOS_PLAN_MAX_ENTRIES)
+        guard system.count > limit else { return }
+        throw system[limit].located(
+            ChaosError(
+                .invalidProvider, subject: system[limit].pointName,
+                "\(holder) takes at most \(limit) system entries, and this is enabled system entry \(limit + 1); remove \(system.count - limit) or disable them (\"enabled\": false)"
+            ))
     }
 
     /// The variable a `system.getenv` entry sets or unsets on every call, if that is all it does.

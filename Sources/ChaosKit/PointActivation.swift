@@ -10,6 +10,8 @@
 ///   has stopped taking effect.
 /// - ``changed()`` runs after every change to the point's global entries or scopes while
 ///   the point is active (so a C fast path can mirror what the point does).
+/// - ``admit()`` runs for every user before it is counted, and ``dismiss()`` when it
+///   goes: for engines that can hold only so many entries (throwing refuses that user).
 ///
 /// All three are called under the point's own lifecycle lock, one at a time, never on the
 /// call path of the point. Points made without an activation skip all of this.
@@ -20,6 +22,10 @@ public protocol PointActivation: Sendable {
     func deactivate()
     /// The point's global entries or task scopes changed while it is active.
     func changed()
+    /// One more entry or task scope is about to use the point; throwing refuses it.
+    func admit() throws(ChaosError)
+    /// An entry or task scope that ``admit()`` let in stopped using the point.
+    func dismiss()
     /// Whether hooked C calls read the point's newest entry without a reference
     /// (`InjectionPoint.callWithoutRetaining(_:)`, inside a hook section), so that a
     /// reverted entry must also outlive every hook section that may have read it.
@@ -29,6 +35,10 @@ public protocol PointActivation: Sendable {
 extension PointActivation {
     /// Does nothing.
     public func changed() {}
+    /// Admits every user.
+    public func admit() throws(ChaosError) {}
+    /// Does nothing.
+    public func dismiss() {}
     /// False: only Swift calls of the point read its entries.
     public var readsEntriesInHookSections: Bool { false }
 }

@@ -28,7 +28,9 @@ enum ProfileCheck {
     static func check(_ profile: ChaosProfile, for delivery: Delivery) throws(ChaosError) -> ProfileCheckReport {
         switch delivery {
         case .app:
-            return ProfileCheckReport(waiting: try profile.validate(missingPoints: .wait))
+            let waiting = try profile.validate(missingPoints: .wait)
+            try SystemRunPlan.checkEngineLimit(profile, under: "a Swift program")
+            return ProfileCheckReport(waiting: waiting)
         case .run:
             return ProfileCheckReport(plan: try runPlan(profile))
         }

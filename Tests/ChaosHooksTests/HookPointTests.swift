@@ -396,6 +396,56 @@ extension ProcessWideHookTests {
             }
         }
 
+        /// The engine executes at most 256 entries: the one past that is refused, named,
+        /// and nothing of its profile applied; a plan over the limit would silence them all.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func theEntryPastTheEnginesLimitIsRefused()
+            throws
+        {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-limit-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("data.bin").path
+            func writeOnce() -> (Int, Int32) {
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                guard fd >= 0 else { return (-2, errno) }
+                defer { close(fd) }
+                errno = 0
+                return (write(fd, "hello", 5), errno)
+            }
+            func elsewhere(_ number: Int) -> ProfileEntry {
+                ProfileEntry(
+                    point: "system.files",
+                    .catalogue("enospc", ProfileParameters(["path": .string("/nonexistent/chaoskit-\(number)")])))
+            }
+            let acting = ProfileEntry(
+                point: "system.files", .catalogue("enospc", ProfileParameters(["path": .string(directory.path)])))
+            let limit = Int(CHAOS_PLAN_MAX_ENTRIES)
+            let full = Chaos(seed: 7)
+            try full.profile([acting] + (1..<limit).map(elsewhere)).apply()
+            defer { full.revertAll() }
+            let crossing = elsewhere(limit)
+            let more = Chaos(seed: 7)
+            do {
+                try more.profile([crossing, elsewhere(limit + 1)]).apply()
+                Issue.record("entry \(limit + 1) of the process's system entries was applied")
+            } catch {
+                #expect(error.message.contains("at most \(limit)"), "\(error)")
+                #expect(
+                    error.subject?.hasPrefix("entry \(crossing.id) (") == true,
+                    "the refusal names another entry: \(error)")
+            }
+            #expect(Chaos.liveEntries.filter { $0.entry.pointName == "system.files" }.count == limit)
+            let (written, code) = writeOnce()
+            #expect(written == -1 && code == ENOSPC, "the oldest entry stopped acting: \(written), errno \(code)")
+            full.revertAll()
+            #expect(writeOnce().0 == 5)
+            // The count went down with the revert: a full plan's worth can be applied again.
+            let again = Chaos(seed: 7)
+            try again.profile((1...limit).map(elsewhere)).apply()
+            again.revertAll()
+        }
+
         @Test func concurrentCallsWhileApplyAndRevertToggle() throws {
             let hook = try addHook()
             let stop = Atomic<Bool>(false)

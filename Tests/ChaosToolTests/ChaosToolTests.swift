@@ -101,6 +101,29 @@ import Testing
         #expect(outcome.errors.contains("$.entries[0].provider.times"))
     }
 
+    /// A profile over the engine's entry limit is refused at the entry that crosses it, in
+    /// profile order, for both deliveries and by `chaos run` itself; a disabled entry does
+    /// not count.
+    @Test func theEntryPastTheEnginesLimitIsTheOneNamed() throws {
+        func files(_ number: Int) -> String {
+            #"{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "/nonexistent/\#(number)"}}}"#
+        }
+        let entries = [#"{"point": "system.clock", "provider": "frozen", "enabled": false}"#] + (0...256).map(files)
+        let bad = try Self.temporaryFile(#"{"entries": [\#(entries.joined(separator: ",\n"))]}"#)
+        defer { try? FileManager.default.removeItem(atPath: bad) }
+        for arguments in [
+            ["validate", bad], ["validate", "--for", "run", bad], ["run", "--profile", bad, "--", "true"],
+        ] {
+            let outcome = try Self.chaos(arguments)
+            #expect(outcome.status == (arguments[0] == "run" ? 125 : 1), "\(arguments): \(outcome.errors)")
+            #expect(outcome.errors.contains("at $.entries[257]:"), "\(arguments): \(outcome.errors)")
+            #expect(outcome.errors.contains("at most 256 system entries"), "\(arguments): \(outcome.errors)")
+        }
+        let fits = try Self.temporaryFile(#"{"entries": [\#(entries.dropLast().joined(separator: ",\n"))]}"#)
+        defer { try? FileManager.default.removeItem(atPath: fits) }
+        #expect(try Self.chaos("validate", fits).status == 0)
+    }
+
     @Test func validateChecksBuiltInPointsTypes() throws {
         let bad = try Self.temporaryFile(#"{"entries": [{"point": "demo.today", "provider": {"constant": 12}}]}"#)
         defer { try? FileManager.default.removeItem(atPath: bad) }

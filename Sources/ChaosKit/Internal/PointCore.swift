@@ -138,7 +138,15 @@ struct PreparedEntry: Sendable {
     final func retainActivation() throws(ChaosError) {
         guard let activation else { return }
         try users.withLock { (count: inout Int) throws(ChaosError) in
-            if count == 0 { try activation.activate() }
+            try activation.admit()
+            if count == 0 {
+                do throws(ChaosError) {
+                    try activation.activate()
+                } catch {
+                    activation.dismiss()
+                    throw error
+                }
+            }
             count += 1
         }
     }
@@ -149,6 +157,7 @@ struct PreparedEntry: Sendable {
         users.withLock { count in
             count -= 1
             if count == 0 { activation.deactivate() }
+            activation.dismiss()
         }
     }
 
