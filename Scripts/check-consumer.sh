@@ -4,6 +4,8 @@
 # cannot reach it). Resolves and builds it, and fails when
 #   - it pins more than 5 packages (Hummingbird's tree must stay behind the Console trait),
 #   - the build prints any warning,
+#   - `swift run chaos run` (a clock offset seen by `date`) or `swift run chaos ctl list`
+#     fails there,
 #   - or the same package with traits: ["Console"] does not pin Hummingbird (resolve only).
 # Usage: Scripts/check-consumer.sh
 set -euo pipefail
@@ -71,6 +73,23 @@ if grep -n "warning:" "$work/build.log"; then
     exit 1
 fi
 echo "check-consumer: built with no warnings"
+
+# The launcher as a consumer runs it: it builds the tool and the preload library it needs
+# into the consumer's build, and the program sees the fault.
+cat >"$work/ten-years.json" <<'EOF'
+{"entries": [{"point": "system.clock", "provider": {"item": "offset", "parameters": {"by": "+3650d"}}}]}
+EOF
+(cd "$work/light" && swift run chaos run --profile "$work/ten-years.json" -- date +%Y >"$work/run.out" 2>"$work/run.log") \
+    || { cat "$work/run.log" "$work/run.out"; echo "check-consumer: swift run chaos run failed in the consumer" >&2; exit 1; }
+year="$(tail -1 "$work/run.out")"
+if [ "$year" -lt $(( $(date +%Y) + 9 )) ]; then
+    cat "$work/run.log"
+    echo "check-consumer: under chaos run in the consumer, date said $year: the offset did not act" >&2
+    exit 1
+fi
+(cd "$work/light" && swift run chaos ctl list >"$work/list.out" 2>&1) \
+    || { cat "$work/list.out"; echo "check-consumer: swift run chaos ctl list failed in the consumer" >&2; exit 1; }
+echo "check-consumer: swift run chaos run (the program saw $year) and chaos ctl list work in the consumer"
 
 write_consumer "$work/console" ', traits: ["Console"]' "$products"
 (cd "$work/console" && swift package resolve >"$work/resolve-console.log" 2>&1) || { cat "$work/resolve-console.log"; exit 1; }

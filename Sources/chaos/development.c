@@ -2,8 +2,10 @@
 // needs another executable or a dynamic library built beside it. So when the launcher still
 // sits in the build folder of the checkout it was compiled from, it builds what it is about
 // to use (`chaos-tool`, `libChaosPreload.so`) with `swift build` whenever that is missing or
-// older than its sources, and tells the user so on standard error. Anywhere else (an
-// installed copy, another package's build) it never builds: a missing file is an error.
+// older than its sources, and tells the user so on standard error. The same holds in the
+// build folder of a package that depends on the checkout: there `swift build --product`
+// builds the dependency's products into that package's build. Anywhere else (an installed
+// copy) it never builds: a missing file is an error.
 #define _GNU_SOURCE
 #include "development.h"
 
@@ -60,9 +62,13 @@ int chaos_development_layout(const char *directory, struct chaos_development *la
     char owner[PATH_MAX];
     snprintf(owner, sizeof owner, "%s", layout->scratch);
     parent_of(owner);
-    char real_owner[PATH_MAX], real_root[PATH_MAX];
-    if (!realpath(owner, real_owner) || !realpath(layout->root, real_root)) return 0;
-    return strcmp(real_owner, real_root) == 0;
+    if (!realpath(owner, layout->package)) return 0;
+    // This launcher was compiled into the owner's build from the checkout's sources, so the
+    // owner is the checkout or depends on it.
+    char manifest[PATH_MAX];
+    struct stat info;
+    return snprintf(manifest, sizeof manifest, "%s/Package.swift", layout->package) < (int)sizeof manifest
+        && stat(manifest, &info) == 0;
 }
 
 // The newest modification time of the regular files below `folder` (depth-first, bounded).
@@ -117,7 +123,7 @@ static int scratch_busy(const struct chaos_development *layout) {
 
 static int swift_build(const struct chaos_development *layout, const char *product) {
     char *arguments[] = {
-        "swift", "build", "--package-path", (char *)layout->root, "--scratch-path", (char *)layout->scratch,
+        "swift", "build", "--package-path", (char *)layout->package, "--scratch-path", (char *)layout->scratch,
         "-c", (char *)layout->configuration, "--product", (char *)product, NULL,
     };
     posix_spawn_file_actions_t actions;

@@ -3,16 +3,19 @@
 
 #include <limits.h>
 
-/// Where a launcher built from a checkout by SwiftPM sits: the checkout, the scratch
-/// folder and the configuration of the build that made it.
+/// Where a launcher built from a checkout by SwiftPM sits: the checkout, the package whose
+/// build made it (the checkout itself, or a package that depends on it), the scratch
+/// folder and the configuration of that build.
 struct chaos_development {
     char root[PATH_MAX];
+    char package[PATH_MAX];
     char scratch[PATH_MAX];
     char configuration[16];
 };
 
 /// Whether the launcher in `directory` sits in a SwiftPM build folder (`.build` or
-/// `.build-NAME`) of the checkout it was compiled from; fills `layout` when it does.
+/// `.build-NAME`) of the checkout it was compiled from, or of a package that depends on
+/// that checkout (`swift run chaos` there); fills `layout` when it does.
 int chaos_development_layout(const char *directory, struct chaos_development *layout);
 
 /// Makes sure `path`, which `swift build --product PRODUCT` makes, exists and is no older
