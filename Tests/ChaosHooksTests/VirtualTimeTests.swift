@@ -33,7 +33,7 @@ struct VirtualTimeTests {
         }
         #expect(
             output.status == 0,
-            "\(scenario) exited \(output.status): \(values["error"] ?? "") \(output.stderr.suffix(2000))")
+            "\(scenario) exited \(output.status): \(values["error"] ?? "") \(output.stderr.suffix(20000))")
         #expect(
             values["done"] == "true",
             "\(scenario) did not finish: \(values["error"] ?? output.stderr.suffix(2000).description)")

@@ -31,7 +31,38 @@ func report(_ key: String, _ value: Any) {
 /// the run counts as broken. A liveness bound, not a speed figure: each wait ends as soon as
 /// its condition holds, and on a two-core machine under a parallel build a thread can wait
 /// seconds for its first turn (a 5 s bound once failed there).
-let livenessBoundMs: Double = 120_000
+/// `VIRTUAL_TIME_PROBE_BOUND_MS` shortens it, to see what a run that gives up prints.
+let livenessBoundMs: Double =
+    ProcessInfo.processInfo.environment["VIRTUAL_TIME_PROBE_BOUND_MS"].flatMap(Double.init) ?? 120_000
+
+/// Prints every thread's stack to standard error (eu-stack, else gdb), once: a run whose
+/// liveness bound ran out shows where each thread waits, which is what finds a hang's cause.
+/// Started with posix_spawn and reaped with waitpid, neither of which follows virtual time.
+func printStacksOnce() {
+    struct Once { nonisolated(unsafe) static var done = false }  // only the thread that gives up calls this, then exits
+    guard !Once.done else { return }
+    Once.done = true
+    let pid = getpid()
+    let tools = [
+        ["/usr/bin/eu-stack", "-p", "\(pid)"],
+        ["/usr/bin/gdb", "-p", "\(pid)", "-batch", "-nx", "-ex", "thread apply all bt"],
+    ]
+    guard let tool = tools.first(where: { FileManager.default.isExecutableFile(atPath: $0[0]) }) else {
+        FileHandle.standardError.write(Data("no eu-stack or gdb here to show the threads' stacks\n".utf8))
+        return
+    }
+    FileHandle.standardError.write(Data("every thread's stack (\(tool[0])):\n".utf8))
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    posix_spawn_file_actions_adddup2(&actions, 2, 1)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    let arguments = tool.map { strdup($0) } + [nil]
+    defer { arguments.forEach { free($0) } }
+    var child: pid_t = 0
+    guard posix_spawn(&child, tool[0], &actions, nil, arguments, environ) == 0 else { return }
+    var status: Int32 = 0
+    while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+}
 
 /// Waits (real time, up to the liveness bound) until more than `baseline` waits have begun
 /// in virtual time, so that an advance cannot run before the work under test has armed its
@@ -41,6 +72,7 @@ func waitForPending(_ what: String, beyond baseline: UInt64) {
     while chaos_vt_waits() <= baseline {
         if realMilliseconds() - start > livenessBoundMs {
             report("error", "\(what) armed no virtual deadline within \(Int(livenessBoundMs / 1000)) s")
+            printStacksOnce()
             exit(2)
         }
         realWait(milliseconds: 1)
@@ -70,6 +102,7 @@ func waitForDeadline(_ what: String, atLeast seconds: Double) {
         if realMilliseconds() - start > livenessBoundMs {
             report(
                 "error", "\(what) armed no virtual deadline \(seconds) s ahead within \(Int(livenessBoundMs / 1000)) s")
+            printStacksOnce()
             exit(2)
         }
         realWait(milliseconds: 1)
@@ -80,7 +113,10 @@ func waitForDeadline(_ what: String, atLeast seconds: Double) {
 func eventually(_ condition: () -> Bool) -> Bool {
     let start = realMilliseconds()
     while !condition() {
-        if realMilliseconds() - start > livenessBoundMs { return false }
+        if realMilliseconds() - start > livenessBoundMs {
+            printStacksOnce()
+            return false
+        }
         realWait(milliseconds: 1)
     }
     return true
@@ -407,7 +443,15 @@ func condition() async throws {
 /// A thread that beats every 5 ms (usleep) and keeps the `Date()` of its last beat.
 func beatingThread(named name: String, beats: Shared<Int>, lastDate: Shared<Date?>, until done: Shared<Bool>) {
     let thread = Thread {
-        Thread.current.name = name  // on Linux a name set before start never reaches the kernel
+        // Named through the kernel's file, on the thread itself. Foundation's `name` setter reaches
+        // the kernel only when the Thread already knows its pthread, which its start() records
+        // after the thread may have begun: under load the name was lost and the heartbeat
+        // was never found (this scenario's "never ran" in four stops).
+        let comm = open("/proc/thread-self/comm", O_WRONLY)
+        if comm >= 0 {
+            _ = write(comm, name, strlen(name))
+            close(comm)
+        }
         while !done.current {
             usleep(5_000)
             let now = Date()
@@ -427,7 +471,10 @@ func exemptThreads() async throws {
     beatingThread(named: "chaos-heartbeat", beats: heartbeat, lastDate: heartbeatDate, until: done)
     beatingThread(named: "chaos-follower", beats: follower, lastDate: followerDate, until: done)
     guard eventually({ !VirtualTime.threads(named: "chaos-heartbeat").isEmpty && heartbeat.current > 0 }) else {
-        report("error", "the heartbeat thread never ran")
+        report(
+            "error",
+            "the heartbeat thread never ran or was never found: \(heartbeat.current) beats, threads named chaos-heartbeat: \(VirtualTime.threads(named: "chaos-heartbeat"))"
+        )
         exit(2)
     }
     // Exempt before the start: no beat of it can begin a virtual sleep in between.
