@@ -70,7 +70,6 @@ int cf_vt_is_exempt(pid_t tid);
 
 // vt_proc.c
 ssize_t cf_vt_read_proc(const char *path, char *buffer, size_t capacity);
-int cf_vt_timerfd_clock(int fd);
 int cf_vt_readable(int fd);
 void cf_vt_each_descriptor(const char *kind, int (*visit)(int fd, void *context), void *context);
 int cf_vt_delivered_oneshot(int fd);

@@ -29,7 +29,7 @@ ssize_t cf_vt_read_proc(const char *path, char *buffer, size_t capacity) {
 }
 
 /// A timerfd's clock id, from /proc/self/fdinfo (the descriptor may predate virtual time).
-int cf_vt_timerfd_clock(int fd) {
+int chaos_timerfd_clock(int fd) {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
     if (cf_vt_read_proc(path, text, sizeof text) <= 0) return -1;

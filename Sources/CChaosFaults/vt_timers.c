@@ -90,7 +90,7 @@ int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, 
         pthread_mutex_unlock(&cf_vt_lock);
         return real_settime(fd, flags, value, old);
     }
-    if (timer->clock < 0) timer->clock = cf_vt_timerfd_clock(fd);
+    if (timer->clock < 0) timer->clock = chaos_timerfd_clock(fd);
     timer->dispatch_owned = dispatch_owned;
     int64_t now = cf_vt_now();
     if (old) {

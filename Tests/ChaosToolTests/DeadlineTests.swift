@@ -7,15 +7,20 @@ import Testing
 /// own suite checks the same; an untranslated deadline hung for ten days under +10d and
 /// returned at once under -10d.
 @Suite struct DeadlineTests {
-    /// Waits 300 ms of its clock in a condition variable, a semaphore and a mutex, each
-    /// deadline taken from CLOCK_REALTIME, and prints what each returned and how long it took
-    /// by the real monotonic clock (the profiles leave monotonic clocks alone).
+    /// Waits 300 ms of its clock in a condition variable, a semaphore, a mutex, a timerfd
+    /// and a POSIX timer, each deadline taken from CLOCK_REALTIME, and prints what each
+    /// returned and how long it took by the real monotonic clock (the profiles leave
+    /// monotonic clocks alone).
     static let waiter = """
         #include <errno.h>
         #include <pthread.h>
         #include <semaphore.h>
+        #include <signal.h>
+        #include <stdint.h>
         #include <stdio.h>
+        #include <sys/timerfd.h>
         #include <time.h>
+        #include <unistd.h>
         static double monotonic(void) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
@@ -47,6 +52,28 @@ import Testing
             start = monotonic();
             result = sem_timedwait(&semaphore, &at);
             printf("sem %s %.3f\\n", result == -1 && errno == ETIMEDOUT ? "timedout" : "other", monotonic() - start);
+            // Kernel timers armed at an absolute instant: a timerfd, and a POSIX timer
+            // whose signal is blocked and taken with sigwait.
+            int fd = timerfd_create(CLOCK_REALTIME, 0);
+            struct itimerspec expiry = {{0, 0}, soon()};
+            start = monotonic();
+            timerfd_settime(fd, TFD_TIMER_ABSTIME, &expiry, NULL);
+            uint64_t expirations = 0;
+            ssize_t got = read(fd, &expirations, sizeof expirations);
+            printf("timerfd %s %.3f\\n", got == 8 && expirations == 1 ? "timedout" : "other", monotonic() - start);
+            sigset_t usr1;
+            sigemptyset(&usr1);
+            sigaddset(&usr1, SIGUSR1);
+            sigprocmask(SIG_BLOCK, &usr1, NULL);
+            struct sigevent event = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
+            timer_t timer;
+            timer_create(CLOCK_REALTIME, &event, &timer);
+            expiry.it_value = soon();
+            start = monotonic();
+            timer_settime(timer, TIMER_ABSTIME, &expiry, NULL);
+            int taken = 0;
+            sigwait(&usr1, &taken);
+            printf("timer %s %.3f\\n", taken == SIGUSR1 ? "timedout" : "other", monotonic() - start);
             return 0;
         }
         """
@@ -81,6 +108,49 @@ import Testing
             let took = fields.count == 3 ? Double(fields[2]) ?? 0 : 0
             #expect(took >= least, "\(provider): \(line) returned before its deadline")
         }
-        #expect(outcome.output.split(separator: "\n").count == 3, "\(provider): \(outcome)")
+        #expect(outcome.output.split(separator: "\n").count == 5, "\(provider): \(outcome)")
+    }
+
+    /// Virtual time cannot hold a POSIX timer (its signal comes from the kernel's clock):
+    /// the program is told at once, on standard error, rather than left to wonder.
+    @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"))
+    func aPOSIXTimerArmedUnderVirtualTimeIsSaidToKeepRealTime() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let source = """
+            #include <signal.h>
+            #include <stdio.h>
+            #include <time.h>
+            int main(void) {
+                sigset_t usr1;
+                sigemptyset(&usr1);
+                sigaddset(&usr1, SIGUSR1);
+                sigprocmask(SIG_BLOCK, &usr1, NULL);
+                struct sigevent event = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
+                timer_t timer;
+                timer_create(CLOCK_MONOTONIC, &event, &timer);
+                struct itimerspec in = {{0, 0}, {0, 100000000}};
+                timer_settime(timer, 0, &in, NULL);
+                int taken = 0;
+                sigwait(&usr1, &taken);
+                printf("expired %d\\n", taken == SIGUSR1);
+                return 0;
+            }
+            """
+        let program = try #require(try workspace.compile("posix-timer", source))
+        let profile = workspace.folder + "/virtual.json"
+        try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
+            .write(toFile: profile, atomically: true, encoding: .utf8)
+        let outcome = try ChaosToolTests.run(
+            "/usr/bin/env",
+            [
+                "timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run", "--quiet",
+                "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program,
+            ])
+        #expect(outcome.status == 0 && outcome.output == "expired 1\n", "\(outcome)")
+        #expect(
+            outcome.errors.contains(
+                "a POSIX timer (timer_settime) was armed under virtual time: it expires in real time"),
+            "\(outcome.errors)")
     }
 }

@@ -467,6 +467,7 @@ int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts)
 
 #include "chaos_tally.h"
 #include "chaos_reach.h"
+#include "chaos_notice.h"
 
 /// Drops a reference to `counts` (NULL: nothing).
 void chaos_counts_release(chaos_counts *counts);

@@ -69,6 +69,9 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped);
 /// wait as the caller asked.
 int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice_ms), void *context);
 
+/// The clock of timerfd `fd`, from /proc/self/fdinfo (-1 when it cannot be read).
+int chaos_timerfd_clock(int fd);
+
 /// Records a new timerfd's clock (timerfds made before virtual time are read from
 /// /proc/self/fdinfo when first armed).
 int chaos_vt_timerfd_created(int fd, int clock);

@@ -1,0 +1,30 @@
+#ifndef CHAOS_NOTICE_H
+#define CHAOS_NOTICE_H
+
+// What chaos cannot do for a program, said on standard error the first time the program
+// meets it rather than never: a quiet miss is worse than a loud one.
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The things said once per process.
+typedef enum chaos_notice {
+    /// A POSIX timer was armed under virtual time; it expires in real time.
+    CHAOS_NOTICE_POSIX_TIMER_REAL = 0,
+    /// A POSIX timer made before chaos was loaded was armed at an absolute instant under a
+    /// faked clock; its clock is unknown, so its expiry is not translated.
+    CHAOS_NOTICE_POSIX_TIMER_UNKNOWN = 1,
+    CHAOS_NOTICE_COUNT = 2,
+} chaos_notice;
+
+/// Writes "chaos: process PID (PROGRAM): `message`" and a newline to standard error, the
+/// first time `notice` happens in this process; nothing after. Allocates nothing, takes no
+/// lock: safe from any interceptor.
+void chaos_notice_once(chaos_notice notice, const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
