@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -398,6 +399,52 @@ static void answer_io_uring(int listener, const struct seccomp_notif *n) {
     else respond(listener, n->id, -1, -ENOSYS, 0);
 }
 
+/// A futex wait or kernel timer the supervisor cannot translate (CHAOS_SHAPE_KEPT_DEADLINE):
+/// said once per process when it keeps real time against a faked clock, then let through.
+static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
+    const __u64 *a = n->data.args;
+    int futex = n->data.nr == __NR_futex;
+    int command = (int)a[1] & FUTEX_CMD_MASK;
+    int waits = futex ? (command == FUTEX_WAIT || command == FUTEX_WAIT_BITSET || command == FUTEX_WAIT_REQUEUE_PI ||
+                         command == FUTEX_LOCK_PI) && a[3] != 0
+                      : 1;
+    // An instant of CLOCK_REALTIME: FUTEX_WAIT_BITSET and FUTEX_WAIT_REQUEUE_PI with the
+    // realtime flag, FUTEX_LOCK_PI always (FUTEX_WAIT's timeout is relative); a timer armed
+    // with its absolute flag (on the realtime clock, or on a monotonic one a faked clock
+    // may not touch: said either way).
+    int realtime_instant = futex ? ((command == FUTEX_WAIT_BITSET || command == FUTEX_WAIT_REQUEUE_PI) &&
+                                    ((int)a[1] & FUTEX_CLOCK_REALTIME) && a[3] != 0) ||
+                                       (command == FUTEX_LOCK_PI && a[3] != 0)
+                                 : ((int)a[1] & 1);
+    chaos_outcome o;
+    int faked = chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) && o.action != CHAOS_ACT_ORIGINAL;
+    int held = faked && o.action == CHAOS_ACT_VIRTUAL;
+    if (!waits || !faked || (!held && !realtime_instant)) {
+        go_on(listener, n->id);
+        return;
+    }
+    char link[64], program[PATH_MAX] = "";
+    snprintf(link, sizeof link, "/proc/%u/exe", n->pid);
+    ssize_t length = readlink(link, program, sizeof program - 1);
+    program[length > 0 ? length : 0] = 0;
+    int said = 0;
+    uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
+    for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS && !said; i++)
+        said = tree_events[i].pid == (int32_t)n->pid && tree_events[i].kind == CHAOS_TREE_DEADLINE_REAL;
+    if (!said) {
+        const char *what = futex ? "waits until an instant of CLOCK_REALTIME (pthread_cond_timedwait, sem_timedwait …)"
+                           : n->data.nr == __NR_timerfd_settime ? "arms a timerfd"
+                                                                : "arms a POSIX timer";
+        const char *why = held ? "virtual time cannot hold it under the seccomp delivery, so it keeps real time"
+                               : "the kernel takes the faked instant for a real one, so it ends as far from the faked "
+                                 "deadline as the clock is faked";
+        fprintf(stderr, "chaos run: warning: process %u (%s) %s: %s; the preload delivery translates it\n", n->pid, program,
+                what, why);
+        chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_DEADLINE_REAL, (int32_t)n->pid, program);
+    }
+    go_on(listener, n->id);
+}
+
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (!sc) {
@@ -406,6 +453,10 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     }
     if (sc->shape == CHAOS_SHAPE_IO_URING) {
         answer_io_uring(listener, n);
+        return;
+    }
+    if (sc->shape == CHAOS_SHAPE_KEPT_DEADLINE) {
+        answer_kept_deadline(listener, n);
         return;
     }
     if (sc->shape == CHAOS_SHAPE_RENUMBER || sc->shape == CHAOS_SHAPE_EXEC) {

@@ -36,6 +36,8 @@ static const char *event_text(int32_t kind, int json) {
     case CHAOS_TREE_IO_URING_ALLOWED: return json ? "io-uring-allowed" : "io_uring allowed: its reads and writes were out of reach";
     case CHAOS_TREE_SETUID_UNPRIVILEGED:
         return json ? "setuid-unprivileged" : "a set-user-ID program, run without its privileges (no_new_privs)";
+    case CHAOS_TREE_DEADLINE_REAL:
+        return json ? "deadline-real" : "a futex wait or kernel timer kept real time (seccomp delivery)";
     default: return json ? "unknown" : "an event this report does not know";
     }
 }

@@ -7,9 +7,11 @@
 #include "syscalls.h"
 
 #include <linux/audit.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 
 #if defined(__x86_64__)
@@ -82,6 +84,17 @@ static const struct chaos_syscall table[] = {
     // timed waits follow virtual time only, as under the preload library.
     { __NR_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
     { __NR_clock_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_CLOCK_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
+    // Waits and timers the supervisor cannot translate (see CHAOS_SHAPE_KEPT_DEADLINE):
+    // trapped to be said, only when they name an absolute instant of CLOCK_REALTIME, or
+    // under virtual time, which cannot hold them, every timed futex wait (its timeout
+    // pointer non-zero) and every kernel timer. A row trapped always, or more often, comes
+    // before a narrower row of the same call: only the first of them is looked at.
+    { __NR_futex, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL, 3, 0xffffffffu },
+    { __NR_futex, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, FUTEX_CLOCK_REALTIME },
+    { __NR_timerfd_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    { __NR_timer_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    { __NR_timerfd_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, TFD_TIMER_ABSTIME },
+    { __NR_timer_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, TIMER_ABSTIME },
 #ifdef __NR_epoll_wait
     { __NR_epoll_wait, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
 #endif
@@ -193,6 +206,17 @@ int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int ca
     for (int i = 0; i < TABLE_COUNT; i++) {
         if (!(rows >> i & 1)) continue;
         if (table[i].shape == CHAOS_SHAPE_CLOCK) { clock_row = i; continue; }
+        if (table[i].flag_mask) {
+            // Equal: notify when the argument has one of the bits, else let it through;
+            // not equal: skip the four. (A row of the same call trapped always comes first.)
+            // The low word of the argument: both architectures here are little-endian.
+            EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)table[i].number, 0, 4));
+            EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 8 * (unsigned)table[i].flag_argument));
+            EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, table[i].flag_mask, 0, 1));
+            EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
+            EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+            continue;
+        }
         // Equal: the next instruction (notify); else skip it.
         EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)table[i].number, 0, 1));
         EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));

@@ -34,6 +34,10 @@ enum chaos_shape {
     CHAOS_SHAPE_STAT_AT,     ///< newfstatat: dirfd, path, buffer, flags
     CHAOS_SHAPE_STATX,       ///< statx: dirfd, path, flags, mask, buffer
     CHAOS_SHAPE_IO_URING,    ///< io_uring_setup: its reads and writes would pass every other trap
+    /// futex (a wait until an instant of CLOCK_REALTIME), timerfd_settime, timer_settime:
+    /// the supervisor can neither wait on the program's futex or timer nor change the
+    /// instant it passes, so it says that such a wait keeps real time.
+    CHAOS_SHAPE_KEPT_DEADLINE,
 };
 
 /// One trapped system call.
@@ -46,6 +50,8 @@ struct chaos_syscall {
     int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64); waits: 1 when its timeout is a timespec
     int writes;        ///< transfers: 1 when it moves bytes from the program
     uint32_t needs;    ///< clock calls: the CHAOS_CLOCK_FLAG_* an entry must have for it to be trapped
+    int flag_argument; ///< with `flag_mask`: the argument whose bits decide
+    uint32_t flag_mask; ///< non-zero: trapped only when the argument has one of these bits
 };
 
 /// The trapped call of system call `number`, or NULL.

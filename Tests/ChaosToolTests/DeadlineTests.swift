@@ -153,4 +153,37 @@ import Testing
                 "a POSIX timer (timer_settime) was armed under virtual time: it expires in real time"),
             "\(outcome.errors)")
     }
+
+    /// Under the seccomp delivery the supervisor can neither wait on the program's futex or
+    /// timer nor change the instant it passes: each process that waits until an instant of
+    /// the faked clock, or under virtual time, is told at once that the wait keeps real
+    /// time, and the report names it. (Under -10d the waits end at once: no hang to bound.)
+    @Test(
+        .enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"),
+        arguments: [
+            (#""item": "offset", "parameters": {"by": "-10d"}"#, "the kernel takes the faked instant for a real one"),
+            (#""item": "virtual""#, "virtual time cannot hold it under the seccomp delivery"),
+        ])
+    func aWaitTheSupervisorCannotTranslateIsSaid(provider: String, said: String) throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("waiter", Self.waiter, flags: ["-pthread"]))
+        let profile = workspace.folder + "/clock.json"
+        try #"{"entries": [{"point": "system.clock", "provider": {\#(provider)}}]}"#
+            .write(toFile: profile, atomically: true, encoding: .utf8)
+        let outcome = try ChaosToolTests.run(
+            "/usr/bin/env",
+            [
+                "timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run",
+                "--delivery", "seccomp", "--profile", profile, "--", program,
+            ])
+        #expect(outcome.status == 0, "\(provider): \(outcome)")
+        #expect(outcome.output.split(separator: "\n").count == 5, "\(provider): \(outcome)")
+        let warnings = outcome.errors.split(separator: "\n").filter { $0.contains("chaos run: warning: process") }
+        #expect(warnings.count == 1, "said once per process: \(outcome.errors)")
+        #expect(warnings.first?.contains(said) == true, "\(provider): \(outcome.errors)")
+        #expect(
+            outcome.errors.contains("a futex wait or kernel timer kept real time (seccomp delivery)"),
+            "the report names it: \(outcome.errors)")
+    }
 }
