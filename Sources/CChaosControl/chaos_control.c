@@ -206,6 +206,29 @@ __attribute__((destructor)) static void chaos_control_stop(void) {
     syscall(SYS_unlinkat, AT_FDCWD, socket_path, 0);
 }
 
+/// Whether process `pid` exists and has not ended (its state in /proc is not Z or X).
+static int process_alive(pid_t pid) {
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno != ENOENT;
+    long got = syscall(SYS_read, fd, text, sizeof text - 1);
+    syscall(SYS_close, fd);
+    if (got <= 0) return 1;
+    text[got] = 0;
+    const char *end = strrchr(text, ')');  // the name may hold spaces and parentheses
+    return !end || (end[1] != ' ' || (end[2] != 'Z' && end[2] != 'X'));
+}
+
+HIDDEN const char *chaos_control_advancer_gone(void) {
+    if (!ctl_started) return "its control endpoint could not be served";
+    if ((pid_t)syscall(SYS_getpid) != ctl_owner_pid) return "a forked child has no control endpoint of its own";
+    // The runner is the session: once it has ended (a zombie its parent has not reaped yet
+    // has ended too), nobody is left to advance.
+    if (ctl_runner_pid > 0 && !process_alive(ctl_runner_pid)) return "chaos run, which started the program, has ended";
+    return NULL;
+}
+
 HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)) {
     ctl_owner_pid = (pid_t)syscall(SYS_getpid);
     // Known by the pid users see (ps, pidfiles, INFO server): the program's own. `chaos run`

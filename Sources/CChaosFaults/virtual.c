@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,6 +35,16 @@ pthread_mutex_t cf_vt_lock = PTHREAD_MUTEX_INITIALIZER;
 // cf_vt_lock, made once under cf_vt_once.
 pthread_cond_t cf_vt_changed;
 pthread_once_t cf_vt_once = PTHREAD_ONCE_INIT;
+// Counts notifications (cf_vt_notify): sleepers wait on it with the futex system call
+// rather than on cf_vt_changed, because a condition wait never tells that a signal handler
+// ran, and a sleep must then end with EINTR as the real one does.
+static _Atomic uint32_t generation;
+
+void cf_vt_notify(void) {
+    pthread_cond_broadcast(&cf_vt_changed);
+    atomic_fetch_add(&generation, 1);
+    syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
 
 // The words readings use (fast_clock.h reads them inline): atomics, changed under cf_vt_lock.
 cf_virtual_clock cf_vt;
@@ -141,7 +152,7 @@ static void sleeper_join(vt_sleeper *self, int64_t deadline) {
     *self = (vt_sleeper){deadline, chaos_vt_current_thread(), 0, cf_vt_sleepers};
     cf_vt_sleepers = self;
     atomic_fetch_add(&cf_vt_waits_total, 1);
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
 }
 
 /// Takes `self` off the list, under `lock`, and wakes the advance waiting for it to leave.
@@ -152,12 +163,12 @@ static void sleeper_leave(vt_sleeper *self) {
             break;
         }
     }
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
 }
 
-int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
+int chaos_vt_sleep_until(int64_t deadline, int64_t *left) {
     pthread_once(&cf_vt_once, cf_vt_init_once);
-    if (left_when_stopped) *left_when_stopped = 0;
+    if (left) *left = 0;
     pthread_mutex_lock(&cf_vt_lock);
     if (!atomic_load(&cf_vt.running)) {
         pthread_mutex_unlock(&cf_vt_lock);
@@ -166,17 +177,24 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped) {
     vt_sleeper self;
     sleeper_join(&self, deadline);
     int64_t now;
+    int interrupted = 0;
     while (atomic_load(&cf_vt.running) && (now = cf_vt_now()) < deadline) {
         int64_t wait = atomic_load(&watchdog_ns);
         if (atomic_load(&cf_vt.flowing) && deadline - now < wait) wait = deadline - now;
-        struct timespec until = deadline_in(wait);
-        timed_wait(&cf_vt_changed, &cf_vt_lock, &until);
+        struct timespec relative = {(time_t)(wait / NS), (long)(wait % NS)};
+        uint32_t seen = atomic_load(&generation);  // read under the lock: no notification is missed
+        pthread_mutex_unlock(&cf_vt_lock);
+        // With a timeout the kernel ends the wait with EINTR whenever a handler ran.
+        long waited = syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, &relative, NULL, 0);
+        interrupted = waited == -1 && errno == EINTR;
+        pthread_mutex_lock(&cf_vt_lock);
+        if (interrupted) break;
     }
     int stopped = !atomic_load(&cf_vt.running);
-    if (stopped && left_when_stopped) *left_when_stopped = deadline - cf_vt_now();
+    if ((stopped || interrupted) && left) *left = deadline - cf_vt_now() > 0 ? deadline - cf_vt_now() : 0;
     sleeper_leave(&self);
     pthread_mutex_unlock(&cf_vt_lock);
-    return stopped;
+    return stopped ? 1 : interrupted ? 2 : 0;
 }
 
 int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice_ms), void *context) {
@@ -342,7 +360,7 @@ static int step_locked(void) {
         else k->deadline += ((now - k->deadline) / k->interval + 1) * k->interval;
     }
     for (vt_sleeper *sleeper = cf_vt_sleepers; sleeper; sleeper = sleeper->next) if (sleeper->deadline <= now) taken++;
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
     atomic_fetch_add(&steps_total, 1);
     settle(now, fired, fired_count);
     last_advance_real = cf_vt_real_mono();
@@ -383,7 +401,7 @@ int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*shou
         set_now_locked(target);
         step_locked();  // what is due at the target itself, and libdispatch's own timers
     }
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
     pthread_mutex_unlock(&cf_vt_lock);
     pthread_mutex_unlock(&advancing);
     return steps;
@@ -391,14 +409,63 @@ int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*shou
 
 // MARK: - Watchdog
 
+// Set once, before or while virtual time runs; read by the watchdog.
+static const char *(*_Atomic advancer_probe)(void);
+
+void chaos_vt_set_advancer_probe(const char *(*probe)(void)) {
+    pthread_once(&cf_vt_once, cf_vt_init_once);
+    atomic_store(&advancer_probe, probe);
+    pthread_mutex_lock(&cf_vt_lock);
+    cf_vt_notify();  // the watchdog looks at once
+    pthread_mutex_unlock(&cf_vt_lock);
+}
+
+/// Virtual time flows on from where it stands, at real pace: sleepers' and timers' deadlines
+/// come in real time. Under cf_vt_lock.
+static void flow_from_now_locked(void) {
+    if (atomic_load(&cf_vt.flowing)) return;
+    int64_t now = cf_vt_now();
+    // Readers ignore the anchor until `flowing` is set, which is stored last.
+    atomic_store(&cf_vt.anchor, cf_vt_real_mono());
+    atomic_store(&cf_vt.base, now);
+    atomic_store_explicit(&cf_vt.flowing, 1, memory_order_release);
+    settime_fn settime = cf_vt_saved_settime ? cf_vt_saved_settime : cf_vt_raw_settime;
+    for (int i = 0; i < VT_TIMERS; i++)
+        if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) cf_vt_arm_real(&cf_vt_timers[i], settime, now);
+    cf_vt_notify();
+}
+
+/// When the probe says nobody can advance any more, lets virtual time flow and says so, once.
+static void unless_advanceable_locked(void) {
+    const char *(*probe)(void) = atomic_load(&advancer_probe);
+    const char *why = probe && !atomic_load(&cf_vt.flowing) ? probe() : NULL;
+    if (!why) return;
+    int held = 0;
+    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) held++;
+    for (int i = 0; i < VT_TIMERS; i++) if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) held++;
+    flow_from_now_locked();
+    char program[256] = "", text[768];
+    long length = syscall(SYS_readlink, "/proc/self/exe", program, sizeof program - 1);
+    program[length > 0 ? length : 0] = 0;
+    snprintf(text, sizeof text,
+             "chaos: process %d (%s): nobody can advance virtual time (%s), so it flows on from where it stands, "
+             "in real time; %d wait%s it held go%s on in real time\n",
+             (int)syscall(SYS_getpid), program, why, held, held == 1 ? "" : "s", held == 1 ? "es" : "");
+    syscall(SYS_write, 2, text, strlen(text));
+}
+
 static void *watch(void *unused) {
     (void)unused;
     pthread_mutex_lock(&cf_vt_lock);
     while (watchdog_running) {
         int64_t period = atomic_load(&watchdog_ns);
-        struct timespec until = deadline_in(period / 4 > 0 ? period / 4 : 1000000);
+        int64_t look = period / 4 > 0 ? period / 4 : 1000000;
+        // Whether anyone can still advance is looked at often: held waits go on at once.
+        if (atomic_load(&advancer_probe) && look > 100000000) look = 100000000;
+        struct timespec until = deadline_in(look);
         timed_wait(&cf_vt_changed, &cf_vt_lock, &until);
         if (!watchdog_running || !atomic_load(&cf_vt.running)) continue;
+        unless_advanceable_locked();
         int64_t stalled = cf_vt_real_mono() - last_advance_real;
         int64_t next = next_deadline_locked();
         if (stalled < period || next == INT64_MAX || (atomic_load(&cf_vt.flowing))) continue;
@@ -517,7 +584,7 @@ static void stop_locked(void) {
         timer->fd = -1;
     }
     watchdog_running = 0;
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
 }
 
 /// The plan's side, and the only way virtual time starts and stops: a plan with a `virtual`

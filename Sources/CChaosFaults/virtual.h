@@ -47,6 +47,8 @@ typedef int (*settime_fn)(int, int, const struct itimerspec *, struct itimerspec
 // virtual.c. Sleepers, timers and known deadlines are under cf_vt_lock.
 extern pthread_mutex_t cf_vt_lock __attribute__((visibility("hidden")));
 extern pthread_cond_t cf_vt_changed __attribute__((visibility("hidden")));
+/// Wakes every wait on virtual time (cf_vt_changed's waiters and sleepers); under cf_vt_lock.
+void cf_vt_notify(void);
 extern pthread_once_t cf_vt_once __attribute__((visibility("hidden")));
 extern vt_sleeper *cf_vt_sleepers __attribute__((visibility("hidden")));
 extern vt_timer cf_vt_timers[VT_TIMERS] __attribute__((visibility("hidden")));

@@ -108,7 +108,7 @@ int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, 
     int result = cf_vt_arm_real(timer, real_settime, now);
     // Already due: the kernel timer fires at once, and that is this deadline's firing.
     if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
     pthread_mutex_unlock(&cf_vt_lock);
     return result;
 }
@@ -149,7 +149,7 @@ void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t inte
             slot->interval = interval == 0 || interval >= (uint64_t)INT64_MAX ? 0 : (int64_t)interval;
         }
     }
-    pthread_cond_broadcast(&cf_vt_changed);
+    cf_vt_notify();
     pthread_mutex_unlock(&cf_vt_lock);
 }
 

@@ -168,10 +168,19 @@ __attribute__((destructor)) static void chaos_preload_flush(void) { chaos_fault_
 /// thread, whose own calls must never meet the faults it serves.
 static void quiet_thread(void) { ix_busy++; }
 
+// Whether CHAOS_CONTROL asked for an endpoint; set once, by the constructor.
+static int control_wanted;
+
+/// Why nobody can advance this process's virtual time (NULL: someone can).
+static const char *advancer_gone(void) {
+    if (!control_wanted) return "no control endpoint serves it; set CHAOS_CONTROL=unix to advance it with chaos ctl";
+    return chaos_control_advancer_gone();
+}
+
 __attribute__((constructor)) static void chaos_preload_init(void) {
     char *(*get)(const char *) = REAL(getenv);
     if (!get) return;
-    int control = chaos_control_wanted(get);
+    int control = control_wanted = chaos_control_wanted(get);
     chaos_fault_set_real_clock((chaos_real_clock_fn)REAL(clock_gettime));
     const char *inline_text = get("CHAOS_PLAN_TEXT"), *path = get("CHAOS_PLAN");
     char *owned = NULL;
@@ -227,6 +236,7 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
     chaos_plan_install(plan);
     free(owned);
     if (control) chaos_control_start(get, quiet_thread);
+    chaos_vt_set_advancer_probe(advancer_gone);
 }
 
 #else

@@ -43,6 +43,11 @@ typedef int (*chaos_control_check_fn)(const chaos_plan *plan, char *why, size_t 
 /// plan refuses what it cannot, with a 422). Before chaos_control_start.
 __attribute__((visibility("hidden"))) void chaos_control_check_plans(chaos_control_check_fn check);
 
+/// Why nobody can advance this process's virtual time through the endpoint any more, or
+/// NULL while someone can: the endpoint is not served (in this process: a forked child
+/// does not keep its parent's), or the `chaos run` that started the program has ended.
+__attribute__((visibility("hidden"))) const char *chaos_control_advancer_gone(void);
+
 /// Writes the endpoint file and starts the thread that serves the socket. `quiet` is called
 /// first on that thread: it takes the thread out of every interceptor.
 __attribute__((visibility("hidden"))) void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void));

@@ -57,9 +57,11 @@ int64_t chaos_vt_reading_ns(int clock);
 int64_t chaos_vt_to_monotonic(int clock, int64_t instant);
 
 /// Blocks the calling thread until virtual time reaches the virtual monotonic `deadline`.
-/// Returns 0 when it did, or 1 when virtual time is (or went) off; then `left_when_stopped`
-/// (if given) holds the virtual time that remained, for the caller to sleep in real time.
-int chaos_vt_sleep_until(int64_t deadline, int64_t *left_when_stopped);
+/// Returns 0 when it did; 1 when virtual time is (or went) off, with `left` (if given)
+/// the virtual time that remained, for the caller to sleep in real time; or 2 when a
+/// signal handler ran on the thread meanwhile, with `left` what remained (a sleep then
+/// fails with EINTR, as the real one would).
+int chaos_vt_sleep_until(int64_t deadline, int64_t *left);
 
 /// A wait that also watches descriptors (poll, select, epoll_wait) with a timeout ending
 /// at the virtual monotonic `deadline`: calls `attempt(context, slice_ms)`, one real wait of
@@ -133,6 +135,14 @@ void chaos_vt_set_limits(int64_t watchdog_ns, int64_t settle_ns);
 /// supervisor holds its program's sleeps and timed waits, and names a test of the
 /// program's threads. NULL: none.
 void chaos_vt_set_idle_probe(int (*probe)(void));
+
+/// Names a test of whether anyone can still advance virtual time: it returns NULL while
+/// someone can, or why nobody can (e.g. "no control endpoint"). Once nobody can, virtual
+/// time flows on from where it stands, at real pace, so that the waits it held go on in
+/// real time rather than forever; standard error says so, once. The preload library names
+/// one (its control endpoint, and the `chaos run` that started the program); NULL: none
+/// (a Swift program advances its own).
+void chaos_vt_set_advancer_probe(const char *(*probe)(void));
 
 /// Reports the watchdog has written since the process started.
 uint64_t chaos_vt_watchdog_reports(void);

@@ -1,0 +1,174 @@
+import Foundation
+import TestHelpers
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A thread held under virtual time is still the program's: its signal handlers interrupt
+/// the sleep as they would a real one, and once nobody can advance virtual time any more
+/// (no control endpoint, or the `chaos run` that served it has ended) the waits it held go
+/// on in real time, and the program is told so (issue #33).
+@Suite struct HeldWaitTests {
+    /// Prints `ready PID`, then sleeps an hour (or `argv[1]` seconds) with nanosleep and
+    /// prints how the sleep ended. SIGUSR1's handler does nothing but count.
+    static let sleeper = """
+        #include <errno.h>
+        #include <signal.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <time.h>
+        #include <unistd.h>
+        static volatile sig_atomic_t handled;
+        static void count(int signal) { (void)signal; handled++; }
+        int main(int argc, char **argv) {
+            struct sigaction action;
+            memset(&action, 0, sizeof action);
+            action.sa_handler = count;
+            sigaction(SIGUSR1, &action, NULL);
+            printf("ready %d\\n", (int)getpid());
+            fflush(stdout);
+            struct timespec request = {argc > 1 ? atoi(argv[1]) : 3600, 0}, remaining = {0, 0};
+            int result = nanosleep(&request, &remaining);
+            printf("%s remaining %ld\\n", result == 0 ? "slept" : errno == EINTR ? "interrupted" : "failed",
+                   (long)remaining.tv_sec);
+            return 0;
+        }
+        """
+
+    /// `chaos run` of `program` under a virtual clock, with its output read as it comes.
+    final class Run: @unchecked Sendable {
+        // `lines` and `errors` are guarded by `lock`; the rest is set before the readers start.
+        let process = Process()
+        private let lock = NSLock()
+        private var lines: [String] = []
+        private var errorText = ""
+        private let group = DispatchGroup()
+
+        init(_ program: String, _ arguments: [String], control: String?) throws {
+            let workspace = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaos-held-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
+            let profile = workspace.appendingPathComponent("virtual.json").path
+            try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
+                .write(toFile: profile, atomically: true, encoding: .utf8)
+            process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
+            process.arguments =
+                ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program] + arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["CHAOS_CONTROL"] = nil
+            if let control {
+                environment["CHAOS_CONTROL"] = control
+                environment["CHAOS_CONTROL_DIR"] = workspace.path
+            }
+            process.environment = environment
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            process.standardInput = FileHandle.nullDevice
+            try process.runWithSignalsUnblocked()
+            // The program may outlive the runner: read until it closes its end too.
+            for (pipe, isOutput) in [(output, true), (errors, false)] {
+                group.enter()
+                Thread.detachNewThread { [self] in
+                    while case let data = pipe.fileHandleForReading.availableData, !data.isEmpty {
+                        let text = String(decoding: data, as: UTF8.self)
+                        lock.withLock {
+                            if isOutput {
+                                lines += text.split(separator: "\n").map(String.init)
+                            } else {
+                                errorText += text
+                            }
+                        }
+                    }
+                    group.leave()
+                }
+            }
+        }
+
+        var output: [String] { lock.withLock { lines } }
+        var errors: String { lock.withLock { errorText } }
+
+        /// The first output line with `prefix`, waiting for it up to a liveness bound.
+        func line(startingWith prefix: String, within seconds: Double = 60) -> String? {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                if let found = output.first(where: { $0.hasPrefix(prefix) }) { return found }
+                usleep(20_000)
+            }
+            return nil
+        }
+
+        /// Ends the runner and whatever it left, and waits for the readers.
+        func finish() {
+            if process.isRunning { process.terminate() }
+            if let pid = line(startingWith: "ready ", within: 0).flatMap({ Int32($0.dropFirst(6)) }) {
+                kill(pid, SIGKILL)
+            }
+            _ = group.wait(timeout: .now() + 30)
+        }
+    }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func aSignalHandlerInterruptsASleepHeldByVirtualTime() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
+        let run = try Run(program, [], control: "unix")
+        defer { run.finish() }
+        let ready = try #require(run.line(startingWith: "ready "), "the program never started: \(run.errors)")
+        let pid = try #require(Int32(ready.dropFirst(6)))
+        // Again and again: the first signal may land before the sleep begins.
+        var ended: String?
+        let end = Date().addingTimeInterval(60)
+        while ended == nil && Date() < end {
+            kill(pid, SIGUSR1)
+            ended = run.line(startingWith: "interrupted", within: 0.2) ?? run.line(startingWith: "slept", within: 0)
+        }
+        #expect(ended?.hasPrefix("interrupted remaining ") == true, "\(run.output) \(run.errors)")
+        // What was left is the virtual hour, nearly all of it: time stood still meanwhile.
+        #expect((ended.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0) > 3500, "\(ended ?? "none")")
+    }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func aSignalsDefaultActionStillEndsAProgramHeldByVirtualTime() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
+        let run = try Run(program, [], control: "unix")
+        defer { run.finish() }
+        let ready = try #require(run.line(startingWith: "ready "), "the program never started: \(run.errors)")
+        let pid = try #require(Int32(ready.dropFirst(6)))
+        usleep(200_000)
+        kill(pid, SIGTERM)
+        run.process.waitUntilExit()
+        #expect(run.errors.contains("killed by signal 15"), "\(run.errors)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func withNoEndpointToAdvanceItAHeldSleepGoesOnInRealTimeAndIsSaid() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
+        let run = try Run(program, ["1"], control: nil)
+        defer { run.finish() }
+        #expect(run.line(startingWith: "slept") != nil, "the sleep never ended: \(run.output) \(run.errors)")
+        #expect(run.errors.contains("nobody can advance virtual time (no control endpoint serves it"), "\(run.errors)")
+    }
+
+    /// `chaos run` ends with its first program; a process that program left (here started in
+    /// the background by sh) is held by virtual time with nobody left to advance it.
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func aHeldSleepOfAProcessLeftBehindGoesOnInRealTimeOnceChaosRunHasEnded() throws {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
+        let run = try Run("/bin/sh", ["-c", "'\(program)' 2 &"], control: "unix")
+        defer { run.finish() }
+        #expect(run.line(startingWith: "slept") != nil, "the sleep never ended: \(run.output) \(run.errors)")
+        #expect(run.errors.contains("chaos run, which started the program, has ended"), "\(run.errors)")
+    }
+}
