@@ -36,7 +36,7 @@ import Testing
             let output = Pipe()
             process.standardOutput = output
             process.standardError = output
-            try process.run()
+            try process.runWithSignalsUnblocked()
             let data = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: data, as: UTF8.self))

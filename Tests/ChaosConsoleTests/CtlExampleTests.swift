@@ -46,7 +46,7 @@ final class RunningDemo: Sendable {
             }
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n") { lines.record(String(line)) }
         }
-        try process.run()
+        try process.runWithSignalsUnblocked()
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -83,7 +83,7 @@ final class RunningDemo: Sendable {
             let errors = Pipe()
             process.standardOutput = output
             process.standardError = errors
-            try process.run()
+            try process.runWithSignalsUnblocked()
             let outputData = output.fileHandleForReading.readDataToEndOfFile()
             let errorData = errors.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()

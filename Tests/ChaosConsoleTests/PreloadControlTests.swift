@@ -79,7 +79,7 @@ final class PreloadChild: Sendable {
                 }
             }
         }
-        try process.run()
+        try process.runWithSignalsUnblocked()
     }
 
     var pid: Int32 { process.processIdentifier }
@@ -840,7 +840,7 @@ extension PreloadControlTests {
             "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "/usr/bin/env", "LD_PRELOAD=\(library)",
             "CHAOS_CONTROL=unix", "CHAOS_CONTROL_DIR=\(directory.path)", "/bin/sleep", "60",
         ]
-        try process.run()
+        try process.runWithSignalsUnblocked()
         defer {
             // SIGKILL: the program may have inherited a mask that blocks SIGTERM.
             kill(process.processIdentifier, SIGKILL)

@@ -2,6 +2,7 @@
 import CChaosELF
 import ChaosKit
 import Foundation
+import TestHelpers
 import Testing
 
 @testable import ChaosHooks
@@ -65,7 +66,7 @@ enum DataFixture {
         process.arguments = ["-shared", "-fPIC", "-O0", "-Wl,-z,relro,-z,now", "-o", library, file.path]
         let errors = Pipe()
         process.standardError = errors
-        try process.run()
+        try process.runWithSignalsUnblocked()
         process.waitUntilExit()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         try #require(process.terminationStatus == 0, "the fixture did not build: \(message)")

@@ -1,4 +1,5 @@
 import Foundation
+import TestHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -104,7 +105,7 @@ enum Preload {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = standardInput
-        try process.run()
+        try process.runWithSignalsUnblocked()
         // No program may hang the suite: one that runs for a minute is stopped (and fails).
         let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)

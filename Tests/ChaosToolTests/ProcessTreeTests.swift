@@ -463,7 +463,7 @@ extension ProcessTreeTests {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try process.runWithSignalsUnblocked()
         return process
     }
 

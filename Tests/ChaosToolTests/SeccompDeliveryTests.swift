@@ -231,7 +231,7 @@ import Glibc
     }
 
     @Test(
-        .enabled(if: FileManager.default.fileExists(atPath: "/bin/busybox"), "no busybox (apt install busybox-static)"))
+        .enabled(if: staticBusybox != nil, "no static /bin/busybox (apt install busybox-static)"))
     func busyboxAndWhatItExecsSeeEveryFault() throws {
         let workspace = try Workspace()
         defer { workspace.remove() }
@@ -364,7 +364,7 @@ import Glibc
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        try process.run()
+        try process.runWithSignalsUnblocked()
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         let pid = process.processIdentifier
         // Published under the program's own pid (chaos run's child), naming chaos run's beside it.

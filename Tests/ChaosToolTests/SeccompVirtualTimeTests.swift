@@ -86,7 +86,7 @@ import Glibc
             ]) { $1 }
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputFile))
             process.standardError = process.standardOutput
-            try process.run()
+            try process.runWithSignalsUnblocked()
         }
 
         var output: String { (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "" }
@@ -176,7 +176,7 @@ import Glibc
     }
 
     @Test(
-        .enabled(if: FileManager.default.fileExists(atPath: "/bin/busybox"), "no busybox (apt install busybox-static)"))
+        .enabled(if: staticBusybox != nil, "no static /bin/busybox (apt install busybox-static)"))
     func busyboxSleepsAVirtualHourInAProgramItExecs() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-svt-\(UUID().uuidString)")
             .path
@@ -190,7 +190,7 @@ import Glibc
     }
 
     @Test(
-        .enabled(if: FileManager.default.fileExists(atPath: "/bin/busybox"), "no busybox (apt install busybox-static)"))
+        .enabled(if: staticBusybox != nil, "no static /bin/busybox (apt install busybox-static)"))
     func aFrozenClockStandsStillAcrossARealSleep() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-svt-\(UUID().uuidString)")
             .path
@@ -257,7 +257,7 @@ import Glibc
     }
 
     @Test(
-        .enabled(if: FileManager.default.fileExists(atPath: "/bin/busybox"), "no busybox (apt install busybox-static)"))
+        .enabled(if: staticBusybox != nil, "no static /bin/busybox (apt install busybox-static)"))
     func aSleepUnderSpeedLastsItsScaledLength() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-svt-\(UUID().uuidString)")
             .path
@@ -273,7 +273,8 @@ import Glibc
         ])
         let took = Date().timeIntervalSince(started)
         #expect(outcome.status == 0, "\(outcome)")
-        // Twenty seconds at forty times the pace is half a second; unscaled it is twenty.
-        #expect(took < 10, "the sleep was scaled: it took \(took) s")
+        // Twenty seconds at forty times the pace is half a second; unscaled it is twenty, so
+        // any run under twenty seconds was scaled, however loaded the machine.
+        #expect(took < 20, "the sleep was not scaled: it took \(took) s")
     }
 }

@@ -113,7 +113,7 @@ enum Command {
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = standardInput
-        try process.run()
+        try process.runWithSignalsUnblocked()
         // No program may hang the suite: one still running after a minute is stopped (and fails).
         let watchdog = DispatchWorkItem { [process] in if process.isRunning { process.terminate() } }
         DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)

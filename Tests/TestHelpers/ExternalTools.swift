@@ -37,7 +37,7 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     process.standardOutput = stdout
     process.standardError = stderr
     do {
-        try process.run()
+        try process.runWithSignalsUnblocked()
     } catch {
         return nil
     }
@@ -117,3 +117,46 @@ public struct RecordingLogHandler: LogHandler {
         }
     }
 }
+
+extension Process {
+    /// Starts the process as a shell would: with no signal blocked. A test runs on a
+    /// dispatch worker thread, which blocks nearly every signal, and a child inherits its
+    /// starter's mask: a program left running by a failed test then kept SIGTERM pending
+    /// for ever, and signals a test sends on purpose never reached their handlers.
+    public func runWithSignalsUnblocked() throws {
+        var none = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&none)
+        // Only this thread, and only while it starts the child; a signal meant for the
+        // process may land here meanwhile, as on any thread that does not block it.
+        pthread_sigmask(SIG_SETMASK, &none, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        try run()
+    }
+}
+
+/// Whether the file at `path` is a statically linked ELF program: one with no program
+/// interpreter (`PT_INTERP`), which the preload library can never reach. Tests that need
+/// such a program check what the file is, not where it is: Debian's `busybox` package
+/// installs a dynamic /bin/busybox, `busybox-static` a static one.
+public func isStaticExecutable(_ path: String) -> Bool {
+    guard let file = FileHandle(forReadingAtPath: path) else { return false }
+    defer { try? file.close() }
+    guard let header = try? file.read(upToCount: 64), header.count == 64,
+        header.starts(with: [0x7f, 0x45, 0x4c, 0x46]), header[4] == 2, header[5] == 1  // ELF64, little-endian
+    else { return false }
+    func integer(_ bytes: Data, _ offset: Int, _ size: Int) -> UInt64 {
+        (0..<size).reduce(UInt64(0)) { $0 | UInt64(bytes[bytes.startIndex + offset + $1]) << (8 * $1) }
+    }
+    let tableOffset = integer(header, 32, 8)
+    let entrySize = Int(integer(header, 54, 2))
+    let count = Int(integer(header, 56, 2))
+    guard entrySize >= 4, count > 0, (try? file.seek(toOffset: tableOffset)) != nil,
+        let table = try? file.read(upToCount: entrySize * count), table.count == entrySize * count
+    else { return false }
+    let interpreter: UInt64 = 3  // PT_INTERP
+    return !(0..<count).contains { integer(table, $0 * entrySize, 4) == interpreter }
+}
+
+/// /bin/busybox when it is a static program (Debian's busybox-static), else nil.
+public let staticBusybox: String? = isStaticExecutable("/bin/busybox") ? "/bin/busybox" : nil

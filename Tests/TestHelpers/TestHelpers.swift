@@ -143,7 +143,7 @@ public enum PythonModule {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         var installed = false
-        if (try? process.run()) != nil {
+        if (try? process.runWithSignalsUnblocked()) != nil {
             process.waitUntilExit()
             installed = process.terminationStatus == 0
         }

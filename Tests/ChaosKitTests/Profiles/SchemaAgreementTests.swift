@@ -33,7 +33,7 @@ struct SchemaAgreementTests {
         let output = Pipe()
         process.standardInput = input
         process.standardOutput = output
-        try process.run()
+        try process.runWithSignalsUnblocked()
         input.fileHandleForWriting.write(
             Data(documents.map { $0.replacingOccurrences(of: "\n", with: " ") }.joined(separator: "\n").utf8))
         try input.fileHandleForWriting.close()
