@@ -22,19 +22,9 @@ import Testing
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.runWithSignalsUnblocked()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let ended = try runToEnd(process)
         return Outcome(
-            status: process.terminationStatus,
-            output: String(decoding: outputData, as: UTF8.self),
-            errors: String(decoding: errorData, as: UTF8.self)
-        )
+            status: ended.status, output: String(decoding: ended.stdout, as: UTF8.self), errors: ended.stderr)
     }
 
     static func chaos(_ arguments: String...) throws -> Outcome {

@@ -172,3 +172,20 @@ import Glibc
         #expect(run.errors.contains("chaos run, which started the program, has ended"), "\(run.errors)")
     }
 }
+
+/// What the tests' own runner does with programs left running.
+@Suite struct LeftoverTests {
+    /// A program that leaves a process holding its output (here an hour's sleep) would keep
+    /// the test waiting for the output's end for the hour: the runner ends it instead, once
+    /// the program itself has ended and a grace has passed.
+    @Test func aProcessLeftHoldingTheOutputIsEndedNotWaitedFor() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "echo started; sleep 3600 & echo $!"]
+        let ended = try runToEnd(process, leftoverGrace: .seconds(1))
+        let lines = String(decoding: ended.stdout, as: UTF8.self).split(separator: "\n")
+        #expect(ended.status == 0 && lines.first == "started", "\(lines)")
+        let sleeper = try #require(lines.last.flatMap { Int32($0) })
+        #expect(!processIsRunning(sleeper), "the sleep the program left still runs")
+    }
+}

@@ -22,7 +22,7 @@ public func runPython(_ arguments: [String], input: Data = Data()) -> ToolOutput
 }
 
 /// Runs the program at `path` with `arguments` (and `environment` added to this process's),
-/// feeding it `input`; nil when it cannot be started.
+/// feeding it `input`; nil when it cannot be started. See ``runToEnd(_:input:)``.
 public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: Data = Data())
     -> ToolOutput?
 {
@@ -30,17 +30,27 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    return try? runToEnd(process, input: input)
+}
+
+/// Starts `process` (no signal blocked), feeds it `input`, and collects what it prints
+/// until it has ended. Programs it leaves running (daemons, a background job, a sleep a
+/// failed test never ended) would hold its output pipes, and Foundation's own socket, open
+/// for as long as they live, and the test would wait with them: once the process has ended
+/// they get `leftoverGrace` to finish, then every process holding those pipes is killed.
+/// A liveness bound of `bound` ends a process that does not end by itself (killed, with
+/// its leftovers, and status 137).
+public func runToEnd(
+    _ process: Process, input: Data = Data(), leftoverGrace: Duration = .seconds(20), bound: Duration = .seconds(900)
+) throws -> ToolOutput {
     let stdin = Pipe()
     let stdout = Pipe()
     let stderr = Pipe()
     process.standardInput = stdin
     process.standardOutput = stdout
     process.standardError = stderr
-    do {
-        try process.runWithSignalsUnblocked()
-    } catch {
-        return nil
-    }
+    try process.runWithSignalsUnblocked()
+    let pid = process.processIdentifier
     // Read both pipes while the program runs, so that a large answer cannot block it.
     let output = Locked(Data())
     let errors = Locked(Data())
@@ -55,12 +65,51 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     }
     stdin.fileHandleForWriting.write(input)
     try? stdin.fileHandleForWriting.close()
+    let clock = ContinuousClock()
+    let giveUp = clock.now + bound
+    while processIsRunning(pid) && clock.now < giveUp { usleep(10_000) }
+    if processIsRunning(pid) { kill(pid, SIGKILL) }
+    let seconds = Double(leftoverGrace.components.seconds) + Double(leftoverGrace.components.attoseconds) / 1e18
+    if group.wait(timeout: .now() + seconds) == .timedOut {
+        killHolders(of: [stdout, stderr])
+        group.wait()
+    }
     process.waitUntilExit()
-    group.wait()
     return ToolOutput(
         status: process.terminationStatus, stdout: output.withLock { $0 },
         stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)
     )
+}
+
+/// Whether process `pid` exists and has not ended (a zombie has ended).
+public func processIsRunning(_ pid: Int32) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = stat.lastIndex(of: ")")
+    else { return false }
+    let state = stat[stat.index(after: end)...].dropFirst().first
+    return state != "Z" && state != "X"
+}
+
+/// Kills (SIGKILL) every other process that holds one of `pipes`, found by the pipes'
+/// inodes in /proc/*/fd; returns their pids.
+@discardableResult public func killHolders(of pipes: [Pipe]) -> [Int32] {
+    var inodes: Set<String> = []
+    for pipe in pipes {
+        var info = stat()
+        if fstat(pipe.fileHandleForReading.fileDescriptor, &info) == 0 { inodes.insert("pipe:[\(info.st_ino)]") }
+    }
+    let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    var killed: [Int32] = []
+    for entry in processes {
+        guard let pid = Int32(entry), pid != getpid() else { continue }
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let holds = descriptors.contains { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")).map(inodes.contains)
+                ?? false
+        }
+        if holds && kill(pid, SIGKILL) == 0 { killed.append(pid) }
+    }
+    return killed
 }
 
 /// The build folder holding this test bundle and the package's executables (`chaos`,
