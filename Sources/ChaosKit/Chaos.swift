@@ -34,6 +34,12 @@ public final class Chaos: Sendable {
         /// Names whose prefix a lazy point source owns (`system.`) never wait: those
         /// points all exist at once, so a missing one is a typo and refused as before.
         case wait
+        /// As ``wait``, except that an entry whose point name is at most two edits from a
+        /// live point's is refused (``ChaosError/Kind/unknownPoint``, with "did you mean"):
+        /// for profiles a person sends to a running program (the control endpoint's
+        /// default), where `demo.greting` beside a live `demo.greeting` is a typo far more
+        /// often than a point still to come. Nothing of a refused profile applies.
+        case waitUnlessMisspelt
     }
 
     /// An entry this `Chaos` applied: enabled ones are on their point's stack.
@@ -123,10 +129,9 @@ public final class Chaos: Sendable {
                 do throws(ChaosError) {
                     prepared.append(PreparedEntry(entry: entry, prepared: try entry.prepared(chaosSeed: seed)))
                 } catch {
-                    guard missingPoints == .wait else { return error }
                     let waits: Bool
                     do throws(ChaosError) {
-                        waits = try PointRegistry.shared.waits(entry, after: error)
+                        waits = try PointRegistry.shared.waits(entry, after: error, missingPoints)
                     } catch let refused {
                         return refused
                     }
