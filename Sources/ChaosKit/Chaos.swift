@@ -255,6 +255,22 @@ public final class Chaos: Sendable {
         }
     }
 
+    /// Logs a warning now for every entry waiting for a point whose name is at most two
+    /// edits from a live point's: most likely a misspelling, which should not wait for the
+    /// exit report to be seen.
+    func warnMisspeltWaiting(logger: Logger = Chaos.logger) {
+        let waiting = state.withLock { state in
+            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
+        }
+        for (entry, location) in waiting {
+            let near = PointRegistry.shared.nearMisses(of: entry.pointName)
+            guard !near.isEmpty else { continue }
+            logger.warning(
+                "chaos entry waits for a point nothing has created: '\(InputExcerpt.of(entry.pointName, limit: 200))'\(Suggestions.hint(for: entry.pointName, in: near)) It acts only once a point of exactly this name is created",
+                metadata: ["entry": "\(entry.excerpt)", "at": "\(location)"])
+        }
+    }
+
     /// Reports, when the process exits, the entries that waited in vain (once installed).
     private static let reportAtExit: Void = {
         atexit {

@@ -180,6 +180,25 @@ private let livePoint = InjectionPoint<Void, Int, Never>("pending-tests.live") {
         farChaos.revertAll()
     }
 
+    /// A `CHAOS` line that leaves an entry waiting for a name two letters off a live point's
+    /// says so when it is applied, not only when the session ends.
+    @Test func bootstrapWarnsAtOnceOfAWaitingEntryNamedNearALivePoint() throws {
+        _ = livePoint
+        let (logger, log) = RecordingLogHandler.logger()
+        let session = try #require(
+            try Chaos.bootstrap(
+                environment: ["CHAOS": "pending-tests.liev=original;pending-tests.far-from-all=original"],
+                buildConfiguration: .debug, watchProfile: false, logger: logger))
+        defer { session.stop() }
+        let warnings = log.all.filter { $0.level == .warning }
+        #expect(warnings.count == 1, "\(warnings.map(\.message))")
+        let warning = try #require(warnings.first)
+        #expect(
+            warning.message.contains("'pending-tests.liev'; did you mean 'pending-tests.live'?"), "\(warning.message)")
+        #expect("\(warning.metadata)".contains("pending-tests.liev ← original"), "\(warning.metadata)")
+        #expect(session.entries.map(\.isPending) == [true, true])
+    }
+
     /// Code holds the points it names: by default a missing one is still refused.
     @Test func codeStillRefusesAMissingPointByDefault() {
         #expect { try Chaos().profile(ProfileEntry(point: "pending-tests.nowhere", .original)).apply() } throws: {
