@@ -191,9 +191,11 @@ extension ChaosConsole {
         }
         do throws(ChaosError) {
             let profile = try text.profile()
-            // A profile sent to a running app may name points it has not made yet. Without a
-            // seed of its own it gets one that an export can write.
-            let chaos = try profile.apply(seed: profile.seed ?? Self.exportableSeed(), missingPoints: .wait)
+            // A profile sent to a running app may name points it has not made yet, but one a
+            // couple of letters off a live point waits only when asked to. Without a seed of
+            // its own it gets one that an export can write.
+            let chaos = try profile.apply(
+                seed: profile.seed ?? Self.exportableSeed(), missingPoints: Self.missingPoints(for: request))
             keep(chaos)
             let entries = (chaos.appliedEntries + chaos.waitingEntries).sorted { $0.id.number < $1.id.number }
             Self.logger.info(
@@ -467,6 +469,18 @@ extension ChaosConsole {
             .notFound, "notFound", subject: "response set '\(InputExcerpt.of(name))'",
             "there is no response set of this name; the endpoint has: \(names.isEmpty ? "none (register a ResponseSetStore with the console)" : names)"
         )
+    }
+
+    /// Whether the query says `name=true` (or `1`, `yes`): the form of the routes' switches.
+    static func flag(_ name: String, in request: Request) -> Bool {
+        ["1", "true", "yes"].contains(request.uri.queryParameters[Substring(name)].map { $0.lowercased() })
+    }
+
+    /// What an apply or a validation does with entries whose point does not exist yet:
+    /// they wait, unless a name is a misspelling of a live point's and `allowPending` is not
+    /// given.
+    static func missingPoints(for request: Request) -> Chaos.MissingPoints {
+        flag("allowPending", in: request) ? .wait : .waitUnlessMisspelt
     }
 
     static func entryID(_ text: String) -> Int? {

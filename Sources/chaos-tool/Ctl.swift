@@ -314,6 +314,12 @@ struct CtlApply: ParsableCommand {
     @Argument(help: "The JSON profile: a file, - for standard input, or /dev/fd/N.") var file: String
     @Flag(help: "Apply it to every process of the chaos run tree the process is in, each on its own.")
     var tree = false
+    @Flag(
+        help: """
+            Let an entry wait for a point the program has not made yet even when its name is a couple of \
+            letters off a live point's. Without it such a profile is refused as misspelt, with "did you mean".
+            """)
+    var allowPending = false
 
     func run() throws {
         let data: Data
@@ -334,7 +340,7 @@ struct CtlApply: ParsableCommand {
                 if let plan, endpoint.isChaosRun {
                     applied = try client.apply(plan: plan, source: file)
                 } else {
-                    applied = try client.apply(profile: data, source: file)
+                    applied = try client.apply(profile: data, source: file, allowPending: allowPending)
                 }
                 let which = tree ? "\(endpoint.pid): " : ""
                 say(

@@ -326,6 +326,12 @@
   let checking = 0;
   let checkTimer = null;
 
+  // Entries for points the program has not made yet wait for them; one whose name is a
+  // couple of letters off a live point's waits only when the box says so.
+  function profileQuery() {
+    return "?source=editor" + ($("profile-allow-pending").checked ? "&allowPending=true" : "");
+  }
+
   function profileType(text) {
     return text.trimStart().startsWith("{") ? "application/json" : "text/plain; charset=utf-8";
   }
@@ -367,7 +373,7 @@
     }
     let result;
     try {
-      result = await api("POST", "/v1/profile/validate?source=editor", text, profileType(text));
+      result = await api("POST", "/v1/profile/validate" + profileQuery(), text, profileType(text));
     } catch (error) {
       if (mine === checking) showProblem({ message: "Not checked: " + error.message });
       return;
@@ -388,12 +394,13 @@
     clearTimeout(checkTimer);
     checkTimer = setTimeout(checkProfile, 300);
   });
+  $("profile-allow-pending").addEventListener("change", checkProfile);
 
   $("profile-apply").addEventListener("click", async () => {
     const text = editor.value;
     clearTimeout(checkTimer);
     try {
-      const applied = await api("POST", "/v1/entries?source=editor", text, profileType(text));
+      const applied = await api("POST", "/v1/entries" + profileQuery(), text, profileType(text));
       say($("profile-message"), "Applied " + (applied.entries.map((entry) => "#" + entry).join(", ") || "no entry") + " (seed " + applied.seed + ")", true);
       checkProfile();
     } catch (error) {
