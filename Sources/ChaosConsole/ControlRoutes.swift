@@ -174,9 +174,11 @@ extension ChaosConsole {
 
     private func status() -> ControlAPI.Status {
         let entries = Chaos.liveEntries
+        let enabled = entries.filter(\.isEnabled)
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
-            enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
+            enabledEntries: enabled.count, pendingEntries: enabled.filter(\.isPending).count,
+            notAppliedEntries: enabled.filter { $0.problem != nil }.count, waiting: isWaiting,
             features: ["points", "response-sets", "requests", "events", "journal", "console", "profile", "processes"]
                 + (Chaos.virtualClock == nil ? [] : ["time"]),
             advance: Self.advanceProgress()

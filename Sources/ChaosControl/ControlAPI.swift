@@ -25,8 +25,16 @@ public enum ControlAPI {
         public var kind: String
         /// Live entries, enabled or not.
         public var entries: Int
-        /// Live entries that are switched on: chaos is on when this is above zero.
+        /// Live entries that are switched on: chaos is on when this is above zero. Those that
+        /// wait for their point (``pendingEntries``) or never act (``notAppliedEntries``)
+        /// are among them; ``activeEntries`` leaves them out.
         public var enabledEntries: Int
+        /// Switched-on entries that wait for their point to be created: armed, acting on
+        /// nothing yet. Absent from endpoints whose entries cannot wait (`chaos run` children).
+        public var pendingEntries: Int?
+        /// Switched-on entries whose point appeared and did not fit their provider: they never
+        /// act. Absent where that cannot happen.
+        public var notAppliedEntries: Int?
         /// Whether the program is waiting for `POST /v1/go` (`CHAOS_CONTROL_WAIT=1`).
         public var waiting: Bool
         /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
@@ -39,8 +47,11 @@ public enum ControlAPI {
         /// A status.
         public init(
             version: Int = ControlAPI.version, pid: Int32, program: String, kind: String, entries: Int,
-            enabledEntries: Int, waiting: Bool, features: [String], advance: AdvanceProgress? = nil
+            enabledEntries: Int, pendingEntries: Int? = nil, notAppliedEntries: Int? = nil, waiting: Bool,
+            features: [String], advance: AdvanceProgress? = nil
         ) {
+            self.pendingEntries = pendingEntries
+            self.notAppliedEntries = notAppliedEntries
             self.advance = advance
             self.version = version
             self.pid = pid
@@ -50,6 +61,24 @@ public enum ControlAPI {
             self.enabledEntries = enabledEntries
             self.waiting = waiting
             self.features = features
+        }
+
+        /// Switched-on entries that act on their point: neither waiting for it nor unfit.
+        public var activeEntries: Int {
+            max(0, enabledEntries - (pendingEntries ?? 0) - (notAppliedEntries ?? 0))
+        }
+
+        /// `0 of 1 entries active, 1 waiting for its point`: what tools and the console say
+        /// while chaos is on, never counting an entry that cannot act as active.
+        public var entriesSummary: String {
+            var text = "\(activeEntries) of \(entries) entries active"
+            if let pending = pendingEntries, pending > 0 {
+                text += ", \(pending) waiting for \(pending == 1 ? "its point" : "their points")"
+            }
+            if let unfit = notAppliedEntries, unfit > 0 {
+                text += ", \(unfit) not applied (the point did not fit)"
+            }
+            return text
         }
     }
 

@@ -178,9 +178,7 @@ struct CtlList: ParsableCommand {
             return
         }
         for row in rows {
-            let on =
-                row.status.enabledEntries > 0
-                ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
+            let on = row.status.enabledEntries > 0 ? "chaos ON (\(row.status.entriesSummary))" : "no chaos"
             // The program's own pid first, as ps and its pidfile know it; chaos run's beside it.
             let runner = row.endpoint.runner.map { " (chaos run \($0))" } ?? ""
             say(
@@ -289,7 +287,7 @@ struct CtlStatus: ParsableCommand {
                 return
             }
             say(
-                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
+                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON (\(status.entriesSummary))" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
             )
             say(entries.isEmpty ? "entries: none" : "entries:")
             for entry in entries { say("  \(entry.line)") }

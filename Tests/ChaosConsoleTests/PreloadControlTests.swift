@@ -164,7 +164,7 @@ final class PreloadChild: Sendable {
         let listed = try await child.ctl("list")
         #expect(listed.status == 0, "\(listed.errors)")
         #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:"))
-        #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries)"))
+        #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries active)"))
         #expect(listed.output.contains("#1 system.connect ← refused"))
 
         let refusedProfile = try child.file(

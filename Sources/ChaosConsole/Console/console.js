@@ -86,7 +86,7 @@
     }
     const banner = $("banner");
     if (status.enabledEntries > 0) {
-      banner.textContent = "Chaos is ON — " + status.enabledEntries + " of " + status.entries + " entries active";
+      banner.textContent = "Chaos is ON — " + chaosEntriesSummary(status);
       banner.className = "banner on";
     } else {
       banner.textContent = status.entries > 0 ? "Chaos is applied but switched off (" + status.entries + " entries disabled)" : "No chaos applied";
