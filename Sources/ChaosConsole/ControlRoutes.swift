@@ -57,7 +57,7 @@ extension ChaosConsole {
             switch method {
             case .get: return json(Chaos.liveEntries.map(Self.wire))
             case .post: return await apply(request)
-            case .delete: return revertAll()
+            case .delete: return revertAll(includingClock: Self.flag("includeClock", in: request))
             default: return notAllowed("GET, POST, DELETE")
             }
         case ("entries", 2):
@@ -238,9 +238,16 @@ extension ChaosConsole {
         return json(ControlAPI.Reverted(entries: [id]))
     }
 
-    private func revertAll() -> Response {
+    /// Reverts every live entry, newest first, but those on the clock point unless
+    /// `includingClock` (``ControlAPI/clockPoint`` says why), which the answer names.
+    private func revertAll(includingClock: Bool) -> Response {
         var reverted: [Int] = []
+        var kept: [LiveEntry] = []
         for live in Chaos.liveEntries.reversed() {
+            if !includingClock, live.entry.pointName == ControlAPI.clockPoint {
+                kept.append(live)
+                continue
+            }
             do throws(ChaosError) {
                 try Chaos.revert(entryID: live.entry.id)
                 reverted.append(live.entry.id.number)
@@ -249,8 +256,17 @@ extension ChaosConsole {
             }
         }
         pruneApplied()
-        Self.logger.info("chaos control: every entry reverted", metadata: ["entries": "\(reverted)"])
-        return json(ControlAPI.Reverted(entries: reverted.sorted()))
+        kept.reverse()
+        Self.logger.info(
+            "chaos control: every entry reverted",
+            metadata: ["entries": "\(reverted.sorted())", "kept": "\(kept.map(\.entry.id.number))"])
+        return json(
+            ControlAPI.Reverted(
+                entries: reverted.sorted(), kept: kept.isEmpty ? nil : kept.map(\.entry.id.number),
+                note: kept.isEmpty
+                    ? nil
+                    : ControlAPI.clockKept(
+                        kept.map { "\($0.entry.id) \(InputExcerpt.of($0.entry.description, limit: 200))" })))
     }
 
     private func setEnabled(_ enabled: Bool, _ id: Int) -> Response {

@@ -304,11 +304,30 @@ public enum ControlAPI {
     public struct Reverted: Codable, Sendable, Hashable {
         /// The reverted entries' ids.
         public var entries: [Int]
+        /// The entries a revert of all kept: those on ``ControlAPI/clockPoint``, unless
+        /// `includeClock` was asked for. Absent when none was kept.
+        public var kept: [Int]?
+        /// Which entries were kept and why, in words (``ControlAPI/clockKept(_:)``).
+        public var note: String?
 
         /// A result.
-        public init(entries: [Int]) {
+        public init(entries: [Int], kept: [Int]? = nil, note: String? = nil) {
             self.entries = entries
+            self.kept = kept
+            self.note = note
         }
+    }
+
+    /// The point whose entries a revert of all keeps unless told to include them
+    /// (`DELETE /v1/entries?includeClock=true`, `chaos ctl revert PID --include-clock`): a
+    /// program on virtual time waits on it, and reverted mid-wait its waits go on in real
+    /// time, so a one-hour sleep held for an advance becomes an hour of wall-clock time.
+    public static let clockPoint = "system.clock"
+
+    /// `kept #1 system.clock ← virtual: …`: what a revert of all says of the clock entries it
+    /// kept (`entries` as `#ID point ← provider`), and how to revert them too.
+    public static func clockKept(_ entries: [String]) -> String {
+        "kept \(entries.joined(separator: ", ")): the program's time runs on \(entries.count == 1 ? "it" : "them"), and its waits go on in real time if it is reverted; revert \(entries.count == 1 ? "it" : "them") by id, or all with includeClock=true (chaos ctl revert PID --include-clock)"
     }
 
     /// `GET /v1/response-sets`: one response set and its selected answer.

@@ -141,10 +141,15 @@ public struct ControlClient: Sendable {
         try decode(ControlAPI.Reverted.self, try checked(send("DELETE", "/v1/entries/\(entry)")))
     }
 
-    /// `DELETE /v1/entries`: reverts every live entry.
+    /// `DELETE /v1/entries`: reverts every live entry but those on ``ControlAPI/clockPoint``
+    /// (the answer's `kept` and `note` say which, and why), or those too with
+    /// `includingClock`. A `chaos run` child's endpoint reverts every entry either way:
+    /// `chaos ctl revert` keeps its clock entries by reverting the others one by one.
     @discardableResult
-    public func revertAll() throws(ControlError) -> ControlAPI.Reverted {
-        try decode(ControlAPI.Reverted.self, try checked(send("DELETE", "/v1/entries")))
+    public func revertAll(includingClock: Bool = false) throws(ControlError) -> ControlAPI.Reverted {
+        try decode(
+            ControlAPI.Reverted.self,
+            try checked(send("DELETE", "/v1/entries" + (includingClock ? "?includeClock=true" : ""))))
     }
 
     /// `POST /v1/entries/ID/enable` or `/disable`.

@@ -3,8 +3,9 @@ import Testing
 
 @testable import chaos_tool
 
-/// The flags of `chaos ctl apply` that make a refusal the user's choice. What they do to a
-/// running program is tested against one (ChaosConsoleTests: ProfileEditorTests).
+/// The flags of `chaos ctl apply` and `revert` that make a refusal or a kept entry the
+/// user's choice. What they do to a running program is tested against one
+/// (ChaosConsoleTests: CtlExampleTests, CtlClockTests, PreloadControlTests).
 @Suite struct CtlFlagTests {
     @Test func applyTakesAllowPending() throws {
         #expect(try CtlApply.parse(["41235", "p.json", "--allow-pending"]).allowPending)
@@ -14,10 +15,19 @@ import Testing
         #expect(help.output.contains("did you mean"), "\(help.output)")
     }
 
+    @Test func revertTakesIncludeClockOnlyForEveryEntry() throws {
+        #expect(try CtlRevert.parse(["41235", "--include-clock"]).includeClock)
+        #expect(try !CtlRevert.parse(["41235"]).includeClock)
+        #expect(throws: (any Error).self) { try CtlRevert.parse(["41235", "3", "--include-clock"]) }
+        let help = try ChaosToolTests.chaos("ctl", "revert", "--help")
+        #expect(help.output.contains("--include-clock"), "\(help.output)")
+        #expect(help.output.contains("keeps those on system.clock"), "\(help.output)")
+    }
+
     /// A misspelt option is refused before any process is asked anything.
     @Test func aMisspeltFlagIsRefused() throws {
-        let wrong = try ChaosToolTests.chaos("ctl", "apply", "1", "p.json", "--allow-pendings")
+        let wrong = try ChaosToolTests.chaos("ctl", "revert", "1", "--include-clocks")
         #expect(wrong.status != 0)
-        #expect(wrong.errors.contains("--allow-pending"), "\(wrong.errors)")
+        #expect(wrong.errors.contains("--include-clock"), "\(wrong.errors)")
     }
 }

@@ -75,6 +75,9 @@
 
   // MARK: Status and entries
 
+  // The entries as the table shows them (what Revert all asks about).
+  let shownEntries = [];
+
   async function refreshEntries() {
     let status, entries;
     try {
@@ -128,6 +131,7 @@
   }
 
   function renderEntries(entries) {
+    shownEntries = entries;
     const table = $("entries");
     const body = table.tBodies[0];
     const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : null;
@@ -135,6 +139,7 @@
     table.hidden = entries.length === 0;
     $("entries-empty").hidden = entries.length !== 0;
     $("revert-all").disabled = entries.length === 0;
+    if (entries.length === 0 && !$("revert-all-ask").hidden) closeRevertAll(false);
     // A form's "Applied #N" stands while one of its entries is live, and goes with them
     // (reverted here, by chaos ctl, or at the end of a lease).
     const live = new Set(entries.map((entry) => String(entry.id)));
@@ -670,7 +675,51 @@
     journalState();
   });
 
-  $("revert-all").addEventListener("click", () => act("DELETE", "/v1/entries", "Reverted every entry"));
+  // MARK: Revert all
+
+  // Revert all asks first, saying how many entries go. Entries on system.clock stay unless
+  // the box is ticked: a program on virtual time waits on that clock, and reverted mid-wait
+  // its waits go on in real time (the endpoint keeps them too, and says so).
+  function openRevertAll() {
+    const clock = shownEntries.filter((entry) => entry.point === "system.clock").length;
+    const others = shownEntries.length - clock;
+    const clockNote = clock === 0 ? ""
+      : (clock === 1 ? " The entry on system.clock stays" : " The " + clock + " entries on system.clock stay") +
+        " unless you tick the box below: the program's waits would go on in real time.";
+    $("revert-all-question").textContent =
+      (others === 0 ? "Nothing else to revert." : "Revert " + (others === 1 ? "1 entry" : others + " entries") + "?") + clockNote;
+    $("revert-all-clock").checked = false;
+    $("revert-all-clock-choice").hidden = clock === 0;
+    $("revert-all-ask").hidden = false;
+    $("revert-all").setAttribute("aria-expanded", "true");
+    $("revert-all-confirm").focus();
+  }
+
+  function closeRevertAll(refocus) {
+    $("revert-all-ask").hidden = true;
+    $("revert-all").setAttribute("aria-expanded", "false");
+    if (refocus) $("revert-all").focus();
+  }
+
+  $("revert-all").addEventListener("click", () => {
+    if ($("revert-all-ask").hidden) openRevertAll(); else closeRevertAll(true);
+  });
+  $("revert-all-cancel").addEventListener("click", () => closeRevertAll(true));
+  $("revert-all-ask").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeRevertAll(true);
+  });
+  $("revert-all-confirm").addEventListener("click", async () => {
+    const includeClock = $("revert-all-clock").checked;
+    closeRevertAll(true);
+    try {
+      const reverted = await api("DELETE", "/v1/entries" + (includeClock ? "?includeClock=true" : ""));
+      const ids = reverted.entries.map((id) => "#" + id).join(", ");
+      say($("entries-message"), (ids ? "Reverted " + ids : "Nothing was reverted") + (reverted.note ? "; " + reverted.note : ""), true);
+    } catch (error) {
+      say($("entries-message"), error.message, false);
+    }
+    await refreshEntries();
+  });
   $("clear-events").addEventListener("click", () => $("events").replaceChildren());
 
   refreshEntries();
