@@ -15,7 +15,8 @@ the token, and then:
 - no request of the page (the favicon included) was refused;
 - the call journal shows the example's calls once recording is on, the point filter narrows
   it to one point, search finds a row by its text, and pause stops new rows until resumed;
-- the event log has audit lines for applies, reverts and a lease that ended.
+- the event log has audit lines for applies, reverts and a lease that ended, and keeps the
+  one for an apply after hundreds of acts; its filter shows acts or audit lines alone.
 Then, with the ConsoleClockDemo example on virtual time beside it:
 - a program on real time shows no virtual time; one on virtual time shows it, Revert all
   keeps its system.clock entry and says why, and the +1 h button and a typed duration move
@@ -246,6 +247,28 @@ def audit_lines_in_the_log(page, demo):
     entry = "#%d demo.greeting" % applied["entries"][0]
     page.locator(lines, has_text="lease ended: reverted " + entry).wait_for(timeout=15_000)
     check(True, "an entry reverted by its lease is said so in the event log")
+
+    # The example calls demo.greeting about a hundred times a second: far more acts than the
+    # log keeps, and the audit line of the apply stays.
+    acts = lambda: int(page.evaluate("() => document.querySelector('#events').dataset.acts || '0'"))
+    before = acts()
+    applied = demo.send("POST", "/v1/entries", {"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}}]})
+    entry = "applied #%d demo.greeting" % applied["entries"][0]
+    page.locator(lines, has_text=entry).wait_for(timeout=10_000)
+    page.wait_for_function("(n) => Number(document.querySelector('#events').dataset.acts || '0') > n", arg=before + 500, timeout=60_000)
+    kept = page.locator("#events li.act").count()
+    check(kept == 200, "the log keeps the newest 200 of %d acts: %d" % (acts() - before, kept))
+    check(page.locator(lines, has_text=entry).count() == 1, "after them the audit line of the apply is still there")
+    filter_ = page.locator("#events-filter")
+    filter_.select_option("audit")
+    shown = page.evaluate("() => [...document.querySelectorAll('#events li')].filter((l) => !l.hidden).map((l) => l.className)")
+    check(shown and set(shown) == {"audit"}, "the filter shows audit lines alone (%d)" % len(shown))
+    filter_.select_option("act")
+    shown = page.evaluate("() => [...document.querySelectorAll('#events li')].filter((l) => !l.hidden).map((l) => l.className)")
+    check(shown and set(shown) == {"act"}, "or acts alone (%d)" % len(shown))
+    filter_.select_option("all")
+    revert_all(page)
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
 
 
 def call_journal_in_the_page(browser, demo):

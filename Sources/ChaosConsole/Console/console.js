@@ -125,10 +125,34 @@
   }
 
   function auditLine(text) {
-    const list = $("events");
-    list.prepend(element("li", { className: "audit", text: timeOfDay(Date.now(), true) + "  " + text }));
-    while (list.children.length > 200) list.lastElementChild.remove();
+    logLine("audit", timeOfDay(Date.now(), true) + "  " + text);
   }
+
+  // MARK: Event log
+
+  // Acts and audit lines share the list but not its bound: each kind keeps its newest 200,
+  // so that a hundred acts a second cannot push out the line saying who applied the entry.
+  const eventLog = { limit: 200, lines: { act: [], audit: [] }, acts: 0 };
+
+  function logLine(kind, text) {
+    const list = $("events");
+    const line = element("li", { className: kind, text });
+    line.hidden = !eventShown(kind);
+    list.prepend(line);
+    const kept = eventLog.lines[kind];
+    kept.push(line);
+    while (kept.length > eventLog.limit) kept.shift().remove();
+    if (kind === "act") list.dataset.acts = String(++eventLog.acts);
+  }
+
+  function eventShown(kind) {
+    const shown = $("events-filter").value;
+    return shown === "all" || shown === kind;
+  }
+
+  $("events-filter").addEventListener("change", () => {
+    for (const line of $("events").children) line.hidden = !eventShown(line.className);
+  });
 
   function renderEntries(entries) {
     shownEntries = entries;
@@ -549,12 +573,10 @@
     source.addEventListener("act", (message) => {
       let event;
       try { event = JSON.parse(message.data); } catch (_) { return; }
-      const list = $("events");
       const time = timeOfDay(event.date, true);
       const text = time + "  " + (event.entry ? "#" + event.entry + " " : "") + event.point + " ← " + event.provider +
         "  call " + event.callIndex + "  entry seed " + event.entrySeed;
-      list.prepend(element("li", { text }));
-      while (list.children.length > 200) list.lastElementChild.remove();
+      logLine("act", text);
     });
   }
 
@@ -720,7 +742,10 @@
     }
     await refreshEntries();
   });
-  $("clear-events").addEventListener("click", () => $("events").replaceChildren());
+  $("clear-events").addEventListener("click", () => {
+    $("events").replaceChildren();
+    eventLog.lines = { act: [], audit: [] };
+  });
 
   refreshEntries();
   loadPoints().catch((error) => $("points").append(element("p", { className: "message error", text: error.message })));
