@@ -15,6 +15,8 @@ the token, and then:
 - no request of the page (the favicon included) was refused;
 - the call journal shows the example's calls once recording is on, the point filter narrows
   it to one point, search finds a row by its text, and pause stops new rows until resumed;
+- a misspelt point (demo.greting) is refused with "did you mean" until the box that lets
+  entries wait is ticked; then the banner counts it as waiting, not active;
 - the event log has audit lines for applies, reverts and a lease that ended, and keeps the
   one for an apply after hundreds of acts; its filter shows acts or audit lines alone.
 Then, with the ConsoleClockDemo example on virtual time beside it:
@@ -232,6 +234,38 @@ def profile_editor(page, demo):
     form = page.locator('details[data-point="network.send"] form[data-item="offline"]')
     check(form.locator('input[name="host"]').count() == 1 and form.locator('input[name="path"]').count() == 1,
           "the network.send forms have the match fields host and path")
+    revert_all(page)
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
+
+
+def misspelt_point_waits_only_when_asked(page, demo):
+    """demo.greting beside the live demo.greeting: refused with "did you mean" until the box
+    is ticked; applied then, it waits, and the banner does not count it as active."""
+    editor = page.locator("#profile-text")
+    problem = page.locator("#profile-problem")
+    message = page.locator("#profile-message")
+    typo = '{"entries": [{"point": "demo.greting", "provider": {"item": "shout"}}]}'
+    editor.fill(typo)
+    problem.filter(has_text="did you mean").wait_for(timeout=30_000)
+    text = problem.text_content()
+    check(text.startswith("line 1, column ") and "did you mean 'demo.greeting'?" in text,
+          "a misspelt point is located with did you mean: " + text)
+    page.locator("#profile-apply").click()
+    message.filter(has_text="Nothing was applied").wait_for(timeout=30_000)
+    check(not demo.api("/v1/entries"), "and nothing is applied: " + message.text_content())
+    page.get_by_label("Let entries wait for points that do not exist yet").check()
+    problem.filter(has_text="waits for points not made yet: demo.greting").wait_for(timeout=30_000)
+    check(True, "with the box ticked it validates, waiting: " + problem.text_content())
+    page.locator("#profile-apply").click()
+    message.filter(has_text="Applied").wait_for(timeout=30_000)
+    expected = "Chaos is ON — 0 of 1 entries active, 1 waiting for its point"
+    try:
+        page.wait_for_function("(t) => document.querySelector('#banner').textContent === t", arg=expected, timeout=30_000)
+    except Exception:
+        pass  # the check says what it showed
+    check(page.locator("#banner").text_content() == expected, "the banner counts it as waiting: " + page.locator("#banner").text_content())
+    page.get_by_label("Let entries wait for points that do not exist yet").uncheck()
+    editor.fill("")
     revert_all(page)
     page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
 
@@ -528,6 +562,7 @@ def main():
                 pass  # the check below says what stayed
             check(message.text_content() == "", "after Revert all no form still says Applied: %r" % message.text_content())
             profile_editor(page, demo)
+            misspelt_point_waits_only_when_asked(page, demo)
             unauthorized = [line for line in refused if line.endswith((" 401", " 403", " 404"))]
             check(not unauthorized, "no request of the page was refused (favicon included): %s" % unauthorized)
 
