@@ -240,12 +240,18 @@ public final class Chaos: Sendable {
         }
     }
 
+    /// The entries that still wait for their point (not those whose point appeared and did
+    /// not fit), each with where it was written.
+    private var stillWaiting: [(entry: ProfileEntry, location: String)] {
+        state.withLock { state in
+            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
+        }
+    }
+
     /// Logs a warning for every entry still waiting for a point, with the nearest names:
     /// an entry that never became live is most often a misspelt name.
     func reportWaiting(_ when: String, logger: Logger = Chaos.logger) {
-        let never = state.withLock { state in
-            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
-        }
+        let never = stillWaiting
         guard !never.isEmpty else { return }
         let known = PointRegistry.shared.names
         for (entry, location) in never {
@@ -259,10 +265,7 @@ public final class Chaos: Sendable {
     /// edits from a live point's: most likely a misspelling, which should not wait for the
     /// exit report to be seen.
     func warnMisspeltWaiting(logger: Logger = Chaos.logger) {
-        let waiting = state.withLock { state in
-            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
-        }
-        for (entry, location) in waiting {
+        for (entry, location) in stillWaiting {
             let near = PointRegistry.shared.nearMisses(of: entry.pointName)
             guard !near.isEmpty else { continue }
             logger.warning(
