@@ -262,11 +262,10 @@ extension ChaosConsole {
             metadata: ["entries": "\(reverted.sorted())", "kept": "\(kept.map(\.entry.id.number))"])
         return json(
             ControlAPI.Reverted(
-                entries: reverted.sorted(), kept: kept.isEmpty ? nil : kept.map(\.entry.id.number),
-                note: kept.isEmpty
-                    ? nil
-                    : ControlAPI.clockKept(
-                        kept.map { "\($0.entry.id) \(InputExcerpt.of($0.entry.description, limit: 200))" })))
+                entries: reverted.sorted(),
+                keptClock: kept.map {
+                    ($0.entry.id.number, "\($0.entry.id) \(InputExcerpt.of($0.entry.description, limit: 200))")
+                }))
     }
 
     private func setEnabled(_ enabled: Bool, _ id: Int) -> Response {

@@ -307,7 +307,7 @@ public enum ControlAPI {
         /// The entries a revert of all kept: those on ``ControlAPI/clockPoint``, unless
         /// `includeClock` was asked for. Absent when none was kept.
         public var kept: [Int]?
-        /// Which entries were kept and why, in words (``ControlAPI/clockKept(_:)``).
+        /// Which entries were kept and why, in words.
         public var note: String?
 
         /// A result.
@@ -315,6 +315,15 @@ public enum ControlAPI {
             self.entries = entries
             self.kept = kept
             self.note = note
+        }
+
+        /// What a revert of all answers: the `entries` it reverted, and the clock entries it
+        /// kept (each described `#ID point ← provider`) in ``kept`` and ``note``, both absent
+        /// when it kept none.
+        public init(entries: [Int], keptClock: [(id: Int, description: String)]) {
+            self.init(
+                entries: entries, kept: keptClock.isEmpty ? nil : keptClock.map(\.id),
+                note: keptClock.isEmpty ? nil : ControlAPI.clockKept(keptClock.map(\.description)))
         }
     }
 
@@ -326,8 +335,10 @@ public enum ControlAPI {
 
     /// `kept #1 system.clock ← virtual: …`: what a revert of all says of the clock entries it
     /// kept (`entries` as `#ID point ← provider`), and how to revert them too.
-    public static func clockKept(_ entries: [String]) -> String {
-        "kept \(entries.joined(separator: ", ")): the program's time runs on \(entries.count == 1 ? "it" : "them"), and its waits go on in real time if it is reverted; revert \(entries.count == 1 ? "it" : "them") by id, or all with includeClock=true (chaos ctl revert PID --include-clock)"
+    private static func clockKept(_ entries: [String]) -> String {
+        let one = entries.count == 1
+        return
+            "kept \(entries.joined(separator: ", ")): the program's time runs on \(one ? "it" : "them"), and its waits go on in real time if \(one ? "it is" : "they are") reverted; revert \(one ? "it" : "them") by id, or all with includeClock=true (chaos ctl revert PID --include-clock)"
     }
 
     /// `GET /v1/response-sets`: one response set and its selected answer.

@@ -464,8 +464,7 @@ struct CtlRevert: ParsableCommand {
             }
         }
         return ControlAPI.Reverted(
-            entries: reverted.sorted(), kept: kept.isEmpty ? nil : kept.map(\.id),
-            note: kept.isEmpty ? nil : ControlAPI.clockKept(kept.map { "#\($0.id) \($0.point) ← \($0.provider)" }))
+            entries: reverted.sorted(), keptClock: kept.map { ($0.id, "#\($0.id) \($0.point) ← \($0.provider)") })
     }
 }
 
