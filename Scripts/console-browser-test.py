@@ -9,16 +9,20 @@ reverts. It also checks that a page of another origin cannot change chaos, even 
 the token, and then:
 - a bad lease is reported at its field, not at a place in the JSON the page sent;
 - lease times are 24-hour (in an en-US page, whose default is 12-hour);
-- Revert all clears the form's "Applied #N";
+- Revert all asks first (Cancel keeps every entry), then clears the form's "Applied #N";
 - the profile editor locates a typed error under the text; fixed, a profile with `sequential`
   and `match` applies; its export, after Revert all, applies again;
 - no request of the page (the favicon included) was refused;
 - the call journal shows the example's calls once recording is on, the point filter narrows
   it to one point, search finds a row by its text, and pause stops new rows until resumed;
-- the event log has audit lines for applies, reverts and a lease that ended.
+- a misspelt point (demo.greting) is refused with "did you mean" until the box that lets
+  entries wait is ticked; then the banner counts it as waiting, not active;
+- the event log has audit lines for applies, reverts and a lease that ended, and keeps the
+  one for an apply after hundreds of acts; its filter shows acts or audit lines alone.
 Then, with the ConsoleClockDemo example on virtual time beside it:
-- a program on real time shows no virtual time; one on virtual time shows it, and the
-  +1 h button and a typed duration move it by that much (and end the program's sleep);
+- a program on real time shows no virtual time; one on virtual time shows it, Revert all
+  keeps its system.clock entry and says why, and the +1 h button and a typed duration move
+  it by that much (and end the program's sleep);
 - the page of every process lists both, and its link opens the other's console.
 Exit status 0 when every check passed.
 
@@ -104,6 +108,12 @@ class Demo:
             self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.process.kill()
+
+
+def revert_all(page):
+    """Revert all, confirmed in the page's own question (the endpoint keeps clock entries)."""
+    page.locator("#revert-all").click()
+    page.locator("#revert-all-confirm").click()
 
 
 def tab_to(page, predicate, label, limit=80):
@@ -205,7 +215,7 @@ def profile_editor(page, demo):
     check(points == ["demo.greeting", "network.send"] and exported["entries"][1].get("match") == {"path": "/today"}
           and "sequential" in exported["entries"][0]["provider"], "the download is the applied profile: " + json.dumps(exported))
 
-    page.locator("#revert-all").click()
+    revert_all(page)
     page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
     check(demo.wait_for("greeting: hello, world", timeout=30) is not None, "Revert all restores the greeting")
 
@@ -224,7 +234,39 @@ def profile_editor(page, demo):
     form = page.locator('details[data-point="network.send"] form[data-item="offline"]')
     check(form.locator('input[name="host"]').count() == 1 and form.locator('input[name="path"]').count() == 1,
           "the network.send forms have the match fields host and path")
-    page.locator("#revert-all").click()
+    revert_all(page)
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
+
+
+def misspelt_point_waits_only_when_asked(page, demo):
+    """demo.greting beside the live demo.greeting: refused with "did you mean" until the box
+    is ticked; applied then, it waits, and the banner does not count it as active."""
+    editor = page.locator("#profile-text")
+    problem = page.locator("#profile-problem")
+    message = page.locator("#profile-message")
+    typo = '{"entries": [{"point": "demo.greting", "provider": {"item": "shout"}}]}'
+    editor.fill(typo)
+    problem.filter(has_text="did you mean").wait_for(timeout=30_000)
+    text = problem.text_content()
+    check(text.startswith("line 1, column ") and "did you mean 'demo.greeting'?" in text,
+          "a misspelt point is located with did you mean: " + text)
+    page.locator("#profile-apply").click()
+    message.filter(has_text="Nothing was applied").wait_for(timeout=30_000)
+    check(not demo.api("/v1/entries"), "and nothing is applied: " + message.text_content())
+    page.get_by_label("Let entries wait for points that do not exist yet").check()
+    problem.filter(has_text="waits for points not made yet: demo.greting").wait_for(timeout=30_000)
+    check(True, "with the box ticked it validates, waiting: " + problem.text_content())
+    page.locator("#profile-apply").click()
+    message.filter(has_text="Applied").wait_for(timeout=30_000)
+    expected = "Chaos is ON — 0 of 1 entries active, 1 waiting for its point"
+    try:
+        page.wait_for_function("(t) => document.querySelector('#banner').textContent === t", arg=expected, timeout=30_000)
+    except Exception:
+        pass  # the check says what it showed
+    check(page.locator("#banner").text_content() == expected, "the banner counts it as waiting: " + page.locator("#banner").text_content())
+    page.get_by_label("Let entries wait for points that do not exist yet").uncheck()
+    editor.fill("")
+    revert_all(page)
     page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
 
 
@@ -239,6 +281,28 @@ def audit_lines_in_the_log(page, demo):
     entry = "#%d demo.greeting" % applied["entries"][0]
     page.locator(lines, has_text="lease ended: reverted " + entry).wait_for(timeout=15_000)
     check(True, "an entry reverted by its lease is said so in the event log")
+
+    # The example calls demo.greeting about a hundred times a second: far more acts than the
+    # log keeps, and the audit line of the apply stays.
+    acts = lambda: int(page.evaluate("() => document.querySelector('#events').dataset.acts || '0'"))
+    before = acts()
+    applied = demo.send("POST", "/v1/entries", {"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}}]})
+    entry = "applied #%d demo.greeting" % applied["entries"][0]
+    page.locator(lines, has_text=entry).wait_for(timeout=10_000)
+    page.wait_for_function("(n) => Number(document.querySelector('#events').dataset.acts || '0') > n", arg=before + 500, timeout=60_000)
+    kept = page.locator("#events li.act").count()
+    check(kept == 200, "the log keeps the newest 200 of %d acts: %d" % (acts() - before, kept))
+    check(page.locator(lines, has_text=entry).count() == 1, "after them the audit line of the apply is still there")
+    filter_ = page.locator("#events-filter")
+    filter_.select_option("audit")
+    shown = page.evaluate("() => [...document.querySelectorAll('#events li')].filter((l) => !l.hidden).map((l) => l.className)")
+    check(shown and set(shown) == {"audit"}, "the filter shows audit lines alone (%d)" % len(shown))
+    filter_.select_option("act")
+    shown = page.evaluate("() => [...document.querySelectorAll('#events li')].filter((l) => !l.hidden).map((l) => l.className)")
+    check(shown and set(shown) == {"act"}, "or acts alone (%d)" % len(shown))
+    filter_.select_option("all")
+    revert_all(page)
+    page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
 
 
 def call_journal_in_the_page(browser, demo):
@@ -314,6 +378,19 @@ def virtual_time_in_the_page(browser, demo, clock):
             return check(now.text_content() == text, label + ": " + now.text_content() + " (" + page.locator("#time-detail").text_content() + ")")
 
         shows("2030-01-01 00:00:00 UTC", "the page shows the virtual time")
+        # Revert all keeps the clock: reverted, the program's hour-long sleep would go on in real time.
+        page.locator("#entries tbody tr", has_text="system.clock").wait_for(timeout=30_000)
+        page.locator("#revert-all").click()
+        question = page.locator("#revert-all-question").text_content()
+        check("system.clock stay" in question and page.locator("#revert-all-clock").is_visible(),
+              "Revert all asks, saying the clock entry stays: " + question)
+        page.locator("#revert-all-confirm").click()
+        said = page.locator("#entries-message")
+        said.filter(has_text="kept").wait_for(timeout=30_000)
+        check("system.clock" in said.text_content() and "waits go on in real time" in said.text_content(),
+              "the answer says the clock entry was kept and why: " + said.text_content())
+        check(page.locator("#entries tbody tr", has_text="system.clock").count() == 1 and clock.api("/v1/time")["running"],
+              "the clock entry stays, and the program on virtual time")
         page.get_by_role("button", name="+1 h").click()
         shows("2030-01-01 01:00:00 UTC", "+1 h moves it by an hour")
         check(clock.wait_for("woke (1)", timeout=30) is not None, "the program's hour-long sleep ended with that advance")
@@ -468,8 +545,16 @@ def main():
             lease_text = cell.text_content()
             check(re.fullmatch(r"\d\d:\d\d:\d\d", lease_text) is not None, "the lease ends at a 24-hour time: " + lease_text)
 
-            # Revert all: the form's "Applied #N" goes with the entry.
+            # Revert all asks first: Cancel keeps everything; confirmed, the form's "Applied #N"
+            # goes with the entry.
             page.locator("#revert-all").click()
+            check(page.locator("#revert-all-confirm").is_visible() and page.evaluate("() => document.activeElement.id") == "revert-all-confirm",
+                  "Revert all asks first, its confirm button focused: " + page.locator("#revert-all-question").text_content())
+            page.locator("#revert-all-cancel").click()
+            time.sleep(0.5)
+            check(len(demo.api("/v1/entries")) == 1 and page.locator("#revert-all-confirm").is_hidden(),
+                  "Cancel reverts nothing")
+            revert_all(page)
             page.wait_for_function("() => document.querySelector('#banner').textContent.includes('No chaos')", timeout=30_000)
             try:
                 page.wait_for_function("() => document.querySelector('form[data-item=\"stutter\"] .message').textContent === ''", timeout=5_000)
@@ -477,6 +562,7 @@ def main():
                 pass  # the check below says what stayed
             check(message.text_content() == "", "after Revert all no form still says Applied: %r" % message.text_content())
             profile_editor(page, demo)
+            misspelt_point_waits_only_when_asked(page, demo)
             unauthorized = [line for line in refused if line.endswith((" 401", " 403", " 404"))]
             check(not unauthorized, "no request of the page was refused (favicon included): %s" % unauthorized)
 

@@ -10,9 +10,10 @@ import Hummingbird
 extension ChaosConsole {
     /// The console: entries, points, response sets, requests, events, virtual time.
     static let consoleFiles = PageFiles(
-        html: "console.html", styles: ["console.css", "time.css"], scripts: ["console.js", "time.js"])
+        html: "console.html", styles: ["console.css", "time.css"], scripts: ["entries.js", "console.js", "time.js"])
     /// Every endpoint on the machine, with links to their consoles.
-    static let processesFiles = PageFiles(html: "processes.html", styles: ["console.css"], scripts: ["processes.js"])
+    static let processesFiles = PageFiles(
+        html: "processes.html", styles: ["console.css"], scripts: ["entries.js", "processes.js"])
 
     /// The files of the `Console` folder, read once; nil when the resource bundle is not
     /// beside the program.

@@ -57,7 +57,7 @@ extension ChaosConsole {
             switch method {
             case .get: return json(Chaos.liveEntries.map(Self.wire))
             case .post: return await apply(request)
-            case .delete: return revertAll()
+            case .delete: return revertAll(includingClock: Self.flag("includeClock", in: request))
             default: return notAllowed("GET, POST, DELETE")
             }
         case ("entries", 2):
@@ -174,9 +174,11 @@ extension ChaosConsole {
 
     private func status() -> ControlAPI.Status {
         let entries = Chaos.liveEntries
+        let enabled = entries.filter(\.isEnabled)
         return ControlAPI.Status(
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
-            enabledEntries: entries.filter(\.isEnabled).count, waiting: isWaiting,
+            enabledEntries: enabled.count, pendingEntries: enabled.filter(\.isPending).count,
+            notAppliedEntries: enabled.filter { $0.problem != nil }.count, waiting: isWaiting,
             features: ["points", "response-sets", "requests", "events", "journal", "console", "profile", "processes"]
                 + (Chaos.virtualClock == nil ? [] : ["time"]),
             advance: Self.advanceProgress()
@@ -191,9 +193,11 @@ extension ChaosConsole {
         }
         do throws(ChaosError) {
             let profile = try text.profile()
-            // A profile sent to a running app may name points it has not made yet. Without a
-            // seed of its own it gets one that an export can write.
-            let chaos = try profile.apply(seed: profile.seed ?? Self.exportableSeed(), missingPoints: .wait)
+            // A profile sent to a running app may name points it has not made yet, but one a
+            // couple of letters off a live point waits only when asked to. Without a seed of
+            // its own it gets one that an export can write.
+            let chaos = try profile.apply(
+                seed: profile.seed ?? Self.exportableSeed(), missingPoints: Self.missingPoints(for: request))
             keep(chaos)
             let entries = (chaos.appliedEntries + chaos.waitingEntries).sorted { $0.id.number < $1.id.number }
             Self.logger.info(
@@ -234,9 +238,16 @@ extension ChaosConsole {
         return json(ControlAPI.Reverted(entries: [id]))
     }
 
-    private func revertAll() -> Response {
+    /// Reverts every live entry, newest first, but those on the clock point unless
+    /// `includingClock` (``ControlAPI/clockPoint`` says why), which the answer names.
+    private func revertAll(includingClock: Bool) -> Response {
         var reverted: [Int] = []
+        var kept: [LiveEntry] = []
         for live in Chaos.liveEntries.reversed() {
+            if !includingClock, live.entry.pointName == ControlAPI.clockPoint {
+                kept.append(live)
+                continue
+            }
             do throws(ChaosError) {
                 try Chaos.revert(entryID: live.entry.id)
                 reverted.append(live.entry.id.number)
@@ -245,8 +256,16 @@ extension ChaosConsole {
             }
         }
         pruneApplied()
-        Self.logger.info("chaos control: every entry reverted", metadata: ["entries": "\(reverted)"])
-        return json(ControlAPI.Reverted(entries: reverted.sorted()))
+        kept.reverse()
+        Self.logger.info(
+            "chaos control: every entry reverted",
+            metadata: ["entries": "\(reverted.sorted())", "kept": "\(kept.map(\.entry.id.number))"])
+        return json(
+            ControlAPI.Reverted(
+                entries: reverted.sorted(),
+                keptClock: kept.map {
+                    ($0.entry.id.number, "\($0.entry.id) \(InputExcerpt.of($0.entry.description, limit: 200))")
+                }))
     }
 
     private func setEnabled(_ enabled: Bool, _ id: Int) -> Response {
@@ -467,6 +486,18 @@ extension ChaosConsole {
             .notFound, "notFound", subject: "response set '\(InputExcerpt.of(name))'",
             "there is no response set of this name; the endpoint has: \(names.isEmpty ? "none (register a ResponseSetStore with the console)" : names)"
         )
+    }
+
+    /// Whether the query says `name=true` (or `1`, `yes`): the form of the routes' switches.
+    static func flag(_ name: String, in request: Request) -> Bool {
+        ["1", "true", "yes"].contains(request.uri.queryParameters[Substring(name)].map { $0.lowercased() })
+    }
+
+    /// What an apply or a validation does with entries whose point does not exist yet:
+    /// they wait, unless a name is a misspelling of a live point's and `allowPending` is not
+    /// given.
+    static func missingPoints(for request: Request) -> Chaos.MissingPoints {
+        flag("allowPending", in: request) ? .wait : .waitUnlessMisspelt
     }
 
     static func entryID(_ text: String) -> Int? {

@@ -111,7 +111,7 @@ extension ChaosConsole {
         }
         do throws(ChaosError) {
             let profile = try text.profile()
-            let waiting = try profile.validate(missingPoints: .wait)
+            let waiting = try profile.validate(missingPoints: Self.missingPoints(for: request))
             return json(
                 ControlAPI.Validation(
                     valid: true, format: text.format, entries: profile.entries.filter(\.enabled).count,
@@ -126,7 +126,7 @@ extension ChaosConsole {
     /// provider) refuses the export, unless `partial` is asked for: then the profile's
     /// `description` names each entry left out. So does it a seed the profile cannot hold.
     func exportProfile(_ request: Request) -> Response {
-        let partial = ["1", "true", "yes"].contains(request.uri.queryParameters["partial"].map { $0.lowercased() })
+        let partial = Self.flag("partial", in: request)
         var entries: [ChaosProfile.Entry] = []
         var seeds: [UInt64] = []
         var leftOut: [String] = []

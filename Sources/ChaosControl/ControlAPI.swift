@@ -25,8 +25,16 @@ public enum ControlAPI {
         public var kind: String
         /// Live entries, enabled or not.
         public var entries: Int
-        /// Live entries that are switched on: chaos is on when this is above zero.
+        /// Live entries that are switched on: chaos is on when this is above zero. Those that
+        /// wait for their point (``pendingEntries``) or never act (``notAppliedEntries``)
+        /// are among them; ``activeEntries`` leaves them out.
         public var enabledEntries: Int
+        /// Switched-on entries that wait for their point to be created: armed, acting on
+        /// nothing yet. Absent from endpoints whose entries cannot wait (`chaos run` children).
+        public var pendingEntries: Int?
+        /// Switched-on entries whose point appeared and did not fit their provider: they never
+        /// act. Absent where that cannot happen.
+        public var notAppliedEntries: Int?
         /// Whether the program is waiting for `POST /v1/go` (`CHAOS_CONTROL_WAIT=1`).
         public var waiting: Bool
         /// The optional routes this endpoint serves (`"points"`, `"response-sets"`,
@@ -39,8 +47,11 @@ public enum ControlAPI {
         /// A status.
         public init(
             version: Int = ControlAPI.version, pid: Int32, program: String, kind: String, entries: Int,
-            enabledEntries: Int, waiting: Bool, features: [String], advance: AdvanceProgress? = nil
+            enabledEntries: Int, pendingEntries: Int? = nil, notAppliedEntries: Int? = nil, waiting: Bool,
+            features: [String], advance: AdvanceProgress? = nil
         ) {
+            self.pendingEntries = pendingEntries
+            self.notAppliedEntries = notAppliedEntries
             self.advance = advance
             self.version = version
             self.pid = pid
@@ -50,6 +61,24 @@ public enum ControlAPI {
             self.enabledEntries = enabledEntries
             self.waiting = waiting
             self.features = features
+        }
+
+        /// Switched-on entries that act on their point: neither waiting for it nor unfit.
+        public var activeEntries: Int {
+            max(0, enabledEntries - (pendingEntries ?? 0) - (notAppliedEntries ?? 0))
+        }
+
+        /// `0 of 1 entries active, 1 waiting for its point`: what tools and the console say
+        /// while chaos is on, never counting an entry that cannot act as active.
+        public var entriesSummary: String {
+            var text = "\(activeEntries) of \(entries) entries active"
+            if let pending = pendingEntries, pending > 0 {
+                text += ", \(pending) waiting for \(pending == 1 ? "its point" : "their points")"
+            }
+            if let unfit = notAppliedEntries, unfit > 0 {
+                text += ", \(unfit) not applied (the point did not fit)"
+            }
+            return text
         }
     }
 
@@ -275,11 +304,41 @@ public enum ControlAPI {
     public struct Reverted: Codable, Sendable, Hashable {
         /// The reverted entries' ids.
         public var entries: [Int]
+        /// The entries a revert of all kept: those on ``ControlAPI/clockPoint``, unless
+        /// `includeClock` was asked for. Absent when none was kept.
+        public var kept: [Int]?
+        /// Which entries were kept and why, in words.
+        public var note: String?
 
         /// A result.
-        public init(entries: [Int]) {
+        public init(entries: [Int], kept: [Int]? = nil, note: String? = nil) {
             self.entries = entries
+            self.kept = kept
+            self.note = note
         }
+
+        /// What a revert of all answers: the `entries` it reverted, and the clock entries it
+        /// kept (each described `#ID point ← provider`) in ``kept`` and ``note``, both absent
+        /// when it kept none.
+        public init(entries: [Int], keptClock: [(id: Int, description: String)]) {
+            self.init(
+                entries: entries, kept: keptClock.isEmpty ? nil : keptClock.map(\.id),
+                note: keptClock.isEmpty ? nil : ControlAPI.clockKept(keptClock.map(\.description)))
+        }
+    }
+
+    /// The point whose entries a revert of all keeps unless told to include them
+    /// (`DELETE /v1/entries?includeClock=true`, `chaos ctl revert PID --include-clock`): a
+    /// program on virtual time waits on it, and reverted mid-wait its waits go on in real
+    /// time, so a one-hour sleep held for an advance becomes an hour of wall-clock time.
+    public static let clockPoint = "system.clock"
+
+    /// `kept #1 system.clock ← virtual: …`: what a revert of all says of the clock entries it
+    /// kept (`entries` as `#ID point ← provider`), and how to revert them too.
+    private static func clockKept(_ entries: [String]) -> String {
+        let one = entries.count == 1
+        return
+            "kept \(entries.joined(separator: ", ")): the program's time runs on \(one ? "it" : "them"), and its waits go on in real time if \(one ? "it is" : "they are") reverted; revert \(one ? "it" : "them") by id, or all with includeClock=true (chaos ctl revert PID --include-clock)"
     }
 
     /// `GET /v1/response-sets`: one response set and its selected answer.

@@ -79,16 +79,23 @@ public struct ControlClient: Sendable {
 
     /// `POST /v1/entries`: applies a JSON profile, all or nothing. `source` names it in
     /// located errors (e.g. the file's path: `flaky.json:3:17 at $.entries[0]…`).
-    public func apply(profile: Data, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
-        try decode(
-            ControlAPI.Applied.self, try checked(send("POST", "/v1/entries" + Self.sourceQuery(source), body: profile)))
+    ///
+    /// An entry whose point the program has not made yet waits for it, unless its name is a
+    /// couple of letters off a live point's: then the profile is refused as misspelt
+    /// (`unknownPoint`, with "did you mean"). `allowPending` lets such an entry wait too
+    /// (`?allowPending=true`), for a point of exactly that name the program makes later.
+    public func apply(profile: Data, source: String? = nil, allowPending: Bool = false) throws(ControlError)
+        -> ControlAPI.Applied
+    {
+        let path = "/v1/entries" + Self.query(source: source, allowPending: allowPending)
+        return try decode(ControlAPI.Applied.self, try checked(send("POST", path, body: profile)))
     }
 
     /// `POST /v1/entries` with fault-plan text (`text/x-chaos-plan`, Docs/FaultPlan.md): what
     /// a `preload` endpoint (a `chaos run` child) takes instead of a JSON profile, which it
     /// cannot compile. Every `entry` of the plan becomes one entry; all or nothing.
     public func apply(plan: String, source: String? = nil) throws(ControlError) -> ControlAPI.Applied {
-        let path = "/v1/entries" + Self.sourceQuery(source)
+        let path = "/v1/entries" + Self.query(source: source)
         let response = try send(
             "POST", path, body: Data(plan.utf8), headers: [("Content-Type", "text/x-chaos-plan; charset=utf-8")])
         return try decode(ControlAPI.Applied.self, try checked(response))
@@ -97,12 +104,13 @@ public struct ControlClient: Sendable {
     /// `POST /v1/profile/validate`: whether a JSON profile (or, with `chaosLine`, a `CHAOS`
     /// line) would apply in the process, by the checks an apply makes, without applying it.
     /// An invalid profile is not an error here: the answer says why, located in the text.
-    public func validate(profile: Data, chaosLine: Bool = false, source: String? = nil) throws(ControlError)
-        -> ControlAPI.Validation
+    /// `allowPending` checks as ``apply(profile:source:allowPending:)`` would with it.
+    public func validate(profile: Data, chaosLine: Bool = false, source: String? = nil, allowPending: Bool = false)
+        throws(ControlError) -> ControlAPI.Validation
     {
         let type = chaosLine ? "text/plain; charset=utf-8" : "application/json"
-        let response = try send(
-            "POST", "/v1/profile/validate" + Self.sourceQuery(source), body: profile, headers: [("Content-Type", type)])
+        let path = "/v1/profile/validate" + Self.query(source: source, allowPending: allowPending)
+        let response = try send("POST", path, body: profile, headers: [("Content-Type", type)])
         return try decode(ControlAPI.Validation.self, try checked(response))
     }
 
@@ -114,13 +122,17 @@ public struct ControlClient: Sendable {
         try checked(send("GET", "/v1/profile" + (partial ? "?partial=true" : ""))).body
     }
 
-    /// `?source=NAME`, percent-encoded, or nothing.
-    private static func sourceQuery(_ source: String?) -> String {
-        guard let source,
+    /// `?source=NAME` (percent-encoded) `&allowPending=true`, what of them is given, or nothing.
+    private static func query(source: String?, allowPending: Bool = false) -> String {
+        var items: [String] = []
+        if let source,
             let encoded = source.addingPercentEncoding(
                 withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-._~/")))
-        else { return "" }
-        return "?source=\(encoded)"
+        {
+            items.append("source=\(encoded)")
+        }
+        if allowPending { items.append("allowPending=true") }
+        return items.isEmpty ? "" : "?" + items.joined(separator: "&")
     }
 
     /// `DELETE /v1/entries/ID`: reverts one live entry.
@@ -129,10 +141,15 @@ public struct ControlClient: Sendable {
         try decode(ControlAPI.Reverted.self, try checked(send("DELETE", "/v1/entries/\(entry)")))
     }
 
-    /// `DELETE /v1/entries`: reverts every live entry.
+    /// `DELETE /v1/entries`: reverts every live entry but those on ``ControlAPI/clockPoint``
+    /// (the answer's `kept` and `note` say which, and why), or those too with
+    /// `includingClock`. A `chaos run` child's endpoint reverts every entry either way:
+    /// `chaos ctl revert` keeps its clock entries by reverting the others one by one.
     @discardableResult
-    public func revertAll() throws(ControlError) -> ControlAPI.Reverted {
-        try decode(ControlAPI.Reverted.self, try checked(send("DELETE", "/v1/entries")))
+    public func revertAll(includingClock: Bool = false) throws(ControlError) -> ControlAPI.Reverted {
+        try decode(
+            ControlAPI.Reverted.self,
+            try checked(send("DELETE", "/v1/entries" + (includingClock ? "?includeClock=true" : ""))))
     }
 
     /// `POST /v1/entries/ID/enable` or `/disable`.

@@ -34,6 +34,12 @@ public final class Chaos: Sendable {
         /// Names whose prefix a lazy point source owns (`system.`) never wait: those
         /// points all exist at once, so a missing one is a typo and refused as before.
         case wait
+        /// As ``wait``, except that an entry whose point name is at most two edits from a
+        /// live point's is refused (``ChaosError/Kind/unknownPoint``, with "did you mean"):
+        /// for profiles a person sends to a running program (the control endpoint's
+        /// default), where `demo.greting` beside a live `demo.greeting` is a typo far more
+        /// often than a point still to come. Nothing of a refused profile applies.
+        case waitUnlessMisspelt
     }
 
     /// An entry this `Chaos` applied: enabled ones are on their point's stack.
@@ -123,10 +129,9 @@ public final class Chaos: Sendable {
                 do throws(ChaosError) {
                     prepared.append(PreparedEntry(entry: entry, prepared: try entry.prepared(chaosSeed: seed)))
                 } catch {
-                    guard missingPoints == .wait else { return error }
                     let waits: Bool
                     do throws(ChaosError) {
-                        waits = try PointRegistry.shared.waits(entry, after: error)
+                        waits = try PointRegistry.shared.waits(entry, after: error, missingPoints)
                     } catch let refused {
                         return refused
                     }
@@ -235,17 +240,36 @@ public final class Chaos: Sendable {
         }
     }
 
+    /// The entries that still wait for their point (not those whose point appeared and did
+    /// not fit), each with where it was written.
+    private var stillWaiting: [(entry: ProfileEntry, location: String)] {
+        state.withLock { state in
+            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
+        }
+    }
+
     /// Logs a warning for every entry still waiting for a point, with the nearest names:
     /// an entry that never became live is most often a misspelt name.
     func reportWaiting(_ when: String, logger: Logger = Chaos.logger) {
-        let never = state.withLock { state in
-            state.waiting.filter { $0.problem == nil }.map { ($0.entry, state.sources[$0.entry.id]?.location ?? "") }
-        }
+        let never = stillWaiting
         guard !never.isEmpty else { return }
         let known = PointRegistry.shared.names
         for (entry, location) in never {
             logger.warning(
                 "chaos entry never applied: no point named '\(InputExcerpt.of(entry.pointName, limit: 200))' was created before \(when)\(Suggestions.hint(for: entry.pointName, in: known))",
+                metadata: ["entry": "\(entry.excerpt)", "at": "\(location)"])
+        }
+    }
+
+    /// Logs a warning now for every entry waiting for a point whose name is at most two
+    /// edits from a live point's: most likely a misspelling, which should not wait for the
+    /// exit report to be seen.
+    func warnMisspeltWaiting(logger: Logger = Chaos.logger) {
+        for (entry, location) in stillWaiting {
+            let near = PointRegistry.shared.nearMisses(of: entry.pointName)
+            guard !near.isEmpty else { continue }
+            logger.warning(
+                "chaos entry waits for a point nothing has created: '\(InputExcerpt.of(entry.pointName, limit: 200))'\(Suggestions.hint(for: entry.pointName, in: near)) It acts only once a point of exactly this name is created",
                 metadata: ["entry": "\(entry.excerpt)", "at": "\(location)"])
         }
     }

@@ -26,12 +26,18 @@ extension PointRegistry {
         }
     }
 
-    /// Whether `entry`, refused with `error`, waits for its point under
-    /// ``Chaos/MissingPoints/wait``. Only a missing point whose name could be a point's
-    /// waits; a name no point could have (junk, or 100,000 characters sent to the control
-    /// endpoint) is refused here, at the name, saying what a point name looks like.
-    func waits(_ entry: ProfileEntry, after error: ChaosError) throws(ChaosError) -> Bool {
-        guard error.kind == .unknownPoint, mayWait(for: entry.pointName) else { return false }
+    /// Whether `entry`, refused with `error`, waits for its point under `missingPoints`
+    /// (``Chaos/MissingPoints/wait`` or ``Chaos/MissingPoints/waitUnlessMisspelt``). Only a
+    /// missing point whose name could be a point's waits; a name no point could have (junk,
+    /// or 100,000 characters sent to the control endpoint) is refused here, at the name,
+    /// saying what a point name looks like. Under `waitUnlessMisspelt`, so is a name a couple
+    /// of letters off a live point's, with "did you mean".
+    func waits(_ entry: ProfileEntry, after error: ChaosError, _ missingPoints: Chaos.MissingPoints)
+        throws(ChaosError) -> Bool
+    {
+        guard missingPoints != .refuse, error.kind == .unknownPoint, mayWait(for: entry.pointName) else {
+            return false
+        }
         guard PendingPointName.isPlausible(entry.pointName) else {
             throw entry.attributed(
                 ChaosError(
@@ -39,7 +45,23 @@ extension PointRegistry {
                     "no live injection point has this name, and no point can be created with it, so the entry cannot wait for one: \(PendingPointName.rule)"
                 ))
         }
+        if missingPoints == .waitUnlessMisspelt {
+            let near = nearMisses(of: entry.pointName)
+            guard near.isEmpty else {
+                throw entry.attributed(
+                    ChaosError(
+                        .unknownPoint, subject: InputExcerpt.of(entry.pointName, limit: 200),
+                        "no live injection point has this name\(Suggestions.hint(for: entry.pointName, in: near)) A name this near a live point's is taken for a misspelling, not left to wait for a point of its own; if the program makes a point of exactly this name later, let the entry wait on purpose (allow pending entries: chaos ctl apply --allow-pending, or the console's checkbox)"
+                    ))
+            }
+        }
         return true
+    }
+
+    /// The live point names at most two edits from `name`: an entry that names one of them
+    /// and waits is far likelier misspelt than early.
+    func nearMisses(of name: String) -> [String] {
+        Suggestions.within(PendingPointName.misspellingDistance, of: name, in: names)
     }
 
     /// Creates the points of the lazy source whose prefix `name` has, when that source is
@@ -61,6 +83,10 @@ extension PointRegistry {
 enum PendingPointName {
     /// The longest name an entry waits for, in characters.
     static let maxLength = 200
+
+    /// How many edits from a live point's name a waiting entry's name is taken for a
+    /// misspelling of it (``Chaos/MissingPoints/waitUnlessMisspelt``, bootstrap's warning).
+    static let misspellingDistance = 2
 
     /// The rule, as error messages say it.
     static let rule = "a point name is 1 to \(maxLength) letters, digits, '.', '-' or '_' (e.g. app.fetch-user)"

@@ -178,9 +178,7 @@ struct CtlList: ParsableCommand {
             return
         }
         for row in rows {
-            let on =
-                row.status.enabledEntries > 0
-                ? "chaos ON (\(row.status.enabledEntries) of \(row.status.entries) entries)" : "no chaos"
+            let on = row.status.enabledEntries > 0 ? "chaos ON (\(row.status.entriesSummary))" : "no chaos"
             // The program's own pid first, as ps and its pidfile know it; chaos run's beside it.
             let runner = row.endpoint.runner.map { " (chaos run \($0))" } ?? ""
             say(
@@ -289,7 +287,7 @@ struct CtlStatus: ParsableCommand {
                 return
             }
             say(
-                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
+                "\(status.pid)  \(status.program)  \(client.url)  \(status.enabledEntries > 0 ? "chaos ON (\(status.entriesSummary))" : "no chaos")\(status.waiting ? "  waiting for go" : "")\(status.advance.map { "  advancing: \($0.steps) steps so far, \(DurationText.format(.nanoseconds($0.remainingNanoseconds))) to go" } ?? "")"
             )
             say(entries.isEmpty ? "entries: none" : "entries:")
             for entry in entries { say("  \(entry.line)") }
@@ -314,6 +312,12 @@ struct CtlApply: ParsableCommand {
     @Argument(help: "The JSON profile: a file, - for standard input, or /dev/fd/N.") var file: String
     @Flag(help: "Apply it to every process of the chaos run tree the process is in, each on its own.")
     var tree = false
+    @Flag(
+        help: """
+            Let an entry wait for a point the program has not made yet even when its name is a couple of \
+            letters off a live point's. Without it such a profile is refused as misspelt, with "did you mean".
+            """)
+    var allowPending = false
 
     func run() throws {
         let data: Data
@@ -334,7 +338,7 @@ struct CtlApply: ParsableCommand {
                 if let plan, endpoint.isChaosRun {
                     applied = try client.apply(plan: plan, source: file)
                 } else {
-                    applied = try client.apply(profile: data, source: file)
+                    applied = try client.apply(profile: data, source: file, allowPending: allowPending)
                 }
                 let which = tree ? "\(endpoint.pid): " : ""
                 say(
@@ -400,27 +404,67 @@ struct CtlExport: ParsableCommand {
 
 struct CtlRevert: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "revert", abstract: "Revert one entry, or every entry when none is named.")
+        commandName: "revert", abstract: "Revert one entry, or every entry when none is named.",
+        discussion: """
+            Reverting every entry keeps those on system.clock (a program on virtual time waits on it, and \
+            its waits would go on in real time), and says so; --include-clock reverts them too, as does \
+            naming one by its id.
+            """)
 
     @OptionGroup var options: CtlOptions
     @Argument(help: "The process id: the program's own, or the pid of the chaos run that started it.") var pid: Int32
     @Argument(help: "The entry id (as status shows it); omit to revert all.") var entry: String?
     @Flag(help: "Revert in every process of the chaos run tree the process is in.")
     var tree = false
+    @Flag(help: "When reverting every entry, revert those on system.clock too.")
+    var includeClock = false
+
+    func validate() throws {
+        if includeClock && entry != nil {
+            throw ValidationError(
+                "--include-clock is for reverting every entry; a named entry is reverted whatever it is")
+        }
+    }
 
     func run() throws {
         let number = try entry.map(entryNumber)
         for endpoint in try options.endpoints(pid: pid, tree: tree) {
             try ctl {
                 let client = options.client(endpoint)
-                let reverted = try number.map { try client.revert(entry: $0) } ?? client.revertAll()
+                let reverted: ControlAPI.Reverted
+                if let number {
+                    reverted = try client.revert(entry: number)
+                } else if endpoint.isChaosRun && !includeClock {
+                    reverted = try Self.revertAllButClock(client)
+                } else {
+                    reverted = try client.revertAll(includingClock: includeClock)
+                }
                 let which = tree ? "\(endpoint.pid): " : ""
-                let what =
+                var what =
                     reverted.entries.isEmpty
                     ? "nothing to revert" : "reverted \(reverted.entries.map { "#\($0)" }.joined(separator: ", "))"
+                if let note = reverted.note { what += "; \(note)" }
                 say("\(which)\(what)")
             }
         }
+    }
+
+    /// A `chaos run` child's endpoint (C) reverts every entry when asked for all: the clock
+    /// entries are kept here, by reverting the others one by one. An entry applied meanwhile
+    /// is not reverted.
+    static func revertAllButClock(_ client: ControlClient) throws(ControlError) -> ControlAPI.Reverted {
+        let entries = try client.entries()
+        let kept = entries.filter { $0.point == ControlAPI.clockPoint }
+        var reverted: [Int] = []
+        for entry in entries.reversed() where entry.point != ControlAPI.clockPoint {
+            do throws(ControlError) {
+                reverted += try client.revert(entry: entry.id).entries
+            } catch  where error.kind == "notApplied" {
+                continue  // reverted meanwhile
+            }
+        }
+        return ControlAPI.Reverted(
+            entries: reverted.sorted(), keptClock: kept.map { ($0.id, "#\($0.id) \($0.point) ← \($0.provider)") })
     }
 }
 

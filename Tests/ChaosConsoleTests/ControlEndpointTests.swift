@@ -210,6 +210,37 @@ import Testing
         await endpoint.finish()
     }
 
+    /// A pending entry is switched on but acts on nothing: the status counts it as waiting,
+    /// and the words tools print (and the banner mirrors) never call it active.
+    @Test func theStatusCountsAPendingEntryAsWaitingNotActive() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let client = endpoint.client
+        let name = uniqueName()
+        let applied = try await offload {
+            try client.apply(profile: profile(name + "-later", item: "double"), allowPending: true)
+        }
+        let status = try await offload { try client.status() }
+        // Other suites' entries may be live in this process: counted, not matched.
+        #expect((status.pendingEntries ?? 0) >= 1, "\(status)")
+        #expect(status.activeEntries <= status.enabledEntries - 1, "\(status)")
+        for id in applied.entries { _ = try await offload { try client.revert(entry: id) } }
+        await endpoint.finish()
+
+        func summary(_ entries: Int, enabled: Int, pending: Int?, unfit: Int? = nil) -> String {
+            ControlAPI.Status(
+                pid: 1, program: "p", kind: "swift", entries: entries, enabledEntries: enabled, pendingEntries: pending,
+                notAppliedEntries: unfit, waiting: false, features: []
+            ).entriesSummary
+        }
+        #expect(summary(1, enabled: 1, pending: 1) == "0 of 1 entries active, 1 waiting for its point")
+        #expect(summary(3, enabled: 3, pending: 2) == "1 of 3 entries active, 2 waiting for their points")
+        #expect(
+            summary(3, enabled: 2, pending: 0, unfit: 1)
+                == "1 of 3 entries active, 1 not applied (the point did not fit)")
+        // A chaos run child sends no pending count: every switched-on entry there acts.
+        #expect(summary(2, enabled: 2, pending: nil) == "2 of 2 entries active")
+    }
+
     @Test func theRequestJournalListsWhatAnsweredAndWhyARefusedRequestMissed() async throws {
         let endpoint = try await TestEndpoint.start()
         let client = endpoint.client

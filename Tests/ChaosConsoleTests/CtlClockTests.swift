@@ -31,6 +31,46 @@ import Testing
         #expect(!demo.output.contains { $0.contains("woke (2)") })
     }
 
+    /// Reverting every entry keeps the program's virtual time (its hour-long sleep would go
+    /// on in real time), says so, and reverts it only when told to (`--include-clock`,
+    /// `includeClock=true`).
+    @Test func revertingEveryEntryKeepsTheClockUnlessTold() async throws {
+        let demo = try RunningDemo(executable: "ConsoleClockDemo")
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "2030-01-01T00:00:00Z waiting 1h (1)")
+        let endpoint = try ControlEndpoint.find(pid: demo.pid, in: demo.directory)
+        let client = ControlClient(endpoint, timeout: testTimeout)
+        let clock = try #require(try await offload { try client.entries() }.first { $0.point == "system.clock" })
+        let other = try await offload {
+            try client.apply(
+                profile: Data(#"{"entries": [{"point": "clock-demo.later", "provider": "original"}]}"#.utf8))
+        }.entries
+
+        let reverted = try await demo.ctl("revert", "\(demo.pid)")
+        #expect(reverted.status == 0, "\(reverted.errors)")
+        #expect(
+            reverted.output.hasPrefix("reverted \(other.map { "#\($0)" }.joined(separator: ", ")); "), "\(reverted)")
+        #expect(reverted.output.contains("kept #\(clock.id) system.clock ← "), "\(reverted.output)")
+        #expect(reverted.output.contains("its waits go on in real time if it is reverted"), "\(reverted.output)")
+        #expect(reverted.output.contains("--include-clock"), "\(reverted.output)")
+        #expect(try await offload { try client.entries() }.map(\.id) == [clock.id])
+
+        // Still on virtual time: the hour's sleep ends with an advance, not before.
+        #expect(!demo.output.contains { $0.contains("woke") })
+        let advanced = try await demo.ctl("advance", "\(demo.pid)", "1h")
+        #expect(advanced.status == 0, "\(advanced.errors)")
+        _ = try await demo.line(containing: "2030-01-01T01:00:00Z woke (1)")
+
+        // Over the wire the answer names what it kept and why.
+        let answer = try await offload { try client.revertAll() }
+        #expect(answer.entries.isEmpty && answer.kept == [clock.id], "\(answer)")
+        #expect(answer.note?.contains("waits go on in real time") == true, "\(answer)")
+
+        let all = try await demo.ctl("revert", "\(demo.pid)", "--include-clock")
+        #expect(all.output == "reverted #\(clock.id)\n", "\(all)")
+        #expect(try await offload { try client.virtualTime() }.running == false)
+    }
+
     /// `CHAOS_CONTROL_WAIT` in a program on virtual time: `chaos ctl go` reaches it, and
     /// without a go its bound ends in real time. Neither waits for the clock that stands
     /// still (the wait used to poll with `Task.sleep`, which virtual time holds, and measure

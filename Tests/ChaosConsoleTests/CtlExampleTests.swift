@@ -203,6 +203,49 @@ final class RunningDemo: Sendable {
         #expect(try await demo.ctl("status", "\(demo.pid)").output.contains("entries: none"))
     }
 
+    /// `demo.greting` beside the live `demo.greeting` is a typo: `chaos ctl apply` (the same
+    /// route as the console's editor) refuses the whole profile with "did you mean", unless
+    /// `--allow-pending`; then the entry waits, and list and status count it as waiting, not
+    /// as active.
+    @Test func chaosCtlRefusesAMisspeltPointUnlessAllowedToWaitAndNeverCountsItActive() async throws {
+        let demo = try RunningDemo()
+        defer { demo.stop() }
+        _ = try await demo.line(containing: "greeting: hello, world")
+        let typo = try demo.profile(
+            #"""
+            {"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}},
+                         {"point": "demo.greting", "provider": {"item": "shout"}}]}
+            """#)
+        let refused = try await demo.ctl("apply", "\(demo.pid)", typo)
+        #expect(refused.status != 0)
+        #expect(refused.errors.contains("\(typo):2:"), "\(refused.errors)")
+        #expect(refused.errors.contains("at $.entries[1].point"), "\(refused.errors)")
+        #expect(refused.errors.contains("did you mean 'demo.greeting'?"), "\(refused.errors)")
+        #expect(refused.errors.contains("--allow-pending"), "\(refused.errors)")
+        let nothing = try await demo.ctl("status", "\(demo.pid)")
+        #expect(nothing.output.contains("no chaos") && nothing.output.contains("entries: none"), "\(nothing.output)")
+
+        let waitsOnly = try demo.profile(#"{"entries": [{"point": "demo.greting", "provider": {"item": "shout"}}]}"#)
+        let applied = try await demo.ctl("apply", "\(demo.pid)", "--allow-pending", waitsOnly)
+        #expect(applied.status == 0, "\(applied.errors)")
+        let status = try await demo.ctl("status", "\(demo.pid)")
+        #expect(
+            status.output.contains("chaos ON (0 of 1 entries active, 1 waiting for its point)"), "\(status.output)")
+        #expect(status.output.contains("demo.greting ← shout"))
+        let listed = try await demo.ctl("list")
+        #expect(
+            listed.output.contains("\(demo.pid)  ConsoleDemo  http://127.0.0.1:")
+                && listed.output.contains("chaos ON (0 of 1 entries active, 1 waiting for its point)"),
+            "\(listed.output)")
+
+        let shout = try demo.profile(#"{"entries": [{"point": "demo.greeting", "provider": {"item": "shout"}}]}"#)
+        let seen = demo.output.count
+        #expect(try await demo.ctl("apply", "\(demo.pid)", shout).status == 0)
+        _ = try await demo.line(containing: "greeting: HELLO, WORLD", after: seen)
+        let both = try await demo.ctl("status", "\(demo.pid)")
+        #expect(both.output.contains("chaos ON (1 of 2 entries active, 1 waiting for its point)"), "\(both.output)")
+    }
+
     /// `chaos ctl export` writes what is applied as a profile; reverted and applied again,
     /// it brings the same chaos back, and exports to the same profile.
     @Test func chaosCtlExportsAProfileThatAppliesAgain() async throws {

@@ -164,7 +164,7 @@ final class PreloadChild: Sendable {
         let listed = try await child.ctl("list")
         #expect(listed.status == 0, "\(listed.errors)")
         #expect(listed.output.contains("(chaos run \(child.pid))  python3  unix:"))
-        #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries)"))
+        #expect(listed.output.contains("  preload  chaos ON (1 of 1 entries active)"))
         #expect(listed.output.contains("#1 system.connect ← refused"))
 
         let refusedProfile = try child.file(
@@ -215,6 +215,35 @@ final class PreloadChild: Sendable {
         #expect(missing?.status == 404)
         #expect(
             "\(missing.map { "\($0)" } ?? "")".contains("response sets, events, call journal or console"))
+    }
+
+    /// A `chaos run` child's endpoint (C) reverts every entry when asked for all: `chaos ctl
+    /// revert` keeps its virtual clock all the same, as for a Swift program, and says so;
+    /// `--include-clock` reverts it too.
+    @Test func chaosCtlRevertKeepsAChaosRunChildsClockUnlessTold() async throws {
+        let profile = #"""
+            {"entries": [
+              {"point": "system.clock", "provider": {"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}},
+              {"point": "system.connect", "provider": {"item": "refused", "parameters": {"port": 1}}}
+            ]}
+            """#
+        let child = try PreloadChild(profile: profile, command: ["sleep", "600"])
+        defer { child.stop() }
+        let endpoint = try await child.endpoint()
+        let client = ControlClient(endpoint, timeout: .seconds(30))
+        let entries = try await offload { try client.entries() }
+        let clock = try #require(entries.first { $0.point == "system.clock" })
+        let connect = try #require(entries.first { $0.point == "system.connect" })
+
+        let reverted = try await child.ctl("revert", "\(child.pid)")
+        #expect(reverted.status == 0, "\(reverted.errors)")
+        #expect(reverted.output.hasPrefix("reverted #\(connect.id); kept #\(clock.id) system.clock ← "), "\(reverted)")
+        #expect(reverted.output.contains("waits go on in real time"), "\(reverted.output)")
+        #expect(try await offload { try client.entries() }.map(\.id) == [clock.id])
+
+        let all = try await child.ctl("revert", "\(child.pid)", "--include-clock")
+        #expect(all.output == "reverted #\(clock.id)\n", "\(all)")
+        #expect(try await offload { try client.entries() }.isEmpty)
     }
 
     /// Entries `chaos ctl` applies to a preloaded program have no place in the file its

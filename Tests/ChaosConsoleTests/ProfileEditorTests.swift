@@ -93,6 +93,65 @@ import Testing
         await endpoint.finish()
     }
 
+    /// A name a letter off a live point's is a typo, not a point to come: validation and
+    /// apply refuse the whole profile at that name with "did you mean", unless the request
+    /// says `allowPending` (the editor's checkbox, `chaos ctl apply --allow-pending`).
+    @Test func aMisspeltPendingPointIsRefusedAtItsNameUnlessAllowedToWait() async throws {
+        let endpoint = try await TestEndpoint.start()
+        let name = uniqueName()
+        let point = makePoint(name)
+        let client = endpoint.client
+        let typo = name + "s"
+        let text = #"""
+            {"entries": [
+              {"point": "\#(name)", "provider": "double"},
+              {"point": "\#(typo)", "provider": "double"}
+            ]}
+            """#
+        let checked = try await offload { try client.validate(profile: Data(text.utf8), source: "editor") }
+        #expect(!checked.valid)
+        let error = try #require(checked.error)
+        #expect(error.kind == "unknownPoint")
+        #expect(error.message.contains("did you mean '\(name)'?"), "\(error.message)")
+        #expect(error.message.contains("--allow-pending"), "\(error.message)")
+        #expect(error.location?.line == 3)
+        #expect(error.location?.path == "$.entries[1].point")
+
+        let refused = await #expect(throws: ControlError.self) {
+            _ = try await offload { try client.apply(profile: Data(text.utf8), source: "editor") }
+        }
+        #expect(refused?.status == 422)
+        #expect(refused?.kind == "unknownPoint")
+        #expect(point(4) == 4, "nothing of the refused profile applied")
+        #expect(!Chaos.liveEntries.contains { $0.entry.pointName == name || $0.entry.pointName == typo })
+
+        // A CHAOS line is refused the same way, located at the name.
+        let line = "\(name)=double; \(typo)=double"
+        let lineAnswer = try await offload {
+            try client.send(
+                "POST", "/v1/entries?source=editor", body: Data(line.utf8),
+                headers: [("Content-Type", "text/plain; charset=utf-8")])
+        }
+        #expect(lineAnswer.status == 422)
+        let body = try ControlAPI.decoder().decode(ControlAPI.ErrorBody.self, from: lineAnswer.body)
+        #expect(body.error.location?.column == name.count + 10, "\(body.error)")
+        #expect(point(4) == 4)
+
+        // Allowed to wait: it validates, applies whole, and waits.
+        let allowed = try await offload {
+            try client.validate(profile: Data(text.utf8), source: "editor", allowPending: true)
+        }
+        #expect(allowed.valid && allowed.waiting == [typo], "\(allowed)")
+        let applied = try await offload { try client.apply(profile: Data(text.utf8), allowPending: true) }
+        #expect(applied.entries.count == 2)
+        #expect(point(4) == 8)
+        let listed = try await offload { try client.entries() }.filter { applied.entries.contains($0.id) }
+        #expect(listed.map(\.pending) == [nil, true])
+        for id in applied.entries { _ = try await offload { try client.revert(entry: id) } }
+        #expect(point(4) == 4)
+        await endpoint.finish()
+    }
+
     /// Export, revert, apply the export, export again: the same entries, and the same behaviour.
     @Test func anExportAppliesAgainToTheSameEffect() async throws {
         let endpoint = try await TestEndpoint.start()

@@ -75,6 +75,9 @@
 
   // MARK: Status and entries
 
+  // The entries as the table shows them (what Revert all asks about).
+  let shownEntries = [];
+
   async function refreshEntries() {
     let status, entries;
     try {
@@ -86,7 +89,7 @@
     }
     const banner = $("banner");
     if (status.enabledEntries > 0) {
-      banner.textContent = "Chaos is ON — " + status.enabledEntries + " of " + status.entries + " entries active";
+      banner.textContent = "Chaos is ON — " + chaosEntriesSummary(status);
       banner.className = "banner on";
     } else {
       banner.textContent = status.entries > 0 ? "Chaos is applied but switched off (" + status.entries + " entries disabled)" : "No chaos applied";
@@ -122,12 +125,37 @@
   }
 
   function auditLine(text) {
-    const list = $("events");
-    list.prepend(element("li", { className: "audit", text: timeOfDay(Date.now(), true) + "  " + text }));
-    while (list.children.length > 200) list.lastElementChild.remove();
+    logLine("audit", timeOfDay(Date.now(), true) + "  " + text);
   }
 
+  // MARK: Event log
+
+  // Acts and audit lines share the list but not its bound: each kind keeps its newest 200,
+  // so that a hundred acts a second cannot push out the line saying who applied the entry.
+  const eventLog = { limit: 200, lines: { act: [], audit: [] }, acts: 0 };
+
+  function logLine(kind, text) {
+    const list = $("events");
+    const line = element("li", { className: kind, text });
+    line.hidden = !eventShown(kind);
+    list.prepend(line);
+    const kept = eventLog.lines[kind];
+    kept.push(line);
+    while (kept.length > eventLog.limit) kept.shift().remove();
+    if (kind === "act") list.dataset.acts = String(++eventLog.acts);
+  }
+
+  function eventShown(kind) {
+    const shown = $("events-filter").value;
+    return shown === "all" || shown === kind;
+  }
+
+  $("events-filter").addEventListener("change", () => {
+    for (const line of $("events").children) line.hidden = !eventShown(line.className);
+  });
+
   function renderEntries(entries) {
+    shownEntries = entries;
     const table = $("entries");
     const body = table.tBodies[0];
     const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : null;
@@ -135,6 +163,7 @@
     table.hidden = entries.length === 0;
     $("entries-empty").hidden = entries.length !== 0;
     $("revert-all").disabled = entries.length === 0;
+    if (entries.length === 0 && !$("revert-all-ask").hidden) closeRevertAll(false);
     // A form's "Applied #N" stands while one of its entries is live, and goes with them
     // (reverted here, by chaos ctl, or at the end of a lease).
     const live = new Set(entries.map((entry) => String(entry.id)));
@@ -326,6 +355,12 @@
   let checking = 0;
   let checkTimer = null;
 
+  // Entries for points the program has not made yet wait for them; one whose name is a
+  // couple of letters off a live point's waits only when the box says so.
+  function profileQuery() {
+    return "?source=editor" + ($("profile-allow-pending").checked ? "&allowPending=true" : "");
+  }
+
   function profileType(text) {
     return text.trimStart().startsWith("{") ? "application/json" : "text/plain; charset=utf-8";
   }
@@ -367,7 +402,7 @@
     }
     let result;
     try {
-      result = await api("POST", "/v1/profile/validate?source=editor", text, profileType(text));
+      result = await api("POST", "/v1/profile/validate" + profileQuery(), text, profileType(text));
     } catch (error) {
       if (mine === checking) showProblem({ message: "Not checked: " + error.message });
       return;
@@ -388,12 +423,13 @@
     clearTimeout(checkTimer);
     checkTimer = setTimeout(checkProfile, 300);
   });
+  $("profile-allow-pending").addEventListener("change", checkProfile);
 
   $("profile-apply").addEventListener("click", async () => {
     const text = editor.value;
     clearTimeout(checkTimer);
     try {
-      const applied = await api("POST", "/v1/entries?source=editor", text, profileType(text));
+      const applied = await api("POST", "/v1/entries" + profileQuery(), text, profileType(text));
       say($("profile-message"), "Applied " + (applied.entries.map((entry) => "#" + entry).join(", ") || "no entry") + " (seed " + applied.seed + ")", true);
       checkProfile();
     } catch (error) {
@@ -537,12 +573,10 @@
     source.addEventListener("act", (message) => {
       let event;
       try { event = JSON.parse(message.data); } catch (_) { return; }
-      const list = $("events");
       const time = timeOfDay(event.date, true);
       const text = time + "  " + (event.entry ? "#" + event.entry + " " : "") + event.point + " ← " + event.provider +
         "  call " + event.callIndex + "  entry seed " + event.entrySeed;
-      list.prepend(element("li", { text }));
-      while (list.children.length > 200) list.lastElementChild.remove();
+      logLine("act", text);
     });
   }
 
@@ -663,8 +697,55 @@
     journalState();
   });
 
-  $("revert-all").addEventListener("click", () => act("DELETE", "/v1/entries", "Reverted every entry"));
-  $("clear-events").addEventListener("click", () => $("events").replaceChildren());
+  // MARK: Revert all
+
+  // Revert all asks first, saying how many entries go. Entries on system.clock stay unless
+  // the box is ticked: a program on virtual time waits on that clock, and reverted mid-wait
+  // its waits go on in real time (the endpoint keeps them too, and says so).
+  function openRevertAll() {
+    const clock = shownEntries.filter((entry) => entry.point === "system.clock").length;
+    const others = shownEntries.length - clock;
+    const clockNote = clock === 0 ? ""
+      : (clock === 1 ? " The entry on system.clock stays" : " The " + clock + " entries on system.clock stay") +
+        " unless you tick the box below: the program's waits would go on in real time.";
+    $("revert-all-question").textContent =
+      (others === 0 ? "Nothing else to revert." : "Revert " + (others === 1 ? "1 entry" : others + " entries") + "?") + clockNote;
+    $("revert-all-clock").checked = false;
+    $("revert-all-clock-choice").hidden = clock === 0;
+    $("revert-all-ask").hidden = false;
+    $("revert-all").setAttribute("aria-expanded", "true");
+    $("revert-all-confirm").focus();
+  }
+
+  function closeRevertAll(refocus) {
+    $("revert-all-ask").hidden = true;
+    $("revert-all").setAttribute("aria-expanded", "false");
+    if (refocus) $("revert-all").focus();
+  }
+
+  $("revert-all").addEventListener("click", () => {
+    if ($("revert-all-ask").hidden) openRevertAll(); else closeRevertAll(true);
+  });
+  $("revert-all-cancel").addEventListener("click", () => closeRevertAll(true));
+  $("revert-all-ask").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeRevertAll(true);
+  });
+  $("revert-all-confirm").addEventListener("click", async () => {
+    const includeClock = $("revert-all-clock").checked;
+    closeRevertAll(true);
+    try {
+      const reverted = await api("DELETE", "/v1/entries" + (includeClock ? "?includeClock=true" : ""));
+      const ids = reverted.entries.map((id) => "#" + id).join(", ");
+      say($("entries-message"), (ids ? "Reverted " + ids : "Nothing was reverted") + (reverted.note ? "; " + reverted.note : ""), true);
+    } catch (error) {
+      say($("entries-message"), error.message, false);
+    }
+    await refreshEntries();
+  });
+  $("clear-events").addEventListener("click", () => {
+    $("events").replaceChildren();
+    eventLog.lines = { act: [], audit: [] };
+  });
 
   refreshEntries();
   loadPoints().catch((error) => $("points").append(element("p", { className: "message error", text: error.message })));

@@ -14,7 +14,7 @@
 
   function chaos(status) {
     if (!status) return "—";
-    const on = status.enabledEntries > 0 ? "ON (" + status.enabledEntries + " of " + status.entries + " entries)" : "no chaos";
+    const on = status.enabledEntries > 0 ? "ON (" + chaosEntriesSummary(status) + ")" : "no chaos";
     return on + (status.waiting ? ", waiting for go" : "");
   }
 

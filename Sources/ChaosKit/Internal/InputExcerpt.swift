@@ -37,8 +37,7 @@ package enum InputExcerpt {
         // No valid name is this long: a mistyped one is near in length too.
         guard name.utf8.count <= 256 else { return [] }
         let typed = Array(name.lowercased())
-        // Typos within a third of the length (at least 1, at most 3 edits) count as near.
-        let threshold = max(1, min(3, typed.count / 3 + 1))
+        let threshold = threshold(forLength: typed.count)
         let scored = candidates.enumerated().compactMap { index, candidate -> (Int, Int, String)? in
             let isPrefixCandidate = !name.isEmpty && candidate.count >= typed.count
             // The distance is at least the difference in length: skip what cannot be near.
@@ -49,6 +48,29 @@ package enum InputExcerpt {
             return (isPrefix ? min(distance, threshold) : distance, index, candidate)
         }
         return scored.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.prefix(limit).map(\.2)
+    }
+
+    /// How many edits a name of `length` characters may be from a valid one to count as
+    /// near: typos within a third of the length, at least 1 and at most 3.
+    private static func threshold(forLength length: Int) -> Int {
+        max(1, min(3, length / 3 + 1))
+    }
+
+    /// The names of `candidates` at most `maxDistance` edits from `name` (case aside,
+    /// transpositions counted once), nearest first (ties in the order given), and never
+    /// further than ``nearest(to:in:limit:)`` reaches, so that a short name is not near
+    /// everything. Narrower than it (no prefixes): this decides that a name is a
+    /// misspelling, rather than only suggesting.
+    static func within(_ maxDistance: Int, of name: String, in candidates: [String]) -> [String] {
+        guard name.utf8.count <= 256 else { return [] }
+        let typed = Array(name.lowercased())
+        let reach = min(maxDistance, threshold(forLength: typed.count))
+        let scored = candidates.enumerated().compactMap { index, candidate -> (Int, Int, String)? in
+            guard abs(candidate.count - typed.count) <= reach else { return nil }
+            let distance = editDistance(typed, Array(candidate.lowercased()))
+            return distance <= reach ? (distance, index, candidate) : nil
+        }
+        return scored.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
     }
 
     /// `"; did you mean a, b or c?"`, or an empty string when nothing is near.

@@ -31,8 +31,9 @@ extension Chaos {
     ///
     /// An entry may name one of the app's points that does not exist yet (a `static let`
     /// is made on first use): it waits and applies the moment the point is created (see
-    /// ``Chaos/MissingPoints/wait``). One that never becomes live is logged as a warning
-    /// with the nearest names when the session stops or the process exits.
+    /// ``Chaos/MissingPoints/wait``). One whose name is a couple of letters off a live
+    /// point's is logged as a warning with "did you mean" at once; one that never becomes
+    /// live, with the nearest names when the session stops or the process exits.
     /// `logger` receives the session's messages.
     /// Returns the session, or nil when nothing was asked for (or the build refuses).
     @discardableResult

@@ -153,8 +153,8 @@ public struct ChaosProfile: Sendable {
     /// catalogue items and their parameters, modifiers — without applying anything (no
     /// point is activated, no C slot patched). The error is the one ``apply(seed:missingPoints:)`` would throw.
     ///
-    /// With `missingPoints: .wait` it checks as ``apply(seed:missingPoints:)`` would then,
-    /// and returns the entries that would wait: their point does not exist yet and may
+    /// With `missingPoints: .wait` (or `.waitUnlessMisspelt`) it checks as
+    /// ``apply(seed:missingPoints:)`` would then, and returns the entries that would wait: their point does not exist yet and may
     /// still be created (an app's own point, see ``Chaos/MissingPoints/wait``). Only their
     /// JSON shape can be checked until it exists.
     @discardableResult
@@ -168,7 +168,7 @@ public struct ChaosProfile: Sendable {
                 do throws(ChaosError) {
                     _ = try item.entry.prepared(chaosSeed: seed ?? 0)
                 } catch {
-                    guard missingPoints == .wait, try PointRegistry.shared.waits(item.entry, after: error) else {
+                    guard try PointRegistry.shared.waits(item.entry, after: error, missingPoints) else {
                         throw error
                     }
                     waiting.append(item.source)

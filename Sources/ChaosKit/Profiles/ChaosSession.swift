@@ -83,6 +83,13 @@ public final class ChaosSession: Sendable {
                     "at": "\(entry.location)",
                 ])
         }
+        warnMisspeltWaiting()
+    }
+
+    /// Says at once, not only when the session ends, which waiting entries name a point a
+    /// couple of letters off a live one's.
+    private func warnMisspeltWaiting() {
+        state.withLock { $0.chaos }?.warnMisspeltWaiting(logger: logger)
     }
 
     deinit {
@@ -150,6 +157,7 @@ public final class ChaosSession: Sendable {
         }
         logger.info(
             "chaos profile reloaded", metadata: ["path": "\(profilePath)", "entries": "\(profile.entries.count)"])
+        warnMisspeltWaiting()
     }
 
     /// Swaps the applied entries; on error the old ones stay applied.

@@ -139,6 +139,66 @@ private let livePoint = InjectionPoint<Void, Int, Never>("pending-tests.live") {
         #expect(log.all.allSatisfy { "\($0.message) \($0.metadata)".count < 1_000 }, "log lines quote excerpts")
     }
 
+    /// A person's profile naming a point two letters off a live one is refused with "did you
+    /// mean", whole, under `waitUnlessMisspelt`; under `wait` the same entry waits, and a name
+    /// further off waits under either.
+    @Test func aNameTwoEditsFromALivePointIsRefusedUnlessItMayWait() throws {
+        _ = livePoint
+        let misspelt = try ChaosProfile.decode(
+            json: #"""
+                {"entries": [{"point": "pending-tests.live", "provider": {"constant": 1}},
+                             {"point": "pending-tests.lvie", "provider": {"constant": 2}}]}
+                """#, file: "typo.json")
+        for check in [
+            { _ = try misspelt.apply(missingPoints: .waitUnlessMisspelt) },
+            { _ = try misspelt.validate(missingPoints: .waitUnlessMisspelt) },
+        ] {
+            #expect {
+                try check()
+            } throws: { error in
+                guard let error = error as? ChaosError else { return false }
+                return error.kind == .unknownPoint && error.subject?.hasPrefix("typo.json:2:") == true
+                    && error.subject?.hasSuffix(" at $.entries[1].point") == true
+                    && error.message.contains("did you mean 'pending-tests.live'?")
+                    && error.message.contains("allow pending entries")
+            }
+        }
+        #expect(livePoint() == 0, "nothing of the refused profile applied")
+        #expect(
+            !Chaos.liveEntries.contains { ["pending-tests.live", "pending-tests.lvie"].contains($0.entry.pointName) })
+
+        let waiting = try misspelt.apply(missingPoints: .wait)
+        defer { waiting.revertAll() }
+        #expect(waiting.waitingEntries.map(\.pointName) == ["pending-tests.lvie"])
+
+        // Three edits away is not taken for a misspelling.
+        let far = try ChaosProfile.decode(
+            json: #"{"entries": [{"point": "pending-tests.lxxxe", "provider": {"constant": 2}}]}"#)
+        #expect(try far.validate(missingPoints: .waitUnlessMisspelt).map(\.pointName) == ["pending-tests.lxxxe"])
+        let farChaos = try far.apply(missingPoints: .waitUnlessMisspelt)
+        #expect(farChaos.waitingEntries.count == 1)
+        farChaos.revertAll()
+    }
+
+    /// A `CHAOS` line that leaves an entry waiting for a name two letters off a live point's
+    /// says so when it is applied, not only when the session ends.
+    @Test func bootstrapWarnsAtOnceOfAWaitingEntryNamedNearALivePoint() throws {
+        _ = livePoint
+        let (logger, log) = RecordingLogHandler.logger()
+        let session = try #require(
+            try Chaos.bootstrap(
+                environment: ["CHAOS": "pending-tests.liev=original;pending-tests.far-from-all=original"],
+                buildConfiguration: .debug, watchProfile: false, logger: logger))
+        defer { session.stop() }
+        let warnings = log.all.filter { $0.level == .warning }
+        #expect(warnings.count == 1, "\(warnings.map(\.message))")
+        let warning = try #require(warnings.first)
+        #expect(
+            warning.message.contains("'pending-tests.liev'; did you mean 'pending-tests.live'?"), "\(warning.message)")
+        #expect("\(warning.metadata)".contains("pending-tests.liev ← original"), "\(warning.metadata)")
+        #expect(session.entries.map(\.isPending) == [true, true])
+    }
+
     /// Code holds the points it names: by default a missing one is still refused.
     @Test func codeStillRefusesAMissingPointByDefault() {
         #expect { try Chaos().profile(ProfileEntry(point: "pending-tests.nowhere", .original)).apply() } throws: {

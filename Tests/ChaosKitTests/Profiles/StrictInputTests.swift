@@ -101,6 +101,18 @@ private enum StrictPoints {
         #expect(Suggestions.nearest(to: "zzzzzz", in: candidates).isEmpty, "nothing near: no suggestion")
     }
 
+    /// What a waiting entry's name is taken for a misspelling of: at most two edits, no
+    /// prefixes, and never further than "did you mean" reaches, so a short name is not near
+    /// every other short name.
+    @Test func aMisspellingIsAtMostTwoEditsAndNoFurtherThanASuggestion() {
+        let live = ["demo.greeting", "demo.greetings", "demo.weather", "ab"]
+        #expect(Suggestions.within(2, of: "demo.greting", in: live) == ["demo.greeting", "demo.greetings"])
+        #expect(Suggestions.within(2, of: "Demo.Graeting", in: live) == ["demo.greeting", "demo.greetings"])
+        #expect(Suggestions.within(2, of: "demo.gret", in: live).isEmpty, "four edits, though a prefix")
+        #expect(Suggestions.within(2, of: "xy", in: live).isEmpty, "two edits from a two-letter name is anything")
+        #expect(Suggestions.within(2, of: "aa", in: live) == ["ab"])
+    }
+
     // MARK: JSON
 
     @Test(arguments: [
