@@ -8,11 +8,12 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check chaos profiles: errors give file, line, column and JSON path.",
         discussion: """
-            --for app (the default) checks as a Swift program applies the profile (Chaos.bootstrap,
-            CHAOS_PROFILE, a session, the console): built-in and system points fully; a point
-            this tool does not know is an app's own and waits in the program until it is created,
+            --for app (the default) checks as a Swift program applies the profile (Chaos.bootstrap, \
+            CHAOS_PROFILE, a session, the console): built-in and system points fully; a point \
+            this tool does not know is an app's own and waits in the program until it is created, \
             so only its JSON shape is checked here (a note names the nearest known points).
-            --for run checks exactly as chaos run does: system points only, compiled for the
+
+            --for run checks exactly as chaos run does: system points only, compiled for the \
             preload library.
             """
     )
