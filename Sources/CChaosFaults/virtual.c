@@ -409,51 +409,6 @@ int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*shou
 
 // MARK: - Watchdog
 
-// Set once, before or while virtual time runs; read by the watchdog.
-static const char *(*_Atomic advancer_probe)(void);
-
-void chaos_vt_set_advancer_probe(const char *(*probe)(void)) {
-    pthread_once(&cf_vt_once, cf_vt_init_once);
-    atomic_store(&advancer_probe, probe);
-    pthread_mutex_lock(&cf_vt_lock);
-    cf_vt_notify();  // the watchdog looks at once
-    pthread_mutex_unlock(&cf_vt_lock);
-}
-
-/// Virtual time flows on from where it stands, at real pace: sleepers' and timers' deadlines
-/// come in real time. Under cf_vt_lock.
-static void flow_from_now_locked(void) {
-    if (atomic_load(&cf_vt.flowing)) return;
-    int64_t now = cf_vt_now();
-    // Readers ignore the anchor until `flowing` is set, which is stored last.
-    atomic_store(&cf_vt.anchor, cf_vt_real_mono());
-    atomic_store(&cf_vt.base, now);
-    atomic_store_explicit(&cf_vt.flowing, 1, memory_order_release);
-    settime_fn settime = cf_vt_saved_settime ? cf_vt_saved_settime : cf_vt_raw_settime;
-    for (int i = 0; i < VT_TIMERS; i++)
-        if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) cf_vt_arm_real(&cf_vt_timers[i], settime, now);
-    cf_vt_notify();
-}
-
-/// When the probe says nobody can advance any more, lets virtual time flow and says so, once.
-static void unless_advanceable_locked(void) {
-    const char *(*probe)(void) = atomic_load(&advancer_probe);
-    const char *why = probe && !atomic_load(&cf_vt.flowing) ? probe() : NULL;
-    if (!why) return;
-    int held = 0;
-    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) held++;
-    for (int i = 0; i < VT_TIMERS; i++) if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) held++;
-    flow_from_now_locked();
-    char program[256] = "", text[768];
-    long length = syscall(SYS_readlink, "/proc/self/exe", program, sizeof program - 1);
-    program[length > 0 ? length : 0] = 0;
-    snprintf(text, sizeof text,
-             "chaos: process %d (%s): nobody can advance virtual time (%s), so it flows on from where it stands, "
-             "in real time; %d wait%s it held go%s on in real time\n",
-             (int)syscall(SYS_getpid), program, why, held, held == 1 ? "" : "s", held == 1 ? "es" : "");
-    syscall(SYS_write, 2, text, strlen(text));
-}
-
 static void *watch(void *unused) {
     (void)unused;
     pthread_mutex_lock(&cf_vt_lock);
@@ -461,11 +416,11 @@ static void *watch(void *unused) {
         int64_t period = atomic_load(&watchdog_ns);
         int64_t look = period / 4 > 0 ? period / 4 : 1000000;
         // Whether anyone can still advance is looked at often: held waits go on at once.
-        if (atomic_load(&advancer_probe) && look > 100000000) look = 100000000;
+        if (cf_vt_has_advancer_probe() && look > 100000000) look = 100000000;
         struct timespec until = deadline_in(look);
         timed_wait(&cf_vt_changed, &cf_vt_lock, &until);
         if (!watchdog_running || !atomic_load(&cf_vt.running)) continue;
-        unless_advanceable_locked();
+        cf_vt_unless_advanceable_locked();
         int64_t stalled = cf_vt_real_mono() - last_advance_real;
         int64_t next = next_deadline_locked();
         if (stalled < period || next == INT64_MAX || (atomic_load(&cf_vt.flowing))) continue;

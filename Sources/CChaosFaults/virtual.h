@@ -67,6 +67,11 @@ vt_timer *cf_vt_timer_of(int fd, int create);
 int cf_vt_arm_real(const vt_timer *timer, settime_fn real_settime, int64_t now);
 int cf_vt_raw_settime(int fd, int flags, const struct itimerspec *spec, struct itimerspec *old);
 
+// vt_flow.c
+int cf_vt_has_advancer_probe(void);
+/// When the advancer probe says nobody can advance, lets virtual time flow and says so; under cf_vt_lock.
+void cf_vt_unless_advanceable_locked(void);
+
 // vt_threads.c
 int cf_vt_is_exempt(pid_t tid);
 
