@@ -87,35 +87,20 @@ void chaos_parent_become(char **argv) {
     _exit(failure == ENOENT ? 127 : 126);
 }
 
-static int64_t monotonic_now_ns(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
 void chaos_parent_wait_tree(int signals, const struct chaos_report_options *options, int (*all_fired)(void *),
                             void *context, pid_t except, struct chaos_report_run *run) {
-    int64_t deadline = options->wait_bound_ns > 0 ? monotonic_now_ns() + options->wait_bound_ns : 0;
-    int interrupted = 0;
-    while (options->wait_tree && !interrupted && chaos_tree_has_children()) {
-        if (all_fired && all_fired(context)) break;  // nothing later can change the judgement
-        int64_t left = deadline ? deadline - monotonic_now_ns() : INT64_MAX;
-        if (left <= 0) {
-            run->waited_out = 1;
-            break;
-        }
-        // Woken by an end (SIGCHLD); every 100 ms to look at the counts again.
+    int64_t deadline = 0;
+    int interrupted = 0, look;
+    while ((look = chaos_tree_wait_look(options, &deadline, interrupted, all_fired && all_fired(context), run)) != -2) {
+        // Woken by an end (SIGCHLD), or at the next look.
         struct pollfd waiting = { signals, POLLIN, 0 };
-        int timeout = left < 100000000 ? (int)((left + 999999) / 1000000) : 100;
-        if (poll(&waiting, 1, all_fired || deadline ? timeout : -1) < 0 && errno != EINTR) break;
+        if (poll(&waiting, 1, look) < 0 && errno != EINTR) break;
         struct signalfd_siginfo info;
         while (read(signals, &info, sizeof info) == sizeof info)
             interrupted |= info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM;
         while (waitpid(-1, NULL, WNOHANG | __WALL) > 0) {}
     }
-    static char running[2048];
-    run->still_running = chaos_tree_has_children() ? chaos_tree_running(except, running, sizeof running) : 0;
-    run->running = running;
+    chaos_tree_note_running(run, except);
 }
 
 int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_entry *entries, int count,

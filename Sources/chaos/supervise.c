@@ -422,24 +422,14 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     if (control) start_control(argv, child);
     ptrace(PTRACE_CONT, child, NULL, NULL);
     // Until the program ends; then, under --wait-tree, until the rest of its tree has too.
-    int ended = 0, waited_out = 0, interrupted = 0;
+    int ended = 0, interrupted = 0;
     int64_t deadline = 0;
+    struct chaos_report_run run = { argv[0], "seccomp", 0, 0, 0, 0 };
     for (;;) {
         int timeout = chaos_answer_due(listener);
         if (ended) {
-            if (!options->wait_tree || interrupted || !chaos_tree_has_children()) break;
-            if (options->require_fired && engine_all_fired()) break;
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-            if (!deadline && options->wait_bound_ns > 0) deadline = now_ns + options->wait_bound_ns;
-            if (deadline && now_ns >= deadline) {
-                waited_out = 1;
-                break;
-            }
-            // Every 100 ms at most, to look at the counts and the bound again.
-            int look = options->require_fired || deadline ? 100 : -1;
-            if (deadline && (deadline - now_ns) / 1000000 + 1 < look) look = (int)((deadline - now_ns) / 1000000 + 1);
+            int look = chaos_tree_wait_look(options, &deadline, interrupted, options->require_fired && engine_all_fired(), &run);
+            if (look == -2) break;
             if (look >= 0 && (timeout < 0 || look < timeout)) timeout = look;
         }
         struct pollfd waiting[2] = { { server.wake, POLLIN, 0 }, { signals, POLLIN, 0 } };
@@ -459,11 +449,9 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         }
         if (ended && !options->wait_tree) break;
     }
-    struct chaos_report_run run = { argv[0], "seccomp", 0, status, !tracing.started, 0 };
-    static char running[2048];
-    run.still_running = chaos_tree_has_children() ? chaos_tree_running(0, running, sizeof running) : 0;
-    run.running = running;
-    run.waited_out = waited_out;
+    run.status = status;
+    run.never_started = !tracing.started;
+    chaos_tree_note_running(&run, 0);
     server_stop(&server, &tracing);
     chaos_answer_wake(-1);
     close(server.wake);

@@ -13,9 +13,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "CChaosFaults.h"
+#include "report.h"
 
 void chaos_tree_adopt_orphans(void) { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
@@ -127,4 +129,33 @@ int chaos_tree_wait_parse(const char *text, struct chaos_tree_wait *wait) {
     if (chaos_parse_duration_text(text, &nanoseconds) != 0 || nanoseconds <= 0) return -1;
     wait->bound_ns = nanoseconds;
     return 0;
+}
+
+static int64_t monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+int chaos_tree_wait_look(const struct chaos_report_options *options, int64_t *deadline, int interrupted, int fired,
+                         struct chaos_report_run *run) {
+    if (!options->wait_tree || interrupted || !chaos_tree_has_children()) return -2;
+    if (options->require_fired && fired) return -2;  // nothing later can change the judgement
+    int64_t now = monotonic_ns();
+    if (!*deadline && options->wait_bound_ns > 0) *deadline = now + options->wait_bound_ns;
+    if (*deadline && now >= *deadline) {
+        run->waited_out = 1;
+        return -2;
+    }
+    // Every 100 ms at most, to look at the counts and the bound again.
+    int look = options->require_fired || *deadline ? 100 : -1;
+    if (*deadline && (*deadline - now) / 1000000 + 1 < look) look = (int)((*deadline - now) / 1000000 + 1);
+    return look;
+}
+
+void chaos_tree_note_running(struct chaos_report_run *run, pid_t except) {
+    static char running[2048];
+    running[0] = 0;
+    run->still_running = chaos_tree_has_children() ? chaos_tree_running(except, running, sizeof running) : 0;
+    run->running = running;
 }

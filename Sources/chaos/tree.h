@@ -25,6 +25,20 @@ struct chaos_tree_wait {
     int64_t bound_ns;      ///< at most this long (0: until they have all ended)
 };
 
+struct chaos_report_options;
+struct chaos_report_run;
+
+/// One look of the wait for the tree after the program ended, the same for both
+/// deliveries: returns -2 when the wait is over (no --wait-tree, interrupted, no
+/// descendants left, every entry `fired` under --require-fired, or the bound reached,
+/// which sets `run->waited_out`), else how many ms until the next look (-1: until a
+/// descendant ends or a signal comes). `deadline` (0 at first) keeps the bound.
+int chaos_tree_wait_look(const struct chaos_report_options *options, int64_t *deadline, int interrupted, int fired,
+                         struct chaos_report_run *run);
+
+/// Notes in `run` the descendants still running (but `except`) when the report is made.
+void chaos_tree_note_running(struct chaos_report_run *run, pid_t except);
+
 /// Parses --wait-tree's value ("" for none: no bound) into `wait`; 0, or -1 when it is not a duration.
 int chaos_tree_wait_parse(const char *text, struct chaos_tree_wait *wait);
 
