@@ -388,10 +388,9 @@ static void answer_io_uring(int listener, const struct seccomp_notif *n) {
     uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
     for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS && !said; i++) said = tree_events[i].pid == (int32_t)n->pid;
     if (!said) {
-        if (io_uring_allowed)
-            fprintf(stderr, "chaos run: warning: process %u (%s) set up io_uring (--io-uring allow): its reads and writes through it are out of chaos's reach\n", n->pid, program);
-        else
-            fprintf(stderr, "chaos run: process %u (%s) asked for io_uring: refused with ENOSYS, so that it falls back to calls chaos reaches (--io-uring allow lets it through, out of chaos's reach)\n", n->pid, program);
+        char sentence[PATH_MAX + 256];
+        chaos_io_uring_sentence(sentence, sizeof sentence, io_uring_allowed, (int)n->pid, program, "asked for io_uring: it");
+        fputs(sentence, stderr);
         chaos_tree_event_record(&tree_event_count, tree_events, io_uring_allowed ? CHAOS_TREE_IO_URING_ALLOWED : CHAOS_TREE_IO_URING_REFUSED,
                                 (int32_t)n->pid, program);
     }

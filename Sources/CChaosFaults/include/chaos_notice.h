@@ -4,6 +4,8 @@
 // What chaos cannot do for a program, said on standard error the first time the program
 // meets it rather than never: a quiet miss is worse than a loud one.
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -22,6 +24,12 @@ typedef enum chaos_notice {
 /// first time `notice` happens in this process; nothing after. Allocates nothing, takes no
 /// lock: safe from any interceptor.
 void chaos_notice_once(chaos_notice notice, const char *message);
+
+/// What `chaos run` says, in `out` (a line, with its newline), when process `pid`
+/// (`program`) asks for io_uring: that `what` (e.g. "asked for io_uring: it") is refused
+/// with ENOSYS, or (`allowed`) that it set io_uring up, out of chaos's reach. Both
+/// deliveries say it in these words.
+void chaos_io_uring_sentence(char *out, size_t capacity, int allowed, int pid, const char *program, const char *what);
 
 #ifdef __cplusplus
 }
