@@ -62,7 +62,14 @@ typedef struct answer {
 HIDDEN control_entry *ctl_find(int id);
 HIDDEN void ctl_not_applied(answer *a, const char *text);
 HIDDEN void ctl_apply(answer *a, const char *body, size_t length, const char *source);
-HIDDEN void ctl_revert(answer *a, int id, const char *text);
+/// Removes the entry `id`, or every entry (`id` 0) but those on system.clock unless
+/// `include_clock`: a program on virtual time waits on them, and reverted mid-wait its
+/// waits would go on in real time. The answer names the kept ones, and why.
+HIDDEN void ctl_revert(answer *a, int id, const char *text, int include_clock);
+/// The provider of `entry` as the profile wrote it (in `root` when it must be made).
+HIDDEN const char *ctl_entry_provider(const control_entry *entry, char *root, size_t capacity);
+/// A point's name as users write it (system.files …).
+HIDDEN const char *ctl_point_display(int point);
 HIDDEN void ctl_set_enabled(answer *a, int id, const char *text, int enabled);
 
 // MARK: - control_answers.c

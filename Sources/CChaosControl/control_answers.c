@@ -44,27 +44,31 @@ HIDDEN void ctl_put_date(buffer *b, int64_t ns) {
         parts.tm_min, parts.tm_sec, (int)(ns / 1000000 % 1000));
 }
 
+HIDDEN const char *ctl_entry_provider(const control_entry *entry, char *root, size_t capacity) {
+    // The provider as the profile wrote it: the part of a `chaos run` label after the arrow.
+    if (entry->label) {
+        const char *arrow = strstr(entry->label, "\xE2\x86\x90 ");
+        return arrow ? arrow + 4 : entry->label;
+    }
+    snprintf(root, capacity, "plan entry");
+    const char *node = strstr(entry->text, "\nnode 0 ");
+    if (node) {
+        size_t length = strcspn(node + 8, " \n");
+        snprintf(root, capacity, "%.*s", (int)(length < 60 ? length : 60), node + 8);
+    }
+    return root;
+}
+
+HIDDEN const char *ctl_point_display(int point) { return point_display(point); }
+
 HIDDEN void ctl_put_entry(buffer *b, const control_entry *entry) {
     chaos_entry_counters counters;
     chaos_counts_read(entry->counts, &counters); // zeros for NULL
     uint64_t seen = counters.seen, acted = counters.acted, passed = counters.passed, last_call = counters.last_fire_call;
     int64_t last_ns = counters.last_fire_ns;
     int has_last = last_ns != 0;
-    // The provider as the profile wrote it: the part of a `chaos run` label after the arrow.
-    const char *provider = NULL;
-    if (entry->label) {
-        const char *arrow = strstr(entry->label, "\xE2\x86\x90 ");
-        provider = arrow ? arrow + 4 : entry->label;
-    }
-    char root[64] = "plan entry";
-    if (!provider) {
-        const char *node = strstr(entry->text, "\nnode 0 ");
-        if (node) {
-            size_t length = strcspn(node + 8, " \n");
-            snprintf(root, sizeof root, "%.*s", (int)(length < 60 ? length : 60), node + 8);
-        }
-        provider = root;
-    }
+    char root[64];
+    const char *provider = ctl_entry_provider(entry, root, sizeof root);
     ctl_put(b, "{\"id\":%d,\"point\":", entry->id);
     ctl_put_json_string(b, point_display(entry->point));
     ctl_put(b, ",\"provider\":");

@@ -290,8 +290,12 @@ static int reinstall(answer *a, const char *enabled) {
     return 0;
 }
 
-/// Removes entries with `id` (0: all), answering with their ids.
-HIDDEN void ctl_revert(answer *a, int id, const char *text) {
+/// Whether a revert of all removes `entry` (see ctl_revert).
+static int reverted_by(const control_entry *entry, int id, int include_clock) {
+    return id ? entry->id == id : include_clock || entry->point != CHAOS_POINT_CLOCK;
+}
+
+HIDDEN void ctl_revert(answer *a, int id, const char *text, int include_clock) {
     if (id && !ctl_find(id)) {
         ctl_not_applied(a, text);
         return;
@@ -307,22 +311,58 @@ HIDDEN void ctl_revert(answer *a, int id, const char *text) {
     }
     // Left out of the plan before they are freed; the old plan holds their counts until the
     // engine frees it, so calls it still decides are counted, in counts nobody reads.
-    for (int i = 0; i < ctl_entry_count; i++) {
-        if (id && ctl_entries[i].id != id) continue;
-        ctl_entries[i].enabled = 0;
+    int *was_enabled = calloc((size_t)(ctl_entry_count > 0 ? ctl_entry_count : 1), sizeof *was_enabled);
+    if (!was_enabled) {
+        free(gone);
+        free(ids.data);
+        ctl_fail(a, 500, "systemFailure", NULL, "out of memory");
+        return;
     }
-    if (reinstall(a, NULL) != 0) { free(gone); free(ids.data); return; }
     for (int i = 0; i < ctl_entry_count; i++) {
-        if (!id || ctl_entries[i].id == id) {
+        was_enabled[i] = ctl_entries[i].enabled;
+        if (reverted_by(&ctl_entries[i], id, include_clock)) ctl_entries[i].enabled = 0;
+    }
+    if (reinstall(a, NULL) != 0) {
+        for (int i = 0; i < ctl_entry_count; i++) ctl_entries[i].enabled = was_enabled[i];
+        free(was_enabled);
+        free(gone);
+        free(ids.data);
+        return;
+    }
+    free(was_enabled);
+    buffer clock = {0};  // the clock entries kept, as `#ID system.clock ← PROVIDER`
+    int clock_kept = 0;
+    for (int i = 0; i < ctl_entry_count; i++) {
+        if (reverted_by(&ctl_entries[i], id, include_clock)) {
             ctl_put(&ids, "%s%d", removed ? "," : "", ctl_entries[i].id);
             gone[removed++] = ctl_entries[i];
         } else {
+            if (!id && ctl_entries[i].point == CHAOS_POINT_CLOCK) {
+                char root[64];
+                ctl_put(&clock, "%s#%d %s \xE2\x86\x90 %s", clock_kept++ ? ", " : "", ctl_entries[i].id,
+                        ctl_point_display(ctl_entries[i].point), ctl_entry_provider(&ctl_entries[i], root, sizeof root));
+            }
             ctl_entries[kept++] = ctl_entries[i];
         }
     }
     ctl_entry_count = kept;
     free_entries(gone, removed);
-    ctl_put(&ids, "]}");
+    ctl_put(&ids, "]");
+    if (clock_kept) {
+        ctl_put(&ids, ",\"kept\":[");
+        for (int i = 0, n = 0; i < ctl_entry_count; i++)
+            if (ctl_entries[i].point == CHAOS_POINT_CLOCK) ctl_put(&ids, "%s%d", n++ ? "," : "", ctl_entries[i].id);
+        int one = clock_kept == 1;
+        ctl_put(&ids, "],\"note\":");
+        buffer text_note = {0};
+        ctl_put(&text_note, "kept %s: the program's time runs on %s, and its waits go on in real time if %s reverted; revert %s by id, "
+                            "or all with includeClock=true (chaos ctl revert PID --include-clock)",
+                clock.data ? clock.data : "", one ? "it" : "them", one ? "it is" : "they are", one ? "it" : "them");
+        ctl_put_json_string(&ids, text_note.data ? text_note.data : "");
+        free(text_note.data);
+    }
+    free(clock.data);
+    ctl_put(&ids, "}");
     a->status = 200;
     a->body = ids;
 }

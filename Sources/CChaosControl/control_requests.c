@@ -112,7 +112,9 @@ HIDDEN void ctl_route(answer *a, request *r) {
             query_value(r->query, "source", source, sizeof source);
             ctl_apply(a, r->body ? r->body : "", r->body_length, source[0] ? source : "plan");
         } else if (del) {
-            ctl_revert(a, 0, "");
+            char include[8];
+            query_value(r->query, "includeClock", include, sizeof include);
+            ctl_revert(a, 0, "", strcmp(include, "true") == 0);
         } else {
             a->allow = "GET, POST, DELETE";
             ctl_fail(a, 405, "methodNotAllowed", path, "use GET, POST or DELETE");
@@ -138,7 +140,7 @@ HIDDEN void ctl_route(answer *a, request *r) {
                 a->status = 200;
                 ctl_put_entry(&a->body, entry);
             } else if (del) {
-                ctl_revert(a, (int)id, text);
+                ctl_revert(a, (int)id, text, 0);
             } else {
                 a->allow = "GET, DELETE";
                 ctl_fail(a, 405, "methodNotAllowed", path, "use GET or DELETE");

@@ -431,14 +431,8 @@ struct CtlRevert: ParsableCommand {
         for endpoint in try options.endpoints(pid: pid, tree: tree) {
             try ctl {
                 let client = options.client(endpoint)
-                let reverted: ControlAPI.Reverted
-                if let number {
-                    reverted = try client.revert(entry: number)
-                } else if endpoint.isChaosRun && !includeClock {
-                    reverted = try Self.revertAllButClock(client)
-                } else {
-                    reverted = try client.revertAll(includingClock: includeClock)
-                }
+                let reverted =
+                    try number.map { try client.revert(entry: $0) } ?? client.revertAll(includingClock: includeClock)
                 let which = tree ? "\(endpoint.pid): " : ""
                 var what =
                     reverted.entries.isEmpty
@@ -447,24 +441,6 @@ struct CtlRevert: ParsableCommand {
                 say("\(which)\(what)")
             }
         }
-    }
-
-    /// A `chaos run` child's endpoint (C) reverts every entry when asked for all: the clock
-    /// entries are kept here, by reverting the others one by one. An entry applied meanwhile
-    /// is not reverted.
-    static func revertAllButClock(_ client: ControlClient) throws(ControlError) -> ControlAPI.Reverted {
-        let entries = try client.entries()
-        let kept = entries.filter { $0.point == ControlAPI.clockPoint }
-        var reverted: [Int] = []
-        for entry in entries.reversed() where entry.point != ControlAPI.clockPoint {
-            do throws(ControlError) {
-                reverted += try client.revert(entry: entry.id).entries
-            } catch  where error.kind == "notApplied" {
-                continue  // reverted meanwhile
-            }
-        }
-        return ControlAPI.Reverted(
-            entries: reverted.sorted(), keptClock: kept.map { ($0.id, "#\($0.id) \($0.point) ← \($0.provider)") })
     }
 }
 
