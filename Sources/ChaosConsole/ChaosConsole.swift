@@ -360,7 +360,7 @@ public final class ChaosConsole: Sendable {
         defer { state.withLock { $0.goWaiters.removeAll { $0 === waiter } } }
         // The bound, on a thread of its own counting real time in slices, so that it ends
         // soon after the wait does.
-        Thread.detachNewThread {
+        Thread.startWithoutSignals {
             let slice = Duration.milliseconds(20)
             var left = timeout
             while left > .zero, !waiter.isFinished {

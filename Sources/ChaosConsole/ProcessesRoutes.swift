@@ -22,7 +22,7 @@ extension ChaosConsole {
         let directory = configuration.endpointDirectory ?? ControlEndpoint.directory()
         let me = endpoint
         let listing = await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: Self.listing(in: directory, current: me)) }.start()
+            Thread.startWithoutSignals { continuation.resume(returning: Self.listing(in: directory, current: me)) }
         }
         return json(listing)
     }

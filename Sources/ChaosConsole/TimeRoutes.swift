@@ -148,7 +148,7 @@ extension ChaosConsole {
     /// and that may need the concurrency pool.
     private static func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: body()) }.start()
+            Thread.startWithoutSignals { continuation.resume(returning: body()) }
         }
     }
 }

@@ -218,7 +218,7 @@ public enum VirtualTime {
     /// Runs `body` on a new thread and resumes with its result.
     private static func offloaded(_ body: @escaping @Sendable () throws(ChaosError) -> Void) async throws(ChaosError) {
         let result: Result<Void, ChaosError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
+            Thread.startWithoutSignals {
                 do throws(ChaosError) {
                     try body()
                     continuation.resume(returning: .success(()))
@@ -226,7 +226,6 @@ public enum VirtualTime {
                     continuation.resume(returning: .failure(error))
                 }
             }
-            thread.start()
         }
         try result.get()
     }
