@@ -116,7 +116,7 @@ final class PreloadChild: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestFailure(
-            "no endpoint file for pid \(pid) in \(directory.path): \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])"
+            "no endpoint file for pid \(pid) in \(directory.path): \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []); chaos run \(process.isRunning ? "runs" : "ended"), and printed: \(output.suffix(10))"
         )
     }
 
@@ -881,7 +881,10 @@ extension PreloadControlTests {
         while !FileManager.default.fileExists(atPath: file.path) && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
-        let record = try #require(try? ControlEndpoint.read(file.path, allowingOtherUsers: true))
+        let record = try #require(
+            try? ControlEndpoint.read(file.path, allowingOtherUsers: true),
+            "no endpoint file \(file.lastPathComponent) in 30 s: \((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []); the program \(process.isRunning ? "runs" : "ended (\(process.terminationStatus))")"
+        )
 
         // The file is another user's: refused, typed, with what to do.
         let refused = caught { () throws(ControlError) in try ControlEndpoint.find(pid: pid, in: directory) }

@@ -102,6 +102,12 @@ import Glibc
             return nil
         }
 
+        /// Waits (at most a liveness bound) until the program and whatever it left have
+        /// closed their output: everything they printed has been read.
+        func waitForOutputEnd() {
+            _ = group.wait(timeout: .now() + 60)
+        }
+
         /// Ends the runner and whatever it left, and waits for the readers.
         func finish() {
             if process.isRunning { process.terminate() }
@@ -145,6 +151,7 @@ import Glibc
         usleep(200_000)
         kill(pid, SIGTERM)
         run.process.waitUntilExit()
+        run.waitForOutputEnd()  // the report may still be on its way through the pipe
         #expect(run.errors.contains("killed by signal 15"), "\(run.errors)")
     }
 
@@ -186,6 +193,9 @@ import Glibc
         let lines = String(decoding: ended.stdout, as: UTF8.self).split(separator: "\n")
         #expect(ended.status == 0 && lines.first == "started", "\(lines)")
         let sleeper = try #require(lines.last.flatMap { Int32($0) })
+        // Its descriptors close as it dies, a moment before it is seen to have ended.
+        let end = Date().addingTimeInterval(30)
+        while processIsRunning(sleeper) && Date() < end { usleep(10_000) }
         #expect(!processIsRunning(sleeper), "the sleep the program left still runs")
     }
 }
