@@ -821,9 +821,9 @@ extension PreloadControlTests {
         defer { try? FileManager.default.removeItem(at: enye.folder) }
         let escape = try sleeper(named: "\u{1B}[31mevil\u{9B}")
         defer { try? FileManager.default.removeItem(at: escape.folder) }
-        let spanish = try PreloadChild(profile: Self.harmless, command: [enye.path, "60"])
+        let spanish = try PreloadChild(profile: Self.harmless, command: [enye.path, "600"])
         defer { spanish.stop() }
-        let evil = try PreloadChild(profile: Self.harmless, command: [escape.path, "60"])
+        let evil = try PreloadChild(profile: Self.harmless, command: [escape.path, "600"])
         defer { evil.stop() }
 
         // 15 bytes of 18: seven ñ, and the half of the eighth is dropped, not sent.
@@ -867,7 +867,7 @@ extension PreloadControlTests {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         process.arguments = [
             "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "/usr/bin/env", "LD_PRELOAD=\(library)",
-            "CHAOS_CONTROL=unix", "CHAOS_CONTROL_DIR=\(directory.path)", "/bin/sleep", "60",
+            "CHAOS_CONTROL=unix", "CHAOS_CONTROL_DIR=\(directory.path)", "/bin/sleep", "600",
         ]
         try process.runWithSignalsUnblocked()
         defer {

@@ -57,7 +57,7 @@ import Testing
             print("served 20", flush=True)
             # Alive until the test ends: it asks the endpoint once more after this line.
             import time
-            time.sleep(60)
+            time.sleep(600)
             """
         let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", daemon, how])
         defer { child.stop() }
@@ -98,10 +98,10 @@ import Testing
             # One write each: lines of the two processes share the pipe.
             if os.fork() == 0:
                 os.write(1, b"child %d\\n" % os.getpid())
-                time.sleep(60)
+                time.sleep(600)
                 os._exit(0)
             os.write(1, b"parent waits\\n")
-            time.sleep(60)
+            time.sleep(600)
             """
         let child = try PreloadChild(profile: Self.harmless, command: ["python3", "-c", program])
         defer { child.stop() }
