@@ -378,21 +378,33 @@ void chaos_answer_note_exec(const struct seccomp_notif *n) {
     chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_SETUID_UNPRIVILEGED, (int32_t)n->pid, program);
 }
 
+/// The program process `pid` runs (its /proc exe link), in `out` ("" when it cannot be read).
+static void program_of(pid_t pid, char *out, size_t capacity) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t length = readlink(link, out, capacity - 1);
+    out[length > 0 ? length : 0] = 0;
+}
+
+/// Whether the report already holds an event of `kind` for process `pid`: what is said
+/// once per process is said only then.
+static int recorded(pid_t pid, chaos_tree_event_kind kind) {
+    uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
+    for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS; i++)
+        if (tree_events[i].pid == (int32_t)pid && tree_events[i].kind == (int32_t)kind) return 1;
+    return 0;
+}
+
 /// Fails io_uring_setup with ENOSYS (or lets it through when allowed), saying so once per process.
 static void answer_io_uring(int listener, const struct seccomp_notif *n) {
-    char link[64], program[PATH_MAX] = "";
-    snprintf(link, sizeof link, "/proc/%u/exe", n->pid);
-    ssize_t length = readlink(link, program, sizeof program - 1);
-    program[length > 0 ? length : 0] = 0;
-    int said = 0;
-    uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
-    for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS && !said; i++) said = tree_events[i].pid == (int32_t)n->pid;
-    if (!said) {
+    char program[PATH_MAX];
+    program_of((pid_t)n->pid, program, sizeof program);
+    chaos_tree_event_kind kind = io_uring_allowed ? CHAOS_TREE_IO_URING_ALLOWED : CHAOS_TREE_IO_URING_REFUSED;
+    if (!recorded((pid_t)n->pid, kind)) {
         char sentence[PATH_MAX + 256];
         chaos_io_uring_sentence(sentence, sizeof sentence, io_uring_allowed, (int)n->pid, program, "asked for io_uring: it");
         fputs(sentence, stderr);
-        chaos_tree_event_record(&tree_event_count, tree_events, io_uring_allowed ? CHAOS_TREE_IO_URING_ALLOWED : CHAOS_TREE_IO_URING_REFUSED,
-                                (int32_t)n->pid, program);
+        chaos_tree_event_record(&tree_event_count, tree_events, kind, (int32_t)n->pid, program);
     }
     if (io_uring_allowed) go_on(listener, n->id);
     else respond(listener, n->id, -1, -ENOSYS, 0);
@@ -422,15 +434,9 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
         go_on(listener, n->id);
         return;
     }
-    char link[64], program[PATH_MAX] = "";
-    snprintf(link, sizeof link, "/proc/%u/exe", n->pid);
-    ssize_t length = readlink(link, program, sizeof program - 1);
-    program[length > 0 ? length : 0] = 0;
-    int said = 0;
-    uint64_t seen = __atomic_load_n(&tree_event_count, __ATOMIC_ACQUIRE);
-    for (uint64_t i = 0; i < seen && i < CHAOS_TALLY_EVENTS && !said; i++)
-        said = tree_events[i].pid == (int32_t)n->pid && tree_events[i].kind == CHAOS_TREE_DEADLINE_REAL;
-    if (!said) {
+    char program[PATH_MAX];
+    program_of((pid_t)n->pid, program, sizeof program);
+    if (!recorded((pid_t)n->pid, CHAOS_TREE_DEADLINE_REAL)) {
         const char *what = futex ? "waits until an instant of CLOCK_REALTIME (pthread_cond_timedwait, sem_timedwait …)"
                            : n->data.nr == __NR_timerfd_settime ? "arms a timerfd"
                                                                 : "arms a POSIX timer";

@@ -78,6 +78,24 @@ import Testing
         }
         """
 
+    /// `source` compiled and run under `chaos run` (with `options`, e.g. a delivery) and a
+    /// profile of one `system.clock` entry of `provider`, within a liveness bound of 60 s:
+    /// an untranslated deadline ten days away would hang there.
+    static func runUnderClock(
+        _ provider: String, _ source: String, named name: String, flags: [String] = [], options: [String]
+    ) throws -> ChaosToolTests.Outcome {
+        let workspace = try ReachTests.Workspace()
+        defer { workspace.remove() }
+        let program = try #require(try workspace.compile(name, source, flags: flags))
+        let profile = workspace.folder + "/clock.json"
+        try #"{"entries": [{"point": "system.clock", "provider": {\#(provider)}}]}"#
+            .write(toFile: profile, atomically: true, encoding: .utf8)
+        return try ChaosToolTests.run(
+            "/usr/bin/env",
+            ["timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run"] + options
+                + ["--profile", profile, "--", program])
+    }
+
     @Test(
         .enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"),
         arguments: [
@@ -86,19 +104,9 @@ import Testing
             #""item": "speed", "parameters": {"factor": 0.5}"#,
         ])
     func aTimedWaitLastsWhatTheProgramAskedForUnderAFakedClock(provider: String) throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("waiter", Self.waiter, flags: ["-pthread"]))
-        let profile = workspace.folder + "/clock.json"
-        try #"{"entries": [{"point": "system.clock", "provider": {\#(provider)}}]}"#
-            .write(toFile: profile, atomically: true, encoding: .utf8)
-        // A liveness bound: an untranslated deadline 10 days away would hang here.
-        let outcome = try ChaosToolTests.run(
-            "/usr/bin/env",
-            [
-                "timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run", "--quiet",
-                "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program,
-            ])
+        let outcome = try Self.runUnderClock(
+            provider, Self.waiter, named: "waiter", flags: ["-pthread"],
+            options: ["--quiet", "--preload", ChaosToolTests.preloadLibrary])
         #expect(outcome.status == 0, "\(provider): \(outcome)")
         // Under speed 0.5 the faked 300 ms take 600 ms of real time.
         let least = provider.contains("speed") ? 0.5 : 0.25
@@ -115,8 +123,6 @@ import Testing
     /// the program is told at once, on standard error, rather than left to wonder.
     @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"))
     func aPOSIXTimerArmedUnderVirtualTimeIsSaidToKeepRealTime() throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
         let source = """
             #include <signal.h>
             #include <stdio.h>
@@ -137,16 +143,9 @@ import Testing
                 return 0;
             }
             """
-        let program = try #require(try workspace.compile("posix-timer", source))
-        let profile = workspace.folder + "/virtual.json"
-        try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
-            .write(toFile: profile, atomically: true, encoding: .utf8)
-        let outcome = try ChaosToolTests.run(
-            "/usr/bin/env",
-            [
-                "timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run", "--quiet",
-                "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program,
-            ])
+        let outcome = try Self.runUnderClock(
+            #""item": "virtual""#, source, named: "posix-timer",
+            options: ["--quiet", "--preload", ChaosToolTests.preloadLibrary])
         #expect(outcome.status == 0 && outcome.output == "expired 1\n", "\(outcome)")
         #expect(
             outcome.errors.contains(
@@ -165,18 +164,8 @@ import Testing
             (#""item": "virtual""#, "virtual time cannot hold it under the seccomp delivery"),
         ])
     func aWaitTheSupervisorCannotTranslateIsSaid(provider: String, said: String) throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("waiter", Self.waiter, flags: ["-pthread"]))
-        let profile = workspace.folder + "/clock.json"
-        try #"{"entries": [{"point": "system.clock", "provider": {\#(provider)}}]}"#
-            .write(toFile: profile, atomically: true, encoding: .utf8)
-        let outcome = try ChaosToolTests.run(
-            "/usr/bin/env",
-            [
-                "timeout", "60", ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, "run",
-                "--delivery", "seccomp", "--profile", profile, "--", program,
-            ])
+        let outcome = try Self.runUnderClock(
+            provider, Self.waiter, named: "waiter", flags: ["-pthread"], options: ["--delivery", "seccomp"])
         #expect(outcome.status == 0, "\(provider): \(outcome)")
         #expect(outcome.output.split(separator: "\n").count == 5, "\(provider): \(outcome)")
         let warnings = outcome.errors.split(separator: "\n").filter { $0.contains("chaos run: warning: process") }

@@ -38,7 +38,7 @@ import Glibc
         }
         """
 
-    /// `chaos run` of `program` under a virtual clock, with its output read as it comes.
+    /// `chaos run` of the sleeper under a virtual clock, with its output read as it comes.
     final class Run: @unchecked Sendable {
         // `lines` and `errors` are guarded by `lock`; the rest is set before the readers start.
         let process = Process()
@@ -47,21 +47,23 @@ import Glibc
         private var errorText = ""
         private let group = DispatchGroup()
 
-        init(_ program: String, _ arguments: [String], control: String?) throws {
-            let workspace = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "chaos-held-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-            let profile = workspace.appendingPathComponent("virtual.json").path
+        private let workspace: ReachTests.Workspace
+
+        /// Compiles the sleeper and runs `command(sleeper)` (the sleeper itself by default).
+        init(control: String?, command: (String) -> [String] = { [$0] }) throws {
+            workspace = try ReachTests.Workspace()
+            let program = try #require(try workspace.compile("sleeper", HeldWaitTests.sleeper))
+            let profile = workspace.folder + "/virtual.json"
             try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
                 .write(toFile: profile, atomically: true, encoding: .utf8)
             process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
             process.arguments =
-                ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--", program] + arguments
+                ["run", "--preload", ChaosToolTests.preloadLibrary, "--profile", profile, "--"] + command(program)
             var environment = ProcessInfo.processInfo.environment
             environment["CHAOS_CONTROL"] = nil
             if let control {
                 environment["CHAOS_CONTROL"] = control
-                environment["CHAOS_CONTROL_DIR"] = workspace.path
+                environment["CHAOS_CONTROL_DIR"] = workspace.folder
             }
             process.environment = environment
             let output = Pipe()
@@ -108,25 +110,29 @@ import Glibc
             _ = group.wait(timeout: .now() + 60)
         }
 
-        /// Ends the runner and whatever it left, and waits for the readers.
+        /// The sleeper's pid, once it has said it is ready.
+        func readyPid() throws -> Int32 {
+            let ready = try #require(line(startingWith: "ready "), "the program never started: \(errors)")
+            return try #require(Int32(ready.dropFirst(6)))
+        }
+
+        /// Ends the runner and whatever it left, waits for the readers, and removes the
+        /// workspace.
         func finish() {
             if process.isRunning { process.terminate() }
             if let pid = line(startingWith: "ready ", within: 0).flatMap({ Int32($0.dropFirst(6)) }) {
                 kill(pid, SIGKILL)
             }
             _ = group.wait(timeout: .now() + 30)
+            workspace.remove()
         }
     }
 
     @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
     func aSignalHandlerInterruptsASleepHeldByVirtualTime() throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
-        let run = try Run(program, [], control: "unix")
+        let run = try Run(control: "unix")
         defer { run.finish() }
-        let ready = try #require(run.line(startingWith: "ready "), "the program never started: \(run.errors)")
-        let pid = try #require(Int32(ready.dropFirst(6)))
+        let pid = try run.readyPid()
         // Again and again: the first signal may land before the sleep begins.
         var ended: String?
         let end = Date().addingTimeInterval(60)
@@ -141,13 +147,9 @@ import Glibc
 
     @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
     func aSignalsDefaultActionStillEndsAProgramHeldByVirtualTime() throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
-        let run = try Run(program, [], control: "unix")
+        let run = try Run(control: "unix")
         defer { run.finish() }
-        let ready = try #require(run.line(startingWith: "ready "), "the program never started: \(run.errors)")
-        let pid = try #require(Int32(ready.dropFirst(6)))
+        let pid = try run.readyPid()
         usleep(200_000)
         kill(pid, SIGTERM)
         run.process.waitUntilExit()
@@ -157,10 +159,7 @@ import Glibc
 
     @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
     func withNoEndpointToAdvanceItAHeldSleepGoesOnInRealTimeAndIsSaid() throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
-        let run = try Run(program, ["1"], control: nil)
+        let run = try Run(control: nil) { [$0, "1"] }
         defer { run.finish() }
         #expect(run.line(startingWith: "slept") != nil, "the sleep never ended: \(run.output) \(run.errors)")
         #expect(run.errors.contains("nobody can advance virtual time (no control endpoint serves it"), "\(run.errors)")
@@ -170,10 +169,7 @@ import Glibc
     /// the background by sh) is held by virtual time with nobody left to advance it.
     @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
     func aHeldSleepOfAProcessLeftBehindGoesOnInRealTimeOnceChaosRunHasEnded() throws {
-        let workspace = try ReachTests.Workspace()
-        defer { workspace.remove() }
-        let program = try #require(try workspace.compile("sleeper", Self.sleeper))
-        let run = try Run("/bin/sh", ["-c", "'\(program)' 2 &"], control: "unix")
+        let run = try Run(control: "unix") { ["/bin/sh", "-c", "'\($0)' 2 &"] }
         defer { run.finish() }
         #expect(run.line(startingWith: "slept") != nil, "the sleep never ended: \(run.output) \(run.errors)")
         #expect(run.errors.contains("chaos run, which started the program, has ended"), "\(run.errors)")
