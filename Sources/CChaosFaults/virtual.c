@@ -305,7 +305,8 @@ static void settle(int64_t now, const int *fired, int fired_count) {
         for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) if (s->deadline <= now) pending = 1;
         for (int i = 0; i < fired_count && !pending; i++) {
             vt_timer *timer = &cf_vt_timers[fired[i]];
-            if (timer->fd < 0 || timer->sets != timer->fired_at_sets) continue;  // closed or re-armed
+            // Closed, re-armed, or a POSIX timer, whose signal nobody can see taken.
+            if (timer->fd < 0 || timer->posix || timer->sets != timer->fired_at_sets) continue;
             int fd = timer->fd;
             pthread_mutex_unlock(&cf_vt_lock);
             int taken = !cf_vt_readable(fd) || cf_vt_delivered_oneshot(fd);
@@ -349,7 +350,7 @@ static int step_locked(void) {
         timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
         timer->fired_at_sets = timer->sets;
         struct itimerspec spec = {{0, 0}, {0, 1}};
-        settime(timer->fd, 0, &spec, NULL);
+        cf_vt_timer_set(timer, settime, &spec);
         fired[fired_count++] = i;
     }
     for (int i = 0; i < VT_KNOWN; i++) {
@@ -440,8 +441,12 @@ static void *watch(void *unused) {
         for (int i = 0; i < VT_TIMERS && length < (int)sizeof text - 80; i++) {
             if (cf_vt_timers[i].fd < 0 || cf_vt_timers[i].deadline <= 0) continue;
             named++;
-            length += snprintf(text + length, sizeof text - (size_t)length, " timer fd %d (clock %d) due at +%.3fs;", cf_vt_timers[i].fd,
-                               cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
+            if (cf_vt_timers[i].posix)
+                length += snprintf(text + length, sizeof text - (size_t)length, " POSIX timer (clock %d) due at +%.3fs;",
+                                   cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
+            else
+                length += snprintf(text + length, sizeof text - (size_t)length, " timer fd %d (clock %d) due at +%.3fs;", cf_vt_timers[i].fd,
+                                   cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
         }
         if (!named) continue;
         snprintf(text + (length < (int)sizeof text - 60 ? length : (int)sizeof text - 60), 60, " advance it, or stop it\n");
@@ -534,7 +539,7 @@ static void stop_locked(void) {
         if (timer->fd < 0) continue;
         if (timer->deadline > 0) {
             struct itimerspec spec = {cf_vt_ts_of(timer->interval), cf_vt_ts_of(timer->deadline - now > 0 ? timer->deadline - now : 1)};
-            settime(timer->fd, 0, &spec, NULL);
+            cf_vt_timer_set(timer, settime, &spec);
         }
         timer->fd = -1;
     }

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define NS 1000000000LL
 
@@ -19,16 +20,21 @@ typedef struct vt_sleeper {
     struct vt_sleeper *next;
 } vt_sleeper;
 
-/// One timerfd armed in virtual time.
+/// One kernel timer armed in virtual time: a timerfd, or a POSIX timer (timer_create).
 typedef struct vt_timer {
-    int fd;             ///< -1: free
+    int fd;             ///< -1: free; a POSIX timer's slot holds VT_POSIX_MARK
     int clock;          ///< the timerfd's clock id
     int64_t deadline;   ///< virtual monotonic; 0: disarmed
     int64_t interval;   ///< 0: one shot
     uint64_t sets;      ///< timerfd_settime calls seen
     uint64_t fired_at_sets; ///< `sets` when it was last fired (UINT64_MAX: not fired)
     int dispatch_owned; ///< libdispatch's: one descriptor per clock for all its timers
+    int posix;          ///< a POSIX timer, `id`: the kernel signals its expiry, which nobody can see taken
+    timer_t id;
 } vt_timer;
+
+/// The `fd` of a POSIX timer's slot: no descriptor number, but in use.
+#define VT_POSIX_MARK 0x7fffffff
 
 /// A deadline libdispatch was given through its API (dispatch_after, a timer source). One
 /// libdispatch timerfd per clock serves all of its timers, armed for the earliest, which is
@@ -43,6 +49,7 @@ typedef struct vt_known {
 enum { VT_TIMERS = 64, VT_KNOWN = 512 };
 
 typedef int (*settime_fn)(int, int, const struct itimerspec *, struct itimerspec *);
+typedef int (*posix_settime_fn)(timer_t, int, const struct itimerspec *, struct itimerspec *);
 
 // virtual.c. Sleepers, timers and known deadlines are under cf_vt_lock.
 extern pthread_mutex_t cf_vt_lock __attribute__((visibility("hidden")));
@@ -61,6 +68,10 @@ int64_t cf_vt_dispatch_instant(uint64_t when);
 
 // vt_timers.c
 extern settime_fn cf_vt_saved_settime __attribute__((visibility("hidden")));
+extern posix_settime_fn cf_vt_saved_posix_settime __attribute__((visibility("hidden")));
+/// Sets the kernel timer behind `timer` to `spec` (relative): a timerfd through `settime`,
+/// a POSIX timer through the timer_settime its interceptor last passed in.
+int cf_vt_timer_set(const vt_timer *timer, settime_fn settime, const struct itimerspec *spec);
 int64_t cf_vt_ns_of(const struct timespec *t);
 struct timespec cf_vt_ts_of(int64_t ns);
 vt_timer *cf_vt_timer_of(int fd, int create);

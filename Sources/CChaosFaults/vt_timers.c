@@ -51,7 +51,83 @@ int cf_vt_arm_real(const vt_timer *timer, settime_fn real_settime, int64_t now) 
             spec.it_interval = cf_vt_ts_of(timer->interval);
         }
     }
-    return real_settime(timer->fd, 0, &spec, NULL);
+    return cf_vt_timer_set(timer, real_settime, &spec);
+}
+
+// The real timer_settime the interceptor last passed in; under cf_vt_lock.
+posix_settime_fn cf_vt_saved_posix_settime;
+
+int cf_vt_timer_set(const vt_timer *timer, settime_fn settime, const struct itimerspec *spec) {
+    if (!timer->posix) return settime(timer->fd, 0, spec, NULL);
+    return cf_vt_saved_posix_settime ? cf_vt_saved_posix_settime(timer->id, 0, spec, NULL) : -1;
+}
+
+/// The slot of POSIX timer `id`, made when `create` and there is room; under cf_vt_lock.
+static vt_timer *posix_timer_of(timer_t id, int create) {
+    vt_timer *free_slot = NULL;
+    for (int i = 0; i < VT_TIMERS; i++) {
+        if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].posix && cf_vt_timers[i].id == id) return &cf_vt_timers[i];
+        if (cf_vt_timers[i].fd < 0 && !free_slot) free_slot = &cf_vt_timers[i];
+    }
+    if (!create || !free_slot) return NULL;
+    memset(free_slot, 0, sizeof *free_slot);
+    free_slot->fd = VT_POSIX_MARK;
+    free_slot->posix = 1;
+    free_slot->id = id;
+    free_slot->fired_at_sets = UINT64_MAX;
+    return free_slot;
+}
+
+int chaos_vt_posix_settime(timer_t id, int clock, int flags, const struct itimerspec *value, struct itimerspec *old,
+                           posix_settime_fn real) {
+    pthread_once(&cf_vt_once, cf_vt_init_once);
+    pthread_mutex_lock(&cf_vt_lock);
+    vt_timer *timer = atomic_load(&cf_vt.running) && value ? posix_timer_of(id, 1) : NULL;
+    if (!timer) {
+        pthread_mutex_unlock(&cf_vt_lock);
+        return -2;
+    }
+    cf_vt_saved_posix_settime = real;
+    timer->clock = clock;
+    int64_t now = cf_vt_now();
+    if (old) {
+        old->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
+        old->it_interval = cf_vt_ts_of(timer->interval);
+    }
+    int64_t value_ns = cf_vt_ns_of(&value->it_value);
+    if (value_ns == 0) timer->deadline = 0;
+    else if (flags & TIMER_ABSTIME) timer->deadline = chaos_vt_to_monotonic(clock, value_ns);
+    else timer->deadline = now + value_ns;
+    if (timer->deadline == 0 && value_ns != 0) timer->deadline = 1;
+    timer->interval = cf_vt_ns_of(&value->it_interval);
+    timer->sets++;
+    if (value_ns != 0) atomic_fetch_add(&cf_vt_waits_total, 1);
+    int result = cf_vt_arm_real(timer, cf_vt_saved_settime ? cf_vt_saved_settime : cf_vt_raw_settime, now);
+    if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
+    cf_vt_notify();
+    pthread_mutex_unlock(&cf_vt_lock);
+    return result;
+}
+
+int chaos_vt_posix_gettime(timer_t id, struct itimerspec *value) {
+    if (!atomic_load(&cf_vt.running) || !value) return 1;
+    pthread_mutex_lock(&cf_vt_lock);
+    vt_timer *timer = posix_timer_of(id, 0);
+    if (timer) {
+        int64_t now = cf_vt_now();
+        value->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
+        value->it_interval = cf_vt_ts_of(timer->interval);
+    }
+    pthread_mutex_unlock(&cf_vt_lock);
+    return timer ? 0 : 1;
+}
+
+void chaos_vt_posix_deleted(timer_t id) {
+    pthread_once(&cf_vt_once, cf_vt_init_once);
+    pthread_mutex_lock(&cf_vt_lock);
+    vt_timer *timer = posix_timer_of(id, 0);
+    if (timer) timer->fd = -1;
+    pthread_mutex_unlock(&cf_vt_lock);
 }
 
 // The real timerfd_settime the interceptor last passed in; under cf_vt_lock.

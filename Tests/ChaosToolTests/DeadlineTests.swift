@@ -119,40 +119,6 @@ import Testing
         #expect(outcome.output.split(separator: "\n").count == 5, "\(provider): \(outcome)")
     }
 
-    /// Virtual time cannot hold a POSIX timer (its signal comes from the kernel's clock):
-    /// the program is told at once, on standard error, rather than left to wonder.
-    @Test(.enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"))
-    func aPOSIXTimerArmedUnderVirtualTimeIsSaidToKeepRealTime() throws {
-        let source = """
-            #include <signal.h>
-            #include <stdio.h>
-            #include <time.h>
-            int main(void) {
-                sigset_t usr1;
-                sigemptyset(&usr1);
-                sigaddset(&usr1, SIGUSR1);
-                sigprocmask(SIG_BLOCK, &usr1, NULL);
-                struct sigevent event = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
-                timer_t timer;
-                timer_create(CLOCK_MONOTONIC, &event, &timer);
-                struct itimerspec in = {{0, 0}, {0, 100000000}};
-                timer_settime(timer, 0, &in, NULL);
-                int taken = 0;
-                sigwait(&usr1, &taken);
-                printf("expired %d\\n", taken == SIGUSR1);
-                return 0;
-            }
-            """
-        let outcome = try Self.runUnderClock(
-            #""item": "virtual""#, source, named: "posix-timer",
-            options: ["--quiet", "--preload", ChaosToolTests.preloadLibrary])
-        #expect(outcome.status == 0 && outcome.output == "expired 1\n", "\(outcome)")
-        #expect(
-            outcome.errors.contains(
-                "a POSIX timer (timer_settime) was armed under virtual time: it expires in real time"),
-            "\(outcome.errors)")
-    }
-
     /// Under the seccomp delivery the supervisor can neither wait on the program's futex or
     /// timer nor change the instant it passes: each process that waits until an instant of
     /// the faked clock, or under virtual time, is told at once that the wait keeps real

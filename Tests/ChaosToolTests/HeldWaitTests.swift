@@ -49,10 +49,15 @@ import Glibc
 
         private let workspace: ReachTests.Workspace
 
-        /// Compiles the sleeper and runs `command(sleeper)` (the sleeper itself by default).
-        init(control: String?, command: (String) -> [String] = { [$0] }) throws {
+        /// Where the program's endpoint file is, under `control`.
+        var controlDirectory: String { workspace.folder }
+
+        /// Compiles `source` (the sleeper by default) and runs `command(program)` (the
+        /// program itself by default).
+        init(source: String = HeldWaitTests.sleeper, control: String?, command: (String) -> [String] = { [$0] }) throws
+        {
             workspace = try ReachTests.Workspace()
-            let program = try #require(try workspace.compile("sleeper", HeldWaitTests.sleeper))
+            let program = try #require(try workspace.compile("sleeper", source))
             let profile = workspace.folder + "/virtual.json"
             try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
                 .write(toFile: profile, atomically: true, encoding: .utf8)
@@ -163,6 +168,48 @@ import Glibc
         defer { run.finish() }
         #expect(run.line(startingWith: "slept") != nil, "the sleep never ended: \(run.output) \(run.errors)")
         #expect(run.errors.contains("nobody can advance virtual time (no control endpoint serves it"), "\(run.errors)")
+    }
+
+    /// A POSIX timer armed for an hour is held by virtual time like a timerfd: it reports
+    /// the hour left, and its signal comes when an advance reaches it (the program's clock
+    /// then reads an hour later), not after an hour of real time.
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func aPOSIXTimerExpiresWhenAnAdvanceReachesIt() throws {
+        let source = """
+            #include <signal.h>
+            #include <stdio.h>
+            #include <time.h>
+            #include <unistd.h>
+            int main(void) {
+                sigset_t usr1;
+                sigemptyset(&usr1);
+                sigaddset(&usr1, SIGUSR1);
+                sigprocmask(SIG_BLOCK, &usr1, NULL);
+                struct sigevent event = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
+                timer_t timer;
+                timer_create(CLOCK_MONOTONIC, &event, &timer);
+                struct itimerspec hour = {{0, 0}, {3600, 0}}, left;
+                timer_settime(timer, 0, &hour, NULL);
+                timer_gettime(timer, &left);
+                struct timespec armed, fired;
+                clock_gettime(CLOCK_MONOTONIC, &armed);
+                printf("left %ld\\nready %d\\n", (long)left.it_value.tv_sec, (int)getpid());
+                fflush(stdout);
+                int taken = 0;
+                sigwait(&usr1, &taken);
+                clock_gettime(CLOCK_MONOTONIC, &fired);
+                printf("expired %d after %ld s\\n", taken == SIGUSR1, (long)(fired.tv_sec - armed.tv_sec));
+                return 0;
+            }
+            """
+        let run = try Run(source: source, control: "unix")
+        defer { run.finish() }
+        let pid = try run.readyPid()
+        #expect(run.output.first == "left 3600", "\(run.output)")
+        let advanced = try ChaosToolTests.chaos(["ctl", "advance", "\(pid)", "1h", "--directory", run.controlDirectory])
+        #expect(advanced.status == 0, "\(advanced)")
+        let expired = run.line(startingWith: "expired")
+        #expect(expired == "expired 1 after 3600 s", "\(run.output) \(run.errors)")
     }
 
     /// `chaos run` ends with its first program; a process that program left (here started in

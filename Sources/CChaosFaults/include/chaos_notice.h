@@ -12,12 +12,10 @@ extern "C" {
 
 /// The things said once per process.
 typedef enum chaos_notice {
-    /// A POSIX timer was armed under virtual time; it expires in real time.
-    CHAOS_NOTICE_POSIX_TIMER_REAL = 0,
     /// A POSIX timer made before chaos was loaded was armed at an absolute instant under a
     /// faked clock; its clock is unknown, so its expiry is not translated.
-    CHAOS_NOTICE_POSIX_TIMER_UNKNOWN = 1,
-    CHAOS_NOTICE_COUNT = 2,
+    CHAOS_NOTICE_POSIX_TIMER_UNKNOWN = 0,
+    CHAOS_NOTICE_COUNT = 1,
 } chaos_notice;
 
 /// Writes "chaos: process PID (PROGRAM): `message`" and a newline to standard error, the

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +89,20 @@ struct itimerspec;
 int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, struct itimerspec *old,
                              int (*real_settime)(int, int, const struct itimerspec *, struct itimerspec *),
                              int dispatch_owned);
+
+/// timer_settime under virtual time for POSIX timer `timer` on clock `clock`: the deadline
+/// is kept in virtual time and the kernel timer armed only when it is due (or, while time
+/// flows, for the real time left), so an advance fires it at its virtual instant. Returns
+/// the call's result, or -2 when virtual time is not running (the caller calls `real`).
+int chaos_vt_posix_settime(timer_t timer, int clock, int flags, const struct itimerspec *value, struct itimerspec *old,
+                           int (*real)(timer_t, int, const struct itimerspec *, struct itimerspec *));
+
+/// timer_gettime under virtual time: 0 with the virtual time left in `value`, or 1 when
+/// virtual time does not hold `timer`.
+int chaos_vt_posix_gettime(timer_t timer, struct itimerspec *value);
+
+/// A POSIX timer was deleted: virtual time forgets it.
+void chaos_vt_posix_deleted(timer_t timer);
 
 /// A deadline libdispatch's API was given (`when` is a dispatch_time_t): dispatch_after and
 /// dispatch_after_f with `source` NULL, a timer source's start and interval (ns; 0 or
