@@ -90,6 +90,15 @@ public func processIsRunning(_ pid: Int32) -> Bool {
     return state != "Z" && state != "X"
 }
 
+/// The parent of process `pid` (field 4 of its /proc stat), or nil.
+private func parent(of pid: Int32) -> Int32? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let end = stat.lastIndex(of: ")")
+    else { return nil }
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    return fields.count > 1 ? Int32(fields[1]) : nil
+}
+
 /// Kills (SIGKILL) every other process that holds one of `pipes`, found by the pipes'
 /// inodes in /proc/*/fd; returns their pids.
 @discardableResult public func killHolders(of pipes: [Pipe]) -> [Int32] {
@@ -101,7 +110,11 @@ public func processIsRunning(_ pid: Int32) -> Bool {
     let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     var killed: [Int32] = []
     for entry in processes {
-        guard let pid = Int32(entry), pid != getpid() else { continue }
+        // Never this process, nor a child of it: a child this process is starting holds a
+        // copy of every descriptor it has, ours included, until it execs (a loaded run saw
+        // another test's program killed that way). What a program leaves running is a
+        // grandchild, or an orphan.
+        guard let pid = Int32(entry), pid != getpid(), parent(of: pid) != getpid() else { continue }
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         let holds = descriptors.contains { fd in
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")).map(inodes.contains)
