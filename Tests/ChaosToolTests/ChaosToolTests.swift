@@ -241,7 +241,21 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let copy = folder.appendingPathComponent("chaos").path
         try FileManager.default.copyItem(atPath: Self.buildDirectory.appendingPathComponent("chaos").path, toPath: copy)
-        let outcome = try Self.run(copy, ["demo"], environment: ["CHAOS_TOOL": ""])
+        // A child this process starts meanwhile holds a copy of the copy's write descriptor
+        // until it execs: the exec then fails with ETXTBSY for a moment (seen in a loaded run).
+        var started: ChaosToolTests.Outcome?
+        for _ in 0..<100 where started == nil {
+            do {
+                started = try Self.run(copy, ["demo"], environment: ["CHAOS_TOOL": ""])
+            } catch let error as NSError
+                where (error.userInfo[NSUnderlyingErrorKey] as? NSError).map({
+                    $0.domain == NSPOSIXErrorDomain && $0.code == Int(ETXTBSY)
+                }) == true
+            {
+                usleep(50_000)
+            }
+        }
+        let outcome = try #require(started, "the copy stayed busy for 5 s")
         #expect(outcome.status == 127)
         #expect(outcome.errors.contains("chaos-tool") && outcome.errors.contains("swift build"), "\(outcome.errors)")
         #expect(!outcome.errors.contains("building it"), "\(outcome.errors)")
