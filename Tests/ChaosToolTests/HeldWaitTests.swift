@@ -48,6 +48,7 @@ import Glibc
         private let group = DispatchGroup()
 
         private let workspace: ReachTests.Workspace
+        private let program: String
 
         /// Where the program's endpoint file is, under `control`.
         var controlDirectory: String { workspace.folder }
@@ -57,7 +58,7 @@ import Glibc
         init(source: String = HeldWaitTests.sleeper, control: String?, command: (String) -> [String] = { [$0] }) throws
         {
             workspace = try ReachTests.Workspace()
-            let program = try #require(try workspace.compile("sleeper", source))
+            program = try #require(try workspace.compile("sleeper", source))
             let profile = workspace.folder + "/virtual.json"
             try #"{"entries": [{"point": "system.clock", "provider": "virtual"}]}"#
                 .write(toFile: profile, atomically: true, encoding: .utf8)
@@ -125,7 +126,11 @@ import Glibc
         /// workspace.
         func finish() {
             if process.isRunning { process.terminate() }
-            if let pid = line(startingWith: "ready ", within: 0).flatMap({ Int32($0.dropFirst(6)) }) {
+            // Only while that pid is still the program: an ended one's pid is soon another
+            // process's (pid_max is 32768 here), and a loaded run saw a test's chaos run killed.
+            if let pid = line(startingWith: "ready ", within: 0).flatMap({ Int32($0.dropFirst(6)) }),
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == program
+            {
                 kill(pid, SIGKILL)
             }
             _ = group.wait(timeout: .now() + 30)

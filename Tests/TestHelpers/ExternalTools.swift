@@ -67,8 +67,10 @@ public func runToEnd(
     try? stdin.fileHandleForWriting.close()
     let clock = ContinuousClock()
     let giveUp = clock.now + bound
-    while processIsRunning(pid) && clock.now < giveUp { usleep(10_000) }
-    if processIsRunning(pid) { kill(pid, SIGKILL) }
+    // Both: once Foundation has reaped the process its pid may be another's (pid_max can be
+    // 32768), and until it has, an ended process is a zombie, which is not running.
+    while process.isRunning && processIsRunning(pid) && clock.now < giveUp { usleep(10_000) }
+    if process.isRunning && processIsRunning(pid) { kill(pid, SIGKILL) }
     let seconds = Double(leftoverGrace.components.seconds) + Double(leftoverGrace.components.attoseconds) / 1e18
     if group.wait(timeout: .now() + seconds) == .timedOut {
         killHolders(of: [stdout, stderr])
