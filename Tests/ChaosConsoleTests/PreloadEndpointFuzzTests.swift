@@ -144,7 +144,8 @@ import Testing
         }
         #expect(slow.invalid.isEmpty, "slow clients were answered otherwise than 503: \(slow.invalid.prefix(3))")
         #expect(slow.turnedAway > 0, "the slow clients kept the endpoint full: some were turned away")
-        #expect(watched.calls > 0 && watched.failures.isEmpty, "status answered every time: \(watched.failures.prefix(5))")
+        #expect(
+            watched.calls > 0 && watched.failures.isEmpty, "status answered every time: \(watched.failures.prefix(5))")
 
         #expect(child.process.isRunning && kill(pid, 0) == 0, "the daemon and its parent live")
         #expect(linesDuring > 0, "the program went on with its own work during the fuzz")
