@@ -393,8 +393,10 @@ import Testing
         let bootstrap = Task { try await Chaos.bootstrap(control: .environment, environment: environment) }
         // The runner side: find the process, see it waiting, say go.
         let status = try await offload { () throws -> ControlAPI.Status in
-            // Counted sleeps, not a clock: suites beside this one move the process's
-            // clocks (a jumped Date() once ended this loop before its first look).
+            // Counted waits, not a clock: suites beside this one move the process's clocks
+            // (a jumped Date() once ended this loop before its first look) and may scale its
+            // sleeps (12,000 looks once ended under ThreadSanitizer before the bootstrap
+            // waited), so each look waits in poll, whose timeout no speed entry touches.
             for _ in 0..<12_000 {
                 if let endpoint = ControlEndpoint.all(in: directory).first(where: { $0.pid == getpid() }),
                     let status = try? ControlClient(endpoint, timeout: testTimeout).status(), status.waiting
@@ -402,7 +404,7 @@ import Testing
                     try ControlClient(endpoint, timeout: testTimeout).go()
                     return status
                 }
-                Thread.sleep(forTimeInterval: 0.005)
+                _ = poll(nil, 0, 5)  // a speed entry scales sleeps, never poll's timeout
             }
             throw TestFailure("the bootstrap never waited")
         }
