@@ -78,6 +78,34 @@ static vt_timer *posix_timer_of(timer_t id, int create) {
     return free_slot;
 }
 
+/// What `timer` has left, as timerfd_gettime and timer_gettime answer it; under cf_vt_lock.
+static void time_left(const vt_timer *timer, int64_t now, struct itimerspec *out) {
+    out->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
+    out->it_interval = cf_vt_ts_of(timer->interval);
+}
+
+/// Arms `timer` (a timerfd or a POSIX timer whose clock is set) for `value` in virtual time,
+/// an instant of its clock when `absolute`, with what it had left in `old`; a set with a
+/// deadline counts as a wait begun when `counts`. Under cf_vt_lock.
+static int arm_in_virtual_time(vt_timer *timer, int absolute, const struct itimerspec *value, struct itimerspec *old,
+                               int counts, settime_fn settime) {
+    int64_t now = cf_vt_now();
+    if (old) time_left(timer, now, old);
+    int64_t value_ns = cf_vt_ns_of(&value->it_value);
+    if (value_ns == 0) timer->deadline = 0;
+    else if (absolute) timer->deadline = chaos_vt_to_monotonic(timer->clock, value_ns);
+    else timer->deadline = now + value_ns;
+    if (timer->deadline == 0 && value_ns != 0) timer->deadline = 1;
+    timer->interval = cf_vt_ns_of(&value->it_interval);
+    timer->sets++;
+    if (value_ns != 0 && counts) atomic_fetch_add(&cf_vt_waits_total, 1);
+    int result = cf_vt_arm_real(timer, settime, now);
+    // Already due: the kernel timer fires at once, and that is this deadline's firing.
+    if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
+    cf_vt_notify();
+    return result;
+}
+
 int chaos_vt_posix_settime(timer_t id, int clock, int flags, const struct itimerspec *value, struct itimerspec *old,
                            posix_settime_fn real) {
     pthread_once(&cf_vt_once, cf_vt_init_once);
@@ -89,22 +117,8 @@ int chaos_vt_posix_settime(timer_t id, int clock, int flags, const struct itimer
     }
     cf_vt_saved_posix_settime = real;
     timer->clock = clock;
-    int64_t now = cf_vt_now();
-    if (old) {
-        old->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
-        old->it_interval = cf_vt_ts_of(timer->interval);
-    }
-    int64_t value_ns = cf_vt_ns_of(&value->it_value);
-    if (value_ns == 0) timer->deadline = 0;
-    else if (flags & TIMER_ABSTIME) timer->deadline = chaos_vt_to_monotonic(clock, value_ns);
-    else timer->deadline = now + value_ns;
-    if (timer->deadline == 0 && value_ns != 0) timer->deadline = 1;
-    timer->interval = cf_vt_ns_of(&value->it_interval);
-    timer->sets++;
-    if (value_ns != 0) atomic_fetch_add(&cf_vt_waits_total, 1);
-    int result = cf_vt_arm_real(timer, cf_vt_saved_settime ? cf_vt_saved_settime : cf_vt_raw_settime, now);
-    if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
-    cf_vt_notify();
+    int result = arm_in_virtual_time(timer, flags & TIMER_ABSTIME, value, old, 1,
+                                     cf_vt_saved_settime ? cf_vt_saved_settime : cf_vt_raw_settime);
     pthread_mutex_unlock(&cf_vt_lock);
     return result;
 }
@@ -113,11 +127,7 @@ int chaos_vt_posix_gettime(timer_t id, struct itimerspec *value) {
     if (!atomic_load(&cf_vt.running) || !value) return 1;
     pthread_mutex_lock(&cf_vt_lock);
     vt_timer *timer = posix_timer_of(id, 0);
-    if (timer) {
-        int64_t now = cf_vt_now();
-        value->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
-        value->it_interval = cf_vt_ts_of(timer->interval);
-    }
+    if (timer) time_left(timer, cf_vt_now(), value);
     pthread_mutex_unlock(&cf_vt_lock);
     return timer ? 0 : 1;
 }
@@ -168,23 +178,7 @@ int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, 
     }
     if (timer->clock < 0) timer->clock = chaos_timerfd_clock(fd);
     timer->dispatch_owned = dispatch_owned;
-    int64_t now = cf_vt_now();
-    if (old) {
-        old->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
-        old->it_interval = cf_vt_ts_of(timer->interval);
-    }
-    int64_t value_ns = cf_vt_ns_of(&value->it_value);
-    if (value_ns == 0) timer->deadline = 0;
-    else if (flags & TFD_TIMER_ABSTIME) timer->deadline = chaos_vt_to_monotonic(timer->clock, value_ns);
-    else timer->deadline = now + value_ns;
-    if (timer->deadline == 0 && value_ns != 0) timer->deadline = 1;
-    timer->interval = cf_vt_ns_of(&value->it_interval);
-    timer->sets++;
-    if (value_ns != 0 && !dispatch_owned) atomic_fetch_add(&cf_vt_waits_total, 1);
-    int result = cf_vt_arm_real(timer, real_settime, now);
-    // Already due: the kernel timer fires at once, and that is this deadline's firing.
-    if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
-    cf_vt_notify();
+    int result = arm_in_virtual_time(timer, flags & TFD_TIMER_ABSTIME, value, old, !dispatch_owned, real_settime);
     pthread_mutex_unlock(&cf_vt_lock);
     return result;
 }
@@ -197,9 +191,7 @@ int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value) {
         pthread_mutex_unlock(&cf_vt_lock);
         return 1;
     }
-    int64_t now = cf_vt_now();
-    value->it_value = cf_vt_ts_of(timer->deadline > 0 ? (timer->deadline - now > 0 ? timer->deadline - now : 1) : 0);
-    value->it_interval = cf_vt_ts_of(timer->interval);
+    time_left(timer, cf_vt_now(), value);
     pthread_mutex_unlock(&cf_vt_lock);
     return 0;
 }
