@@ -12,8 +12,8 @@ extern "C" {
 
 /// The things said once per process.
 typedef enum chaos_notice {
-    /// A POSIX timer made before chaos was loaded was armed at an absolute instant under a
-    /// faked clock; its clock is unknown, so its expiry is not translated.
+    /// A POSIX timer whose clock was not noted (made before chaos was loaded, or past the
+    /// timers it keeps) was armed at an absolute instant under a faked clock.
     CHAOS_NOTICE_POSIX_TIMER_UNKNOWN = 0,
     CHAOS_NOTICE_COUNT = 1,
 } chaos_notice;
