@@ -191,7 +191,8 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left) {
         if (interrupted) break;
     }
     int stopped = !atomic_load(&cf_vt.running);
-    if ((stopped || interrupted) && left) *left = deadline - cf_vt_now() > 0 ? deadline - cf_vt_now() : 0;
+    int64_t rest = deadline - cf_vt_now();
+    if ((stopped || interrupted) && left) *left = rest > 0 ? rest : 0;
     sleeper_leave(&self);
     pthread_mutex_unlock(&cf_vt_lock);
     return stopped ? 1 : interrupted ? 2 : 0;
@@ -421,7 +422,13 @@ static void *watch(void *unused) {
         struct timespec until = deadline_in(look);
         timed_wait(&cf_vt_changed, &cf_vt_lock, &until);
         if (!watchdog_running || !atomic_load(&cf_vt.running)) continue;
-        cf_vt_unless_advanceable_locked();
+        if (cf_vt_has_advancer_probe() && !atomic_load(&cf_vt.flowing)) {
+            // Asked without the lock sleepers and advances take: the probe reads /proc.
+            pthread_mutex_unlock(&cf_vt_lock);
+            const char *why = cf_vt_advancer_gone();
+            pthread_mutex_lock(&cf_vt_lock);
+            if (why && atomic_load(&cf_vt.running)) cf_vt_flow_unadvanceable_locked(why);
+        }
         int64_t stalled = cf_vt_real_mono() - last_advance_real;
         int64_t next = next_deadline_locked();
         if (stalled < period || next == INT64_MAX || (atomic_load(&cf_vt.flowing))) continue;

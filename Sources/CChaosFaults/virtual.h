@@ -80,8 +80,11 @@ int cf_vt_raw_settime(int fd, int flags, const struct itimerspec *spec, struct i
 
 // vt_flow.c
 int cf_vt_has_advancer_probe(void);
-/// When the advancer probe says nobody can advance, lets virtual time flow and says so; under cf_vt_lock.
-void cf_vt_unless_advanceable_locked(void);
+/// Why nobody can advance virtual time any more (the probe's answer), or NULL while someone
+/// can or it already flows. Not under cf_vt_lock: a probe may read /proc.
+const char *cf_vt_advancer_gone(void);
+/// Lets virtual time flow, because of `why`, and says so, once; under cf_vt_lock.
+void cf_vt_flow_unadvanceable_locked(const char *why);
 
 // vt_threads.c
 int cf_vt_is_exempt(pid_t tid);

@@ -38,11 +38,13 @@ static void flow_from_now_locked(void) {
     cf_vt_notify();
 }
 
-/// When the probe says nobody can advance any more, lets virtual time flow and says so, once.
-void cf_vt_unless_advanceable_locked(void) {
+const char *cf_vt_advancer_gone(void) {
     const char *(*probe)(void) = atomic_load(&advancer_probe);
-    const char *why = probe && !atomic_load(&cf_vt.flowing) ? probe() : NULL;
-    if (!why) return;
+    return probe && !atomic_load(&cf_vt.flowing) ? probe() : NULL;
+}
+
+void cf_vt_flow_unadvanceable_locked(const char *why) {
+    if (atomic_load(&cf_vt.flowing)) return;  // already said
     int held = 0;
     for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) held++;
     for (int i = 0; i < VT_TIMERS; i++) if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) held++;
