@@ -101,7 +101,7 @@ private func parent(of pid: Int32) -> Int32? {
     return fields.count > 1 ? Int32(fields[1]) : nil
 }
 
-/// Kills (SIGKILL) every other process that holds one of `pipes`, found by the pipes'
+/// Kills (SIGKILL) every orphaned process that holds one of `pipes`, found by the pipes'
 /// inodes in /proc/*/fd; returns their pids.
 @discardableResult public func killHolders(of pipes: [Pipe]) -> [Int32] {
     var inodes: Set<String> = []
@@ -112,11 +112,11 @@ private func parent(of pid: Int32) -> Int32? {
     let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
     var killed: [Int32] = []
     for entry in processes {
-        // Never this process, nor a child of it: a child this process is starting holds a
-        // copy of every descriptor it has, ours included, until it execs (a loaded run saw
-        // another test's program killed that way). What a program leaves running is a
-        // grandchild, or an orphan.
-        guard let pid = Int32(entry), pid != getpid(), parent(of: pid) != getpid() else { continue }
+        // Only orphans: what a program leaves running outlives its parent and is adopted by
+        // init. Any process with a living parent may be one in the moment between fork and
+        // exec, holding a copy of every descriptor its parent has, ours included (a loaded
+        // run, then ThreadSanitizer's, saw other tests' programs killed that way).
+        guard let pid = Int32(entry), pid != getpid(), parent(of: pid) == 1 else { continue }
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
         let holds = descriptors.contains { fd in
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")).map(inodes.contains)
