@@ -173,6 +173,16 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         uint64_t k = tick(w, node);
         return k < node->n ? eval(w, node->child, out) : R_PASS;
     }
+    case CHAOS_NODE_AT: {
+        // Placed at listed calls (from 1) among those reaching the node; the others pass on.
+        uint64_t call = tick(w, node) + 1;
+        int32_t low = 0, high = node->count;
+        while (low < high) {
+            int32_t middle = (low + high) / 2;
+            if (node->weights[middle] < call) low = middle + 1; else high = middle;
+        }
+        return low < node->count && node->weights[low] == call ? eval(w, node->child, out) : R_PASS;
+    }
     case CHAOS_NODE_DELAY: {
         int r = eval(w, node->child, out);
         if (!may_act(w)) return r;
@@ -234,7 +244,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_ASK:
         return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_AT: return could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_SEQUENTIAL:
         for (int32_t i = 0; i < node->count; i++)
             if (could_act(entry, node->children[i], path, special, named, seen)) return true;

@@ -38,8 +38,8 @@ const uint32_t cf_clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTI
 
 // Indexed by CHAOS_NODE_*.
 const char *const cf_kind_names[] = {"original", "pass", "fail", "short", "offset", "frozen", "speed", "set", "unset",
-                                     "sequential", "composite", "probability", "times", "delay", "ask", "virtual", NULL};
-_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_VIRTUAL + 2, "one name per node kind");
+                                     "sequential", "composite", "probability", "times", "delay", "ask", "virtual", "at", NULL};
+_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_AT + 2, "one name per node kind");
 
 // Plan text takes the units a program writes (no `µs`, no weeks); a person's text
 // (duration.c, Swift's DurationText) takes them all. A plan number without a unit is ns.

@@ -20,7 +20,7 @@
 static bool kind_allowed(int32_t point, int32_t kind) {
     switch (kind) {
     case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_PASS: case CHAOS_NODE_SEQUENTIAL: case CHAOS_NODE_COMPOSITE:
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_ASK:
+    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_ASK: case CHAOS_NODE_AT:
         return true;
     case CHAOS_NODE_FAIL:
         return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
@@ -107,7 +107,7 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
             named[child_] = named[child_] && (isnamed);                                                       \
         } while (0)
         switch (node->kind) {
-        case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_DELAY:
+        case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_DELAY: case CHAOS_NODE_AT:
             LINK(node->child, ops_in[i], named[i], node->err_column);
             break;
         case CHAOS_NODE_SEQUENTIAL:

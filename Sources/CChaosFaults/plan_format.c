@@ -131,6 +131,11 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             case CHAOS_NODE_TIMES: put(&w, " n=%llu child=%d", (unsigned long long)node->n, node->child); break;
             case CHAOS_NODE_DELAY: put(&w, " by=%lld child=%d", (long long)node->ns, node->child); break;
             case CHAOS_NODE_ASK: put(&w, " id=%llu", (unsigned long long)node->n); break;
+            case CHAOS_NODE_AT:
+                put(&w, " calls=%s", node->count ? "" : "none");
+                for (int32_t c = 0; c < node->count; c++) put(&w, "%s%llu", c ? "," : "", (unsigned long long)node->weights[c]);
+                put(&w, " child=%d", node->child);
+                break;
             default: break;
             }
             put(&w, "\n");

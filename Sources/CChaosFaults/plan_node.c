@@ -69,11 +69,12 @@ static const char *const times_keys[] = {"n", "child", NULL};
 static const char *const delay_keys[] = {"by", "child", NULL};
 static const char *const ask_keys[] = {"id", NULL};
 static const char *const virtual_keys[] = {"at", "flow", NULL};
+static const char *const calls_keys[] = {"calls", "child", NULL};
 static const char *const *const node_keys[] = {
     no_keys, no_keys, fail_keys, short_keys, by_keys, at_keys, speed_keys, set_keys, no_keys,
-    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys, virtual_keys,
+    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys, virtual_keys, calls_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_VIRTUAL + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_AT + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -265,6 +266,41 @@ static bool read_times(parser *p, line_tokens *t, cf_node *node) {
     return true;
 }
 
+/// `calls=2,5`: the calls (counted from 1) at which an `at` node hands the call to its
+/// child, kept sorted in `weights` (`count` of them) for a binary search per call; `none`
+/// lists no call, so the node only counts (a baseline of `chaos explore`).
+static bool read_at(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "calls");
+    node->err_column = k->value_column;
+    if (strcmp(k->value, "none") == 0) return true;
+    int32_t count = 1;
+    for (const char *c = k->value; *c; c++) if (*c == ',') count++;
+    if (count > 4096) { plan_fail(p, k->value_column, "more than 4096 calls; an at node lists at most 4096"); return false; }
+    node->weights = calloc((size_t)count, sizeof(uint64_t));
+    if (!node->weights) { plan_fail(p, 0, "out of memory"); return false; }
+    const char *c = k->value;
+    for (int32_t i = 0; i < count; i++) {
+        const char *start = c;
+        while (*c && *c != ',') c++;
+        char item[24];
+        size_t n = (size_t)(c - start);
+        uint64_t call = 0;
+        if (n > 0 && n < sizeof item) {
+            memcpy(item, start, n);
+            item[n] = 0;
+        }
+        if (n == 0 || n >= sizeof item || !plan_u64(item, &call) || call == 0 || (i > 0 && call <= node->weights[i - 1])) {
+            plan_fail(p, k->value_column + (int)(start - k->value),
+                      "calls is a rising list of call numbers counted from 1, e.g. 3 or 2,5 (or none)");
+            return false;
+        }
+        node->weights[i] = call;
+        node->count = i + 1;
+        if (*c) c++;
+    }
+    return true;
+}
+
 static bool read_delay(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     k = plan_find(t, 3, "by");
@@ -301,6 +337,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_TIMES] = read_times,
     [CHAOS_NODE_DELAY] = read_delay,
     [CHAOS_NODE_ASK] = read_ask,
+    [CHAOS_NODE_AT] = read_at,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

@@ -3,7 +3,7 @@
 /// test requires the two to agree.
 enum PlanNodeKind: String, CaseIterable, CustomStringConvertible {
     case original, pass, fail, short, offset, frozen, speed, set, unset
-    case sequential, composite, probability, times, delay, ask, virtual
+    case sequential, composite, probability, times, delay, ask, virtual, at
 
     var description: String { rawValue }
 }

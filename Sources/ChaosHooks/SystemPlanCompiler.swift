@@ -7,12 +7,12 @@ import CChaosFaults
 /// | provider | plan node |
 /// |---|---|
 /// | `.original`, `.constant(.real)` | `original` |
-/// | `.constant(.pass)` | `pass` |
 /// | `.constant(.fail(errno:))`, `.resolverFailure` | `fail errno=…` / `fail ret=EAI_…` |
 /// | `.constant(.short)`, clock outcomes, `.set`, `.unset` | `short`, `offset`, `frozen`, `speed`, `set`, `unset` |
 /// | `.sequential` | `sequential` (runs of one child written `I*N`) |
 /// | `.composite` over ``SystemTarget`` conditions | `composite` with `case` lines |
-/// | `.probability`, `.times`, `.delayed(by:)` | `probability`, `times`, `delay` |
+/// | `.pass`, `.constant(.pass)` | `pass` |
+/// | `.probability`, `.times`, `.at(call:)`, `.delayed(by:)` | `probability`, `times`, `at`, `delay` |
 ///
 /// Blocks, random values and conditions written as closures have no plan form: in-process
 /// they are answered by Swift (an `ask` node), and `chaos run` refuses them.
@@ -161,6 +161,10 @@ struct SystemPlanCompiler {
                 nodes[index] = "node \(index) \(PlanNodeKind.probability) p=\(p) child=\(childIndex) salt=\(salt)"
             case .times(let n):
                 nodes[index] = "node \(index) \(PlanNodeKind.times) n=\(n) child=\(childIndex)"
+            case .at(let calls):
+                // The engine reads a rising list.
+                let listed = calls.sorted().map(String.init).joined(separator: ",")
+                nodes[index] = "node \(index) \(PlanNodeKind.at) calls=\(listed) child=\(childIndex)"
             case .delay(let duration):
                 guard point != .clock, point != .getenv else {
                     throw Unsupported(reason: "\(point.pointName) answers at once; it takes no delay")
@@ -191,6 +195,8 @@ struct SystemPlanCompiler {
         switch leaf {
         case .original:
             return PlanNodeKind.original.rawValue
+        case .pass:
+            return PlanNodeKind.pass.rawValue
         case .block:
             throw Unsupported(reason: "a block is Swift code; it runs in-process only")
         case .random:

@@ -133,6 +133,9 @@ public final class AsyncInjectionPoint<Arguments, Result: Sendable, Failure: Err
         switch leaf {
         case .original:
             return try await original(arguments)
+        case .pass:
+            guard let next = core.entry(after: installed) else { return try await original(arguments) }
+            return try await run(next, arguments, note: &note)
         case .constant(let value):
             return value
         case .random(let generator):

@@ -36,6 +36,10 @@ extension ChaosProviderProtocol {
     /// Call the real implementation (Dixie's NonChaos).
     public static var original: Self { Self(node: .leaf(.original)) }
 
+    /// Not this entry's call: hand it to the point's next entry (the task's next scoped
+    /// entry, else the newest older global one), or to the original when there is none.
+    public static var pass: Self { Self(node: .leaf(.pass)) }
+
     /// Return `value`.
     public static func constant(_ value: Result) -> Self { Self(node: .leaf(.constant(value))) }
 
@@ -77,6 +81,15 @@ extension ChaosProviderProtocol {
 
     /// This provider for the first `n` calls, then the original.
     public func times(_ n: Int) -> Self { modified(by: .times(n)) }
+
+    /// This provider at the `call`-th call the entry targets (counted from 1) only; every
+    /// other call passes to the point's next entry, as ``pass`` does. How one fault is
+    /// placed at one call (what an exploration replays).
+    public func at(call: Int) -> Self { modified(by: .at([call])) }
+
+    /// This provider at the listed calls the entry targets (counted from 1) only; every
+    /// other call passes to the point's next entry.
+    public func at(calls: [Int]) -> Self { modified(by: .at(calls)) }
 
     /// Wait `delay` before this provider answers (a sync point blocks its thread; an async
     /// point suspends).

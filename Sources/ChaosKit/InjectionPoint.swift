@@ -208,6 +208,9 @@ public final class InjectionPoint<Arguments, Result: Sendable, Failure: Error>: 
         switch leaf {
         case .original:
             return try original(arguments)
+        case .pass:
+            guard let next = core.entry(after: installed) else { return try original(arguments) }
+            return try run(next, arguments, note: &note)
         case .constant(let value):
             return value
         case .random(let generator):

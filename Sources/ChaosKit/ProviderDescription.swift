@@ -10,6 +10,8 @@ public typealias ProviderDescription = ProviderTree<DescribedLeaf, ProfileParame
 public enum DescribedLeaf: Sendable, ProviderSummarizable {
     /// Call the real implementation.
     case original
+    /// Hand the call to the point's next entry (see ``ProviderLeaf/pass``).
+    case pass
     /// Return nil; the point must return an Optional.
     case `nil`
     /// A random value: the point's own `random` catalogue item, or a ``RandomChaosValue``
@@ -29,6 +31,7 @@ public enum DescribedLeaf: Sendable, ProviderSummarizable {
     public var summary: String {
         switch self {
         case .original: "original"
+        case .pass: "pass"
         case .nil: "nil"
         case .random: "random"
         case .constant(let value): "constant(\(value))"
@@ -43,6 +46,8 @@ public enum DescribedLeaf: Sendable, ProviderSummarizable {
 extension ProviderTree where Leaf == DescribedLeaf, Condition == ProfileParameters {
     /// Call the real implementation.
     public static var original: Self { .leaf(.original) }
+    /// Hand the call to the point's next entry.
+    public static var pass: Self { .leaf(.pass) }
     /// Return nil; the point must return an Optional.
     public static var `nil`: Self { .leaf(.nil) }
     /// A random value of the point's result type.
@@ -85,6 +90,8 @@ extension PointCore {
         switch leaf {
         case .original:
             return .leaf(.original)
+        case .pass:
+            return .leaf(.pass)
         case .constant(let value):
             guard let typed = value as? Result else {
                 throw ChaosError(

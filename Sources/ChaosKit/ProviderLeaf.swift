@@ -5,6 +5,10 @@
 public enum ProviderLeaf<Result: Sendable, Failure: Error, Body: Sendable>: Sendable, ProviderSummarizable {
     /// Call the real implementation (Dixie's NonChaos).
     case original
+    /// Not this entry's call: hand it to the point's next entry (the task's next scoped
+    /// entry, else the newest older global one), or to the original when there is none.
+    /// Never counts as an act.
+    case pass
     /// Return this value.
     case constant(Result)
     /// Return a value drawn from the seeded source.
@@ -18,6 +22,7 @@ public enum ProviderLeaf<Result: Sendable, Failure: Error, Body: Sendable>: Send
     public var summary: String {
         switch self {
         case .original: "original"
+        case .pass: "pass"
         case .constant(let value): "constant(\(value))"
         case .random: "random"
         case .throwing(let error): "throwing(\(error))"
@@ -28,6 +33,12 @@ public enum ProviderLeaf<Result: Sendable, Failure: Error, Body: Sendable>: Send
     /// Whether this leaf calls the real implementation (and so does not count as an act).
     @inlinable var isOriginal: Bool {
         if case .original = self { return true }
+        return false
+    }
+
+    /// Whether this leaf is ``pass``.
+    @inlinable var isPass: Bool {
+        if case .pass = self { return true }
         return false
     }
 }

@@ -10,6 +10,7 @@
 /// | ``probability(_:)`` | `.probability(0.2)` | `"probability": 0.2` | `20%step` |
 /// | ``times(_:)`` | `.times(3)` | `"times": 3` | `3*step` |
 /// | ``delay(_:)`` | `.delayed(by: .milliseconds(250))` | `"delay": "250ms"` | `step@250ms` |
+/// | ``at(_:)`` | `.at(call: 3)` | `"at": 3`, `"at": [2, 5]` | `step#3`, `step#2,5` |
 /// | ``lease(_:)`` | `.lease(.seconds(30))` | `"lease": "30s"` | `step~30s` |
 public enum ProviderModifier: Sendable, Hashable {
     /// With probability `p` (0…1, drawn from the seeded source) the provider, otherwise the original.
@@ -18,6 +19,11 @@ public enum ProviderModifier: Sendable, Hashable {
     case times(Int)
     /// Wait this long (zero or more), then use the provider.
     case delay(Duration)
+    /// Only the listed calls use the provider: counted from 1 among the calls the entry
+    /// targets, at most ``maximumPlacedCalls`` of them, each once. Every other call passes
+    /// to the point's next entry (see ``ProviderLeaf/pass``), so an entry placed at call
+    /// K hides nothing else. This is how an exploration places one fault at one call.
+    case at([Int])
     /// The entry ends this long (more than zero) after it was applied — a global entry reverts
     /// itself, a scoped one stops acting: chaos that cannot be left on by mistake. Only outermost: it limits a whole entry.
     case lease(Duration)
@@ -25,7 +31,10 @@ public enum ProviderModifier: Sendable, Hashable {
     /// Every modifier's profile key, innermost first: the order in which a provider object
     /// with several of them wraps its provider (`times`, then `probability`, then `delay`; a
     /// `lease`, which limits the whole entry, is outermost).
-    public static let profileKeys = ["times", "probability", "delay", "lease"]
+    public static let profileKeys = ["times", "probability", "delay", "at", "lease"]
+
+    /// How many calls one ``at(_:)`` may list (the fault engine's bound too).
+    public static let maximumPlacedCalls = 4096
 
     /// The key that spells this modifier in a JSON profile.
     public var profileKey: String {
@@ -33,6 +42,7 @@ public enum ProviderModifier: Sendable, Hashable {
         case .times: "times"
         case .probability: "probability"
         case .delay: "delay"
+        case .at: "at"
         case .lease: "lease"
         }
     }
@@ -52,6 +62,8 @@ public enum ProviderModifier: Sendable, Hashable {
             n >= 1 ? nil : "times(\(n)) would never apply; use times(1) or more, or .original"
         case .delay(let delay):
             delay >= .zero ? nil : "delayed(by: \(delay)) is negative; use a duration of zero or more"
+        case .at(let calls):
+            Self.placementProblem(calls)
         case .lease(let lease):
             lease > .zero
                 ? nil
@@ -65,6 +77,8 @@ public enum ProviderModifier: Sendable, Hashable {
         case .probability(let p): "\(inner) with probability \(p)"
         case .times(let n): "\(inner) \(n) times"
         case .delay(let delay): "\(inner) after \(DurationText.format(delay))"
+        case .at(let calls):
+            "\(inner) at call\(calls.count == 1 ? "" : "s") \(calls.map(String.init).joined(separator: ", "))"
         case .lease(let lease): "\(inner) for \(DurationText.format(lease))"
         }
     }
@@ -99,6 +113,22 @@ public enum ProviderModifier: Sendable, Hashable {
                 return .failure(
                     ModifierSyntaxError("delay must be milliseconds or a duration such as \"250ms\", \"2s\" or \"1m\""))
             }
+        case "at":
+            let numbers: [ProfileValue]
+            switch value {
+            case .number: numbers = [value]
+            case .array(let items): numbers = items
+            default: return .failure(ModifierSyntaxError(Self.placementSyntax))
+            }
+            var calls: [Int] = []
+            for number in numbers {
+                guard case .number(let call) = number, call.rounded() == call, call >= 1, call < 1e15 else {
+                    return .failure(ModifierSyntaxError(Self.placementSyntax))
+                }
+                calls.append(Int(call))
+            }
+            if let problem = Self.placementProblem(calls) { return .failure(ModifierSyntaxError(problem)) }
+            return .success(.at(calls))
         case "lease":
             guard case .string(let text) = value else {
                 return .failure(ModifierSyntaxError("lease must be a duration such as \"30s\" or \"5m\""))
@@ -123,8 +153,24 @@ public enum ProviderModifier: Sendable, Hashable {
         case .probability(let p): .number(p)
         case .times(let n): .number(Double(n))
         case .delay(let delay): .string(DurationText.format(delay))
+        case .at(let calls): calls.count == 1 ? .number(Double(calls[0])) : .array(calls.map { .number(Double($0)) })
         case .lease(let lease): .string(DurationText.format(lease))
         }
+    }
+
+    private static let placementSyntax = "at is a call number counted from 1, or a list of them, e.g. 3 or [2, 5]"
+
+    /// Why `calls` cannot place a provider, or nil when they can.
+    static func placementProblem(_ calls: [Int]) -> String? {
+        if calls.isEmpty { return "at([]) would never act; list calls counted from 1, e.g. at(call: 3)" }
+        if let bad = calls.first(where: { $0 < 1 }) {
+            return "at(call: \(bad)) is no call; calls are counted from 1, e.g. at(call: 3)"
+        }
+        if calls.count > maximumPlacedCalls {
+            return "at lists \(calls.count) calls; list at most \(maximumPlacedCalls)"
+        }
+        if Set(calls).count != calls.count { return "at lists a call twice; list each call once" }
+        return nil
     }
 
     /// The JSON Schema of every modifier key of a provider object, with a description each
@@ -153,6 +199,22 @@ public enum ProviderModifier: Sendable, Hashable {
                     "oneOf": .array([
                         .object(["type": .string("number"), "minimum": .number(0)]),
                         .object(["type": .string("string"), "pattern": .string(DurationText.schemaPattern)]),
+                    ]),
+                ])
+            ),
+            (
+                "at",
+                .object([
+                    "description": .string(
+                        "Apply the provider only at these calls the entry targets (counted from 1); other calls pass to the point's next entry."
+                    ),
+                    "oneOf": .array([
+                        .object(["type": .string("integer"), "minimum": .number(1)]),
+                        .object([
+                            "type": .string("array"), "minItems": .number(1),
+                            "maxItems": .number(Double(maximumPlacedCalls)), "uniqueItems": .bool(true),
+                            "items": .object(["type": .string("integer"), "minimum": .number(1)]),
+                        ]),
                     ]),
                 ])
             ),
@@ -210,6 +272,24 @@ public enum ProviderModifier: Sendable, Hashable {
                 }
             ),
             (
+                .suffix(introducer: "#"),
+                { text in
+                    let calls = text.split(separator: ",", omittingEmptySubsequences: false).map {
+                        Int(String($0.filter { !$0.isWhitespace }))
+                    }
+                    guard !calls.isEmpty, !calls.contains(nil) else {
+                        return .failure(
+                            ModifierSyntaxError(
+                                "'#\(text)' is not a list of calls; write call numbers counted from 1, e.g. #3 or #2,5")
+                        )
+                    }
+                    if let problem = placementProblem(calls.compactMap { $0 }) {
+                        return .failure(ModifierSyntaxError("'#\(text)': \(problem)"))
+                    }
+                    return .success(.at(calls.compactMap { $0 }))
+                }
+            ),
+            (
                 .suffix(introducer: "~"),
                 { text in
                     do throws(ChaosError) {
@@ -231,7 +311,7 @@ public enum ProviderModifier: Sendable, Hashable {
     /// This modifier ready to run, with its own counter and random salt.
     func compiled(salt: UInt64) -> ModifierRuntime {
         switch self {
-        case .times, .probability: ModifierRuntime(modifier: self, counter: CallCounter(), salt: salt)
+        case .times, .probability, .at: ModifierRuntime(modifier: self, counter: CallCounter(), salt: salt)
         case .delay, .lease: ModifierRuntime(modifier: self, counter: nil, salt: salt)
         }
     }
@@ -252,6 +332,8 @@ struct ModifierSyntaxError: Error {
     case wait(Duration)
     /// Call the original instead.
     case original
+    /// Hand the call to the point's next entry.
+    case pass
 }
 
 /// A modifier of an applied entry, with its counter and salt.
@@ -272,6 +354,10 @@ struct ModifierSyntaxError: Error {
             return source.nextUnitInterval() < p ? .proceed : .original
         case .times(let limit):
             return (counter?.next() ?? 0) < limit ? .proceed : .original
+        case .at(let calls):
+            // Few calls are listed (one, for a placement): a scan beats a set's hashing.
+            let call = (counter?.next() ?? 0) + 1
+            return calls.contains(call) ? .proceed : .pass
         case .delay(let delay):
             return .wait(delay)
         case .lease:

@@ -200,6 +200,7 @@ extension ProviderTree {
 extension ProviderLeaf {
     /// Whether this leaf hands the call to the point's next entry (a ``CallPassingResult``).
     @usableFromInline var passesCallOn: Bool {
+        if case .pass = self { return true }
         if case .constant(let value) = self, let passing = value as? any CallPassingResult {
             return passing.passesCallOn
         }

@@ -264,6 +264,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     run.processes = atomic_load((_Atomic uint64_t *)&tally->processes);
     for (int e = 0; e < count; e++)
         run.places_calls |= chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_TIMES) ||
+                            chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_AT) ||
                             chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_SEQUENTIAL) ||
                             chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_PROBABILITY);
     int code = chaos_parent_finish(&run, entries, entries ? count : 0, options);

@@ -86,7 +86,8 @@ import Glibc
         node 2 ask id=4294967295
         entry dns
         node 0 times n=2 child=1
-        node 1 fail ret=EAI_AGAIN
+        node 1 at calls=3,7 child=2
+        node 2 fail ret=EAI_AGAIN
         """
 
     @Test func aPlanRoundTripsThroughItsCanonicalText() throws {
@@ -99,6 +100,7 @@ import Glibc
         #expect(text.contains("case 1 host=10.0.0.0/8 port=443"))
         #expect(text.contains("node 2 speed factor=2.5 anchor=1700000000000000000"))
         #expect(text.contains("node 2 ask id=4294967295"))
+        #expect(text.contains("node 1 at calls=3,7 child=2"))
         let again = try Self.parse(text).get()
         defer { chaos_plan_free(again) }
         #expect(Self.format(again) == text)
@@ -183,6 +185,11 @@ import Glibc
             ("chaos-plan 1\nentry files\nnode 0 ask id=1 child=2\n", 3, 17, "unknown key"),
             ("chaos-plan 1\nentry clock\nnode 0 ask id=1\n", 0, 0, ""),
             ("chaos-plan 1\nentry getenv\nnode 0 ask id=1\n", 0, 0, ""),
+            ("chaos-plan 1\nentry files\nnode 0 at calls=2,5 child=1\nnode 1 fail errno=EIO\n", 0, 0, ""),
+            ("chaos-plan 1\nentry files\nnode 0 at calls=none child=1\nnode 1 fail errno=EIO\n", 0, 0, ""),
+            ("chaos-plan 1\nentry files\nnode 0 at calls=5,2 child=1\nnode 1 fail errno=EIO\n", 3, 19, "rising list"),
+            ("chaos-plan 1\nentry files\nnode 0 at calls=0 child=1\nnode 1 fail errno=EIO\n", 3, 17, "counted from 1"),
+            ("chaos-plan 1\nentry files\nnode 0 at calls=3\nnode 1 fail errno=EIO\n", 3, 0, "needs child="),
             ("chaos-plan 1\nentry dns\nnode 0 delay by=1ms child=1\nnode 1 ask id=2\n", 0, 0, ""),
             // Labels and names are text: bytes that are not UTF-8 are refused where they are
             // written (an escape's column), whatever makes them ill-formed.
@@ -554,6 +561,37 @@ import Glibc
         #expect(chaos_fault_counters(1, &counters) == 0)
         #expect(counters.seen == 3 && counters.acted == 1, "\(counters)")
         #expect(chaos_fault_counters(2, &counters) == -1)
+    }
+
+    @Test func anAtNodeActsAtItsCallsAndPassesTheOthersToTheNextEntry() throws {
+        defer { chaos_plan_clear() }
+        try Self.install(
+            """
+            chaos-plan 1
+            entry files
+            node 0 composite
+            case 1 path=/data ops=write
+            node 1 at calls=2,4 child=2
+            node 2 fail errno=ENOSPC
+            entry files
+            node 0 composite
+            case 1 path=/data ops=write
+            node 1 fail errno=EIO
+            entry files
+            node 0 at calls=none child=1
+            node 1 fail errno=EIO
+            """)
+        let write = Self.fileCall("/data/x")
+        let actions = (0..<5).map { _ in Self.decide(write) }
+        #expect(actions.map(\.err) == [EIO, ENOSPC, EIO, ENOSPC, EIO])
+        #expect(actions.map(\.entry) == [1, 0, 1, 0, 1])
+        var counters = chaos_entry_counters()
+        #expect(chaos_fault_counters(0, &counters) == 0)
+        #expect(counters.seen == 5 && counters.acted == 2 && counters.last_fire_call == 3, "\(counters)")
+        // An entry of `calls=none` counts its calls and never acts: what a baseline reads.
+        _ = Self.decide(Self.fileCall("/elsewhere"))
+        #expect(chaos_fault_counters(2, &counters) == 0)
+        #expect(counters.seen == 1 && counters.acted == 0, "\(counters)")
     }
 
     @Test func anOriginalInAnEarlierEntryIsFinalAndDrawsFollowTheNodesAskedCount() throws {

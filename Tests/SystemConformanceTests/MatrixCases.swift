@@ -421,6 +421,24 @@ enum Matrix {
             seed: 11,
             script: ["open:a", "open:b"] + (0..<12).flatMap { _ in ["write:a", "read:a", "write:b"] },
             expected: interleaved(goldenMatch, lead: 1, every: 2, before: 1)),
+        MatrixCase(
+            name: "at 3 around an item's writes: only the third write fails (the open is not asked)", point: .files,
+            code: { dir in files(try item(path: dir + "/a", operations: writes).at(call: 3)) },
+            json: #"{"point": "system.files", "provider": {"item": "enospc", \#(p), "at": 3}}"#,
+            chaos: #"system.files=enospc(path=$DIR/a, operations=["write"])#3"#,
+            seed: 1, script: openThenWrites(5), expected: "PPPAPP"),
+        MatrixCase(
+            name: "at 2 and 4 on a directory: its files' writes are counted, its sibling's are not", point: .files,
+            code: { dir in files(try item(path: dir + "/io", operations: writes).at(calls: [2, 4])) },
+            json:
+                #"{"point": "system.files", "provider": {"item": "enospc", "parameters": {"path": "$DIR/io", "operations": ["write"]}, "at": [2, 4]}}"#,
+            chaos: #"system.files=enospc(path=$DIR/io, operations=["write"])#2,4"#,
+            seed: 1,
+            script: [
+                "open:io/x", "open:io2/x", "write:io/x", "write:io2/x", "write:io/x", "write:io/x", "write:io2/x",
+                "write:io/x", "write:io/x",
+            ],
+            expected: "PPPPAPPAP"),
     ]
 
     static let w = MatrixApp.name
@@ -507,6 +525,16 @@ enum Matrix {
             json: #"{"point": "\#(w)", "provider": {"constant": -1, "times": 1, "delay": "250ms"}}"#,
             chaos: "\(w)=1*constant(-1)@250ms",
             seed: 1, script: ["a", "b", "c"], expected: "AAA", slowMS: 120),
+        MatrixCase(
+            name: "app: at 2", point: .app, code: { _ in app(minus1.at(call: 2)) },
+            json: #"{"point": "\#(w)", "provider": {"constant": -1, "at": 2}}"#, chaos: "\(w)=constant(-1)#2",
+            seed: 1, script: ["x", "yy", "zzz", "w"], expected: "PAPP"),
+        MatrixCase(
+            name: "app: match with at 2 inside: calls outside the match are not counted", point: .app,
+            code: { _ in app(.composite([.when(startsWithA, minus1.at(call: 2))])) },
+            json: #"{"point": "\#(w)", "match": {"prefix": "a"}, "provider": {"item": "fail", "at": 2}}"#,
+            chaos: nil,
+            seed: 1, script: ["a1", "b1", "b2", "a2", "a3"], expected: "PPPAP"),
     ]
 }
 #endif

@@ -160,6 +160,8 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_VIRTUAL = 15,    ///< "virtual": clock reads the process's virtual time (`at=` its realtime start,
                                 ///< default now; `flow=yes`: it also runs at real pace); monotonic clocks and
                                 ///< sleeps follow it too. Installing it starts virtual time; a plan without it stops it.
+    CHAOS_NODE_AT = 16,         ///< "at": child at the listed calls reaching it (`calls=2,5`, counted from 1; `none`:
+                                ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).

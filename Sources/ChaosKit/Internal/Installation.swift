@@ -96,6 +96,10 @@ public import Synchronization
                 delay = (delay ?? .zero) + wait
             case .original:
                 return (.original, 0, delay != nil)
+            case .pass:
+                // A delay on the way has acted already: the call is answered (slowly) here,
+                // as the fault engine's delay node answers a call its child passes on.
+                return (delay == nil ? .pass : .original, 0, delay != nil)
             }
             return child.resolve(arguments, entrySeed: entrySeed, delay: &delay)
         }
@@ -311,11 +315,11 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
         tree: ChaosProviderNode<Arguments, Result, Failure, Body>, lease: Duration?,
         resultsPassCallsOn passing: Bool
     ) {
-        // Only results that can hand a call on (system points') have selectors, so leaves
-        // are tested only then.
-        let passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool = passing ? { $0.passesCallOn } : { _ in false }
+        // Results that can hand a call on (system points') make selectors of constants too;
+        // elsewhere only the `pass` leaf hands a call on.
+        let passesOn: (ProviderLeaf<Result, Failure, Body>) -> Bool = passing ? { $0.passesCallOn } : { $0.isPass }
         // Both engines run this shape: Swift here, and the fault engine compiles `tree`.
-        let tree = passing ? tree.withSelectorsOutermost() : tree
+        let tree = tree.selectorsOutermost(passesOn: passesOn)
         self.root = CompiledNode(tree, passesOn: passesOn)
         self.tree = tree
         if case .leaf(let leaf) = tree, case .constant(let value) = leaf, !passesOn(leaf) {

@@ -259,6 +259,29 @@ struct PreparedEntry: Sendable {
         return Unmanaged<Installed>.fromOpaque(address)
     }
 
+    /// The entry that decides a call `installed` passed on: the task's next scoped entry
+    /// for this point, else the newest global entry older than `installed` (the newest of
+    /// all when `installed` was scoped); nil when none is left (the original answers).
+    @usableFromInline func entry(after installed: Installed) -> Installed? {
+        let address = UInt(bitPattern: Unmanaged.passUnretained(installed).toOpaque())
+        var leftScopes = false
+        if scopes.load(ordering: .relaxed) != 0 {
+            switch ScopeFrame.successor(
+                of: address, for: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()), key: scopeKey)
+            {
+            case .entry(let next): return Unmanaged<Installed>.fromOpaque(next).takeUnretainedValue()
+            case .outOfScopes: leftScopes = true
+            case .notScoped: break
+            }
+        }
+        let next = stack.withLock { stack -> (any AnyObject & Sendable)? in
+            if leftScopes { return stack.last }
+            guard let index = stack.lastIndex(where: { $0 === installed }), index > 0 else { return nil }
+            return stack[index - 1]
+        }
+        return next.map { unsafeDowncast($0 as AnyObject, to: Installed.self) }
+    }
+
     /// Every global entry, oldest first.
     func globalInstallations() -> [Installed] {
         stack.withLock { $0 }.map { unsafeDowncast($0 as AnyObject, to: Installed.self) }

@@ -3,7 +3,9 @@
     @TaskLocal static var current: ScopeFrame?
 
     /// The addresses of the point cores this frame has entries for, innermost first, and
-    /// at the same positions the addresses of those entries. Scopes hold a handful of
+    /// at the same positions the addresses of those entries. A point may appear more than
+    /// once (entries an inner one hides): the first decides, and a call it passes on goes
+    /// to the next. Scopes hold a handful of
     /// entries, where a linear scan of plain words beats hashing; the frame keeps both
     /// alive (`retained`), so callers may use the addresses while the frame is bound.
     private let cores: [UInt]
@@ -28,7 +30,7 @@
             retained.append(item.installation)
         }
         if let parent {
-            for (core, entry) in zip(parent.cores, parent.entries) where !cores.contains(core) {
+            for (core, entry) in zip(parent.cores, parent.entries) {
                 cores.append(core)
                 entries.append(entry)
             }
@@ -72,6 +74,35 @@
                 }
                 return nil
             }
+        }
+    }
+}
+
+extension ScopeFrame {
+    /// Where a call a scoped entry passed on goes within the task's scopes.
+    enum Successor {
+        /// The next scoped entry for the point (valid while the task's scope lasts).
+        case entry(UnsafeRawPointer)
+        /// The entry was the task's last for the point: global entries decide next.
+        case outOfScopes
+        /// The entry is not one of the task's scoped entries.
+        case notScoped
+    }
+
+    /// The scoped entry after the one at `entry` for the point whose core is at `core`.
+    /// Off the fast path: only calls an entry passes on come here.
+    static func successor(of entry: UInt, for core: UInt, key: UnsafeMutableRawPointer) -> Successor {
+        guard let slot = chaosTaskLocalValueGet(key), let object = slot.load(as: UnsafeRawPointer?.self) else {
+            return .notScoped
+        }
+        return Unmanaged<ScopeFrame>.fromOpaque(object)._withUnsafeGuaranteedRef { frame in
+            guard let position = frame.entries.firstIndex(of: entry), frame.cores[position] == core else {
+                return .notScoped
+            }
+            for index in frame.cores.indices.dropFirst(position + 1) where frame.cores[index] == core {
+                return UnsafeRawPointer(bitPattern: frame.entries[index]).map(Successor.entry) ?? .outOfScopes
+            }
+            return .outOfScopes
         }
     }
 }

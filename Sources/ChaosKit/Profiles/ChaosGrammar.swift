@@ -7,9 +7,10 @@
 /// - a chain is steps joined by `->`; a step with a count `N*` covers N calls, then the
 ///   chain moves on; a step without a count stays for good (`2*offline->original` is the
 ///   JSON `{"sequential": [{"item": "offline", "times": 2}, "original"]}`)
-/// - a step is `[P%][N*]task[(arguments)][~lease][@delay]`: `P%` applies it with probability P/100,
-///   `~30s` reverts the entry 30 s after it was applied, `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
-/// - tasks: `original` (or `off`), `nil`, `random`, `constant(JSON)`, or a catalogue item
+/// - a step is `[P%][N*]task[(arguments)][~lease][#calls][@delay]`: `P%` applies it with probability P/100,
+///   `~30s` reverts the entry 30 s after it was applied, `#3` (or `#2,5`) acts only at those
+///   calls of the entry and passes the others on, `@250ms` waits before answering (the modifiers of ``ProviderModifier``)
+/// - tasks: `original` (or `off`), `pass` (the point's next entry decides), `nil`, `random`, `constant(JSON)`, or a catalogue item
 ///   of the point with arguments `name(value)` or `name(key=value, …)`; a single unnamed
 ///   value fills the item's first declared parameter
 ///
@@ -197,11 +198,16 @@ private struct StepParser {
         }
         guard !name.isEmpty else { throw fail(range.lowerBound, "a provider name is missing before '('") }
         switch name {
-        case "original", "off", "nil", "random":
+        case "original", "off", "pass", "nil", "random":
             if let arguments, !ChaosGrammar.trim(characters, arguments).isEmpty {
                 throw fail(arguments.lowerBound, "\(name) takes no arguments")
             }
-            return name == "nil" ? .nil : name == "random" ? .random : .original
+            switch name {
+            case "nil": return .nil
+            case "random": return .random
+            case "pass": return .pass
+            default: return .original
+            }
         case "constant":
             guard let arguments else {
                 throw fail(nameRange.upperBound, "constant needs a JSON value, e.g. constant(42) or constant(\"text\")")

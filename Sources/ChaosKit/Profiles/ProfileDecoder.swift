@@ -106,6 +106,7 @@ struct ProfileDecoder {
         case .string(let name):
             switch name {
             case "original": return .original
+            case "pass": return .pass
             case "nil": return .nil
             case "random": return .random
             case "":
@@ -210,6 +211,7 @@ extension ChaosProfile {
         case .leaf(let leaf):
             switch leaf {
             case .original: return .string("original")
+            case .pass: return .string("pass")
             case .nil: return .string("nil")
             case .random: return .string("random")
             case .constantValue(let value): return .object(["constant": value])
@@ -249,7 +251,7 @@ extension ChaosProfile {
             case .object(let members)
             where !members.keys.contains(where: { (ProviderModifier.profileKeys.firstIndex(of: $0) ?? -1) >= rank }):
                 object = members
-            case .string(let name) where !["original", "nil", "random"].contains(name):
+            case .string(let name) where !["original", "pass", "nil", "random"].contains(name):
                 object = ["item": .string(name)]
             case let other:
                 object = ["sequential": .array([other])]

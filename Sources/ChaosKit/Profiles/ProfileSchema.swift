@@ -83,7 +83,7 @@ public enum ProfileSchema {
     /// A provider: a name, or an object with one of constant, sequential or item, and the
     /// modifiers. With `items`, only those items (and their parameters) are allowed.
     private static func provider(items: [CatalogueItemInfo]?, reference: String) -> ProfileValue {
-        let builtIn: [ProfileValue] = [.string("original"), .string("nil"), .string("random")]
+        let builtIn: [ProfileValue] = [.string("original"), .string("pass"), .string("nil"), .string("random")]
         var name: [String: ProfileValue] = ["type": .string("string"), "minLength": .number(1)]
         var itemName: [String: ProfileValue] = ["type": .string("string"), "minLength": .number(1)]
         var itemRules: [ProfileValue] = []
@@ -109,7 +109,8 @@ public enum ProfileSchema {
                     ]))
             }
         } else {
-            name["description"] = .string("original, nil, random, or a catalogue item without parameters.")
+            name["description"] = .string(
+                "original, pass (the point's next entry decides), nil, random, or a catalogue item without parameters.")
         }
         var properties: [String: ProfileValue] = [
             "constant": .object([
