@@ -72,6 +72,28 @@ extension ProviderTree where Leaf == DescribedLeaf, Condition == ProfileParamete
     public static func times(_ n: Int, _ provider: Self) -> Self { .modified(.times(n), provider) }
     /// Wait, then use the provider.
     public static func delayed(_ delay: Duration, _ provider: Self) -> Self { .modified(.delay(delay), provider) }
+
+    /// This provider acting only at `calls` (counted from 1) of the calls its entry
+    /// targets, and passing the others on: an entry's fault placed at chosen calls. The
+    /// placement goes inside a top-level `match`, so that calls outside it are not counted.
+    public func placed(at calls: [Int]) -> Self {
+        if case .composite(let branches, let otherwise) = self, branches.count == 1,
+            case .leaf(.original) = otherwise
+        {
+            return .composite(
+                [
+                    ProviderBranch(
+                        condition: branches[0].condition, provider: .modified(.at(calls), branches[0].provider))
+                ],
+                otherwise: otherwise)
+        }
+        return .modified(.at(calls), self)
+    }
+
+    /// Whether an `at` modifier already places this provider somewhere.
+    public var isPlaced: Bool {
+        modifiers.contains { if case .at = $0 { true } else { false } }
+    }
 }
 
 extension PointCore {

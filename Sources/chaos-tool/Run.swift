@@ -137,7 +137,7 @@ struct Run: ParsableCommand {
             printError("chaos run: \(error)")
             throw ExitCode(125)
         }
-        let launcher = try locateLauncher()
+        let launcher = try Launcher.path(for: "chaos run")
         let environment = ProcessInfo.processInfo.environment
         let compiled: String
         var temporary = false
@@ -181,25 +181,6 @@ struct Run: ParsableCommand {
         execv(launcher, &cArguments)
         printError("chaos run: cannot start the launcher \(launcher): \(String(cString: strerror(errno)))")
         throw ExitCode(125)
-    }
-
-    /// The `chaos` launcher: the one that started this tool, else the one beside it.
-    private func locateLauncher() throws -> String {
-        if let given = ProcessInfo.processInfo.environment["CHAOS_LAUNCHER"], access(given, X_OK) == 0 { return given }
-        let beside = executableDirectory().appendingPathComponent("chaos").path
-        guard access(beside, X_OK) == 0 else {
-            printError(
-                "chaos run: the chaos launcher was not found beside \(executableDirectory().path); build it with `swift build --product chaos`"
-            )
-            throw ExitCode(125)
-        }
-        return beside
-    }
-
-    private func executableDirectory() -> URL {
-        let path =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: path).deletingLastPathComponent()
     }
 
     /// Writes `text` so that a reader never sees half of it (a temporary file, renamed).

@@ -1,0 +1,122 @@
+import ChaosHooks
+import ChaosKit
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The candidate faults of `chaos explore`, compiled once: each enabled entry of the
+/// space's profile, placed with an `at` node whose call list is the only text a run
+/// changes. A run's plan is the compiled text with those lists filled in, so a placement
+/// costs a run, never a compile.
+struct ExploreSpace {
+    /// One candidate fault: an enabled entry of the space.
+    struct Candidate {
+        /// The entry's number in the profile, from 1 (as `chaos run` reports it).
+        let number: Int
+        let entry: ChaosProfile.Entry
+        /// The compiled plan's line that holds the entry's call list.
+        let placementLine: Int
+    }
+
+    let candidates: [Candidate]
+    /// The profile's seed, if it fixes one.
+    let seed: UInt64?
+    /// The compiled plan file (`chaoskit-run 1`, directives, `plan`, the plan), one line
+    /// per element.
+    private let lines: [String]
+
+    /// The directory relative paths of the space were resolved from: each run's plan
+    /// names its own scratch directory there instead.
+    let scratchTemplate: String
+
+    /// Compiles `profile`, resolving its relative paths from `scratchTemplate` (an existing
+    /// directory): in every run they name files of that run's scratch directory. An error
+    /// (located in the profile) says which entry cannot be explored and why.
+    init(_ profile: ChaosProfile, scratchTemplate: String) throws(ChaosError) {
+        self.scratchTemplate = scratchTemplate
+        var placed = profile
+        var numbers: [Int] = []
+        for (index, entry) in profile.entries.enumerated() where entry.enabled {
+            if entry.provider.isPlaced {
+                throw entry.located(
+                    ChaosError(
+                        .invalidProvider, subject: entry.pointName,
+                        "explore places each entry at each call itself; remove \"at\" from this entry"))
+            }
+            placed.entries[index].provider = entry.provider.placed(at: [1])
+            numbers.append(index + 1)
+        }
+        guard !numbers.isEmpty else {
+            throw ChaosError(
+                .invalidProfile, subject: "explore",
+                "the space has no enabled entry; give it the faults to try, e.g. {\"point\": \"system.files\", \"provider\": \"enospc\"}"
+            )
+        }
+        let started = FileManager.default.currentDirectoryPath
+        guard chdir(scratchTemplate) == 0 else {
+            throw ChaosError(
+                .invalidProfile, subject: "explore", "cannot enter the scratch template \(scratchTemplate)")
+        }
+        defer { _ = chdir(started) }
+        let plan = try SystemRunPlan.compile(placed)
+        lines = RunPlanFile.text(of: plan).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var placementLines: [Int: Int] = [:]
+        var current: Int?
+        for (index, line) in lines.enumerated() {
+            if line.hasPrefix("entry ") {
+                current = Self.profileNumber(inEntryLine: line)
+            } else if let number = current, line.hasPrefix("node "), line.contains(" at calls=1 child=") {
+                placementLines[number] = index
+            }
+        }
+        var candidates: [Candidate] = []
+        for number in numbers {
+            guard let line = placementLines[number] else {
+                // The compiler dropped or merged the placement: explore would miss it silently.
+                throw profile.entries[number - 1].located(
+                    ChaosError(
+                        .invalidProvider, subject: profile.entries[number - 1].pointName,
+                        "explore cannot place this entry at one call (its compiled plan has no placement)"))
+            }
+            candidates.append(Candidate(number: number, entry: profile.entries[number - 1], placementLine: line))
+        }
+        self.candidates = candidates
+        self.seed = profile.seed
+    }
+
+    /// The plan file of a run in `scratch` in which each candidate (by index in
+    /// ``candidates``) in `placements` acts at its listed calls and every other one only
+    /// counts.
+    func planFile(placements: [Int: [Int]], scratch: String) -> String {
+        var lines = self.lines
+        for (index, candidate) in candidates.enumerated() {
+            let calls = placements[index].map { $0.sorted().map(String.init).joined(separator: ",") } ?? "none"
+            lines[candidate.placementLine] = lines[candidate.placementLine].replacingOccurrences(
+                of: " at calls=1 child=", with: " at calls=\(calls) child=")
+        }
+        return lines.joined(separator: "\n").replacingOccurrences(of: scratchTemplate, with: scratch)
+    }
+
+    /// The profile that replays `placements` under `chaos run`: the placed entries alone,
+    /// with the seed the runs used.
+    func replayProfile(_ placements: [(candidate: Int, call: Int)], seed: UInt64) -> ChaosProfile {
+        var byCandidate: [Int: [Int]] = [:]
+        for placement in placements { byCandidate[placement.candidate, default: []].append(placement.call) }
+        let entries = byCandidate.keys.sorted().map { index in
+            var entry = candidates[index].entry
+            entry.provider = entry.provider.placed(at: byCandidate[index]!.sorted())
+            entry.location = ""
+            return entry
+        }
+        return ChaosProfile(seed: seed, entries: entries)
+    }
+
+    /// N of a label `"#N point ← provider"` in an `entry` line.
+    private static func profileNumber(inEntryLine line: String) -> Int? {
+        guard let label = line.range(of: "label=\"#") else { return nil }
+        let digits = line[label.upperBound...].prefix { $0.isNumber }
+        return Int(digits)
+    }
+}
