@@ -111,15 +111,21 @@ import Testing
         defer { chaos.revertAll() }
         let before = Date()
         _ = point(1)
-        var iterator = events.makeAsyncIterator()
-        var seen: ChaosEvent?
-        while let event = await iterator.next() {
-            if event.entry == entry.id {
-                seen = event
-                break
+        // Bounded: an act that never reaches the stream fails the test instead of hanging it.
+        let seen = await withTaskGroup(of: ChaosEvent?.self) { group in
+            group.addTask {
+                for await event in events where event.entry == entry.id { return event }
+                return nil
             }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
-        let event = try #require(seen)
+        let event = try #require(seen, "the act reached the event stream")
         #expect(event.pointName == point.name && event.callIndex == 0)
         let date = try #require(chaos.counters[0].lastAct?.date)
         #expect(abs(date.timeIntervalSince(before)) < 5)

@@ -196,6 +196,10 @@ struct PreparedEntry: Sendable {
             name: name, signature: signature, activation: activation,
             journalTypes: JournalTypes(Provider.Arguments.self, Provider.Result.self, Provider.Failure.self))
         PointRegistry.shared.register(self)
+        // Read again once listed: observation that started after `super.init` read the flag
+        // either finds this point in the registry or is seen here (its flag is set before
+        // it walks the registry), so no point stays unobserved and silent on the event stream.
+        if ChaosObservation.isObserving { observed.store(true, ordering: .relaxed) }
         CallJournal.shared.pointAppeared(self)
     }
 
