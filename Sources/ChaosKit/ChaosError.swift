@@ -30,6 +30,9 @@ public struct ChaosError: Error, Sendable, Equatable, CustomStringConvertible {
         case systemFailure
         /// A network stub, response set, HAR file or route is not usable.
         case invalidNetworkConfiguration
+        /// An exploration's body fails with no fault placed (`Chaos.explore`): nothing can
+        /// be learned from placing faults in it until it passes.
+        case explorationBaselineFailed
     }
 
     /// What went wrong.

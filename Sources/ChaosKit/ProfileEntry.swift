@@ -48,18 +48,23 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     /// (``init(point:_:)``, a profile, `CHAOS`, the console); nil for an entry made from a
     /// typed provider in code, which no profile can spell.
     public let providerDescription: ProviderDescription?
-    let prepare: @Sendable (_ entrySeed: UInt64, _ id: ID) throws(ChaosError) -> PreparedInstallation
+    /// The calls this entry is placed at (``placed(at:)-(Int)``), nil when it is not.
+    public let placement: [Int]?
+    let prepare:
+        @Sendable (_ entrySeed: UInt64, _ id: ID, _ placement: [Int]?) throws(ChaosError) -> PreparedInstallation
     /// The point name's stable hash, which every apply mixes into the entry's seed.
     private let pointNameHash: UInt64
 
     private init(
         id: ID? = nil, pointName: String, providerSummary: String, providerDescription: ProviderDescription? = nil,
-        prepare: @escaping @Sendable (UInt64, ID) throws(ChaosError) -> PreparedInstallation
+        placement: [Int]? = nil,
+        prepare: @escaping @Sendable (UInt64, ID, [Int]?) throws(ChaosError) -> PreparedInstallation
     ) {
         self.id = id ?? ID(raw: Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue)
         self.pointName = pointName
         self.providerSummary = providerSummary
         self.providerDescription = providerDescription
+        self.placement = placement
         self.prepare = prepare
         self.pointNameHash = SeededRandom.stableHash(pointName)
     }
@@ -71,8 +76,10 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     ) {
         let core = point.core
         let summary = provider.summary
-        self.init(pointName: point.name, providerSummary: summary) { seed, id throws(ChaosError) in
-            try core.prepare(provider.node, seed: seed, entry: id, summary: summary)
+        self.init(pointName: point.name, providerSummary: summary) { seed, id, placement throws(ChaosError) in
+            guard let placement else { return try core.prepare(provider.node, seed: seed, entry: id, summary: summary) }
+            let placed = provider.node.placed(at: placement) { $0.isOriginal }
+            return try core.prepare(placed, seed: seed, entry: id, summary: placed.summary)
         }
     }
 
@@ -83,8 +90,10 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     ) {
         let core = point.core
         let summary = provider.summary
-        self.init(pointName: point.name, providerSummary: summary) { seed, id throws(ChaosError) in
-            try core.prepare(provider.node, seed: seed, entry: id, summary: summary)
+        self.init(pointName: point.name, providerSummary: summary) { seed, id, placement throws(ChaosError) in
+            guard let placement else { return try core.prepare(provider.node, seed: seed, entry: id, summary: summary) }
+            let placed = provider.node.placed(at: placement) { $0.isOriginal }
+            return try core.prepare(placed, seed: seed, entry: id, summary: placed.summary)
         }
     }
 
@@ -99,9 +108,26 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     init(point pointName: String, _ provider: ProviderDescription, id: ID?) {
         self.init(
             id: id, pointName: pointName, providerSummary: provider.summary, providerDescription: provider
-        ) { seed, id throws(ChaosError) in
-            try PointRegistry.shared.point(named: pointName).prepare(provider, seed: seed, entry: id)
+        ) { seed, id, placement throws(ChaosError) in
+            try PointRegistry.shared.point(named: pointName).prepare(
+                placement.map { provider.placed(at: $0) } ?? provider, seed: seed, entry: id)
         }
+    }
+
+    /// This entry's fault placed at `calls` (counted from 1) of the calls it targets only;
+    /// every other call passes to the point's next entry. A new entry, with an id of its
+    /// own: how an exploration places a fault, and how its failures replay.
+    public func placed(at calls: [Int]) -> ProfileEntry {
+        let description = providerDescription?.placed(at: calls)
+        return ProfileEntry(
+            pointName: pointName,
+            providerSummary: description?.summary ?? ProviderModifier.at(calls).summary(of: providerSummary),
+            providerDescription: description, placement: calls, prepare: prepare)
+    }
+
+    /// ``placed(at:)-([Int])`` at one call.
+    public func placed(at call: Int) -> ProfileEntry {
+        placed(at: [call])
     }
 
     /// The point's name and the provider, e.g. `clock.now ← constant(2000-01-01 00:00:00 +0000)`.
@@ -117,7 +143,7 @@ public struct ProfileEntry: Sendable, Identifiable, Hashable, CustomStringConver
     func prepared(chaosSeed: UInt64) throws(ChaosError) -> PreparedInstallation {
         let entrySeed = SeededRandom.derive(chaosSeed, pointNameHash)
         do {
-            return try prepare(entrySeed, id)
+            return try prepare(entrySeed, id, placement)
         } catch {
             throw attributed(error)
         }

@@ -77,17 +77,7 @@ extension ProviderTree where Leaf == DescribedLeaf, Condition == ProfileParamete
     /// targets, and passing the others on: an entry's fault placed at chosen calls. The
     /// placement goes inside a top-level `match`, so that calls outside it are not counted.
     public func placed(at calls: [Int]) -> Self {
-        if case .composite(let branches, let otherwise) = self, branches.count == 1,
-            case .leaf(.original) = otherwise
-        {
-            return .composite(
-                [
-                    ProviderBranch(
-                        condition: branches[0].condition, provider: .modified(.at(calls), branches[0].provider))
-                ],
-                otherwise: otherwise)
-        }
-        return .modified(.at(calls), self)
+        placed(at: calls) { if case .original = $0 { true } else { false } }
     }
 
     /// Whether an `at` modifier already places this provider somewhere.

@@ -140,6 +140,19 @@ extension ProviderTree {
 }
 
 extension ProviderTree {
+    /// This tree acting only at `calls` (an ``ProviderModifier/at(_:)`` around it), inside
+    /// a top-level selector of one branch whose fallback `isOriginal` says is the original
+    /// (a `match`): calls outside the selector are not the entry's, so they are not counted.
+    func placed(at calls: [Int], isOriginal: (Leaf) -> Bool) -> ProviderTree {
+        if case .composite(let branches, .leaf(let fallback)) = self, branches.count == 1, isOriginal(fallback) {
+            let branch = branches[0]
+            return .composite(
+                [ProviderBranch(condition: branch.condition, provider: .modified(.at(calls), branch.provider))],
+                otherwise: .leaf(fallback))
+        }
+        return .modified(.at(calls), self)
+    }
+
     /// How many calls this tree covers as a step of a `sequential`: *n* when it carries
     /// `times: n` (a ``ProviderModifier/times(_:)`` at its root, possibly under other
     /// modifiers or inside its selector, where ``selectorsOutermost(passesOn:)`` moves it),

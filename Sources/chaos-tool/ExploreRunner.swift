@@ -78,7 +78,6 @@ struct ExploreRunner: Sendable {
         unlink(reportPath)
         let start = ContinuousClock.now
         var result = ExploreRunResult()
-        defer { result.seconds = Self.secondsSince(start) }
         let environment = Self.environment(scratch: scratch)
         if let setup {
             let ended = try Self.spawnAndWait(
@@ -123,6 +122,9 @@ struct ExploreRunner: Sendable {
             result.checkTimedOut = checked.timedOut
             if result.failed { result.lastLine = Self.lastLine(of: stderrPath) }
         }
+        // Not in a defer: a defer runs after the returned copy is made, and the baseline's
+        // time (which sets the default timeout) was always 0.
+        result.seconds = Self.secondsSince(start)
         return result
     }
 

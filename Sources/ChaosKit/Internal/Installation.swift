@@ -107,6 +107,21 @@ public import Synchronization
 }
 
 extension CompiledNode {
+    /// The counter of the first ``ProviderModifier/at(_:)`` on the way from the root
+    /// through selectors and modifiers: where a placed entry counts its targeted calls.
+    var placementCounter: CallCounter? {
+        switch self {
+        case .modified(let runtime, let child):
+            if case .at = runtime.modifier { return runtime.counter }
+            return child.placementCounter
+        case .composite(let branches, let otherwise):
+            for branch in branches { if let counter = branch.node.placementCounter { return counter } }
+            return otherwise.placementCounter
+        case .leaf, .sequential:
+            return nil
+        }
+    }
+
     /// The step of a sequence that its call `position` uses (the last one repeats).
     @inlinable static func step(
         at position: Int, of steps: [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)]
@@ -219,6 +234,14 @@ extension CompiledNode {
     @usableFromInline final var hasExpired: Bool {
         expiresAt != 0 && ChaosObservation.realNanoseconds() >= expiresAt
     }
+
+    /// The calls the entry's placement (its outermost ``ProviderModifier/at(_:)``) was asked
+    /// about: the calls it targets, which an exploration places faults among. Nil without
+    /// a placement, and for an entry another engine runs (its own counts say it).
+    var placementCalls: Int? { nil }
+
+    /// Whether another engine answers some of the entry's calls (a C engine).
+    final var isCountedElsewhere: Bool { hasExternalCounts.load(ordering: .acquiring) }
 
     /// A snapshot of the counters.
     final func counters(chaosSeed: UInt64?) -> EntryCounters {
@@ -355,6 +378,10 @@ final class Installation<Arguments, Result: Sendable, Failure: Error, Body: Send
         recordAct(callIndex, observed: observed.load(ordering: .relaxed))
         note.decided(by: self, call: callIndex, acted: true)
         return value
+    }
+
+    override var placementCalls: Int? {
+        root.placementCounter.map { $0.value.load(ordering: .relaxed) }
     }
 
     /// The seed of call `callIndex`'s random draws at the node salted `salt`.

@@ -1,34 +1,41 @@
-import ChaosKit
+/// One fault placed at one call: candidate `candidate` (an index into an exploration's
+/// candidates) acting at its `call`-th targeted call, of `of` in the baseline. Shared by
+/// `Chaos.explore` and `chaos explore`.
+package struct PlacedFault: Hashable, Sendable, Comparable {
+    package let candidate: Int
+    package let call: Int
+    package let of: Int
 
-/// One fault placed at one call: candidate `candidate` (an index into the space's
-/// candidates) acting at its `call`-th targeted call, of `of` in the baseline.
-struct PlacedFault: Hashable, Sendable, Comparable {
-    let candidate: Int
-    let call: Int
-    let of: Int
+    package init(candidate: Int, call: Int, of: Int) {
+        self.candidate = candidate
+        self.call = call
+        self.of = of
+    }
 
-    static func < (lhs: PlacedFault, rhs: PlacedFault) -> Bool {
+    package static func < (lhs: PlacedFault, rhs: PlacedFault) -> Bool {
         (lhs.candidate, lhs.call) < (rhs.candidate, rhs.call)
     }
 }
 
 /// A run's placement: one fault (depth 1) or two (depth 2).
-struct Placement: Hashable, Sendable {
-    let faults: [PlacedFault]
+package struct Placement: Hashable, Sendable {
+    package let faults: [PlacedFault]
 
-    /// The call lists by candidate, as the space's plan file takes them.
-    var callsByCandidate: [Int: [Int]] {
+    package init(faults: [PlacedFault]) { self.faults = faults }
+
+    /// The call lists by candidate.
+    package var callsByCandidate: [Int: [Int]] {
         var result: [Int: [Int]] = [:]
         for fault in faults { result[fault.candidate, default: []].append(fault.call) }
         return result
     }
 }
 
-/// Which placements `chaos explore` tries: every single one when the budget allows, else
+/// Which placements an exploration tries: every single one when the budget allows, else
 /// a spread of them; pairs after the singles at depth 2.
-enum ExplorePlacements {
+package enum ExplorePlacements {
     /// Every (candidate, call) of the baseline's counts, candidate by candidate.
-    static func singles(counts: [Int]) -> [PlacedFault] {
+    package static func singles(counts: [Int]) -> [PlacedFault] {
         counts.enumerated().flatMap { candidate, count in
             (0..<count).map { PlacedFault(candidate: candidate, call: $0 + 1, of: count) }
         }
@@ -37,7 +44,7 @@ enum ExplorePlacements {
     /// At most `budget` of `all` (which lists each candidate's calls in order), spread over
     /// the space: each candidate's first and last call while the budget lasts, then seeded
     /// samples in between, never just the first N. In the order of `all`.
-    static func spread(_ all: [PlacedFault], budget: Int, seed: UInt64) -> [PlacedFault] {
+    package static func spread(_ all: [PlacedFault], budget: Int, seed: UInt64) -> [PlacedFault] {
         guard all.count > budget else { return all }
         guard budget > 0 else { return [] }
         var chosen = Set<Int>()
@@ -63,7 +70,7 @@ enum ExplorePlacements {
     /// Pairs of distinct singles from `singles`, at most `budget` of them: all when they
     /// fit, else the first and last pair and seeded samples in between (drawn, not listed:
     /// thousands of singles make millions of pairs).
-    static func pairs(_ singles: [PlacedFault], budget: Int, seed: UInt64) -> [Placement] {
+    package static func pairs(_ singles: [PlacedFault], budget: Int, seed: UInt64) -> [Placement] {
         let n = singles.count
         guard n >= 2, budget > 0 else { return [] }
         let total = n * (n - 1) / 2

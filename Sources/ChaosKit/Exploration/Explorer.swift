@@ -1,0 +1,196 @@
+import Foundation
+import Synchronization
+
+/// The steps of an in-process exploration, whatever runs the body (sync, async, or a test
+/// trait): check the entries, read the baseline's counts, choose the placements, run them
+/// (in parallel when every entry is task-scoped), and run each failure again.
+package struct Explorer: Sendable {
+    package let entries: [ProfileEntry]
+    package let budget: Int?
+    package let seed: UInt64
+    /// Whether placements may run at once: every entry's point is task-scoped (no
+    /// activation patches the process) and virtual time does not run.
+    package let parallel: Bool
+
+    /// Checks every entry against its point (a ``ChaosError`` names the one that does not fit).
+    package init(_ entries: [ProfileEntry], budget: Int?, seed: UInt64?) throws(ChaosError) {
+        guard !entries.isEmpty else {
+            throw ChaosError(.invalidProvider, subject: "explore", "give at least one entry to place")
+        }
+        if let budget, budget < 1 {
+            throw ChaosError(
+                .invalidProvider, subject: "explore", "budget \(budget) allows no placement; give 1 or more")
+        }
+        var processWide = false
+        for entry in entries {
+            if entry.placement != nil {
+                throw ChaosError(
+                    .invalidProvider, subject: "entry \(entry.id) (\(entry.excerpt))",
+                    "explore places each entry at each call itself; give the entry without placed(at:)")
+            }
+            let prepared = try entry.prepared(chaosSeed: 0)
+            if prepared.core.activation != nil { processWide = true }
+        }
+        self.entries = entries
+        self.budget = budget
+        self.seed = seed ?? UInt64.random(in: 0..<(1 << 53))
+        self.parallel = !processWide && Chaos.virtualClock?.reading() == nil
+    }
+
+    /// The entries of the baseline: each placed at a call no body reaches, so it counts the
+    /// calls it targets and never acts.
+    package var baselineEntries: [ProfileEntry] { entries.map { $0.placed(at: [Int.max]) } }
+
+    /// Called inside the baseline's scope after the body: the calls each of its entries
+    /// targeted (the innermost scope's last entries are the baseline's).
+    package static func placementCalls() -> [Int] {
+        (ScopeFrame.current?.installedEntries ?? []).map { installed in
+            installed.isCountedElsewhere
+                ? installed.counters(chaosSeed: nil).seen
+                : installed.placementCalls ?? installed.counters(chaosSeed: nil).seen
+        }
+    }
+
+    /// Called inside a placement's scope after the body passed: nil when the placed fault
+    /// acted, else a marker that the placement was not reached.
+    package static func neverActed() -> (any Error)? {
+        let acted = ScopeFrame.current?.installedEntries.last?.counters(chaosSeed: nil).acted ?? 0
+        return acted > 0 ? nil : PlacementNeverActed()
+    }
+
+    /// The calls of each entry, from what the baseline's scope read, or the error saying
+    /// the body fails without chaos.
+    private func counts(_ read: Result<[Int], any Error>) throws(ChaosError) -> [Int] {
+        switch read {
+        case .success(let all):
+            return Array(all.suffix(entries.count))
+        case .failure(let error as ChaosError) where error.kind != .explorationBaselineFailed:
+            throw error
+        case .failure(let error):
+            throw ChaosError(
+                .explorationBaselineFailed, subject: "explore",
+                "the body fails with no fault placed (\(error)); make it pass first")
+        }
+    }
+
+    package func baseline(_ run: @Sendable ([ProfileEntry], UInt64) async throws -> [Int]) async throws(ChaosError)
+        -> [Int]
+    {
+        let read: Result<[Int], any Error>
+        do { read = .success(try await run(baselineEntries, seed)) } catch { read = .failure(error) }
+        return try counts(read)
+    }
+
+    package func baselineSync(_ run: ([ProfileEntry], UInt64) throws -> [Int]) throws(ChaosError) -> [Int] {
+        let read: Result<[Int], any Error>
+        do { read = .success(try run(baselineEntries, seed)) } catch { read = .failure(error) }
+        return try counts(read)
+    }
+
+    /// The placements to run: every call of every entry, or a spread of them within the budget.
+    package func placements(counts: [Int]) -> [PlacedFault] {
+        ExplorePlacements.spread(ExplorePlacements.singles(counts: counts), budget: budget ?? .max, seed: seed)
+    }
+
+    /// The entry of `placement`.
+    package func entry(for placement: PlacedFault) -> ProfileEntry {
+        entries[placement.candidate].placed(at: placement.call)
+    }
+
+    /// Runs every placement with `run` (which returns what the body threw, a
+    /// ``PlacementNeverActed`` marker, or nil), at once when ``parallel``; then each
+    /// failure again.
+    package func explore(
+        counts: [Int], _ run: @escaping @Sendable (ProfileEntry, UInt64) async -> (any Error)?
+    ) async -> ChaosExploration {
+        let placements = placements(counts: counts)
+        var outcomes = [(any Error)?](repeating: nil, count: placements.count)
+        if parallel {
+            let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
+            await withTaskGroup(of: (Int, (any Error)?).self) { group in
+                var next = 0
+                func start() {
+                    guard next < placements.count else { return }
+                    let index = next
+                    let entry = entry(for: placements[index])
+                    group.addTask { (index, await run(entry, seed)) }
+                    next += 1
+                }
+                for _ in 0..<width { start() }
+                while let (index, outcome) = await group.next() {
+                    outcomes[index] = outcome
+                    start()
+                }
+            }
+        } else {
+            for (index, placement) in placements.enumerated() {
+                outcomes[index] = await run(entry(for: placement), seed)
+            }
+        }
+        var again: [Int: Bool] = [:]
+        for (index, outcome) in outcomes.enumerated() where Self.failed(outcome) {
+            again[index] = Self.failed(await run(entry(for: placements[index]), seed))
+        }
+        return result(counts: counts, placements: placements, outcomes: outcomes, failedAgain: again)
+    }
+
+    package func exploreSync(counts: [Int], _ run: @escaping @Sendable (ProfileEntry, UInt64) -> (any Error)?)
+        -> ChaosExploration
+    {
+        let placements = placements(counts: counts)
+        let outcomes = Mutex([(any Error)?](repeating: nil, count: placements.count))
+        if parallel {
+            let next = Atomic<Int>(0)
+            let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
+            DispatchQueue.concurrentPerform(iterations: min(width, placements.count)) { _ in
+                while true {
+                    let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                    guard index < placements.count else { return }
+                    let outcome = run(entry(for: placements[index]), seed)
+                    outcomes.withLock { $0[index] = outcome }
+                }
+            }
+        } else {
+            for (index, placement) in placements.enumerated() {
+                let outcome = run(entry(for: placement), seed)
+                outcomes.withLock { $0[index] = outcome }
+            }
+        }
+        let all = outcomes.withLock { $0 }
+        var again: [Int: Bool] = [:]
+        for (index, outcome) in all.enumerated() where Self.failed(outcome) {
+            again[index] = Self.failed(run(entry(for: placements[index]), seed))
+        }
+        return result(counts: counts, placements: placements, outcomes: all, failedAgain: again)
+    }
+
+    private static func failed(_ outcome: (any Error)?) -> Bool {
+        guard let outcome else { return false }
+        return !(outcome is PlacementNeverActed)
+    }
+
+    private func result(
+        counts: [Int], placements: [PlacedFault], outcomes: [(any Error)?], failedAgain: [Int: Bool]
+    ) -> ChaosExploration {
+        var failures: [ChaosExploration.Failure] = []
+        var notReached = 0
+        for (index, outcome) in outcomes.enumerated() {
+            guard let outcome else { continue }
+            if outcome is PlacementNeverActed {
+                notReached += 1
+                continue
+            }
+            let placement = placements[index]
+            let entry = entries[placement.candidate]
+            failures.append(
+                ChaosExploration.Failure(
+                    point: entry.pointName, provider: entry.providerSummary, call: placement.call, of: placement.of,
+                    error: outcome, replay: entry.placed(at: placement.call), seed: seed,
+                    flaky: failedAgain[index] == false))
+        }
+        return ChaosExploration(
+            seed: seed,
+            candidates: zip(entries, counts).map { ChaosExploration.Candidate(entry: $0, calls: $1) },
+            placements: placements.count, notReached: notReached, ranInParallel: parallel, failures: failures)
+    }
+}
