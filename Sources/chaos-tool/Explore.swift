@@ -249,6 +249,7 @@ struct Exploration: Sendable {
         let progress = ExploreProgress(total: placements.count, label: label)
         let workers = max(1, min(jobs, placements.count))
         DispatchQueue.concurrentPerform(iterations: workers) { slot in
+            let template = space.template(scratch: runner.scratch(slot: slot))
             while true {
                 let index: Int? = shared.withLock { state in
                     guard state.error == nil, state.next < placements.count else { return nil }
@@ -256,8 +257,7 @@ struct Exploration: Sendable {
                     return state.next - 1
                 }
                 guard let index else { return }
-                let plan = space.planFile(
-                    placements: placements[index].callsByCandidate, scratch: runner.scratch(slot: slot))
+                let plan = template.text(placements: placements[index].callsByCandidate)
                 do throws(ExploreRunnerError) {
                     let result = try runner.run(plan: plan, slot: slot, timeout: timeout)
                     let (done, failing) = shared.withLock { state in

@@ -16,9 +16,12 @@ struct ExploreOutput {
         (outDirectory as NSString).appendingPathComponent("failure-\(index + 1).json")
     }
 
-    /// The command that replays failure `index`.
+    /// The command that replays failure `index`, with absolute paths: a replay runs in a
+    /// fresh directory set up as the run's was (relative paths of the space name files there).
     func replayCommand(_ index: Int) -> String {
-        (["chaos", "run", "--profile", replayPath(index), "--"] + program).map(Self.shellWord).joined(separator: " ")
+        let program = [Explore.resolvedProgram(self.program[0])] + self.program.dropFirst()
+        return (["chaos", "run", "--profile", Explore.absolute(replayPath(index)), "--"] + program)
+            .map(Self.shellWord).joined(separator: " ")
     }
 
     /// Writes each failure's replay profile, after removing those of an earlier exploration.
@@ -82,7 +85,7 @@ struct ExploreOutput {
         }
         if setup != nil, !results.failures.isEmpty {
             lines.append("")
-            lines.append("(run --setup first, in a fresh directory, before a replay)")
+            lines.append("(replay in a fresh directory after running --setup there, as each run did)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -90,13 +90,39 @@ struct ExploreSpace {
     /// ``candidates``) in `placements` acts at its listed calls and every other one only
     /// counts.
     func planFile(placements: [Int: [Int]], scratch: String) -> String {
-        var lines = self.lines
-        for (index, candidate) in candidates.enumerated() {
-            let calls = placements[index].map { $0.sorted().map(String.init).joined(separator: ",") } ?? "none"
-            lines[candidate.placementLine] = lines[candidate.placementLine].replacingOccurrences(
-                of: " at calls=1 child=", with: " at calls=\(calls) child=")
+        template(scratch: scratch).text(placements: placements)
+    }
+
+    /// The plan of runs in `scratch`, ready to take placements: made once per worker, so
+    /// that a run only fills in its call lists.
+    func template(scratch: String) -> PlanTemplate {
+        let lines = self.lines.map { $0.replacingOccurrences(of: scratchTemplate, with: scratch) }
+        return PlanTemplate(
+            lines: lines,
+            placements: candidates.map { candidate in
+                let line = lines[candidate.placementLine]
+                let split = line.range(of: " at calls=1 child=")!
+                return (
+                    candidate.placementLine, String(line[..<split.lowerBound]) + " at calls=",
+                    " child=" + line[split.upperBound...]
+                )
+            })
+    }
+
+    /// A run's plan with its call lists left open.
+    struct PlanTemplate: Sendable {
+        let lines: [String]
+        /// Per candidate: its line, and the text before and after its call list.
+        let placements: [(line: Int, before: String, after: String)]
+
+        func text(placements chosen: [Int: [Int]]) -> String {
+            var lines = self.lines
+            for (index, placement) in placements.enumerated() {
+                let calls = chosen[index].map { $0.sorted().map(String.init).joined(separator: ",") } ?? "none"
+                lines[placement.line] = placement.before + calls + placement.after
+            }
+            return lines.joined(separator: "\n")
         }
-        return lines.joined(separator: "\n").replacingOccurrences(of: scratchTemplate, with: scratch)
     }
 
     /// The profile that replays `placements` under `chaos run`: the placed entries alone,

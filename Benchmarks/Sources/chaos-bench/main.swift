@@ -49,6 +49,7 @@ let builders: [(String, @MainActor () throws -> Group?)] = [
     ("console", { try consoleGroup() }),
     ("run", { try runGroup() }),
     ("time", { try timeGroup() }),
+    ("explore", { try exploreGroup() }),
 ]
 
 var results: [(String, Double)] = []
@@ -66,6 +67,13 @@ for (name, build) in builders where filter == nil || filter == name {
             print(metric.padding(toLength: 32, withPad: " ", startingAt: 0), String(format: "%12.2f", value))
         }
     }
+}
+
+// Derived: how much faster two jobs explore the same space than one.
+if let jobs1 = results.first(where: { $0.0 == "explore_jobs1_ms" })?.1,
+    let jobs2 = results.first(where: { $0.0 == "explore_jobs2_ms" })?.1, jobs2 > 0
+{
+    results.append(("explore_jobs2_speedup", jobs1 / jobs2))
 }
 
 @MainActor func ratio(_ a: String, _ b: String) -> Double? {
@@ -109,6 +117,12 @@ if !json {
         ("seccomp_write_ms / strace_inject_write_ms (<= 0.1)", ratio("seccomp_write_ms", "strace_inject_write_ms")),
         ("virtual_hour_sleep_ms (<= 5)", results.first(where: { $0.0 == "virtual_hour_sleep_ms" })?.1),
         ("date_virtual_ns / date_plain_ns (<= 1.1)", ratio("date_virtual_ns", "date_plain_ns")),
+        (
+            "explore_inprocess_placements_per_s (>= 20000)",
+            results.first(where: { $0.0 == "explore_inprocess_placements_per_s" })?.1
+        ),
+        ("explore_run_ms / chaos_run_ms (<= 1.2)", ratio("explore_run_ms", "chaos_run_ms")),
+        ("explore_jobs2_speedup (>= 1.6)", results.first(where: { $0.0 == "explore_jobs2_speedup" })?.1),
     ]
     print("== budgets")
     for (label, value) in budgets {

@@ -81,7 +81,7 @@ package enum ExplorePlacements {
             }
             return result
         }
-        var chosen = Set<[Int]>([[0, 1], [n - 2, n - 1]])
+        var chosen = Set<[Int]>([[0, 1], [n - 2, n - 1]].prefix(budget))
         var source = SeededRandom(seed: seed ^ 0x5041_4952)
         while chosen.count < budget {
             let i = Int(source.next() % UInt64(n))
