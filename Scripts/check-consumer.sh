@@ -59,6 +59,35 @@ public func shifted() throws -> Date {
     try Chaos.with(ProfileEntry(Points.now, .constant(.distantPast))) { Points.now() }
 }
 EOF
+# A test target that explores with the trait: one routine handles every fault, the other
+# does not retry its third fetch, which the exploration must find at exactly that call.
+sed -i 's|^    \])\]$|    ]), .testTarget(name: "ConsumerTests", dependencies: ["Consumer", .product(name: "ChaosKit", package: "chaoskit"), .product(name: "ChaosTesting", package: "chaoskit")])]|' "$work/light/Package.swift"
+mkdir -p "$work/light/Tests/ConsumerTests"
+cat >"$work/light/Tests/ConsumerTests/ExploreTests.swift" <<'EOF'
+import ChaosKit
+import ChaosTesting
+import Testing
+
+enum FetchError: Error { case offline }
+enum Points {
+    static let fetch = AsyncInjectionPoint<Int, Int, FetchError>("consumer.fetch") { page in page }
+}
+
+@Test(.exploringChaos(ProfileEntry(Points.fetch, .throwing(.offline))))
+func robustSyncCountsWhatItGot() async {
+    var total = 0
+    for page in 1...5 { total += (try? await Points.fetch(page)) ?? 0 }
+    #expect(total >= 10)
+}
+
+@Test(.exploringChaos(ProfileEntry(Points.fetch, .throwing(.offline)), seed: 3))
+func fragileSyncRetriesOnlyTheFirstTwo() async throws {
+    for page in 1...2 {
+        do { _ = try await Points.fetch(page) } catch { _ = try await Points.fetch(page) }
+    }
+    for page in 3...5 { _ = try await Points.fetch(page) }
+}
+EOF
 echo "check-consumer: resolving and building a package that depends on $(tr '\n' ' ' <<<"$(grep -v ChaosConsole <<<"$names")")"
 (cd "$work/light" && swift package resolve >"$work/resolve.log" 2>&1) || { cat "$work/resolve.log"; exit 1; }
 pins="$(grep -c '"identity"' "$work/light/Package.resolved" || true)"
@@ -73,6 +102,16 @@ if grep -n "warning:" "$work/build.log"; then
     exit 1
 fi
 echo "check-consumer: built with no warnings"
+# The explored tests: the robust one passes, the fragile one fails once per placement that
+# breaks it (calls 3, 4 and 5 of 5), each issue with its replay line.
+(cd "$work/light" && swift test >"$work/test.log" 2>&1) && { cat "$work/test.log"; echo "check-consumer: the fragile explored test passed" >&2; exit 1; }
+for expected in "robustSyncCountsWhatItGot() passed" "at call 3 of 5: threw offline" "at call 4 of 5" "at call 5 of 5" ".chaos(seed: 3, ENTRY.placed(at: 3))"; do
+    grep -qF "$expected" "$work/test.log" || { cat "$work/test.log"; echo "check-consumer: the explored tests did not say: $expected" >&2; exit 1; }
+done
+if grep -qF "at call 1 of 5" "$work/test.log" || grep -qF "at call 2 of 5" "$work/test.log"; then
+    cat "$work/test.log"; echo "check-consumer: the exploration blamed a call the routine retries" >&2; exit 1
+fi
+echo "check-consumer: the .exploringChaos trait found calls 3, 4 and 5 of the fragile routine, and nothing in the robust one"
 
 # The launcher as a consumer runs it: it builds the tool and the preload library it needs
 # into the consumer's build, and the program sees the fault.
