@@ -29,8 +29,21 @@ enum SystemCatalogues {
                 if let problem = outcome.problem(on: point) {
                     throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem)
                 }
-            }
+            },
+            typicalFaults: typicalFaults(point)
         )
+    }
+
+    /// What an exploration of every point places on `point` (`chaos explore --every`).
+    private static func typicalFaults(_ point: SystemPointKind) -> [String] {
+        switch point {
+        case .files: ["enospc", "eio"]
+        case .connect: ["refused", "reset"]
+        case .accept: ["aborted"]
+        case .send, .recv: ["reset"]
+        case .dns: ["dns-failure"]
+        case .getenv, .clock: []
+        }
     }
 
     // MARK: Items

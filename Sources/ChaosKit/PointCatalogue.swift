@@ -18,16 +18,24 @@ public struct PointCatalogue<Provider: ChaosProviderProtocol>: Sendable, Express
     /// return type): it runs on every constant of a provider when the entry is applied, and
     /// its error makes the apply fail with nothing changed.
     public var resultValidator: (@Sendable (Provider.Result) throws -> Void)?
+    /// The items (by name, each usable without parameters) that are this point's typical
+    /// faults: what an exploration of every point places on it (a full disk and an I/O
+    /// error for files, a refused and a reset connection for sockets, a thrown error for a
+    /// throwing app point).
+    public var typicalFaults: [String]
 
-    /// A catalogue of `items`, with an optional `match` reader and result validator.
+    /// A catalogue of `items`, with an optional `match` reader and result validator, and
+    /// the names of the items that are the point's `typicalFaults`.
     public init(
         _ items: [CatalogueItem<Provider>] = [],
         matcher: ArgumentMatcher<Provider.Arguments>? = nil,
-        resultValidator: (@Sendable (Provider.Result) throws -> Void)? = nil
+        resultValidator: (@Sendable (Provider.Result) throws -> Void)? = nil,
+        typicalFaults: [String] = []
     ) {
         self.items = items
         self.matcher = matcher
         self.resultValidator = resultValidator
+        self.typicalFaults = typicalFaults
     }
 
     /// A catalogue of these items.

@@ -8,6 +8,8 @@ public struct PointInfo: Sendable {
     public let items: [CatalogueItemInfo]
     /// The conditions its entries' `match` objects may hold; nil when it takes none.
     public let matchConditions: [CatalogueParameter]?
+    /// The items that are its typical faults (see ``PointCatalogue/typicalFaults``).
+    public let typicalFaults: [String]
 
     /// How a point of these types is shown: `(String) -> String`, `() async throws(E) -> R`.
     /// A point without arguments (`Arguments == Void`) shows `()`, not `(())`.

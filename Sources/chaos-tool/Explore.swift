@@ -1,6 +1,6 @@
 import ArgumentParser
 import ChaosHooks
-import ChaosKit
+@_spi(Hooks) import ChaosKit
 import Foundation
 import Synchronization
 
@@ -27,6 +27,11 @@ struct Explore: ParsableCommand {
             A failure is run again once: if it then passes, it is reported as flaky. Each failure \
             gets a replay profile under --out, run by chaos run exactly as explore ran it.
 
+            --every POINT adds the point's typical faults to the space (system.files: enospc and \
+            eio; system.connect: refused and reset; system.send and system.recv: reset; \
+            system.accept: aborted; system.getaddrinfo: dns-failure), at every call the program \
+            makes: the space can then be left out.
+
             Exit status: 0 when no placement fails, 1 when some do, 125 when explore itself \
             cannot go on (a bad space, a baseline that fails, a --setup that fails).
 
@@ -35,7 +40,13 @@ struct Explore: ParsableCommand {
     )
 
     @Option(help: "The space: a JSON profile whose enabled system entries are the faults to try.")
-    var profile: String
+    var profile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Also try the typical faults of this system point (repeatable), e.g. system.files: ENOSPC and EIO.",
+            valueName: "point"))
+    var every: [String] = []
 
     @Option(help: "A shell command run before each run, in its scratch directory (e.g. to copy fixtures in).")
     var setup: String?
@@ -71,6 +82,10 @@ struct Explore: ParsableCommand {
     static let defaultPairBudget = 1_000
 
     func validate() throws {
+        if profile == nil, every.isEmpty {
+            throw ValidationError(
+                "give the faults to try: --profile SPACE.json, --every POINT (e.g. system.files), or both")
+        }
         if let jobs, jobs < 1 { throw ValidationError("--jobs \(jobs): give 1 or more") }
         if let seed, seed > 1 << 53 {
             throw ValidationError("--seed \(seed): give a seed up to 2^53, which a replay profile can carry exactly")
@@ -101,7 +116,13 @@ struct Explore: ParsableCommand {
         do {
             let scratchTemplate = root + "/scratch"
             try? FileManager.default.createDirectory(atPath: scratchTemplate, withIntermediateDirectories: true)
-            space = try ExploreSpace(try ChaosProfile.load(contentsOfFile: profile), scratchTemplate: scratchTemplate)
+            var given =
+                try profile.map { (path: String) throws(ChaosError) in try ChaosProfile.load(contentsOfFile: path) }
+                ?? ChaosProfile(entries: [])
+            given.entries += try Self.typicalEntries(every)
+            space = try ExploreSpace(given, scratchTemplate: scratchTemplate)
+            // The launcher wants a profile named; it runs the plan it is given.
+            try given.jsonText().write(toFile: root + "/space.json", atomically: false, encoding: .utf8)
         } catch {
             printError("chaos explore: \(error)")
             throw ExitCode(125)
@@ -111,7 +132,7 @@ struct Explore: ParsableCommand {
             printError("chaos explore: seed \(seed) (replay the exploration with --seed \(seed))")
         }
         let runner = ExploreRunner(
-            launcher: try Launcher.path(for: "chaos explore"), profilePath: Self.absolute(profile),
+            launcher: try Launcher.path(for: "chaos explore"), profilePath: root + "/space.json",
             program: [Self.resolvedProgram(program[0])] + program.dropFirst(), setup: setup, check: check, seed: seed,
             root: root)
         let exploration = Exploration(
@@ -137,12 +158,37 @@ struct Explore: ParsableCommand {
         if !results.failures.isEmpty { throw ExitCode(1) }
     }
 
+    /// An entry per typical fault of each point in `points` (`--every`).
+    static func typicalEntries(_ points: [String]) throws(ChaosError) -> [ChaosProfile.Entry] {
+        SystemPoints.register()
+        var entries: [ChaosProfile.Entry] = []
+        let known = Chaos.catalogue.filter { SystemPointKind(pointName: $0.name) != nil }
+        for name in points {
+            guard let point = known.first(where: { $0.name == name }) else {
+                throw ChaosError(
+                    .unknownPoint, subject: "--every \(name.prefix(80))",
+                    "no system point is named so\(Suggestions.hint(for: name, in: known.map(\.name))); explore takes \(known.map(\.name).joined(separator: ", "))"
+                )
+            }
+            guard !point.typicalFaults.isEmpty else {
+                throw ChaosError(
+                    .invalidProvider, subject: "--every \(name)",
+                    "\(name) has no typical faults to place; name the faults to try in --profile")
+            }
+            entries += point.typicalFaults.map {
+                ChaosProfile.Entry(pointName: name, provider: .catalogue($0), location: "--every \(name)")
+            }
+        }
+        return entries
+    }
+
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
 
     static func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        ((path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path) as NSString)
+            .standardizingPath
     }
 
     /// A program named by a relative path (`./app`) from where explore was started: runs

@@ -117,3 +117,49 @@ import Testing
         #expect(error?.message.contains("places each entry at each call itself") == true)
     }
 }
+
+/// `Chaos.explore(everyPoint:)`: the typical faults of the points the body touches.
+@Suite struct EveryPointExplorationTests {
+    enum FetchError: Error { case offline }
+
+    @Test func theTypicalFaultsOfTouchedPointsArePlacedAndUntouchedOnesLeftOut() throws {
+        let prefix = uniqueName() + "."
+        let fetch = InjectionPoint<Int, Int, FetchError>(
+            prefix + "fetch",
+            catalogue: PointCatalogue(
+                [CatalogueItem("offline", "the server is unreachable") { _ in .throwing(.offline) }],
+                typicalFaults: ["offline"])
+        ) { (page: Int) throws(FetchError) -> Int in page }
+        let count = InjectionPoint<Void, Int, Never>(
+            prefix + "count",
+            catalogue: PointCatalogue(
+                [CatalogueItem("zero", "nothing counted") { _ in .constant(0) }], typicalFaults: ["zero"])
+        ) { 3 }
+        let untouched = InjectionPoint<Void, Int, Never>(
+            prefix + "untouched",
+            catalogue: PointCatalogue(
+                [CatalogueItem("zero", "nothing") { _ in .constant(0) }], typicalFaults: ["zero"])
+        ) { 1 }
+        _ = untouched
+        let body: @Sendable () throws -> Void = {
+            // A fetch that fails is not retried; a count of zero divides by zero (caught as an error).
+            for page in 1...2 { _ = try fetch(page) }
+            guard count() > 0 else { throw FetchError.offline }
+        }
+        let every = try Chaos.explore(everyPoint: .typical, named: prefix, seed: 4, body)
+        #expect(Set(every.candidates.map(\.entry.pointName)) == [prefix + "fetch", prefix + "count"])
+        #expect(every.candidates.map(\.calls).sorted() == [1, 2])
+        #expect(every.failures.count == 3, "\(every)")
+        #expect(
+            Set(every.failures.map { "\($0.point) \($0.call)" }) == [
+                "\(prefix)fetch 1", "\(prefix)fetch 2", "\(prefix)count 1",
+            ])
+        let throwing = try Chaos.explore(everyPoint: .throwing, named: prefix, seed: 4, body)
+        #expect(throwing.candidates.map(\.entry.pointName) == [prefix + "fetch"])
+        #expect(throwing.failures.map(\.call) == [1, 2])
+        let error = #expect(throws: ChaosError.self) {
+            try Chaos.explore(everyPoint: .typical, named: uniqueName(), body)
+        }
+        #expect(error?.message.contains("declares typical faults") == true)
+    }
+}

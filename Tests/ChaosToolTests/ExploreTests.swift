@@ -592,4 +592,33 @@ import Testing
             #expect(one.placements == two.placements, "\(name)")
         }
     }
+
+    @Test(.enabled(if: ReachTests.which("cc") != nil, "no C compiler (cc)"))
+    func everyFindsTheTypicalFilesFaultsWithoutASpace() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let buggy = try workspace.compile("saver-every", Self.buggySaverC)
+        let report = workspace.folder + "/every.report.json"
+        let outcome = try ReachTests.runIn(
+            workspace.folder, ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path,
+            [
+                "explore", "--every", "system.files", "--seed", "1", "--report", report, "--out",
+                workspace.folder + "/every-out", "--setup", Self.saverSetup, "--check", Self.saverCheck, "--", buggy,
+            ],
+            environment: ExploreTests.environment)
+        #expect(outcome.status == 1, "\(outcome)")
+        let json = try #require(
+            FileManager.default.contents(atPath: report).flatMap {
+                try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
+            })
+        let calls = (json["baseline"] as? [String: Any])?["calls"] as? [[String: Any]] ?? []
+        // enospc and eio, each at the saver's three writes.
+        #expect(calls.compactMap { $0["provider"] as? String } == ["enospc", "eio"], "\(calls)")
+        #expect(calls.compactMap { $0["calls"] as? Int } == [3, 3], "\(calls)")
+        #expect((json["failures"] as? [Any])?.count == 6, "\(outcome)")
+        let wrong = try ReachTests.runIn(
+            workspace.folder, ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path,
+            ["explore", "--every", "system.filez", "--", buggy], environment: ExploreTests.environment)
+        #expect(wrong.status == 125 && wrong.errors.contains("did you mean 'system.files'"), "\(wrong)")
+    }
 }

@@ -167,5 +167,69 @@ extension Chaos {
     }
 }
 
+/// Which faults an exploration of every point places (`Chaos.explore(everyPoint:)`).
+public enum ExplorationFaults: Sendable {
+    /// The typical faults of every point the body touches (``PointCatalogue/typicalFaults``).
+    case typical
+    /// The typical faults of the points that can throw, only.
+    case throwing
+}
+
+extension Chaos {
+    /// Explores the body with the typical faults of every live point it touches (see
+    /// ``PointCatalogue/typicalFaults``), as if each were an entry given to `explore`:
+    /// the points the baseline did not call are left out of the result.
+    ///
+    /// Points whose chaos is process-wide (system points, C hooks) are included only when
+    /// `prefix` names them (e.g. `"system.files"`); the others, whatever their name, when it
+    /// starts with `prefix` (every one for `""`).
+    public static func explore(
+        everyPoint faults: ExplorationFaults, named prefix: String = "", budget: Int? = nil, seed: UInt64? = nil,
+        _ body: @escaping @Sendable () async throws -> Void
+    ) async throws(ChaosError) -> ChaosExploration {
+        let entries = try typicalEntries(faults, named: prefix)
+        return try await explore(entries, budget: budget, seed: seed, body).touchedOnly
+    }
+
+    /// The synchronous form of `explore(everyPoint:)`.
+    public static func explore(
+        everyPoint faults: ExplorationFaults, named prefix: String = "", budget: Int? = nil, seed: UInt64? = nil,
+        _ body: @escaping @Sendable () throws -> Void
+    ) throws(ChaosError) -> ChaosExploration {
+        let entries = try typicalEntries(faults, named: prefix)
+        return try explore(entries, budget: budget, seed: seed, body).touchedOnly
+    }
+
+    /// An entry per typical fault of every live point `faults` and `prefix` select.
+    private static func typicalEntries(_ faults: ExplorationFaults, named prefix: String) throws(ChaosError)
+        -> [ProfileEntry]
+    {
+        var entries: [ProfileEntry] = []
+        for name in PointRegistry.shared.names where name.hasPrefix(prefix) {
+            guard let point = try? PointRegistry.shared.point(named: name), !point.typicalFaults.isEmpty,
+                faults == .typical || point.canThrow,
+                point.activation == nil || !prefix.isEmpty
+            else { continue }
+            entries += point.typicalFaults.map { ProfileEntry(point: name, .catalogue($0)) }
+        }
+        guard !entries.isEmpty else {
+            throw ChaosError(
+                .invalidProvider, subject: "explore",
+                "no live point\(prefix.isEmpty ? "" : " named \(prefix)…") declares typical faults\(faults == .throwing ? " and can throw" : ""); declare them in its catalogue (typicalFaults:) or give the entries to explore"
+            )
+        }
+        return entries
+    }
+}
+
+extension ChaosExploration {
+    /// This exploration without the candidates the baseline never called.
+    var touchedOnly: ChaosExploration {
+        ChaosExploration(
+            seed: seed, candidates: candidates.filter { $0.calls > 0 }, placements: placements,
+            notReached: notReached, ranInParallel: ranInParallel, failures: failures)
+    }
+}
+
 /// A placement whose fault never acted and whose body passed: not a failure, but counted.
 struct PlacementNeverActed: Error {}

@@ -7,6 +7,9 @@ public import Synchronization
 protocol AnyPointCore: PointState, Sendable {
     var catalogueItems: [CatalogueItemInfo] { get }
     var matchConditions: [CatalogueParameter]? { get }
+    var typicalFaults: [String] { get }
+    /// Whether the point can throw (its failure type is not `Never`).
+    var canThrow: Bool { get }
     func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError)
         -> PreparedInstallation
 }
@@ -305,6 +308,10 @@ struct PreparedEntry: Sendable {
     var matchConditions: [CatalogueParameter]? {
         catalogue.matcher?.conditions
     }
+
+    var typicalFaults: [String] { catalogue.typicalFaults }
+
+    var canThrow: Bool { Provider.Failure.self != Never.self }
 
     func prepare(_ description: ProviderDescription, seed: UInt64, entry: ProfileEntry.ID?) throws(ChaosError)
         -> PreparedInstallation

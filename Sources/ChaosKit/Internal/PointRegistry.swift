@@ -128,7 +128,8 @@ final class PointRegistry: Sendable {
         names.compactMap { name in
             (try? point(named: name)).map {
                 PointInfo(
-                    name: name, signature: $0.signature, items: $0.catalogueItems, matchConditions: $0.matchConditions)
+                    name: name, signature: $0.signature, items: $0.catalogueItems, matchConditions: $0.matchConditions,
+                    typicalFaults: $0.typicalFaults)
             }
         }
     }
