@@ -151,6 +151,8 @@ void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out) {
     uint64_t passed = atomic_load_explicit(&counts->passed, memory_order_relaxed);
     out->last_fire_call = atomic_load_explicit(&counts->last_fire_call, memory_order_relaxed);
     out->last_fire_ns = atomic_load_explicit(&counts->last_fire_ns, memory_order_relaxed);
+    out->last_fn = atomic_load_explicit((_Atomic int32_t *)&counts->last.fn, memory_order_acquire);
+    if (out->last_fn) memcpy(out->last_target, counts->last.target, sizeof out->last_target - 1);
     pthread_mutex_lock(&tallies_lock);
     uint64_t fast = counts->fast;
     int64_t fast_last_ns = counts->fast_last_ns;
@@ -243,6 +245,12 @@ int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair) {
     counts->mirror = (_Atomic uint64_t *)pair;
     counts->mirrored_fast = fast_total(counts);
     pthread_mutex_unlock(&tallies_lock);
+    return 0;
+}
+
+int chaos_plan_mirror_last_act(chaos_plan *plan, int32_t entry, chaos_last_act *slot) {
+    if (!plan || !slot || plan->generation || entry < 0 || entry >= plan->count) return -1;
+    plan->entries[entry].counts->mirror_last = slot;
     return 0;
 }
 

@@ -277,6 +277,17 @@ static bool targets(const cf_entry *entry, const chaos_call *call, const char *p
     return false;
 }
 
+/// Notes in `slot` what the call the entry acted on was: its function, and what it was
+/// aimed at. Bytes first, the function last (release), so a reader that sees the function
+/// sees its target (unless another act is writing the same slot).
+static void note_act(chaos_last_act *slot, const chaos_call *call, const char *path) {
+    const char *target = path ? path : call->name ? call->name : "";
+    size_t length = strnlen(target, sizeof slot->target - 1);
+    memcpy(slot->target, target, length);
+    slot->target[length] = 0;
+    atomic_store_explicit((_Atomic int32_t *)&slot->fn, call->fn + 1, memory_order_release);
+}
+
 static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     reset(out);
     if (!call || call->point < 0 || call->point >= CHAOS_POINT_COUNT) return 0;
@@ -343,6 +354,11 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             if (counts->mirror) atomic_fetch_add_explicit(&counts->mirror[0], 1, memory_order_relaxed);
             atomic_store_explicit(&counts->last_fire_call, index, memory_order_relaxed);
             atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : cf_now_realtime(), memory_order_relaxed);
+            // Clock readings act by the million and are all alike: only other acts are noted.
+            if (call->point != CHAOS_POINT_CLOCK) {
+                note_act(&counts->last, call, path);
+                if (counts->mirror_last) note_act(counts->mirror_last, call, path);
+            }
         }
         result = 1;
         break;

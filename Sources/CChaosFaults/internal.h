@@ -87,6 +87,8 @@ struct chaos_counts {
     _Atomic uint64_t *mirror;         ///< also counted here (acted, passed), e.g. memory a process tree shares; NULL: not
     uint64_t mirrored_fast;           ///< fast readings already added to the mirror by this process; under tallies_lock
     _Atomic uint64_t last_fire_call;  ///< the call index, in the plan that decided it
+    chaos_last_act last;              ///< what the last act was (fn stored last, release)
+    chaos_last_act *mirror_last;      ///< also written here (a process tree's tally); NULL: not
     _Atomic int64_t last_fire_ns;
     _Atomic int64_t references;
     uint64_t id;                      ///< never reused: what fast readings are tallied under

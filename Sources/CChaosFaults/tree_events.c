@@ -21,9 +21,18 @@ void chaos_tree_event_record(uint64_t *count, chaos_tree_event *events, chaos_tr
     atomic_store_explicit((_Atomic int32_t *)&event->kind, (int32_t)kind, memory_order_release);
 }
 
-size_t chaos_tally_size(const chaos_plan *plan) {
+/// The bytes of the header, the pairs and the shared counters of `plan`'s tally.
+static size_t counted_size(const chaos_plan *plan) {
     int32_t count = chaos_plan_entry_count(plan);
     size_t counters = 0;
     for (int32_t e = 0; e < count; e++) counters += (size_t)chaos_plan_shared_counter_count(plan, e);
     return sizeof(chaos_tally_header) + ((size_t)count * 2 + counters) * sizeof(uint64_t);
+}
+
+size_t chaos_tally_size(const chaos_plan *plan) {
+    return counted_size(plan) + (size_t)chaos_plan_entry_count(plan) * sizeof(chaos_last_act);
+}
+
+chaos_last_act *chaos_tally_last_acts(chaos_tally_header *header, const chaos_plan *plan) {
+    return (chaos_last_act *)((char *)header + counted_size(plan));
 }

@@ -149,8 +149,10 @@ static chaos_tally_header *mirror_into(const char *path, chaos_plan *plan, int c
         return NULL;
     }
     uint64_t *pairs = (uint64_t *)(header + 1), *shared = pairs + 2 * count;
+    chaos_last_act *last = chaos_tally_last_acts(header, plan);
     for (int32_t e = 0; e < count; e++) {
         chaos_plan_mirror_counts(plan, e, pairs + 2 * e);
+        chaos_plan_mirror_last_act(plan, e, last + e);
         chaos_plan_share_counters(plan, e, shared);
         shared += chaos_plan_shared_counter_count(plan, e);
     }

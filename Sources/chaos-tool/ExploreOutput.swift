@@ -40,10 +40,11 @@ struct ExploreOutput {
     }
 
     /// A fault as a table cell: `#1 system.files enospc(…) call 3 of 7`.
-    func describe(_ fault: PlacedFault) -> String {
-        let entry = space.candidates[fault.candidate].entry
+    func describe(_ fault: PlacedFault, in result: ExploreRunResult) -> String {
+        let candidate = space.candidates[fault.candidate]
+        let call = result.lastActs[candidate.number].map { ": \($0)" } ?? ""
         return
-            "#\(space.candidates[fault.candidate].number) \(entry.pointName) \(entry.provider.summary.prefix(100)), call \(fault.call) of \(fault.of)"
+            "#\(candidate.number) \(candidate.entry.pointName) \(candidate.entry.provider.summary.prefix(100)), call \(fault.call) of \(fault.of)\(call)"
     }
 
     /// The summary and the failing placements, grouped by outcome.
@@ -78,7 +79,8 @@ struct ExploreOutput {
             lines.append(outcome)
             for index in groups[outcome]! {
                 let failure = results.failures[index]
-                let faults = failure.placement.faults.map(describe).joined(separator: " + ")
+                let faults = failure.placement.faults.map { describe($0, in: failure.result) }.joined(
+                    separator: " + ")
                 lines.append("  \(faults)\(failure.flaky ? "  (flaky)" : "")")
                 lines.append("    replay: \(replayCommand(index))")
             }
@@ -92,12 +94,15 @@ struct ExploreOutput {
 
     /// The --report JSON.
     func writeReport(to path: String) throws {
-        func fault(_ fault: PlacedFault) -> [String: Any] {
+        func fault(_ fault: PlacedFault, _ result: ExploreRunResult? = nil) -> [String: Any] {
             let candidate = space.candidates[fault.candidate]
-            return [
+            var object: [String: Any] = [
                 "entry": candidate.number, "point": candidate.entry.pointName,
                 "provider": candidate.entry.provider.summary, "call": fault.call, "of": fault.of,
             ]
+            // What the call was, where the engine noted it (a single placement: its act).
+            if let act = result?.lastActs[candidate.number] { object["what"] = act }
+            return object
         }
         let baseline: [String: Any] = [
             "seconds": results.baseline.seconds,
@@ -109,7 +114,9 @@ struct ExploreOutput {
             },
         ]
         let failures: [[String: Any]] = results.failures.enumerated().map { index, failure in
-            var object = fault(failure.placement.faults[0])
+            // Each entry notes its last act: one per entry is what the call was.
+            let distinct = Set(failure.placement.faults.map(\.candidate)).count == failure.placement.faults.count
+            var object = fault(failure.placement.faults[0], distinct ? failure.result : nil)
             object["outcome"] = failure.result.outcome(timeout: results.timeout)
             object["exitStatus"] = failure.result.exitStatus.map { Int($0) as Any } ?? NSNull()
             object["signal"] = failure.result.signal.map { Int($0) as Any } ?? NSNull()
@@ -117,7 +124,9 @@ struct ExploreOutput {
             object["flaky"] = failure.flaky
             object["replayProfile"] = replayPath(index)
             object["replay"] = replayCommand(index)
-            if failure.placement.faults.count > 1 { object["placements"] = failure.placement.faults.map(fault) }
+            if failure.placement.faults.count > 1 {
+                object["placements"] = failure.placement.faults.map { fault($0, distinct ? failure.result : nil) }
+            }
             return object
         }
         let report: [String: Any] = [

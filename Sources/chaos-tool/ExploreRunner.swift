@@ -16,6 +16,8 @@ struct ExploreRunResult: Sendable {
     /// The last line the program (or the failing check) wrote to standard error.
     var lastLine = ""
     var seen: [Int: Int] = [:]
+    /// What each entry's last act was (`write ./state.tmp`), where the engine noted it.
+    var lastActs: [Int: String] = [:]
     var acted: [Int: Int] = [:]
     var seconds = 0.0
 
@@ -192,7 +194,41 @@ struct ExploreRunner: Sendable {
             else { continue }
             result.seen[number] = seen
             result.acted[number] = acted
+            if let function = Self.string(after: "\"lastAct\":{\"function\":", in: object) {
+                let target = Self.string(after: "\"target\":", in: object) ?? ""
+                result.lastActs[number] = target.isEmpty ? function : "\(function) \(shortened(target))"
+            }
         }
+    }
+
+    /// A path of this exploration's scratch directories as the run saw it: `./name`.
+    private func shortened(_ target: String) -> String {
+        guard target.hasPrefix(root + "/"), let scratch = target.range(of: "/scratch/") else { return target }
+        return "./" + target[scratch.upperBound...]
+    }
+
+    /// The JSON string right after `key` in `text`, unescaped (`\"`, `\\`, `\uXXXX`).
+    private static func string(after key: String, in text: String) -> String? {
+        guard let found = text.range(of: key), text[found.upperBound...].first == "\"" else { return nil }
+        var result = ""
+        var characters = text[text.index(after: found.upperBound)...].makeIterator()
+        while let character = characters.next() {
+            switch character {
+            case "\"": return result
+            case "\\":
+                guard let escaped = characters.next() else { return nil }
+                if escaped == "u" {
+                    let hex = String(
+                        [characters.next(), characters.next(), characters.next(), characters.next()].compactMap { $0 })
+                    guard let value = UInt32(hex, radix: 16), let scalar = Unicode.Scalar(value) else { return nil }
+                    result.unicodeScalars.append(scalar)
+                } else {
+                    result.append(escaped == "n" ? "\n" : escaped == "t" ? "\t" : escaped)
+                }
+            default: result.append(character)
+            }
+        }
+        return nil
     }
 
     private static func member(_ key: String, in text: String) -> Int? {

@@ -63,8 +63,17 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
             json_string(out, e->label);
             fputc(',', out);
         }
-        fprintf(out, "\"seen\":%llu,\"acted\":%llu,\"passed\":%llu,\"neverActed\":%s}", (unsigned long long)e->seen,
+        fprintf(out, "\"seen\":%llu,\"acted\":%llu,\"passed\":%llu,\"neverActed\":%s", (unsigned long long)e->seen,
                 (unsigned long long)e->acted, (unsigned long long)(e->seen - e->acted), e->acted ? "false" : "true");
+        const chaos_fn_info *info = e->last_fn > 0 ? chaos_fault_fn_info(e->last_fn - 1) : NULL;
+        if (info) {
+            fprintf(out, ",\"lastAct\":{\"function\":");
+            json_string(out, info->name);
+            fprintf(out, ",\"target\":");
+            json_string(out, e->last_target);
+            fputc('}', out);
+        }
+        fputc('}', out);
     }
     fprintf(out, "]");
     if (run->applied_later) fprintf(out, ",\"uncountedAppliedEntries\":%llu", (unsigned long long)run->applied_later);

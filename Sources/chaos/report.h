@@ -14,6 +14,8 @@ struct chaos_report_entry {
     const char *label;      ///< the entry's label (NULL: none)
     uint64_t seen, acted;
     int number;             ///< set by chaos_report_write: the entry's number in the profile
+    int32_t last_fn;        ///< CHAOS_FN_* of the last act + 1 (0: none noted)
+    char last_target[120];  ///< what it was aimed at
 };
 
 /// How the run went.

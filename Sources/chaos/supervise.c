@@ -355,6 +355,8 @@ static int finish(struct chaos_report_run *run, const struct chaos_report_option
         if (chaos_fault_counters(e, &counters) != 0) continue;
         int labelled = chaos_fault_entry_label(e, labels[e], sizeof labels[e]) == 1;
         entries[e] = (struct chaos_report_entry){ counters.point, labelled ? labels[e] : NULL, counters.seen, counters.acted };
+        entries[e].last_fn = counters.last_fn;
+        memcpy(entries[e].last_target, counters.last_target, sizeof entries[e].last_target);
     }
     run->seed = chaos_fault_seed();
     run->events = chaos_answer_tree_events(&run->event_count);

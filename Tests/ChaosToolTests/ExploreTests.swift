@@ -247,9 +247,11 @@ import Testing
             #expect(failure["exitStatus"] as? Int == 0, "\(language): the program itself saw nothing: \(failure)")
             #expect(failure["flaky"] as? Bool == false, "\(language): \(failure)")
             #expect(failure["timedOut"] as? Bool == false, "\(language): \(failure)")
+            // What the call was, as the engine noted it, relative to the run's directory.
+            #expect(failure["what"] as? String == "write ./state.tmp", "\(language): \(failure)")
         }
         #expect(found.outcome.output.contains("3 failing"), "\(language): \(found)")
-        #expect(found.outcome.output.contains("call 2 of 3"), "\(language): \(found)")
+        #expect(found.outcome.output.contains("call 2 of 3: write ./state.tmp"), "\(language): \(found)")
         #expect(
             found.outcome.output.contains("(replay in a fresh directory after running --setup there"),
             "\(language): \(found)")

@@ -445,6 +445,8 @@ typedef struct chaos_entry_counters {
     uint64_t last_fire_call; ///< the entry's call index (0-based) of that call
     uint64_t seed;           ///< the plan seed: with last_fire_call, what replays the call
     uint64_t generation;     ///< chaos_fault_plan_generation of the plan read
+    int32_t last_fn;         ///< CHAOS_FN_* of the last act, + 1 (0: none known; clock acts are not noted)
+    char last_target[120];   ///< what it was aimed at: a path, a host name, a variable ("" for the rest)
 } chaos_entry_counters;
 
 /// Copies entry `entry`'s counters of the active plan; 0 on success, -1 when there is no

@@ -40,6 +40,20 @@ int32_t chaos_plan_shared_counter_count(const chaos_plan *plan, int32_t entry);
 /// such entry or the plan was installed.
 int chaos_plan_share_counters(chaos_plan *plan, int32_t entry, uint64_t *counters);
 
+/// What an entry's last act was, for the report (`chaos explore` names the call it placed a
+/// fault at): the function, and what it was aimed at (a path, a host name, a variable;
+/// empty for the rest). Acts of several threads at once may leave a mix of theirs.
+typedef struct chaos_last_act {
+    int32_t fn;        ///< CHAOS_FN_* + 1, stored last (release); 0: no act yet
+    int32_t reserved;
+    char target[120];  ///< NUL-terminated, cut to fit
+} chaos_last_act;
+
+/// Makes entry `entry` of `plan`, which was never installed, also write its last act into
+/// `slot` (memory other processes may share, as for chaos_plan_mirror_counts). 0, or -1
+/// when there is no such entry or the plan was installed.
+int chaos_plan_mirror_last_act(chaos_plan *plan, int32_t entry, chaos_last_act *slot);
+
 /// What a process of the tree did at an edge chaos does not cross quietly: the report names
 /// each one, with the process and the program.
 typedef enum chaos_tree_event_kind {
@@ -64,7 +78,8 @@ typedef struct chaos_tree_event {
 /// The file `chaos run` shares with every preloaded process of its program's tree (named
 /// by CHAOS_RUN_TALLY): this header, then one (acted, passed) pair of uint64_t per plan
 /// entry, which each process's entries mirror their counts into, then each entry's shared
-/// counters (chaos_plan_shared_counter_count), entry after entry.
+/// counters (chaos_plan_shared_counter_count), entry after entry, then one chaos_last_act
+/// per entry (chaos_tally_last_acts finds them).
 typedef struct chaos_tally_header {
     char magic[16];    ///< CHAOS_TALLY_MAGIC, NUL-padded
     uint64_t entries;  ///< how many pairs follow
@@ -77,10 +92,14 @@ typedef struct chaos_tally_header {
     uint64_t processes;
     chaos_tree_event events[CHAOS_TALLY_EVENTS];
 } chaos_tally_header;
-#define CHAOS_TALLY_MAGIC "chaos-tally 3"
+#define CHAOS_TALLY_MAGIC "chaos-tally 4"
 
-/// The size of the tally of `plan`: the header, the pairs and the shared counters.
+/// The size of the tally of `plan`: the header, the pairs, the shared counters and the
+/// last acts.
 size_t chaos_tally_size(const chaos_plan *plan);
+
+/// Where the last acts of the tally `header` of `plan` start.
+chaos_last_act *chaos_tally_last_acts(chaos_tally_header *header, const chaos_plan *plan);
 
 /// Records an event in `events` (capacity CHAOS_TALLY_EVENTS) counted by `count`: safe
 /// from any process that maps them, and from a vfork child (no allocation, no lock).
