@@ -163,3 +163,27 @@ import Testing
         #expect(error?.message.contains("declares typical faults") == true)
     }
 }
+
+/// `Chaos.explorations`: what tools (the web console) show of explorations.
+@Suite struct ExplorationProgressTests {
+    enum FetchError: Error { case offline }
+
+    @Test func aFinishedExplorationIsListedWithItsCountsAndFailures() throws {
+        let point = InjectionPoint<Int, Int, FetchError>(uniqueName()) { (page: Int) throws(FetchError) -> Int in page }
+        let seed = UInt64.random(in: 1..<(1 << 50))
+        let result = try Chaos.explore(ProfileEntry(point, .throwing(.offline)), seed: seed) {
+            for page in 1...4 { _ = try point(page) }
+        }
+        let listed = try #require(Chaos.explorations.last { $0.seed == seed })
+        #expect(listed.finished && listed.error == nil)
+        #expect(listed.placements == 4 && listed.done == 4)
+        #expect(listed.candidates.map(\.calls) == [4])
+        #expect(listed.failures.map(\.call) == result.failures.map(\.call))
+        let refusedSeed = seed + 1
+        _ = try? Chaos.explore(ProfileEntry(point, .throwing(.offline)), seed: refusedSeed) { throw FetchError.offline }
+        let refused = try #require(Chaos.explorations.last { $0.seed == refusedSeed })
+        #expect(refused.finished && refused.done == 0)
+        #expect(refused.error?.contains("fails with no fault placed") == true, "\(String(describing: refused.error))")
+        #expect(Chaos.explorations.filter(\.finished).count <= 10, "only the last ten finished ones are kept")
+    }
+}

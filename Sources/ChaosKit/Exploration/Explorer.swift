@@ -11,6 +11,8 @@ package struct Explorer: Sendable {
     /// Whether placements may run at once: every entry's point is task-scoped (no
     /// activation patches the process) and virtual time does not run.
     package let parallel: Bool
+    /// Its progress, for tools that show it (``Chaos/explorations``).
+    let record: ExplorationRecord
 
     /// Checks every entry against its point (a ``ChaosError`` names the one that does not fit).
     package init(_ entries: [ProfileEntry], budget: Int?, seed: UInt64?) throws(ChaosError) {
@@ -35,6 +37,7 @@ package struct Explorer: Sendable {
         self.budget = budget
         self.seed = seed ?? UInt64.random(in: 0..<(1 << 53))
         self.parallel = !processWide && Chaos.virtualClock?.reading() == nil
+        self.record = ExplorationRecord(seed: self.seed)
     }
 
     /// The entries of the baseline: each placed at a call no body reaches, so it counts the
@@ -61,16 +64,23 @@ package struct Explorer: Sendable {
     /// The calls of each entry, from what the baseline's scope read, or the error saying
     /// the body fails without chaos.
     private func counts(_ read: Result<[Int], any Error>) throws(ChaosError) -> [Int] {
+        let refused: ChaosError
         switch read {
         case .success(let all):
-            return Array(all.suffix(entries.count))
+            let counts = Array(all.suffix(entries.count))
+            record.baselineCounted(
+                zip(entries, counts).map { ChaosExploration.Candidate(entry: $0, calls: $1) },
+                placements: placements(counts: counts).count)
+            return counts
         case .failure(let error as ChaosError) where error.kind != .explorationBaselineFailed:
-            throw error
+            refused = error
         case .failure(let error):
-            throw ChaosError(
+            refused = ChaosError(
                 .explorationBaselineFailed, subject: "explore",
                 "the body fails with no fault placed (\(error)); make it pass first")
         }
+        record.fail(refused)
+        throw refused
     }
 
     package func baseline(_ run: @Sendable ([ProfileEntry], UInt64) async throws -> [Int]) async throws(ChaosError)
@@ -119,12 +129,14 @@ package struct Explorer: Sendable {
                 for _ in 0..<width { start() }
                 while let (index, outcome) = await group.next() {
                     outcomes[index] = outcome
+                    record.placementRan(failure: failure(placements[index], outcome))
                     start()
                 }
             }
         } else {
             for (index, placement) in placements.enumerated() {
                 outcomes[index] = await run(entry(for: placement), seed)
+                record.placementRan(failure: failure(placement, outcomes[index]))
             }
         }
         var again: [Int: Bool] = [:]
@@ -148,12 +160,14 @@ package struct Explorer: Sendable {
                     guard index < placements.count else { return }
                     let outcome = run(entry(for: placements[index]), seed)
                     outcomes.withLock { $0[index] = outcome }
+                    record.placementRan(failure: failure(placements[index], outcome))
                 }
             }
         } else {
             for (index, placement) in placements.enumerated() {
                 let outcome = run(entry(for: placement), seed)
                 outcomes.withLock { $0[index] = outcome }
+                record.placementRan(failure: failure(placement, outcome))
             }
         }
         let all = outcomes.withLock { $0 }
@@ -169,28 +183,29 @@ package struct Explorer: Sendable {
         return !(outcome is PlacementNeverActed)
     }
 
+    /// The failure `outcome` of `placement` is, if it is one.
+    private func failure(_ placement: PlacedFault, _ outcome: (any Error)?, flaky: Bool = false)
+        -> ChaosExploration.Failure?
+    {
+        guard let outcome, !(outcome is PlacementNeverActed) else { return nil }
+        let entry = entries[placement.candidate]
+        return ChaosExploration.Failure(
+            point: entry.pointName, provider: entry.providerSummary, call: placement.call, of: placement.of,
+            error: outcome, replay: entry.placed(at: placement.call), seed: seed, flaky: flaky)
+    }
+
     private func result(
         counts: [Int], placements: [PlacedFault], outcomes: [(any Error)?], failedAgain: [Int: Bool]
     ) -> ChaosExploration {
-        var failures: [ChaosExploration.Failure] = []
-        var notReached = 0
-        for (index, outcome) in outcomes.enumerated() {
-            guard let outcome else { continue }
-            if outcome is PlacementNeverActed {
-                notReached += 1
-                continue
-            }
-            let placement = placements[index]
-            let entry = entries[placement.candidate]
-            failures.append(
-                ChaosExploration.Failure(
-                    point: entry.pointName, provider: entry.providerSummary, call: placement.call, of: placement.of,
-                    error: outcome, replay: entry.placed(at: placement.call), seed: seed,
-                    flaky: failedAgain[index] == false))
+        let failures = outcomes.indices.compactMap { index in
+            failure(placements[index], outcomes[index], flaky: failedAgain[index] == false)
         }
-        return ChaosExploration(
+        let result = ChaosExploration(
             seed: seed,
             candidates: zip(entries, counts).map { ChaosExploration.Candidate(entry: $0, calls: $1) },
-            placements: placements.count, notReached: notReached, ranInParallel: parallel, failures: failures)
+            placements: placements.count, notReached: outcomes.filter { $0 is PlacementNeverActed }.count,
+            ranInParallel: parallel, failures: failures)
+        record.finish(result)
+        return result
     }
 }
