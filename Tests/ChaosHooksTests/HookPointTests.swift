@@ -396,6 +396,39 @@ extension ProcessWideHookTests {
             }
         }
 
+        /// `Chaos.explore` over a system point: process-wide, so one placement at a time; the
+        /// fault engine counts the calls the entry targets, and places the fault at each.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
+        func exploringASystemPointPlacesTheFaultAtEachWriteOneAtATime() throws {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaoskit-explore-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            struct Failed: Error { let write: Int }
+            // Three writes; the second one's failure is handled (retried), the others are not.
+            let body: @Sendable () throws -> Void = {
+                let fd = open(directory.appendingPathComponent("log").path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                guard fd >= 0 else { throw Failed(write: 0) }
+                defer { close(fd) }
+                for line in 1...3 where write(fd, "x", 1) != 1 {
+                    guard line == 2, write(fd, "x", 1) == 1 else { throw Failed(write: line) }
+                }
+            }
+            let entry = ProfileEntry(
+                point: "system.files",
+                .catalogue(
+                    "enospc",
+                    ProfileParameters(["path": .string(directory.path), "operations": .array([.string("write")])])))
+            let result = try Chaos.explore(entry, seed: 3, body)
+            #expect(!result.ranInParallel)
+            #expect(result.candidates.map(\.calls) == [3], "\(result)")
+            #expect(result.failures.map(\.call) == [1, 3], "\(result)")
+            #expect(result.failures.map { ($0.error as? Failed)?.write } == [1, 3])
+            // The replay fails the same write.
+            #expect(throws: Failed.self) { try Chaos.with(result.failures[1].replay, seed: 3, operation: body) }
+        }
+
         /// The engine executes at most 256 entries: the one past that is refused, named,
         /// and nothing of its profile applied; a plan over the limit would silence them all.
         @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason)) func theEntryPastTheEnginesLimitIsRefused()
