@@ -20,7 +20,7 @@ the token, and then:
 - the event log has audit lines for applies, reverts and a lease that ended, and keeps the
   one for an apply after hundreds of acts; its filter shows acts or audit lines alone.
 Then, with the ConsoleClockDemo example on virtual time beside it:
-- a program on real time shows no virtual time; one on virtual time shows it, Revert all
+- a program on real time shows no virtual time (nor explorations: it ran none); one on virtual time shows it, Revert all
   keeps its system.clock entry and says why, and the +1 h button and a typed duration move
   it by that much (and end the program's sleep);
 - the page of every process lists both, and its link opens the other's console.
@@ -362,6 +362,8 @@ def virtual_time_in_the_page(browser, demo, clock):
         page.wait_for_selector('details[data-point="demo.greeting"] > summary', timeout=30_000)
         time.sleep(1.5)  # one refresh of the time
         check(page.locator("#time").is_hidden(), "a program on real time shows no virtual time")
+        # Its first list of explorations was in long before: the example explores nothing.
+        check(page.locator("#explorations").is_hidden(), "a program that has not explored shows no explorations")
     finally:
         page.close()
     page = browser.new_page()

@@ -8,9 +8,10 @@ import Hummingbird
 /// resources in `Console/`) inlined under a per-response nonce, so a page needs no other
 /// request but the API's.
 extension ChaosConsole {
-    /// The console: entries, points, response sets, requests, events, virtual time.
+    /// The console: entries, explorations, points, response sets, requests, events, virtual time.
     static let consoleFiles = PageFiles(
-        html: "console.html", styles: ["console.css", "time.css"], scripts: ["entries.js", "console.js", "time.js"])
+        html: "console.html", styles: ["console.css", "time.css", "explorations.css"],
+        scripts: ["entries.js", "console.js", "time.js", "explorations.js"])
     /// Every endpoint on the machine, with links to their consoles.
     static let processesFiles = PageFiles(
         html: "processes.html", styles: ["console.css"], scripts: ["entries.js", "processes.js"])

@@ -94,6 +94,10 @@ extension ChaosConsole {
             return await time(request, advance: true)
         case ("processes", 1):
             return method == .get ? await processes() : notAllowed("GET")
+        case ("explorations", 1):
+            return explorationsRoute(request)
+        case ("explorations", 5) where route[2] == "failures" && route[4] == "replay":
+            return replayRoute(request, exploration: route[1], failure: route[3])
         case ("go", 1):
             guard method == .post else { return notAllowed("POST") }
             sayGo()
@@ -102,7 +106,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance], /v1/processes and /v1/go"
+                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance], /v1/processes, /v1/explorations[/ID/failures/N/replay] and /v1/go"
             )
         }
     }
@@ -179,7 +183,10 @@ extension ChaosConsole {
             pid: getpid(), program: endpoint.program, kind: "swift", entries: entries.count,
             enabledEntries: enabled.count, pendingEntries: enabled.filter(\.isPending).count,
             notAppliedEntries: enabled.filter { $0.problem != nil }.count, waiting: isWaiting,
-            features: ["points", "response-sets", "requests", "events", "journal", "console", "profile", "processes"]
+            features: [
+                "points", "response-sets", "requests", "events", "journal", "console", "profile", "processes",
+                "explorations",
+            ]
                 + (Chaos.virtualClock == nil ? [] : ["time"]),
             advance: Self.advanceProgress()
         )

@@ -758,6 +758,6 @@
   loadJournalSelection();
   followJournal();
 
-  // For the page's other scripts (time.js), which run after this one.
-  window.chaosConsole = Object.freeze({ api, element });
+  // For the page's other scripts (time.js, explorations.js), which run after this one.
+  window.chaosConsole = Object.freeze({ api, element, say, timeOfDay, refreshEntries });
 })();

@@ -41,7 +41,9 @@ final class ExplorationRecord: Sendable {
         var candidates: [ChaosExploration.Candidate] = []
         var placements = 0
         var done = 0
-        var failures: [ChaosExploration.Failure] = []
+        /// In placement order (candidate, then call), whatever order they ran in: a tool
+        /// names a failure by its position, which must not change while it runs or at its end.
+        var failures: [(placement: PlacedFault, failure: ChaosExploration.Failure)] = []
         var finished = false
         var error: String?
     }
@@ -80,16 +82,24 @@ final class ExplorationRecord: Sendable {
         }
     }
 
-    func placementRan(failure: ChaosExploration.Failure?) {
-        state.withLock {
-            $0.done += 1
-            if let failure { $0.failures.append(failure) }
+    func placementRan(_ placement: PlacedFault, failure: ChaosExploration.Failure?) {
+        state.withLock { state in
+            state.done += 1
+            guard let failure else { return }
+            let position = state.failures.firstIndex { placement < $0.placement } ?? state.failures.count
+            state.failures.insert((placement, failure), at: position)
         }
     }
 
-    func finish(_ result: ChaosExploration) {
+    /// The failure listed for `placement` while the exploration ran: its replay entry is
+    /// the one the result keeps too, so that the entry a tool applied is the result's.
+    func listedFailure(_ placement: PlacedFault) -> ChaosExploration.Failure? {
+        state.withLock { $0.failures.first { $0.placement == placement }?.failure }
+    }
+
+    func finish(_ result: ChaosExploration, placements: [PlacedFault]) {
         state.withLock {
-            $0.failures = result.failures
+            $0.failures = Array(zip(placements, result.failures))
             $0.finished = true
         }
     }
@@ -105,7 +115,8 @@ final class ExplorationRecord: Sendable {
         state.withLock { state in
             ExplorationProgress(
                 id: id, started: started, seed: seed, candidates: state.candidates, placements: state.placements,
-                done: state.done, failures: state.failures, finished: state.finished, error: state.error)
+                done: state.done, failures: state.failures.map(\.failure), finished: state.finished,
+                error: state.error)
         }
     }
 }

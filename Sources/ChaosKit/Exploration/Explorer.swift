@@ -129,14 +129,14 @@ package struct Explorer: Sendable {
                 for _ in 0..<width { start() }
                 while let (index, outcome) = await group.next() {
                     outcomes[index] = outcome
-                    record.placementRan(failure: failure(placements[index], outcome))
+                    record.placementRan(placements[index], failure: failure(placements[index], outcome))
                     start()
                 }
             }
         } else {
             for (index, placement) in placements.enumerated() {
                 outcomes[index] = await run(entry(for: placement), seed)
-                record.placementRan(failure: failure(placement, outcomes[index]))
+                record.placementRan(placement, failure: failure(placement, outcomes[index]))
             }
         }
         var again: [Int: Bool] = [:]
@@ -160,14 +160,14 @@ package struct Explorer: Sendable {
                     guard index < placements.count else { return }
                     let outcome = run(entry(for: placements[index]), seed)
                     outcomes.withLock { $0[index] = outcome }
-                    record.placementRan(failure: failure(placements[index], outcome))
+                    record.placementRan(placements[index], failure: failure(placements[index], outcome))
                 }
             }
         } else {
             for (index, placement) in placements.enumerated() {
                 let outcome = run(entry(for: placement), seed)
                 outcomes.withLock { $0[index] = outcome }
-                record.placementRan(failure: failure(placement, outcome))
+                record.placementRan(placement, failure: failure(placement, outcome))
             }
         }
         let all = outcomes.withLock { $0 }
@@ -191,13 +191,15 @@ package struct Explorer: Sendable {
         let entry = entries[placement.candidate]
         return ChaosExploration.Failure(
             point: entry.pointName, provider: entry.providerSummary, call: placement.call, of: placement.of,
-            error: outcome, replay: entry.placed(at: placement.call), seed: seed, flaky: flaky)
+            error: outcome, replay: record.listedFailure(placement)?.replay ?? entry.placed(at: placement.call),
+            seed: seed, flaky: flaky)
     }
 
     private func result(
         counts: [Int], placements: [PlacedFault], outcomes: [(any Error)?], failedAgain: [Int: Bool]
     ) -> ChaosExploration {
-        let failures = outcomes.indices.compactMap { index in
+        let failing = outcomes.indices.filter { failure(placements[$0], outcomes[$0]) != nil }
+        let failures = failing.compactMap { index in
             failure(placements[index], outcomes[index], flaky: failedAgain[index] == false)
         }
         let result = ChaosExploration(
@@ -205,7 +207,7 @@ package struct Explorer: Sendable {
             candidates: zip(entries, counts).map { ChaosExploration.Candidate(entry: $0, calls: $1) },
             placements: placements.count, notReached: outcomes.filter { $0 is PlacementNeverActed }.count,
             ranInParallel: parallel, failures: failures)
-        record.finish(result)
+        record.finish(result, placements: failing.map { placements[$0] })
         return result
     }
 }
