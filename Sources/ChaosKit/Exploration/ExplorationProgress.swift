@@ -58,7 +58,7 @@ final class ExplorationRecord: Sendable {
     let id: Int
     let started = Date()
     let seed: UInt64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(seed: UInt64) {
         self.id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue

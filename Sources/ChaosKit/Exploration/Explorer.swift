@@ -150,7 +150,7 @@ package struct Explorer: Sendable {
         -> ChaosExploration
     {
         let placements = placements(counts: counts)
-        let outcomes = Mutex([(any Error)?](repeating: nil, count: placements.count))
+        let outcomes = Locked([(any Error)?](repeating: nil, count: placements.count))
         if parallel {
             let next = Atomic<Int>(0)
             let width = max(2, ProcessInfo.processInfo.activeProcessorCount)
