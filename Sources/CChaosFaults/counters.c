@@ -151,8 +151,7 @@ void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out) {
     uint64_t passed = atomic_load_explicit(&counts->passed, memory_order_relaxed);
     out->last_fire_call = atomic_load_explicit(&counts->last_fire_call, memory_order_relaxed);
     out->last_fire_ns = atomic_load_explicit(&counts->last_fire_ns, memory_order_relaxed);
-    out->last_fn = atomic_load_explicit((_Atomic int32_t *)&counts->last.fn, memory_order_acquire);
-    if (out->last_fn) memcpy(out->last_target, counts->last.target, sizeof out->last_target - 1);
+    chaos_last_act_read((chaos_last_act *)&counts->last, &out->last_fn, out->last_target, sizeof out->last_target);
     pthread_mutex_lock(&tallies_lock);
     uint64_t fast = counts->fast;
     int64_t fast_last_ns = counts->fast_last_ns;
@@ -246,6 +245,27 @@ int chaos_plan_mirror_counts(chaos_plan *plan, int32_t entry, uint64_t *pair) {
     counts->mirrored_fast = fast_total(counts);
     pthread_mutex_unlock(&tallies_lock);
     return 0;
+}
+
+void chaos_last_act_read(chaos_last_act *slot, int32_t *fn, char *target, size_t capacity) {
+    *fn = 0;
+    if (capacity) target[0] = 0;
+    // A note is written in well under a microsecond: a few tries, then none is said.
+    for (int tries = 0; tries < 10000; tries++) {
+        int32_t free_slot = 0;
+        if (!atomic_compare_exchange_weak_explicit((_Atomic int32_t *)&slot->busy, &free_slot, 1, memory_order_acquire,
+                                                   memory_order_relaxed))
+            continue;
+        *fn = slot->fn;
+        if (capacity) {
+            size_t length = strnlen(slot->target, sizeof slot->target - 1);
+            if (length >= capacity) length = capacity - 1;
+            memcpy(target, slot->target, length);
+            target[length] = 0;
+        }
+        atomic_store_explicit((_Atomic int32_t *)&slot->busy, 0, memory_order_release);
+        return;
+    }
 }
 
 int chaos_plan_mirror_last_act(chaos_plan *plan, int32_t entry, chaos_last_act *slot) {

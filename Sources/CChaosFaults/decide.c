@@ -278,14 +278,19 @@ static bool targets(const cf_entry *entry, const chaos_call *call, const char *p
 }
 
 /// Notes in `slot` what the call the entry acted on was: its function, and what it was
-/// aimed at. Bytes first, the function last (release), so a reader that sees the function
-/// sees its target (unless another act is writing the same slot).
+/// aimed at. Under the slot's `busy` flag; when another act (or a reader) holds it, this
+/// act is left out rather than waited for: the call path never waits for a note.
 static void note_act(chaos_last_act *slot, const chaos_call *call, const char *path) {
+    int32_t free_slot = 0;
+    if (!atomic_compare_exchange_strong_explicit((_Atomic int32_t *)&slot->busy, &free_slot, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return;
     const char *target = path ? path : call->name ? call->name : "";
     size_t length = strnlen(target, sizeof slot->target - 1);
     memcpy(slot->target, target, length);
     slot->target[length] = 0;
-    atomic_store_explicit((_Atomic int32_t *)&slot->fn, call->fn + 1, memory_order_release);
+    slot->fn = call->fn + 1;
+    atomic_store_explicit((_Atomic int32_t *)&slot->busy, 0, memory_order_release);
 }
 
 static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {

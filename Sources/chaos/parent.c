@@ -258,8 +258,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     for (int e = 0; entries && e < count; e++) {
         uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
         entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
-        entries[e].last_fn = atomic_load_explicit((_Atomic int32_t *)&last[e].fn, memory_order_acquire);
-        if (entries[e].last_fn) memcpy(entries[e].last_target, last[e].target, sizeof entries[e].last_target - 1);
+        chaos_last_act_read(&last[e], &entries[e].last_fn, entries[e].last_target, sizeof entries[e].last_target);
     }
     run.applied_later = atomic_load((_Atomic uint64_t *)&tally->applied_later);
     run.events = tally->events;

@@ -42,12 +42,17 @@ int chaos_plan_share_counters(chaos_plan *plan, int32_t entry, uint64_t *counter
 
 /// What an entry's last act was, for the report (`chaos explore` names the call it placed a
 /// fault at): the function, and what it was aimed at (a path, a host name, a variable;
-/// empty for the rest). Acts of several threads at once may leave a mix of theirs.
+/// empty for the rest). Written and read under `busy`: an act that finds it taken leaves
+/// the note to the act holding it.
 typedef struct chaos_last_act {
-    int32_t fn;        ///< CHAOS_FN_* + 1, stored last (release); 0: no act yet
-    int32_t reserved;
-    char target[120];  ///< NUL-terminated, cut to fit
+    int32_t fn;        ///< CHAOS_FN_* + 1; 0: no act yet. Under `busy`
+    int32_t busy;      ///< 1 while an act writes the note or a reader copies it (atomic)
+    char target[120];  ///< NUL-terminated, cut to fit. Under `busy`
 } chaos_last_act;
+
+/// Copies the note `slot` holds: its function (CHAOS_FN_* + 1, 0 when none, or when it
+/// stayed busy) and its target (`capacity` bytes at most, NUL-terminated).
+void chaos_last_act_read(chaos_last_act *slot, int32_t *fn, char *target, size_t capacity);
 
 /// Makes entry `entry` of `plan`, which was never installed, also write its last act into
 /// `slot` (memory other processes may share, as for chaos_plan_mirror_counts). 0, or -1
