@@ -76,22 +76,6 @@ func exploreGroup() throws -> Group? {
             String(writes),
         ]
     }
-    /// Figures per run of an exploration: its whole time over its runs.
-    func perRun(_ name: String, _ arguments: [String], runs: Int) -> Metric {
-        Metric(name: name, unit: .milliseconds, iterations: runs) { n in
-            let invocations = max(1, n / runs)
-            var total: UInt64 = 0
-            for _ in 0..<invocations {
-                guard let elapsed = wholeProcessNanoseconds(arguments) else {
-                    FileHandle.standardError.write(
-                        Data("chaos-bench: \(name): \(arguments.joined(separator: " ")) failed\n".utf8))
-                    exit(1)
-                }
-                total += elapsed
-            }
-            return total * UInt64(n) / UInt64(invocations * runs)
-        }
-    }
     /// One placement of `chaos explore`: an exploration of 60 placements less one of 20,
     /// over the 40 placements between them, so the tool's start and the baseline (once per
     /// exploration, not per placement) cancel out.
@@ -111,11 +95,10 @@ func exploreGroup() throws -> Group? {
     }
     metrics += [
         placement,
-        perRun(
-            "chaos_run_ms", [chaos, "run", "--quiet", "--profile", placed, "--", writer, "40", folder + "/out"], runs: 1
-        ),
-        perRun("explore_jobs1_ms", explore(1, writes: 120), runs: 1),
-        perRun("explore_jobs2_ms", explore(2, writes: 120), runs: 1),
+        wholeProcess(
+            "chaos_run_ms", [chaos, "run", "--quiet", "--profile", placed, "--", writer, "40", folder + "/out"]),
+        wholeProcess("explore_jobs1_ms", explore(1, writes: 120)),
+        wholeProcess("explore_jobs2_ms", explore(2, writes: 120)),
     ]
     return Group(name: "explore", metrics: metrics, minimumRepetitions: 15)
 }

@@ -49,6 +49,24 @@ func wholeProcessNanoseconds(_ arguments: [String]) -> UInt64? {
     return status == 0 ? elapsed : nil
 }
 
+/// A whole-process figure: `arguments` run to the end, each repetition; a run that fails
+/// ends the benchmark (its figure would measure the wrong thing).
+func wholeProcess(_ name: String, _ arguments: [String]) -> Metric {
+    Metric(name: name, unit: .milliseconds, iterations: 1) { n in
+        var total: UInt64 = 0
+        for _ in 0..<n {
+            guard let elapsed = wholeProcessNanoseconds(arguments) else {
+                // A figure for a run that failed would measure the wrong thing.
+                FileHandle.standardError.write(
+                    Data("chaos-bench: \(name): \(arguments.joined(separator: " ")) failed\n".utf8))
+                exit(1)
+            }
+            total += elapsed
+        }
+        return total
+    }
+}
+
 func runGroup() throws -> Group? {
     guard let chaos = releasedChaosLauncher() else {
         FileHandle.standardError.write(
@@ -78,21 +96,6 @@ func runGroup() throws -> Group? {
     // few milliseconds `chaos run` adds at start (chaos_run_date_ms measures those).
     let write = [dd, "if=/dev/zero", "of=\(folder)/out", "bs=64", "count=200000", "status=none"]
 
-    func wholeProcess(_ name: String, _ arguments: [String]) -> Metric {
-        Metric(name: name, unit: .milliseconds, iterations: 1) { n in
-            var total: UInt64 = 0
-            for _ in 0..<n {
-                guard let elapsed = wholeProcessNanoseconds(arguments) else {
-                    // A figure for a run that failed would measure the wrong thing.
-                    FileHandle.standardError.write(
-                        Data("chaos-bench: \(name): \(arguments.joined(separator: " ")) failed\n".utf8))
-                    exit(1)
-                }
-                total += elapsed
-            }
-            return total
-        }
-    }
     var metrics: [Metric] = []
     if let faketime = programOnPath("faketime") {
         metrics.append(wholeProcess("faketime_date_ms", [faketime, "-f", "-30y", date]))
