@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #ifndef SYS_close_range
-#define SYS_close_range 436  // the same number on every architecture
+#define SYS_close_range 436 // the same number on every architecture
 #endif
 
 // Who serves: written once by chaos_control_start before the threads start, read after.
@@ -65,7 +65,7 @@ int ctl_started;
 /// The program's name, from /proc/self/comm, into `program`. The kernel keeps 15 bytes of
 /// it and may cut a character in two (`ñ` is two bytes): what is left of one is dropped.
 static void read_program_name(void) {
-    if (ctl_program[0]) return;  // named by chaos_control_name_program
+    if (ctl_program[0]) return; // named by chaos_control_name_program
     long got = ctl_read_small("/proc/self/comm", ctl_program, sizeof ctl_program);
     if (got <= 0) snprintf(ctl_program, sizeof ctl_program, "program");
     ctl_program[strcspn(ctl_program, "\n")] = 0;
@@ -92,7 +92,7 @@ static struct {
     pthread_cond_t changed;
     int done;
     char failure[300];
-} startup = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, "" };
+} startup = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, ""};
 
 static void report_startup(const char *what, int error) {
     pthread_mutex_lock(&startup.lock);
@@ -107,8 +107,9 @@ static void report_startup(const char *what, int error) {
 static int own_descriptor_table(void) {
     if (syscall(SYS_unshare, CLONE_FILES) != 0) return -1;
     if (syscall(SYS_close_range, 0U, ~0U, 0U) == 0) return 0;
-    struct rlimit limit;  // close_range is Linux 5.9; before it, one by one
-    unsigned long highest = getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur : 65536;
+    struct rlimit limit; // close_range is Linux 5.9; before it, one by one
+    unsigned long highest =
+        getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur : 65536;
     for (unsigned long fd = 0; fd < highest && fd < (1UL << 20); fd++) ctl_close((int)fd);
     return 0;
 }
@@ -152,7 +153,8 @@ static void *run(void *argument) {
 
 static void say(const char *what, const char *detail) {
     char line[sizeof directory + 512];
-    int length = snprintf(line, sizeof line, "chaos preload: no control endpoint: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    int length = snprintf(line, sizeof line, "chaos preload: no control endpoint: %s%s%s\n", what, detail ? ": " : "",
+                          detail ? detail : "");
     if (length > 0) syscall(SYS_write, 2, line, (size_t)(length < (int)sizeof line ? length : (int)sizeof line - 1));
 }
 
@@ -167,7 +169,10 @@ static int private_directory(const char *path) {
     snprintf(partial, sizeof partial, "%s", path);
     struct stat info;
     if (syscall(SYS_newfstatat, AT_FDCWD, partial, &info, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno != ENOENT) { say(partial, strerror(errno)); return -1; }
+        if (errno != ENOENT) {
+            say(partial, strerror(errno));
+            return -1;
+        }
         for (char *slash = partial + 1; *slash; slash++) {
             if (*slash != '/') continue;
             *slash = 0;
@@ -175,25 +180,43 @@ static int private_directory(const char *path) {
             *slash = '/';
         }
         syscall(SYS_mkdirat, AT_FDCWD, partial, 0700);
-        if (syscall(SYS_newfstatat, AT_FDCWD, partial, &info, AT_SYMLINK_NOFOLLOW) != 0) { say(partial, strerror(errno)); return -1; }
+        if (syscall(SYS_newfstatat, AT_FDCWD, partial, &info, AT_SYMLINK_NOFOLLOW) != 0) {
+            say(partial, strerror(errno));
+            return -1;
+        }
     }
-    if (!S_ISDIR(info.st_mode)) { say(partial, "is not a directory (a symbolic link or a file is refused); set CHAOS_CONTROL_DIR"); return -1; }
+    if (!S_ISDIR(info.st_mode)) {
+        say(partial, "is not a directory (a symbolic link or a file is refused); set CHAOS_CONTROL_DIR");
+        return -1;
+    }
     if ((info.st_mode & S_ISVTX) && (info.st_mode & 022)) {
         // Shared, as /tmp is: the sticky bit keeps others from renaming or removing what is
         // ours, so a subdirectory of our own, checked once made, is private.
         int length = snprintf(directory, sizeof directory, "%s/chaoskit-%u", partial, (unsigned)geteuid());
-        if (length <= 0 || (size_t)length >= sizeof directory) { say(partial, "is too long a path; set CHAOS_CONTROL_DIR"); return -1; }
-        if (syscall(SYS_mkdirat, AT_FDCWD, directory, 0700) != 0 && errno != EEXIST) { say(directory, strerror(errno)); return -1; }
+        if (length <= 0 || (size_t)length >= sizeof directory) {
+            say(partial, "is too long a path; set CHAOS_CONTROL_DIR");
+            return -1;
+        }
+        if (syscall(SYS_mkdirat, AT_FDCWD, directory, 0700) != 0 && errno != EEXIST) {
+            say(directory, strerror(errno));
+            return -1;
+        }
         if (syscall(SYS_newfstatat, AT_FDCWD, directory, &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(info.st_mode) ||
             info.st_uid != geteuid() || (info.st_mode & 077)) {
-            say(directory, "is not a private directory of yours (mode 0700, a real directory): someone else may have made it; remove it, or set CHAOS_CONTROL_DIR to a directory you own");
+            say(directory, "is not a private directory of yours (mode 0700, a real directory): someone else may have "
+                           "made it; remove it, or set CHAOS_CONTROL_DIR to a directory you own");
             return -1;
         }
         return 0;
     }
-    if (info.st_uid != geteuid()) { say(partial, "belongs to another user; set CHAOS_CONTROL_DIR to a directory you own"); return -1; }
+    if (info.st_uid != geteuid()) {
+        say(partial, "belongs to another user; set CHAOS_CONTROL_DIR to a directory you own");
+        return -1;
+    }
     if (info.st_mode & 022) {
-        say(partial, "others may write to this directory, and without the sticky bit they could replace endpoint files; run chmod go-w on it (or chmod +t to share it), or set CHAOS_CONTROL_DIR to a private directory");
+        say(partial,
+            "others may write to this directory, and without the sticky bit they could replace endpoint files; run "
+            "chmod go-w on it (or chmod +t to share it), or set CHAOS_CONTROL_DIR to a private directory");
         return -1;
     }
     return 0;
@@ -216,7 +239,7 @@ static int process_alive(pid_t pid) {
     syscall(SYS_close, fd);
     if (got <= 0) return 1;
     text[got] = 0;
-    const char *end = strrchr(text, ')');  // the name may hold spaces and parentheses
+    const char *end = strrchr(text, ')'); // the name may hold spaces and parentheses
     return !end || (end[1] != ' ' || (end[2] != 'Z' && end[2] != 'X'));
 }
 
@@ -239,19 +262,34 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     ctl_runner_pid = served_pid > 0 ? ctl_owner_pid : parent > 0 ? (pid_t)parent : 0;
     const char *explicit = get("CHAOS_CONTROL_DIR"), *runtime = get("XDG_RUNTIME_DIR"), *home = get("HOME");
     int length;
-    if (explicit && *explicit) length = snprintf(directory, sizeof directory, "%s", explicit);
-    else if (runtime && *runtime) length = snprintf(directory, sizeof directory, "%s/chaoskit", runtime);
-    else if (home && *home) length = snprintf(directory, sizeof directory, "%s/.chaoskit/control", home);
-    else { say("no directory for the endpoint file", "set CHAOS_CONTROL_DIR"); return; }
-    if (length <= 0 || (size_t)length >= sizeof directory || directory[0] != '/') { say("CHAOS_CONTROL_DIR must be an absolute path", directory); return; }
+    if (explicit && *explicit)
+        length = snprintf(directory, sizeof directory, "%s", explicit);
+    else if (runtime && *runtime)
+        length = snprintf(directory, sizeof directory, "%s/chaoskit", runtime);
+    else if (home && *home)
+        length = snprintf(directory, sizeof directory, "%s/.chaoskit/control", home);
+    else {
+        say("no directory for the endpoint file", "set CHAOS_CONTROL_DIR");
+        return;
+    }
+    if (length <= 0 || (size_t)length >= sizeof directory || directory[0] != '/') {
+        say("CHAOS_CONTROL_DIR must be an absolute path", directory);
+        return;
+    }
     while (length > 1 && directory[length - 1] == '/') directory[--length] = 0;
     if (private_directory(directory) != 0) return;
     length = snprintf(socket_path, sizeof socket_path, "%s/%d.sock", directory, (int)ctl_public_pid);
-    if (length <= 0 || length >= 104) { say("the socket path would be 104 bytes or longer; choose a shorter CHAOS_CONTROL_DIR", directory); return; }
+    if (length <= 0 || length >= 104) {
+        say("the socket path would be 104 bytes or longer; choose a shorter CHAOS_CONTROL_DIR", directory);
+        return;
+    }
     snprintf(file_path, sizeof file_path, "%s/%d.json", directory, (int)ctl_public_pid);
 
     unsigned char random[32];
-    if (syscall(SYS_getrandom, random, sizeof random, 0) != (long)sizeof random) { say("getrandom failed", strerror(errno)); return; }
+    if (syscall(SYS_getrandom, random, sizeof random, 0) != (long)sizeof random) {
+        say("getrandom failed", strerror(errno));
+        return;
+    }
     for (int i = 0; i < 32; i++) snprintf(ctl_token + 2 * i, 3, "%02x", random[i]);
     read_program_name();
 
@@ -270,12 +308,18 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     if (!failed) failed = pthread_create(&thread, &attributes, run, (void *)(uintptr_t)quiet);
     pthread_attr_destroy(&attributes);
     pthread_sigmask(SIG_SETMASK, &previous, NULL);
-    if (failed) { say("cannot start its thread", strerror(failed)); return; }
+    if (failed) {
+        say("cannot start its thread", strerror(failed));
+        return;
+    }
     // The endpoint file names a socket that listens: wait until it does, or why it cannot.
     pthread_mutex_lock(&startup.lock);
     while (!startup.done) pthread_cond_wait(&startup.changed, &startup.lock);
     pthread_mutex_unlock(&startup.lock);
-    if (startup.failure[0]) { say(startup.failure, NULL); return; }
+    if (startup.failure[0]) {
+        say(startup.failure, NULL);
+        return;
+    }
 
     buffer record = {0};
     ctl_put(&record, "{\"version\":1,\"pid\":%d,", (int)ctl_public_pid);
@@ -290,8 +334,11 @@ HIDDEN void chaos_control_start(chaos_control_getenv_fn get, void (*quiet)(void)
     ctl_put_date(&record, chaos_fault_real_ns(CLOCK_REALTIME));
     ctl_put(&record, "}\n");
     char temporary[sizeof file_path + 32];
-    snprintf(temporary, sizeof temporary, "%s/.%d.%02x%02x%02x%02x.tmp", directory, (int)ctl_public_pid, random[0], random[1], random[2], random[3]);
-    int file = record.failed ? -1 : (int)syscall(SYS_openat, AT_FDCWD, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    snprintf(temporary, sizeof temporary, "%s/.%d.%02x%02x%02x%02x.tmp", directory, (int)ctl_public_pid, random[0],
+             random[1], random[2], random[3]);
+    int file = record.failed ? -1
+                             : (int)syscall(SYS_openat, AT_FDCWD, temporary,
+                                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int written = file >= 0 && ctl_write_all(file, record.data, record.length) == (long)record.length;
     if (file >= 0) ctl_close(file);
     free(record.data);

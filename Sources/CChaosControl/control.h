@@ -42,10 +42,10 @@ typedef struct control_entry {
     int id;
     int point;
     int enabled;
-    char *text;          // the entry's canonical plan lines, `entry …` first, each ending in \n
-    char *label;         // the label, unescaped (NULL: none)
-    int slot;            // its index in the installed plan, -1 when not installed
-    int group;           // which plan brought it: later plans decide first
+    char *text;           // the entry's canonical plan lines, `entry …` first, each ending in \n
+    char *label;          // the label, unescaped (NULL: none)
+    int slot;             // its index in the installed plan, -1 when not installed
+    int group;            // which plan brought it: later plans decide first
     chaos_counts *counts; // shared by every plan it is installed in (NULL: never installed)
 } control_entry;
 

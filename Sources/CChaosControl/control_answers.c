@@ -40,8 +40,8 @@ HIDDEN void ctl_put_date(buffer *b, int64_t ns) {
     time_t seconds = (time_t)(ns / 1000000000);
     struct tm parts;
     gmtime_r(&seconds, &parts);
-    ctl_put(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday, parts.tm_hour,
-        parts.tm_min, parts.tm_sec, (int)(ns / 1000000 % 1000));
+    ctl_put(b, "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+            parts.tm_hour, parts.tm_min, parts.tm_sec, (int)(ns / 1000000 % 1000));
 }
 
 HIDDEN const char *ctl_entry_provider(const control_entry *entry, char *root, size_t capacity) {
@@ -64,7 +64,8 @@ HIDDEN const char *ctl_point_display(int point) { return point_display(point); }
 HIDDEN void ctl_put_entry(buffer *b, const control_entry *entry) {
     chaos_entry_counters counters;
     chaos_counts_read(entry->counts, &counters); // zeros for NULL
-    uint64_t seen = counters.seen, acted = counters.acted, passed = counters.passed, last_call = counters.last_fire_call;
+    uint64_t seen = counters.seen, acted = counters.acted, passed = counters.passed,
+             last_call = counters.last_fire_call;
     int64_t last_ns = counters.last_fire_ns;
     int has_last = last_ns != 0;
     char root[64];
@@ -74,10 +75,10 @@ HIDDEN void ctl_put_entry(buffer *b, const control_entry *entry) {
     ctl_put(b, ",\"provider\":");
     ctl_put_json_string(b, provider);
     ctl_put(b, ",\"enabled\":%s,\"seen\":%llu,\"acted\":%llu,\"passed\":%llu", entry->enabled ? "true" : "false",
-        (unsigned long long)seen, (unsigned long long)acted, (unsigned long long)passed);
+            (unsigned long long)seen, (unsigned long long)acted, (unsigned long long)passed);
     if (has_last) {
-        ctl_put(b, ",\"lastAct\":{\"callIndex\":%llu,\"entrySeed\":\"%llu\",\"chaosSeed\":\"%llu\",\"date\":", (unsigned long long)last_call,
-            (unsigned long long)ctl_plan_seed, (unsigned long long)ctl_plan_seed);
+        ctl_put(b, ",\"lastAct\":{\"callIndex\":%llu,\"entrySeed\":\"%llu\",\"chaosSeed\":\"%llu\",\"date\":",
+                (unsigned long long)last_call, (unsigned long long)ctl_plan_seed, (unsigned long long)ctl_plan_seed);
         ctl_put_date(b, last_ns);
         ctl_put(b, "}");
     }
@@ -101,7 +102,8 @@ HIDDEN void ctl_status_body(answer *a) {
     if (ctl_runner_pid > 0) ctl_put(&a->body, "\"runner\":%d,", (int)ctl_runner_pid);
     ctl_put(&a->body, "\"program\":");
     ctl_put_json_string(&a->body, ctl_program);
-    ctl_put(&a->body, ",\"kind\":\"%s\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]", ctl_kind, ctl_entry_count, enabled);
+    ctl_put(&a->body, ",\"kind\":\"%s\",\"entries\":%d,\"enabledEntries\":%d,\"waiting\":false,\"features\":[]",
+            ctl_kind, ctl_entry_count, enabled);
     put_advance_progress(&a->body);
     ctl_put(&a->body, "}");
 }
@@ -111,7 +113,8 @@ static void put_advance_progress(buffer *b) {
     if (!atomic_load(&ctl_advancing.running)) return;
     int64_t left = atomic_load(&ctl_advancing.target) - chaos_vt_monotonic_ns();
     ctl_put(b, ",\"advance\":{\"steps\":%lld,\"remainingNanoseconds\":%lld}",
-        (long long)((int64_t)chaos_vt_steps() - atomic_load(&ctl_advancing.from_steps)), (long long)(left > 0 ? left : 0));
+            (long long)((int64_t)chaos_vt_steps() - atomic_load(&ctl_advancing.from_steps)),
+            (long long)(left > 0 ? left : 0));
 }
 
 /// The answer of /v1/time: virtual time in this process (`steps`: of the advance just made,
@@ -126,14 +129,16 @@ HIDDEN void ctl_time_body(answer *a, int64_t steps, const char *stopped) {
         struct tm parts;
         char text[40] = "";
         if (gmtime_r(&seconds, &parts)) strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &parts);
-        ctl_put(&a->body, ",\"now\":\"%s.%03dZ\",\"nanosecondsSince1970\":%lld,\"offsetNanoseconds\":%lld,\"pending\":%d",
-            text, (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall,
-            (long long)(wall - chaos_fault_real_ns(CLOCK_REALTIME)), (int)chaos_vt_pending_count());
+        ctl_put(&a->body,
+                ",\"now\":\"%s.%03dZ\",\"nanosecondsSince1970\":%lld,\"offsetNanoseconds\":%lld,\"pending\":%d", text,
+                (int)((wall - (int64_t)seconds * 1000000000) / 1000000), (long long)wall,
+                (long long)(wall - chaos_fault_real_ns(CLOCK_REALTIME)), (int)chaos_vt_pending_count());
     }
     if (steps >= 0) ctl_put(&a->body, ",\"steps\":%lld", (long long)steps);
     if (stopped) ctl_put(&a->body, ",\"stopped\":%s", stopped);
     put_advance_progress(&a->body);
-    if (atomic_load(&ctl_exit.requested)) ctl_put(&a->body, ",\"exited\":{\"status\":%d}", atomic_load(&ctl_exit.status));
+    if (atomic_load(&ctl_exit.requested))
+        ctl_put(&a->body, ",\"exited\":{\"status\":%d}", atomic_load(&ctl_exit.status));
     ctl_put(&a->body, "}");
 }
 
@@ -155,7 +160,8 @@ HIDDEN void ctl_advance(answer *a, const char *by, const char *steps_text) {
     if (!by[0] || chaos_parse_duration_text(by, &nanoseconds) != 0) {
         char subject[100];
         snprintf(subject, sizeof subject, "by=%.80s", by);
-        ctl_fail(a, 400, "badRequest", subject, "give how far to advance as ?by=DURATION, e.g. 1h, 1h30m, 30s or 250ms (forward only)");
+        ctl_fail(a, 400, "badRequest", subject,
+                 "give how far to advance as ?by=DURATION, e.g. 1h, 1h30m, 30s or 250ms (forward only)");
         return;
     }
     long long limit = DEFAULT_ADVANCE_STEPS;
@@ -166,13 +172,15 @@ HIDDEN void ctl_advance(answer *a, const char *by, const char *steps_text) {
         if (*end || errno || limit <= 0) {
             char subject[100];
             snprintf(subject, sizeof subject, "steps=%.80s", steps_text);
-            ctl_fail(a, 400, "badRequest", subject, "give the most steps the advance may take as ?steps=N, a positive whole number");
+            ctl_fail(a, 400, "badRequest", subject,
+                     "give the most steps the advance may take as ?steps=N, a positive whole number");
             return;
         }
     }
     if (!chaos_vt_running()) {
         ctl_fail(a, 409, "notRunning", "virtual time",
-             "this process does not run on virtual time; apply the system.clock item virtual (chaos run --profile, or chaos ctl apply)");
+                 "this process does not run on virtual time; apply the system.clock item virtual (chaos run --profile, "
+                 "or chaos ctl apply)");
         return;
     }
     int64_t now = chaos_vt_monotonic_ns();

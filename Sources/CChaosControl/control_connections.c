@@ -46,15 +46,15 @@ typedef enum phase { FREE, READING, QUEUED, WORKING, WRITING } phase;
 typedef struct connection {
     int fd;
     phase phase;
-    uint64_t order;       // accepted as the order-th connection: who is oldest, and queue order
-    int64_t deadline;     // real monotonic: the request's while READING, the answer's while WRITING
-    char *in;             // what arrived, NUL-terminated
+    uint64_t order;   // accepted as the order-th connection: who is oldest, and queue order
+    int64_t deadline; // real monotonic: the request's while READING, the answer's while WRITING
+    char *in;         // what arrived, NUL-terminated
     size_t used, capacity, head_length;
     request r;
     answer a;
     buffer out;
     size_t sent;
-    int half_closed;      // the client shut its write side after a whole request (nc -N, socat)
+    int half_closed; // the client shut its write side after a whole request (nc -N, socat)
 } connection;
 
 // The endpoint thread's own: the worker reaches one connection only, through worker.job.
@@ -141,8 +141,9 @@ static void received(connection *c) {
         atomic_store(&ctl_advancing.stop, 1); // the new advance replaces the one running (and counts it stopped)
         c->phase = QUEUED;
     } else if (atomic_load(&ctl_advancing.running) && !stops_advance(&c->r)) {
-        refuse_now(c, 409, "advancing", "virtual time",
-                   "an advance of virtual time is running; wait for it, or stop it with `chaos ctl advance PID --cancel`");
+        refuse_now(
+            c, 409, "advancing", "virtual time",
+            "an advance of virtual time is running; wait for it, or stop it with `chaos ctl advance PID --cancel`");
     } else {
         if (stops_advance(&c->r)) {
             c->r.stopped_before = atomic_load(&ctl_advancing.stopped);
@@ -157,23 +158,36 @@ static void read_some(connection *c) {
         size_t capacity = c->capacity ? c->capacity * 2 : 8192;
         if (capacity > MAX_HEAD + MAX_BODY + 1) capacity = MAX_HEAD + MAX_BODY + 1;
         char *grown = realloc(c->in, capacity + 1);
-        if (!grown) { refuse_now(c, 500, "systemFailure", NULL, "out of memory while reading the request"); return; }
+        if (!grown) {
+            refuse_now(c, 500, "systemFailure", NULL, "out of memory while reading the request");
+            return;
+        }
         c->in = grown;
         c->capacity = capacity;
     }
     long got = syscall(SYS_recvfrom, c->fd, c->in + c->used, c->capacity - c->used, MSG_DONTWAIT, NULL, NULL);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (got <= 0) { release(c); return; } // gone, or half-closed before the request was whole
+    if (got <= 0) {
+        release(c);
+        return;
+    } // gone, or half-closed before the request was whole
     c->used += (size_t)got;
     c->in[c->used] = 0;
     received(c);
 }
 
 static void write_some(connection *c) {
-    if (c->out.failed) { release(c); return; }
-    long wrote = syscall(SYS_sendto, c->fd, c->out.data + c->sent, c->out.length - c->sent, MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0);
+    if (c->out.failed) {
+        release(c);
+        return;
+    }
+    long wrote = syscall(SYS_sendto, c->fd, c->out.data + c->sent, c->out.length - c->sent, MSG_DONTWAIT | MSG_NOSIGNAL,
+                         NULL, 0);
     if (wrote < 0 && (errno == EINTR || errno == EAGAIN)) return;
-    if (wrote <= 0) { release(c); return; }
+    if (wrote <= 0) {
+        release(c);
+        return;
+    }
     c->sent += (size_t)wrote;
     if (c->sent == c->out.length) release(c);
 }
@@ -211,11 +225,14 @@ static void accept_all(int listener_fd) {
         connection *slot = NULL, *oldest = NULL;
         for (int i = 0; i < MAX_CONNECTIONS && !slot; i++) {
             connection *c = &connections[i];
-            if (c->phase == FREE) slot = c;
-            else if ((c->phase == READING || c->phase == WRITING) && (!oldest || c->order < oldest->order)) oldest = c;
+            if (c->phase == FREE)
+                slot = c;
+            else if ((c->phase == READING || c->phase == WRITING) && (!oldest || c->order < oldest->order))
+                oldest = c;
         }
         if (!slot && oldest) {
-            turn_away(oldest, "too many connections at once, and this one was the slowest; send the request whole and read the answer");
+            turn_away(oldest, "too many connections at once, and this one was the slowest; send the request whole and "
+                              "read the answer");
             slot = oldest;
         }
         if (!slot) {
@@ -241,8 +258,10 @@ static void exchange_with_worker(void) {
         connection *c = worker.job;
         worker.job = NULL;
         worker.job_done = 0;
-        if (c->fd >= 0) answer_now(c);
-        else release(c); // its client hung up while it ran
+        if (c->fd >= 0)
+            answer_now(c);
+        else
+            release(c); // its client hung up while it ran
     }
     if (!worker.job) {
         connection *next = NULL;
@@ -320,7 +339,10 @@ HIDDEN void ctl_serve_connections(int listener_fd) {
                 // A hang-up cancels its advance; a half-close only waits for the answer.
                 fds[count] = (struct pollfd){c->fd, c->half_closed ? 0 : POLLRDHUP, 0};
             } else {
-                if (c->deadline <= now) { release(c); continue; } // too slow: its deadline passed
+                if (c->deadline <= now) {
+                    release(c);
+                    continue;
+                } // too slow: its deadline passed
                 if (c->deadline < next_deadline) next_deadline = c->deadline;
                 fds[count] = (struct pollfd){c->fd, c->phase == READING ? POLLIN : POLLOUT, 0};
             }
@@ -328,7 +350,8 @@ HIDDEN void ctl_serve_connections(int listener_fd) {
         }
         atomic_store(&ctl_exit.in_flight, working);
         int64_t wait_ms = next_deadline == INT64_MAX ? -1 : (next_deadline - now) / 1000000 + 1;
-        if (working && (wait_ms < 0 || wait_ms > WORKER_POLL_MS)) wait_ms = WORKER_POLL_MS; // the worker cannot wake this poll
+        if (working && (wait_ms < 0 || wait_ms > WORKER_POLL_MS))
+            wait_ms = WORKER_POLL_MS; // the worker cannot wake this poll
         struct timespec timeout = {wait_ms / 1000, wait_ms % 1000 * 1000000};
         long ready = syscall(SYS_ppoll, fds, (unsigned long)count, wait_ms < 0 ? NULL : &timeout, NULL, 0);
         if (ready < 0 && errno != EINTR) {
@@ -356,8 +379,10 @@ HIDDEN void ctl_serve_connections(int listener_fd) {
             } else if (c->phase == READING) {
                 read_some(c);
             } else if (c->phase == WRITING) {
-                if (events & (POLLERR | POLLHUP)) release(c);
-                else write_some(c);
+                if (events & (POLLERR | POLLHUP))
+                    release(c);
+                else
+                    write_some(c);
             }
         }
         if (ready > 0 && fds[0].revents) accept_all(listener_fd);

@@ -44,7 +44,10 @@ static char *unquote(const char *from) {
     char *out = malloc(length + 1), *to = out;
     if (!out) return NULL;
     for (const char *p = from; *p && *p != '"' && *p != '\n'; p++) {
-        if (*p != '\\' || !p[1]) { *to++ = *p; continue; }
+        if (*p != '\\' || !p[1]) {
+            *to++ = *p;
+            continue;
+        }
         p++;
         switch (*p) {
         case 'n': *to++ = '\n'; break;
@@ -88,10 +91,16 @@ static int split(const chaos_plan *plan, control_entry **out, uint64_t *seed) {
     long need = chaos_plan_format(plan, NULL, 0);
     if (need < 0) return -1;
     char *text = malloc((size_t)need + 1);
-    if (!text || chaos_plan_format(plan, text, (size_t)need + 1) < 0) { free(text); return -1; }
+    if (!text || chaos_plan_format(plan, text, (size_t)need + 1) < 0) {
+        free(text);
+        return -1;
+    }
     int count = chaos_plan_entry_count(plan);
     control_entry *list = calloc(count > 0 ? (size_t)count : 1, sizeof *list);
-    if (!list) { free(text); return -1; }
+    if (!list) {
+        free(text);
+        return -1;
+    }
     int current = -1;
     buffer lines = {0};
     for (char *line = text; *line;) {
@@ -100,7 +109,10 @@ static int split(const chaos_plan *plan, control_entry **out, uint64_t *seed) {
         if (strncmp(line, "seed ", 5) == 0) {
             *seed = strtoull(line + 5, NULL, 0);
         } else if (strncmp(line, "entry ", 6) == 0 && current + 1 < count) {
-            if (current >= 0) { list[current].text = lines.data; lines = (buffer){0}; }
+            if (current >= 0) {
+                list[current].text = lines.data;
+                lines = (buffer){0};
+            }
             current++;
             list[current].point = point_of(line);
             list[current].slot = -1;
@@ -116,7 +128,10 @@ static int split(const chaos_plan *plan, control_entry **out, uint64_t *seed) {
     if (current >= 0) list[current].text = lines.data;
     free(text);
     for (int i = 0; i < count; i++)
-        if (!list[i].text || lines.failed) { free_entries(list, count); return -1; }
+        if (!list[i].text || lines.failed) {
+            free_entries(list, count);
+            return -1;
+        }
     *out = list;
     return count;
 }
@@ -143,7 +158,9 @@ static void in_plan_order(control_entry *list, int count, void (*visit)(control_
             if (list[i].group == group && list[i].enabled) visit(&list[i], context);
 }
 
-static void append_text(control_entry *entry, void *context) { ctl_put_bytes(context, entry->text, strlen(entry->text)); }
+static void append_text(control_entry *entry, void *context) {
+    ctl_put_bytes(context, entry->text, strlen(entry->text));
+}
 
 static void take_slot(control_entry *entry, void *context) { entry->slot = (*(int *)context)++; }
 
@@ -173,8 +190,10 @@ static void install(chaos_plan *plan) {
     for (int i = 0; i < ctl_entry_count; i++) {
         control_entry *entry = &ctl_entries[i];
         if (entry->slot < 0) continue;
-        if (entry->counts) chaos_plan_count_into(plan, entry->slot, entry->counts);
-        else entry->counts = chaos_plan_counts(plan, entry->slot);
+        if (entry->counts)
+            chaos_plan_count_into(plan, entry->slot, entry->counts);
+        else
+            entry->counts = chaos_plan_counts(plan, entry->slot);
     }
     if (slot == 0) {
         chaos_plan_free(plan);
@@ -243,7 +262,8 @@ HIDDEN void ctl_apply(answer *a, const char *body, size_t length, const char *so
         free_entries(added, count);
         snprintf(subject, sizeof subject, "%.80s", source);
         char message[400];
-        snprintf(message, sizeof message, "with the entries already applied the plan is refused: %s; revert some first", error.message);
+        snprintf(message, sizeof message, "with the entries already applied the plan is refused: %s; revert some first",
+                 error.message);
         ctl_fail(a, 422, "invalidProfile", subject, message);
         return;
     }
@@ -264,7 +284,8 @@ HIDDEN void ctl_apply(answer *a, const char *body, size_t length, const char *so
     if (applied_counter) atomic_fetch_add(applied_counter, (uint64_t)count);
     a->status = 201;
     ctl_put(&a->body, "{\"entries\":[");
-    for (int i = 0; i < count; i++) ctl_put(&a->body, "%s%d", i ? "," : "", ctl_entries[ctl_entry_count - count + i].id);
+    for (int i = 0; i < count; i++)
+        ctl_put(&a->body, "%s%d", i ? "," : "", ctl_entries[ctl_entry_count - count + i].id);
     ctl_put(&a->body, "],\"seed\":\"%llu\"}", (unsigned long long)seed);
 }
 
@@ -278,7 +299,9 @@ static int reinstall(answer *a, const char *enabled) {
     if (!plan && enabled && strcmp(error.message, "out of memory") != 0) {
         char subject[100], message[400];
         snprintf(subject, sizeof subject, "entry %.80s", enabled);
-        snprintf(message, sizeof message, "with the entries already enabled the plan is refused: %s; disable or revert some first", error.message);
+        snprintf(message, sizeof message,
+                 "with the entries already enabled the plan is refused: %s; disable or revert some first",
+                 error.message);
         ctl_fail(a, 422, "invalidProfile", subject, message);
         return -1;
     }
@@ -330,7 +353,7 @@ HIDDEN void ctl_revert(answer *a, int id, const char *text, int include_clock) {
         return;
     }
     free(was_enabled);
-    buffer clock = {0};  // the clock entries kept, as `#ID system.clock ← PROVIDER`
+    buffer clock = {0}; // the clock entries kept, as `#ID system.clock ← PROVIDER`
     int clock_kept = 0;
     for (int i = 0; i < ctl_entry_count; i++) {
         if (reverted_by(&ctl_entries[i], id, include_clock)) {
@@ -340,7 +363,8 @@ HIDDEN void ctl_revert(answer *a, int id, const char *text, int include_clock) {
             if (!id && ctl_entries[i].point == CHAOS_POINT_CLOCK) {
                 char root[64];
                 ctl_put(&clock, "%s#%d %s \xE2\x86\x90 %s", clock_kept++ ? ", " : "", ctl_entries[i].id,
-                        ctl_point_display(ctl_entries[i].point), ctl_entry_provider(&ctl_entries[i], root, sizeof root));
+                        ctl_point_display(ctl_entries[i].point),
+                        ctl_entry_provider(&ctl_entries[i], root, sizeof root));
             }
             ctl_entries[kept++] = ctl_entries[i];
         }
@@ -355,9 +379,11 @@ HIDDEN void ctl_revert(answer *a, int id, const char *text, int include_clock) {
         int one = clock_kept == 1;
         ctl_put(&ids, "],\"note\":");
         buffer text_note = {0};
-        ctl_put(&text_note, "kept %s: the program's time runs on %s, and its waits go on in real time if %s reverted; revert %s by id, "
-                            "or all with includeClock=true (chaos ctl revert PID --include-clock)",
-                clock.data ? clock.data : "", one ? "it" : "them", one ? "it is" : "they are", one ? "it" : "them");
+        ctl_put(
+            &text_note,
+            "kept %s: the program's time runs on %s, and its waits go on in real time if %s reverted; revert %s by id, "
+            "or all with includeClock=true (chaos ctl revert PID --include-clock)",
+            clock.data ? clock.data : "", one ? "it" : "them", one ? "it is" : "they are", one ? "it" : "them");
         ctl_put_json_string(&ids, text_note.data ? text_note.data : "");
         free(text_note.data);
     }

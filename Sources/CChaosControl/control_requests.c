@@ -62,18 +62,30 @@ HIDDEN void ctl_route(answer *a, request *r) {
     const char *method = r->method, *path = r->path;
     int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0, del = strcmp(method, "DELETE") == 0;
     if (strcmp(path, "/v1/status") == 0) {
-        if (!get) { a->allow = "GET"; ctl_fail(a, 405, "methodNotAllowed", path, "use GET"); return; }
+        if (!get) {
+            a->allow = "GET";
+            ctl_fail(a, 405, "methodNotAllowed", path, "use GET");
+            return;
+        }
         ctl_status_body(a);
         return;
     }
     if (strcmp(path, "/v1/go") == 0) {
         // Nothing in a `chaos run` child waits for go; the answer is the status, as elsewhere.
-        if (!post) { a->allow = "POST"; ctl_fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
+        if (!post) {
+            a->allow = "POST";
+            ctl_fail(a, 405, "methodNotAllowed", path, "use POST");
+            return;
+        }
         ctl_status_body(a);
         return;
     }
     if (strcmp(path, "/v1/time") == 0) {
-        if (!get) { a->allow = "GET"; ctl_fail(a, 405, "methodNotAllowed", path, "use GET"); return; }
+        if (!get) {
+            a->allow = "GET";
+            ctl_fail(a, 405, "methodNotAllowed", path, "use GET");
+            return;
+        }
         ctl_time_body(a, -1, NULL);
         return;
     }
@@ -83,7 +95,11 @@ HIDDEN void ctl_route(answer *a, request *r) {
             ctl_time_body(a, -1, atomic_load(&ctl_advancing.stopped) > r->stopped_before ? "true" : "false");
             return;
         }
-        if (!post) { a->allow = "POST, DELETE"; ctl_fail(a, 405, "methodNotAllowed", path, "use POST to advance, DELETE to stop an advance"); return; }
+        if (!post) {
+            a->allow = "POST, DELETE";
+            ctl_fail(a, 405, "methodNotAllowed", path, "use POST to advance, DELETE to stop an advance");
+            return;
+        }
         char by[64], steps[32];
         query_value(r->query, "by", by, sizeof by);
         query_value(r->query, "steps", steps, sizeof steps);
@@ -105,7 +121,8 @@ HIDDEN void ctl_route(answer *a, request *r) {
                 char subject[100];
                 snprintf(subject, sizeof subject, "Content-Type: %.80s", type);
                 ctl_fail(a, 415, "unsupportedMediaType", subject,
-                     "a chaos run child takes plan text (Content-Type: text/x-chaos-plan, Docs/FaultPlan.md); `chaos ctl apply` compiles a JSON profile to it");
+                         "a chaos run child takes plan text (Content-Type: text/x-chaos-plan, Docs/FaultPlan.md); "
+                         "`chaos ctl apply` compiles a JSON profile to it");
                 return;
             }
             char source[256];
@@ -136,7 +153,10 @@ HIDDEN void ctl_route(answer *a, request *r) {
         if (!*end) {
             if (get) {
                 control_entry *entry = ctl_find((int)id);
-                if (!entry) { ctl_not_applied(a, text); return; }
+                if (!entry) {
+                    ctl_not_applied(a, text);
+                    return;
+                }
                 a->status = 200;
                 ctl_put_entry(&a->body, entry);
             } else if (del) {
@@ -149,7 +169,11 @@ HIDDEN void ctl_route(answer *a, request *r) {
         }
         int enable = strcmp(end, "/enable") == 0, disable = strcmp(end, "/disable") == 0;
         if (enable || disable) {
-            if (!post) { a->allow = "POST"; ctl_fail(a, 405, "methodNotAllowed", path, "use POST"); return; }
+            if (!post) {
+                a->allow = "POST";
+                ctl_fail(a, 405, "methodNotAllowed", path, "use POST");
+                return;
+            }
             ctl_set_enabled(a, (int)id, text, enable);
             return;
         }
@@ -157,7 +181,9 @@ HIDDEN void ctl_route(answer *a, request *r) {
     char subject[100];
     snprintf(subject, sizeof subject, "%.80s", path);
     ctl_fail(a, 404, "notFound", subject,
-         "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]], /v1/time[/advance] and /v1/go (no points, profile validation or export, response sets, events, call journal or console)");
+             "no such route here; a chaos run child serves /v1/status, /v1/entries[/ID[/enable|/disable]], "
+             "/v1/time[/advance] and /v1/go (no points, profile validation or export, response sets, events, call "
+             "journal or console)");
 }
 
 /// Copies a header's value (trimmed) into `r`'s head buffer in place.
@@ -175,8 +201,10 @@ HIDDEN void ctl_render(answer *a, buffer *out) {
         a->body = (buffer){0};
         ctl_fail(a, 500, "systemFailure", NULL, "out of memory while answering");
     }
-    ctl_put(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\nCache-Control: no-store\r\n",
-        a->status, reason(a->status), a->body.length);
+    ctl_put(out,
+            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: "
+            "close\r\nCache-Control: no-store\r\n",
+            a->status, reason(a->status), a->body.length);
     if (a->status == 401) ctl_put(out, "WWW-Authenticate: Bearer\r\n");
     if (a->status == 503) ctl_put(out, "Retry-After: 1\r\n");
     if (a->allow) ctl_put(out, "Allow: %s\r\n", a->allow);
@@ -215,19 +243,27 @@ HIDDEN int ctl_parse_head(char *head, size_t head_length, request *r, answer *a)
         if (colon) {
             *colon = 0;
             const char *value = header_value(colon + 1);
-            if (strcasecmp(line, "Host") == 0) r->host = value;
-            else if (strcasecmp(line, "Authorization") == 0) r->authorization = value;
-            else if (strcasecmp(line, "Content-Type") == 0) r->content_type = value;
+            if (strcasecmp(line, "Host") == 0)
+                r->host = value;
+            else if (strcasecmp(line, "Authorization") == 0)
+                r->authorization = value;
+            else if (strcasecmp(line, "Content-Type") == 0)
+                r->content_type = value;
             else if (strcasecmp(line, "Content-Length") == 0) {
                 char *end;
                 errno = 0;
                 long long length = strtoll(value, &end, 10);
                 // Two lengths, or one that is not a plain number, is how requests get smuggled.
-                if (lengths++ || end == value || *end || errno || length < 0) r->content_length = -2;
-                else r->content_length = length;
-            } else if (strcasecmp(line, "Origin") == 0) r->origin = value;
-            else if (strcasecmp(line, "Transfer-Encoding") == 0) r->transfer_encoding = value;
-            else if (strcasecmp(line, "Sec-Fetch-Site") == 0) r->fetch_site = value;
+                if (lengths++ || end == value || *end || errno || length < 0)
+                    r->content_length = -2;
+                else
+                    r->content_length = length;
+            } else if (strcasecmp(line, "Origin") == 0)
+                r->origin = value;
+            else if (strcasecmp(line, "Transfer-Encoding") == 0)
+                r->transfer_encoding = value;
+            else if (strcasecmp(line, "Sec-Fetch-Site") == 0)
+                r->fetch_site = value;
         }
         line = next ? next + 2 : NULL;
     }
@@ -235,18 +271,21 @@ HIDDEN int ctl_parse_head(char *head, size_t head_length, request *r, answer *a)
     if (!r->host || strcasecmp(r->host, "localhost") != 0) {
         snprintf(subject, sizeof subject, "Host: %.80s", r->host ? r->host : "");
         ctl_fail(a, 403, "forbiddenHost", r->host ? subject : "Host",
-             "the request does not name this endpoint in its Host header; send Host: localhost");
+                 "the request does not name this endpoint in its Host header; send Host: localhost");
     } else if (r->origin || (r->fetch_site && strcmp(r->fetch_site, "cross-site") == 0)) {
         snprintf(subject, sizeof subject, "Origin: %.80s", r->origin ? r->origin : "");
         ctl_fail(a, 403, "forbiddenOrigin", subject, "requests from web pages are refused; use chaos ctl");
     } else if (!r->authorization || strncasecmp(r->authorization, "Bearer ", 7) != 0) {
         ctl_fail(a, 401, "unauthorized", "Authorization",
-             "the request carries no token; send Authorization: Bearer TOKEN with the token from this process's endpoint file (chaos ctl does)");
+                 "the request carries no token; send Authorization: Bearer TOKEN with the token from this process's "
+                 "endpoint file (chaos ctl does)");
     } else if (!same_token(header_value((char *)r->authorization + 7))) {
         ctl_fail(a, 401, "unauthorized", "Authorization",
-             "the token is not this session's; read it again from the endpoint file (the token changes with every start)");
+                 "the token is not this session's; read it again from the endpoint file (the token changes with every "
+                 "start)");
     } else if (r->transfer_encoding) {
-        ctl_fail(a, 400, "badRequest", "Transfer-Encoding", "send the body with Content-Length (at most 1 MiB), not chunked");
+        ctl_fail(a, 400, "badRequest", "Transfer-Encoding",
+                 "send the body with Content-Length (at most 1 MiB), not chunked");
     } else if (r->content_length == -2) {
         ctl_fail(a, 400, "badRequest", "Content-Length", "send one Content-Length, a plain decimal number");
     } else if (r->content_length > MAX_BODY) {

@@ -22,7 +22,10 @@ static void reserve(buffer *b, size_t more) {
     size_t capacity = b->capacity ? b->capacity : 256;
     while (capacity < b->length + more + 1) capacity *= 2;
     char *grown = realloc(b->data, capacity);
-    if (!grown) { b->failed = 1; return; }
+    if (!grown) {
+        b->failed = 1;
+        return;
+    }
     b->data = grown;
     b->capacity = capacity;
 }
@@ -41,8 +44,14 @@ HIDDEN void ctl_put(buffer *b, const char *format, ...) {
     char small[256];
     int need = vsnprintf(small, sizeof small, format, list);
     va_end(list);
-    if (need < 0) { b->failed = 1; return; }
-    if ((size_t)need < sizeof small) { ctl_put_bytes(b, small, (size_t)need); return; }
+    if (need < 0) {
+        b->failed = 1;
+        return;
+    }
+    if ((size_t)need < sizeof small) {
+        ctl_put_bytes(b, small, (size_t)need);
+        return;
+    }
     reserve(b, (size_t)need);
     if (b->failed) return;
     va_start(list, format);

@@ -72,13 +72,13 @@ typedef struct cx_image {
     // Identity: an image with the same base, headers, dynamic section and name after a
     // change of the loaded set is the same image (its index is kept).
     uintptr_t base;
-    const ElfW(Phdr) *phdr;
+    const ElfW(Phdr) * phdr;
     ElfW(Half) phnum;
-    const ElfW(Dyn) *dynamic;
-    char *name;        ///< dlpi_name as given ("" for the main program)
-    char *path;        ///< what callbacks see: the name, or /proc/self/exe's target
+    const ElfW(Dyn) * dynamic;
+    char *name; ///< dlpi_name as given ("" for the main program)
+    char *path; ///< what callbacks see: the name, or /proc/self/exe's target
     // Tables (absolute addresses).
-    const ElfW(Sym) *symtab;
+    const ElfW(Sym) * symtab;
     const char *strtab;
     size_t strsz;
     uintptr_t jmprel, rela, rel, pltgot;
@@ -110,9 +110,7 @@ static uint32_t name_hash(const char *name) {
 
 // glibc relocates most d_ptr entries in place; a read-only dynamic section (vDSO,
 // some targets) keeps them as link-time addresses. Accept both.
-static uintptr_t dyn_address(uintptr_t base, uintptr_t value) {
-    return (value < base) ? value + base : value;
-}
+static uintptr_t dyn_address(uintptr_t base, uintptr_t value) { return (value < base) ? value + base : value; }
 
 static void image_free(cx_image *image) {
     if (!image) return;
@@ -187,12 +185,14 @@ static int same_tables(const cx_image *a, const cx_image *b) {
     return a->dynamic == b->dynamic && a->symtab == b->symtab && a->strtab == b->strtab && a->strsz == b->strsz &&
            a->jmprel == b->jmprel && a->pltrelsz == b->pltrelsz && a->pltrel == b->pltrel && a->rela == b->rela &&
            a->relasz == b->relasz && a->relaent == b->relaent && a->rel == b->rel && a->relsz == b->relsz &&
-           a->relent == b->relent && a->relro_start == b->relro_start && a->relro_end == b->relro_end && a->pltgot == b->pltgot;
+           a->relent == b->relent && a->relro_start == b->relro_start && a->relro_end == b->relro_end &&
+           a->pltgot == b->pltgot;
 }
 
 #if defined(CHAOS_R_JUMP_SLOT)
 /// The kind a relocation gives its slot, or 0 for relocations a hook does not rebind.
-static int reloc_kind(const cx_image *image, unsigned long type, size_t sym, uintptr_t offset, int has_addend, int64_t addend) {
+static int reloc_kind(const cx_image *image, unsigned long type, size_t sym, uintptr_t offset, int has_addend,
+                      int64_t addend) {
     if (sym == 0) return 0;
     if (type == CHAOS_R_JUMP_SLOT) return CHAOS_ELF_SLOT_JUMP;
     if (type == CHAOS_R_GLOB_DAT) {
@@ -202,7 +202,8 @@ static int reloc_kind(const cx_image *image, unsigned long type, size_t sym, uin
         if (!image->relro_start) return CHAOS_ELF_SLOT_GLOB_DAT;
         if (slot >= image->relro_start && slot < image->relro_end) return CHAOS_ELF_SLOT_GLOB_DAT;
         size_t plt_slots = 3 + image->pltrelsz / (image->pltrel == DT_RELA ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel)));
-        if (image->pltgot && slot >= image->pltgot && slot < image->pltgot + plt_slots * sizeof(void *)) return CHAOS_ELF_SLOT_GLOB_DAT;
+        if (image->pltgot && slot >= image->pltgot && slot < image->pltgot + plt_slots * sizeof(void *))
+            return CHAOS_ELF_SLOT_GLOB_DAT;
         return CHAOS_ELF_SLOT_DATA;
     }
 #if defined(CHAOS_R_ABS)
@@ -212,17 +213,18 @@ static int reloc_kind(const cx_image *image, unsigned long type, size_t sym, uin
         return CHAOS_ELF_SLOT_DATA;
     }
 #else
-    (void)has_addend; (void)addend;
+    (void)has_addend;
+    (void)addend;
 #endif
     return 0;
 }
 
 typedef struct index_builder {
     cx_image *image;
-    size_t count;          ///< relocations kept so far
-    size_t max_sym;        ///< pass 1: the largest symbol index kept
-    uint32_t *hashes;      ///< pass 2: the name hash of each symbol index met so far…
-    uint8_t *known;        ///< …and whether it is computed
+    size_t count;     ///< relocations kept so far
+    size_t max_sym;   ///< pass 1: the largest symbol index kept
+    uint32_t *hashes; ///< pass 2: the name hash of each symbol index met so far…
+    uint8_t *known;   ///< …and whether it is computed
     cx_reloc *out;
 } index_builder;
 
@@ -251,7 +253,8 @@ static void walk_relocations(index_builder *b) {
         if (image->pltrel == DT_RELA) {
             for (size_t at = 0; at + sizeof(ElfW(Rela)) <= image->pltrelsz; at += sizeof(ElfW(Rela))) {
                 const ElfW(Rela) *r = (const ElfW(Rela) *)(image->jmprel + at);
-                int kind = reloc_kind(image, CHAOS_R_TYPE(r->r_info), CHAOS_R_SYM(r->r_info), r->r_offset, 1, r->r_addend);
+                int kind =
+                    reloc_kind(image, CHAOS_R_TYPE(r->r_info), CHAOS_R_SYM(r->r_info), r->r_offset, 1, r->r_addend);
                 if (kind) keep(b, CHAOS_R_SYM(r->r_info), r->r_offset, kind);
             }
         } else {
@@ -298,7 +301,9 @@ static int image_index(cx_image *image) {
             b.hashes = malloc((b.max_sym + 1) * sizeof(uint32_t));
             b.known = calloc(b.max_sym + 1, 1);
             if (!b.out || !b.hashes || !b.known) {
-                free(b.out); free(b.hashes); free(b.known);
+                free(b.out);
+                free(b.hashes);
+                free(b.known);
                 return ENOMEM;
             }
             b.count = 0;
@@ -339,7 +344,9 @@ static int looks_like_plt_stub(const cx_image *image, uintptr_t value) {
 #if defined(__x86_64__) || defined(__i386__)
     // push $index (68 imm32), optionally preceded by endbr64/endbr32 (f3 0f 1e fa/fb).
     if (code[0] == 0x68) return 1;
-    if (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && (code[3] == 0xfa || code[3] == 0xfb) && code[4] == 0x68) return 1;
+    if (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && (code[3] == 0xfa || code[3] == 0xfb) &&
+        code[4] == 0x68)
+        return 1;
     return 0;
 #elif defined(__aarch64__)
     // Lazy slots point at PLT0: stp x16, x30, [sp, #-16]! (optionally after bti c).
@@ -376,10 +383,12 @@ static void report(scan *s, const cx_image *image, size_t which, const cx_reloc 
     slot.image_path = image->path;
     slot.image_base = image->base;
     slot.kind = kind;
-    slot.value_is_plt_stub = kind == CHAOS_ELF_SLOT_JUMP &&
-        looks_like_plt_stub(image, (uintptr_t)chaos_elf_read_slot(slot.slot));
-    if (s->on_slot_many) s->on_slot_many(s->context, which, &slot);
-    else s->on_slot(s->context, &slot);
+    slot.value_is_plt_stub =
+        kind == CHAOS_ELF_SLOT_JUMP && looks_like_plt_stub(image, (uintptr_t)chaos_elf_read_slot(slot.slot));
+    if (s->on_slot_many)
+        s->on_slot_many(s->context, which, &slot);
+    else
+        s->on_slot(s->context, &slot);
 }
 
 /// Offers an image to `on_image`, then reports its slots for every symbol of the scan.
@@ -394,7 +403,10 @@ static void scan_image(scan *s, cx_image *image) {
         size_t low = 0, high = image->count;
         while (low < high) { // the first relocation with this hash
             size_t middle = low + (high - low) / 2;
-            if (image->relocs[middle].hash < hash) low = middle + 1; else high = middle;
+            if (image->relocs[middle].hash < hash)
+                low = middle + 1;
+            else
+                high = middle;
         }
         for (size_t i = low; i < image->count && image->relocs[i].hash == hash; i++) {
             ElfW(Word) at = image->symtab[image->relocs[i].sym_kind >> 2].st_name;
@@ -407,7 +419,8 @@ static void scan_image(scan *s, cx_image *image) {
 
 /// dl_iterate_phdr's counters of images loaded and unloaded so far, which every image's
 /// info carries (0 and 0 with an older libc); whether it has them.
-static int image_counters(const struct dl_phdr_info *info, size_t size, unsigned long long *adds, unsigned long long *subs) {
+static int image_counters(const struct dl_phdr_info *info, size_t size, unsigned long long *adds,
+                          unsigned long long *subs) {
     int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
     *adds = counted ? info->dlpi_adds : 0;
     *subs = counted ? info->dlpi_subs : 0;
@@ -485,7 +498,8 @@ static int find(scan *s) {
 int chaos_elf_find_slots_many(const char *const *symbols, size_t count, chaos_elf_image_fn on_image,
                               chaos_elf_slot_many_fn on_slot, void *context) {
     if ((symbols == NULL && count) || on_slot == NULL) return EINVAL;
-    for (size_t i = 0; i < count; i++) if (symbols[i] == NULL) return EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (symbols[i] == NULL) return EINVAL;
     uint32_t small[16];
     uint32_t *hashes = count <= 16 ? small : malloc(count * sizeof(uint32_t));
     if (!hashes) return ENOMEM;
@@ -503,8 +517,7 @@ int chaos_elf_find_slots_many(const char *const *symbols, size_t count, chaos_el
     return result;
 }
 
-int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image,
-                         chaos_elf_slot_fn on_slot, void *context) {
+int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image, chaos_elf_slot_fn on_slot, void *context) {
     if (symbol == NULL || on_slot == NULL) return EINVAL;
     uint32_t hash = name_hash(symbol);
     scan s;
@@ -549,7 +562,7 @@ static void seen_pages_forget(void);
 
 void chaos_elf_use_maps_text(int always) {
     __atomic_store_n(&procmap_works, always ? 0 : -1, __ATOMIC_RELAXED);
-    seen_pages_forget();  // so that the next writes ask the kernel the way chosen
+    seen_pages_forget(); // so that the next writes ask the kernel the way chosen
 }
 
 typedef struct map_range {
@@ -594,7 +607,11 @@ static void protections_parse(protections *p) {
     while (text) {
         if (used == capacity) {
             char *grown = realloc(text, capacity * 2);
-            if (!grown) { free(text); text = NULL; break; }
+            if (!grown) {
+                free(text);
+                text = NULL;
+                break;
+            }
             text = grown;
             capacity *= 2;
         }
@@ -607,14 +624,23 @@ static void protections_parse(protections *p) {
     size_t lines = 0;
     for (size_t i = 0; i < used; i++) lines += text[i] == '\n';
     p->ranges = malloc((lines + 1) * sizeof(map_range));
-    if (!p->ranges) { free(text); return; }
+    if (!p->ranges) {
+        free(text);
+        return;
+    }
     // Each line: start-end perms offset dev inode [path]
     for (size_t i = 0; i < used;) {
         uintptr_t start = 0, end = 0;
         int digit;
-        while (i < used && (digit = hex_digit(text[i])) >= 0) { start = start * 16 + (uintptr_t)digit; i++; }
+        while (i < used && (digit = hex_digit(text[i])) >= 0) {
+            start = start * 16 + (uintptr_t)digit;
+            i++;
+        }
         if (i < used && text[i] == '-') i++;
-        while (i < used && (digit = hex_digit(text[i])) >= 0) { end = end * 16 + (uintptr_t)digit; i++; }
+        while (i < used && (digit = hex_digit(text[i])) >= 0) {
+            end = end * 16 + (uintptr_t)digit;
+            i++;
+        }
         if (i + 4 < used && text[i] == ' ') {
             int protection = PROT_NONE;
             if (text[i + 1] == 'r') protection |= PROT_READ;
@@ -644,16 +670,20 @@ static int protection_of(protections *p, uintptr_t address) {
             if (query.vma_flags & CHAOS_PROCMAP_EXECUTABLE) protection |= PROT_EXEC;
             return protection;
         }
-        if (errno == ENOENT) return -1; // no mapping there
+        if (errno == ENOENT) return -1;                        // no mapping there
         __atomic_store_n(&procmap_works, 0, __ATOMIC_RELAXED); // ENOTTY (before 6.11), EINVAL…
     }
     if (!p->parsed) protections_parse(p);
     size_t low = 0, high = p->count; // the lines are in address order
     while (low < high) {
         size_t middle = low + (high - low) / 2;
-        if (p->ranges[middle].end <= address) low = middle + 1; else high = middle;
+        if (p->ranges[middle].end <= address)
+            low = middle + 1;
+        else
+            high = middle;
     }
-    if (low < p->count && address >= p->ranges[low].start && address < p->ranges[low].end) return p->ranges[low].protection;
+    if (low < p->count && address >= p->ranges[low].start && address < p->ranges[low].end)
+        return p->ranges[low].protection;
     return -1;
 }
 
@@ -688,7 +718,7 @@ enum { SEEN_PAGES = 512 };
 typedef struct seen_page {
     uintptr_t page;
     int protection;
-    int own_mapping;  ///< marked MADV_NOHUGEPAGE already (see give_own_mapping)
+    int own_mapping; ///< marked MADV_NOHUGEPAGE already (see give_own_mapping)
 } seen_page;
 static seen_page seen_pages[SEEN_PAGES];
 static size_t seen_count;
@@ -698,7 +728,7 @@ static int seen_valid;
 static int read_image_counters(struct dl_phdr_info *info, size_t size, void *data) {
     unsigned long long *counters = data;
     counters[2] = (unsigned long long)image_counters(info, size, &counters[0], &counters[1]);
-    return 1;  // the first image carries the counters
+    return 1; // the first image carries the counters
 }
 
 static void seen_pages_forget(void) {
@@ -747,7 +777,7 @@ static int page_protection(protections *p, uintptr_t page, seen_page **seen) {
 // per page; /proc/self/maps then lists the page on its own line.
 static void give_own_mapping(seen_page *seen, uintptr_t page_size) {
     if (!seen || seen->own_mapping) return;
-    syscall(SYS_madvise, (void *)seen->page, page_size, MADV_NOHUGEPAGE);  // EINVAL without THP: no matter
+    syscall(SYS_madvise, (void *)seen->page, page_size, MADV_NOHUGEPAGE); // EINVAL without THP: no matter
     seen->own_mapping = 1;
 }
 
@@ -778,7 +808,7 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
     seen_pages_check();
     protections p;
     memset(&p, 0, sizeof p);
-    p.fd = -2;  // not opened yet
+    p.fd = -2; // not opened yet
     for (size_t first = 0; first < valid;) {
         size_t last = first;
         while (last < valid && order[last].page == order[first].page) last++;
@@ -788,8 +818,10 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
         int failure = 0;
         int needs_unlock = protection >= 0 && !(protection & PROT_WRITE);
         if (needs_unlock) give_own_mapping(seen, page_size);
-        if (protection < 0) failure = ENOENT;
-        else if (needs_unlock && mprotect(page, page_size, protection | PROT_WRITE) != 0) failure = errno;
+        if (protection < 0)
+            failure = ENOENT;
+        else if (needs_unlock && mprotect(page, page_size, protection | PROT_WRITE) != 0)
+            failure = errno;
         if (!failure) {
             for (size_t i = first; i < last; i++) {
                 chaos_elf_write *w = &writes[order[i].index];
@@ -804,7 +836,8 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
                 }
             }
         }
-        if (failure) for (size_t i = first; i < last; i++) writes[order[i].index].result = failure;
+        if (failure)
+            for (size_t i = first; i < last; i++) writes[order[i].index].result = failure;
         first = last;
     }
     if (p.fd != -2) protections_close(&p);
@@ -822,9 +855,7 @@ int chaos_elf_write_slot(void **slot, void *value, void **previous) {
     return write.result;
 }
 
-void *chaos_elf_read_slot(void *const *slot) {
-    return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-}
+void *chaos_elf_read_slot(void *const *slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
 
 void *chaos_elf_dlsym_default(const char *name) { return dlsym(RTLD_DEFAULT, name); }
 
@@ -841,14 +872,20 @@ const char *chaos_elf_describe_address(const void *address, const char **image_p
 
 #else // !__linux__
 
-int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image,
-                         chaos_elf_slot_fn on_slot, void *context) {
-    (void)symbol; (void)on_image; (void)on_slot; (void)context;
+int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image, chaos_elf_slot_fn on_slot, void *context) {
+    (void)symbol;
+    (void)on_image;
+    (void)on_slot;
+    (void)context;
     return ENOSYS;
 }
 int chaos_elf_find_slots_many(const char *const *symbols, size_t count, chaos_elf_image_fn on_image,
                               chaos_elf_slot_many_fn on_slot, void *context) {
-    (void)symbols; (void)count; (void)on_image; (void)on_slot; (void)context;
+    (void)symbols;
+    (void)count;
+    (void)on_image;
+    (void)on_slot;
+    (void)context;
     return ENOSYS;
 }
 // Without /proc/self/maps the slot must already be writable (callback tables are).
@@ -867,9 +904,15 @@ int chaos_elf_write_slots(chaos_elf_write *writes, size_t count) {
     return failed;
 }
 void *chaos_elf_read_slot(void *const *slot) { return __atomic_load_n(slot, __ATOMIC_ACQUIRE); }
-int chaos_elf_protection(const void *address) { (void)address; return -1; }
+int chaos_elf_protection(const void *address) {
+    (void)address;
+    return -1;
+}
 void chaos_elf_use_maps_text(int always) { (void)always; }
-void *chaos_elf_dlsym_default(const char *name) { (void)name; return 0; }
+void *chaos_elf_dlsym_default(const char *name) {
+    (void)name;
+    return 0;
+}
 const char *chaos_elf_describe_address(const void *address, const char **image_path) {
     (void)address;
     if (image_path) *image_path = 0;

@@ -64,7 +64,8 @@ chaos_case_test *chaos_case_test_make(int32_t point, const char *conditions, cha
     size_t capacity = strlen(conditions) + 96;
     char *text = malloc(capacity);
     if (!text) return NULL;
-    bool socket = point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
+    bool socket = point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND ||
+                  point == CHAOS_POINT_RECV;
     snprintf(text, capacity, "chaos-plan 1\nentry %s%s\nnode 0 composite\ncase 1 %s\nnode 1 original\n", name,
              socket ? " family=any" : "", conditions);
     chaos_plan *plan = chaos_plan_parse(text, strlen(text), error);

@@ -40,8 +40,8 @@ chaos_counts *cf_counts_make(int32_t point) {
 // The calling thread's tally (per thread: the thread itself writes it).
 _Thread_local cf_fast_tally cf_fast_mine;
 static pthread_mutex_t tallies_lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_fast_tally *tallies;   ///< threads that made fast readings; under tallies_lock
-static chaos_counts *published;  ///< live counts the fast path was published for; under tallies_lock
+static cf_fast_tally *tallies;  ///< threads that made fast readings; under tallies_lock
+static chaos_counts *published; ///< live counts the fast path was published for; under tallies_lock
 // The key whose destructor retires a thread's tally; made once (tally_once guards it).
 static pthread_key_t tally_key;
 static pthread_once_t tally_once = PTHREAD_ONCE_INIT;
@@ -203,8 +203,8 @@ int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts)
 // fast path answered are tallied per thread; a process adds them when it ends
 // (chaos_fault_mirror_flush), and a forked child only those it made itself.
 
-static chaos_counts *mirrored[CHAOS_PLAN_MAX_MIRRORS];  ///< under tallies_lock
-static int mirrored_count;                              ///< under tallies_lock
+static chaos_counts *mirrored[CHAOS_PLAN_MAX_MIRRORS]; ///< under tallies_lock
+static int mirrored_count;                             ///< under tallies_lock
 static pthread_once_t mirror_once = PTHREAD_ONCE_INIT;
 
 /// The fast readings of `counts` so far, settled or not. Under tallies_lock.
@@ -279,7 +279,8 @@ void chaos_fault_mirror_flush(void) {
     for (int i = 0; i < mirrored_count; i++) {
         chaos_counts *counts = mirrored[i];
         uint64_t total = fast_total(counts);
-        if (total > counts->mirrored_fast) atomic_fetch_add_explicit(&counts->mirror[0], total - counts->mirrored_fast, memory_order_relaxed);
+        if (total > counts->mirrored_fast)
+            atomic_fetch_add_explicit(&counts->mirror[0], total - counts->mirrored_fast, memory_order_relaxed);
         counts->mirrored_fast = total;
     }
     pthread_mutex_unlock(&tallies_lock);

@@ -28,7 +28,8 @@ static uint64_t derive(uint64_t seed, uint64_t value) { return scramble(scramble
 uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point) {
     const char *name = chaos_fault_point_public_name(point);
     uint64_t hash = 0xCBF29CE484222325ull; // FNV-1a, as Swift's stable hash of the point name
-    for (const unsigned char *c = (const unsigned char *)(name ? name : ""); *c; c++) hash = (hash ^ *c) * 0x100000001B3ull;
+    for (const unsigned char *c = (const unsigned char *)(name ? name : ""); *c; c++)
+        hash = (hash ^ *c) * 0x100000001B3ull;
     return derive(plan_seed, hash);
 }
 
@@ -51,15 +52,13 @@ typedef struct walk {
     int special;
     bool named;
     bool peek;
-    uint64_t index;      ///< the entry's call index of this call
+    uint64_t index; ///< the entry's call index of this call
     int64_t delay;
 } walk;
 
 /// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
 /// only when a path condition named it on the way.
-static bool may_act(const walk *w) {
-    return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named;
-}
+static bool may_act(const walk *w) { return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named; }
 
 static uint64_t tick(walk *w, cf_node *node) {
     return w->peek ? atomic_load_explicit(cf_node_counter(node), memory_order_relaxed)
@@ -82,7 +81,8 @@ static bool selector_takes(walk *w, int32_t index) {
     if (node->kind != CHAOS_NODE_COMPOSITE) return true;
     if (node->otherwise >= 0 && w->entry->nodes[node->otherwise].kind != CHAOS_NODE_PASS) return true;
     bool named = w->named, takes = false;
-    for (int32_t i = 0; i < node->count && !takes; i++) takes = cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named);
+    for (int32_t i = 0; i < node->count && !takes; i++)
+        takes = cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named);
     w->named = named;
     return takes;
 }
@@ -97,10 +97,8 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
     cf_node *node = &w->entry->nodes[index];
     const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
     switch (node->kind) {
-    case CHAOS_NODE_ORIGINAL:
-        return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
-    case CHAOS_NODE_PASS:
-        return R_PASS;
+    case CHAOS_NODE_ORIGINAL: return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
+    case CHAOS_NODE_PASS: return R_PASS;
     case CHAOS_NODE_FAIL:
         if (!may_act(w)) return R_PASS;
         // A function that cannot return this errno is left alone (libfiu's rule).
@@ -131,16 +129,12 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->factor = node->factor;
         out->anchor_ns = node->ns;
         return R_ACT;
-    case CHAOS_NODE_VIRTUAL:
-        out->action = CHAOS_ACT_VIRTUAL;
-        return R_ACT;
+    case CHAOS_NODE_VIRTUAL: out->action = CHAOS_ACT_VIRTUAL; return R_ACT;
     case CHAOS_NODE_SET:
         out->action = CHAOS_ACT_SET;
         out->value = node->value;
         return R_ACT;
-    case CHAOS_NODE_UNSET:
-        out->action = CHAOS_ACT_UNSET;
-        return R_ACT;
+    case CHAOS_NODE_UNSET: out->action = CHAOS_ACT_UNSET; return R_ACT;
     case CHAOS_NODE_ASK:
         if (!may_act(w)) return R_PASS; // a special target is outside unnamed entries, as for fail
         out->action = CHAOS_ACT_ASK;
@@ -160,7 +154,8 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
     case CHAOS_NODE_COMPOSITE:
         for (int32_t i = 0; i < node->count; i++) {
             bool named = w->named;
-            if (cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named)) return eval(w, node->cases[i].child, out);
+            if (cf_case_matches(&node->cases[i], w->call, w->path, w->special, &w->named))
+                return eval(w, node->cases[i].child, out);
             w->named = named;
         }
         return node->otherwise >= 0 ? eval(w, node->otherwise, out) : R_PASS;
@@ -179,7 +174,10 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         int32_t low = 0, high = node->count;
         while (low < high) {
             int32_t middle = (low + high) / 2;
-            if (node->weights[middle] < call) low = middle + 1; else high = middle;
+            if (node->weights[middle] < call)
+                low = middle + 1;
+            else
+                high = middle;
         }
         return low < node->count && node->weights[low] == call ? eval(w, node->child, out) : R_PASS;
     }
@@ -189,8 +187,7 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         w->delay += node->ns;
         return r == R_PASS || r == R_ORIGINAL ? R_ACT : r;
     }
-    default:
-        return R_PASS;
+    default: return R_PASS;
     }
 }
 
@@ -220,14 +217,14 @@ static void reset(chaos_outcome *out) {
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
 static bool reaches(const cf_entry *entry, const chaos_call *call) {
     switch (entry->point) {
-    case CHAOS_POINT_CONNECT: case CHAOS_POINT_ACCEPT: case CHAOS_POINT_SEND: case CHAOS_POINT_RECV:
-        return (entry->families & (uint32_t)call->family) != 0;
-    case CHAOS_POINT_CLOCK:
-        return call->clock_source != CHAOS_CLOCKSRC_MONOTONIC || entry->monotonic;
-    case CHAOS_POINT_DNS: case CHAOS_POINT_GETENV:
-        return call->name != NULL;
-    default:
-        return true;
+    case CHAOS_POINT_CONNECT:
+    case CHAOS_POINT_ACCEPT:
+    case CHAOS_POINT_SEND:
+    case CHAOS_POINT_RECV: return (entry->families & (uint32_t)call->family) != 0;
+    case CHAOS_POINT_CLOCK: return call->clock_source != CHAOS_CLOCKSRC_MONOTONIC || entry->monotonic;
+    case CHAOS_POINT_DNS:
+    case CHAOS_POINT_GETENV: return call->name != NULL;
+    default: return true;
     }
 }
 
@@ -241,10 +238,14 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     const cf_node *node = &entry->nodes[index];
     bool acts = !special || named;
     switch (node->kind) {
-    case CHAOS_NODE_FAIL: case CHAOS_NODE_SHORT: case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_ASK:
-        return acts; // original decides too; an ask may answer anything
+    case CHAOS_NODE_FAIL:
+    case CHAOS_NODE_SHORT:
+    case CHAOS_NODE_ORIGINAL:
+    case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_AT: return could_act(entry, node->child, path, special, named, seen);
+    case CHAOS_NODE_PROBABILITY:
+    case CHAOS_NODE_TIMES:
+    case CHAOS_NODE_AT: return could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_SEQUENTIAL:
         for (int32_t i = 0; i < node->count; i++)
             if (could_act(entry, node->children[i], path, special, named, seen)) return true;
@@ -256,8 +257,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
             if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
         }
         return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -358,7 +358,8 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             atomic_fetch_add_explicit(&counts->acted, 1, memory_order_relaxed);
             if (counts->mirror) atomic_fetch_add_explicit(&counts->mirror[0], 1, memory_order_relaxed);
             atomic_store_explicit(&counts->last_fire_call, index, memory_order_relaxed);
-            atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : cf_now_realtime(), memory_order_relaxed);
+            atomic_store_explicit(&counts->last_fire_ns, call->real_ns ? call->real_ns : cf_now_realtime(),
+                                  memory_order_relaxed);
             // Clock readings act by the million and are all alike: only other acts are noted.
             if (call->point != CHAOS_POINT_CLOCK) {
                 note_act(&counts->last, call, path);
@@ -459,10 +460,12 @@ int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns) {
 int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns) {
     switch (outcome->action) {
     case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)fake_ns - (uint64_t)outcome->clock_ns);
-    case CHAOS_ACT_FROZEN: return fake_ns <= outcome->clock_ns ? real_now_ns : real_now_ns + (fake_ns - outcome->clock_ns);
+    case CHAOS_ACT_FROZEN:
+        return fake_ns <= outcome->clock_ns ? real_now_ns : real_now_ns + (fake_ns - outcome->clock_ns);
     case CHAOS_ACT_SPEED:
         if (outcome->factor <= 0) return real_now_ns;
-        return (int64_t)((uint64_t)outcome->anchor_ns + (uint64_t)round_ns((double)(fake_ns - outcome->anchor_ns) / outcome->factor));
+        return (int64_t)((uint64_t)outcome->anchor_ns +
+                         (uint64_t)round_ns((double)(fake_ns - outcome->anchor_ns) / outcome->factor));
     default: return fake_ns;
     }
 }

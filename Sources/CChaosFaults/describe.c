@@ -9,8 +9,10 @@
 #include <time.h>
 
 int32_t chaos_call_family(int domain) {
-    return domain == AF_INET ? CHAOS_FAMILY_INET : domain == AF_INET6 ? CHAOS_FAMILY_INET6
-           : domain == AF_UNIX ? CHAOS_FAMILY_UNIX : CHAOS_FAMILY_OTHER;
+    return domain == AF_INET    ? CHAOS_FAMILY_INET
+           : domain == AF_INET6 ? CHAOS_FAMILY_INET6
+           : domain == AF_UNIX  ? CHAOS_FAMILY_UNIX
+                                : CHAOS_FAMILY_OTHER;
 }
 
 void chaos_call_describe_address(chaos_call *call, const void *address, size_t length) {
@@ -37,8 +39,11 @@ int32_t chaos_clock_source(int clock) {
     case CLOCK_REALTIME_COARSE: return CHAOS_CLOCKSRC_REALTIME_COARSE;
     case CLOCK_TAI: return CHAOS_CLOCKSRC_TAI;
     case CLOCK_REALTIME_ALARM: return CHAOS_CLOCKSRC_REALTIME_ALARM;
-    case CLOCK_MONOTONIC: case CLOCK_MONOTONIC_RAW: case CLOCK_MONOTONIC_COARSE: case CLOCK_BOOTTIME: case CLOCK_BOOTTIME_ALARM:
-        return CHAOS_CLOCKSRC_MONOTONIC;
+    case CLOCK_MONOTONIC:
+    case CLOCK_MONOTONIC_RAW:
+    case CLOCK_MONOTONIC_COARSE:
+    case CLOCK_BOOTTIME:
+    case CLOCK_BOOTTIME_ALARM: return CHAOS_CLOCKSRC_MONOTONIC;
     default: return 0;
     }
 }

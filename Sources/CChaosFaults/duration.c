@@ -18,8 +18,9 @@ static size_t whitespace_length(const unsigned char *s) {
     if ((*s >= 0x09 && *s <= 0x0D) || *s == 0x20) return 1;
     if (s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0)) return 2;
     if (s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80) return 3; // U+1680
-    if (s[0] == 0xE2 && s[1] == 0x80 && ((s[2] >= 0x80 && s[2] <= 0x8A) || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
-        return 3; // U+2000–200A, U+2028, U+2029, U+202F
+    if (s[0] == 0xE2 && s[1] == 0x80 &&
+        ((s[2] >= 0x80 && s[2] <= 0x8A) || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
+        return 3;                                               // U+2000–200A, U+2028, U+2029, U+202F
     if (s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F) return 3; // U+205F
     if (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80) return 3; // U+3000
     return 0;
@@ -40,7 +41,10 @@ int chaos_parse_duration_text(const char *text, int64_t *nanoseconds) {
     if (!compact) return -1;
     for (const unsigned char *p = (const unsigned char *)text; *p;) {
         size_t skip = whitespace_length(p);
-        if (skip) { p += skip; continue; }
+        if (skip) {
+            p += skip;
+            continue;
+        }
         *to++ = (char)*p++;
     }
     *to = 0;

@@ -89,7 +89,6 @@ static void publish_fast_clock(const chaos_plan *plan) {
     atomic_store_explicit(&cf_fast.sequence, sequence + 2, memory_order_release);
 }
 
-
 int chaos_fault_clock_constant(int64_t real_ns, int64_t *fake_ns) { return cf_fast_clock_reading(real_ns, fake_ns); }
 
 // MARK: - Install
@@ -119,7 +118,7 @@ int chaos_plan_install(chaos_plan *plan) {
                 cf_node *node = &entry->nodes[i];
                 if (node->kind == CHAOS_NODE_SPEED && node->anchor_start) node->ns = anchor;
                 if (node->kind == CHAOS_NODE_SET && node->owned_value) node->value = cf_intern(node->owned_value);
-                atomic_store(&node->counter, 0);  // a shared counter is the tree's, not this install's
+                atomic_store(&node->counter, 0); // a shared counter is the tree's, not this install's
             }
         }
         plan->generation = atomic_fetch_add(&cf_plan_generation, 1) + 1;

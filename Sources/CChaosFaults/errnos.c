@@ -12,16 +12,17 @@
 #include <string.h>
 #include <strings.h>
 
-#define OPEN_ERRNOS EACCES, EBUSY, EDQUOT, EEXIST, EFAULT, EFBIG, EINTR, EINVAL, EISDIR, ELOOP, EMFILE, \
-    ENAMETOOLONG, ENFILE, ENODEV, ENOENT, ENOMEM, ENOSPC, ENOTDIR, ENXIO, EOPNOTSUPP, EOVERFLOW, EPERM, \
-    EROFS, ETXTBSY, EAGAIN
+#define OPEN_ERRNOS \
+    EACCES, EBUSY, EDQUOT, EEXIST, EFAULT, EFBIG, EINTR, EINVAL, EISDIR, ELOOP, EMFILE, ENAMETOOLONG, ENFILE, ENODEV, \
+        ENOENT, ENOMEM, ENOSPC, ENOTDIR, ENXIO, EOPNOTSUPP, EOVERFLOW, EPERM, EROFS, ETXTBSY, EAGAIN
 #define READ_ERRNOS EAGAIN, EBADF, EFAULT, EINTR, EINVAL, EIO, EISDIR
 #define WRITE_ERRNOS EAGAIN, EBADF, EDESTADDRREQ, EDQUOT, EFAULT, EFBIG, EINTR, EINVAL, EIO, ENOSPC, EPERM, EPIPE
-#define SEND_ERRNOS EACCES, EAGAIN, EALREADY, EBADF, ECONNRESET, EDESTADDRREQ, EFAULT, EINTR, EINVAL, \
-    EISCONN, EMSGSIZE, ENOBUFS, ENOMEM, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPIPE, ETIMEDOUT, EHOSTUNREACH, \
-    ENETDOWN, ENETUNREACH
-#define RECV_ERRNOS EAGAIN, EBADF, ECONNREFUSED, EFAULT, EINTR, EINVAL, ENOMEM, ENOTCONN, ENOTSOCK, \
-    ECONNRESET, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH
+#define SEND_ERRNOS \
+    EACCES, EAGAIN, EALREADY, EBADF, ECONNRESET, EDESTADDRREQ, EFAULT, EINTR, EINVAL, EISCONN, EMSGSIZE, ENOBUFS, \
+        ENOMEM, ENOTCONN, ENOTSOCK, EOPNOTSUPP, EPIPE, ETIMEDOUT, EHOSTUNREACH, ENETDOWN, ENETUNREACH
+#define RECV_ERRNOS \
+    EAGAIN, EBADF, ECONNREFUSED, EFAULT, EINTR, EINVAL, ENOMEM, ENOTCONN, ENOTSOCK, ECONNRESET, ETIMEDOUT, \
+        EHOSTUNREACH, ENETUNREACH
 
 typedef struct fn_row {
     chaos_fn_info info;
@@ -29,9 +30,13 @@ typedef struct fn_row {
 } fn_row;
 
 #define FILES(name, covers, op, transfers, ...) \
-    { { name, covers, CHAOS_POINT_FILES, op, transfers }, { __VA_ARGS__, 0 } }
+    { \
+        {name, covers, CHAOS_POINT_FILES, op, transfers}, { __VA_ARGS__, 0 } \
+    }
 #define POINT(name, covers, point, transfers, ...) \
-    { { name, covers, point, 0, transfers }, { __VA_ARGS__, 0 } }
+    { \
+        {name, covers, point, 0, transfers}, { __VA_ARGS__, 0 } \
+    }
 
 static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_OPEN] = FILES("open", "open open64", CHAOS_OP_OPEN, 0, OPEN_ERRNOS),
@@ -41,65 +46,78 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_FDOPEN] = FILES("fdopen", "fdopen", CHAOS_OP_OPEN, 0, EBADF, EINVAL, ENOMEM),
     [CHAOS_FN_FREOPEN] = FILES("freopen", "freopen freopen64", CHAOS_OP_OPEN, 0, OPEN_ERRNOS, EBADF),
     [CHAOS_FN_READ] = FILES("read", "read __read_chk", CHAOS_OP_READ, 1, READ_ERRNOS),
-    [CHAOS_FN_PREAD] = FILES("pread", "pread pread64 __pread_chk __pread64_chk", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE, ENXIO, EOVERFLOW),
+    [CHAOS_FN_PREAD] = FILES("pread", "pread pread64 __pread_chk __pread64_chk", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE,
+                             ENXIO, EOVERFLOW),
     [CHAOS_FN_READV] = FILES("readv", "readv", CHAOS_OP_READ, 1, READ_ERRNOS),
-    [CHAOS_FN_PREADV] = FILES("preadv", "preadv preadv64 preadv2 preadv64v2", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE, ENXIO, EOVERFLOW, EOPNOTSUPP),
-    [CHAOS_FN_FREAD] = FILES("fread",
-                             "fread fread_unlocked __fread_chk __fread_unlocked_chk fgets fgets_unlocked __fgets_chk "
-                             "__fgets_unlocked_chk fgetc getc _IO_getc getchar fgetc_unlocked getc_unlocked getchar_unlocked "
-                             "__uflow __underflow getline getdelim __getdelim fscanf vfscanf scanf vscanf __isoc99_fscanf "
-                             "__isoc99_vfscanf __isoc99_scanf __isoc99_vscanf",
-                             CHAOS_OP_READ, 0, EAGAIN, EBADF, EINTR, EIO, EOVERFLOW, ENOMEM, ENXIO),
+    [CHAOS_FN_PREADV] = FILES("preadv", "preadv preadv64 preadv2 preadv64v2", CHAOS_OP_READ, 1, READ_ERRNOS, ESPIPE,
+                              ENXIO, EOVERFLOW, EOPNOTSUPP),
+    [CHAOS_FN_FREAD] =
+        FILES("fread",
+              "fread fread_unlocked __fread_chk __fread_unlocked_chk fgets fgets_unlocked __fgets_chk "
+              "__fgets_unlocked_chk fgetc getc _IO_getc getchar fgetc_unlocked getc_unlocked getchar_unlocked "
+              "__uflow __underflow getline getdelim __getdelim fscanf vfscanf scanf vscanf __isoc99_fscanf "
+              "__isoc99_vfscanf __isoc99_scanf __isoc99_vscanf",
+              CHAOS_OP_READ, 0, EAGAIN, EBADF, EINTR, EIO, EOVERFLOW, ENOMEM, ENXIO),
     [CHAOS_FN_WRITE] = FILES("write", "write", CHAOS_OP_WRITE, 1, WRITE_ERRNOS),
     [CHAOS_FN_PWRITE] = FILES("pwrite", "pwrite pwrite64", CHAOS_OP_WRITE, 1, WRITE_ERRNOS, ESPIPE, ENXIO, EOVERFLOW),
     [CHAOS_FN_WRITEV] = FILES("writev", "writev", CHAOS_OP_WRITE, 1, WRITE_ERRNOS),
-    [CHAOS_FN_PWRITEV] = FILES("pwritev", "pwritev pwritev64 pwritev2 pwritev64v2", CHAOS_OP_WRITE, 1, WRITE_ERRNOS, ESPIPE, ENXIO, EOVERFLOW, EOPNOTSUPP),
-    [CHAOS_FN_FWRITE] = FILES("fwrite", "fwrite fwrite_unlocked fputs fputs_unlocked fputc fputc_unlocked putc putc_unlocked fprintf vfprintf printf vprintf puts putchar",
+    [CHAOS_FN_PWRITEV] = FILES("pwritev", "pwritev pwritev64 pwritev2 pwritev64v2", CHAOS_OP_WRITE, 1, WRITE_ERRNOS,
+                               ESPIPE, ENXIO, EOVERFLOW, EOPNOTSUPP),
+    [CHAOS_FN_FWRITE] = FILES("fwrite",
+                              "fwrite fwrite_unlocked fputs fputs_unlocked fputc fputc_unlocked putc putc_unlocked "
+                              "fprintf vfprintf printf vprintf puts putchar",
                               CHAOS_OP_WRITE, 0, EAGAIN, EBADF, EDQUOT, EFBIG, EINTR, EIO, ENOMEM, ENOSPC, EPIPE),
     [CHAOS_FN_FFLUSH] = FILES("fflush", "fflush fflush_unlocked fclose (with output pending)", CHAOS_OP_WRITE, 0,
                               EAGAIN, EBADF, EDQUOT, EFBIG, EINTR, EIO, ENOMEM, ENOSPC, EPIPE),
-    [CHAOS_FN_COPY_FILE_RANGE] = FILES("copy_file_range", "copy_file_range (write on the target; read on the source)", CHAOS_OP_WRITE, 1,
-                                       EBADF, EFBIG, EINVAL, EIO, EISDIR, ENOMEM, ENOSPC, EOPNOTSUPP, EOVERFLOW, EPERM, ETXTBSY, EXDEV),
-    [CHAOS_FN_SENDFILE] = FILES("sendfile", "sendfile sendfile64 (write on the target; read on the source)", CHAOS_OP_WRITE, 1,
-                                EAGAIN, EBADF, EFAULT, EINVAL, EIO, ENOMEM, EOVERFLOW, ESPIPE),
+    [CHAOS_FN_COPY_FILE_RANGE] =
+        FILES("copy_file_range", "copy_file_range (write on the target; read on the source)", CHAOS_OP_WRITE, 1, EBADF,
+              EFBIG, EINVAL, EIO, EISDIR, ENOMEM, ENOSPC, EOPNOTSUPP, EOVERFLOW, EPERM, ETXTBSY, EXDEV),
+    [CHAOS_FN_SENDFILE] = FILES("sendfile", "sendfile sendfile64 (write on the target; read on the source)",
+                                CHAOS_OP_WRITE, 1, EAGAIN, EBADF, EFAULT, EINVAL, EIO, ENOMEM, EOVERFLOW, ESPIPE),
     [CHAOS_FN_FSYNC] = FILES("fsync", "fsync", CHAOS_OP_SYNC, 0, EBADF, EDQUOT, EINTR, EINVAL, EIO, ENOSPC, EROFS),
-    [CHAOS_FN_FDATASYNC] = FILES("fdatasync", "fdatasync", CHAOS_OP_SYNC, 0, EBADF, EDQUOT, EINTR, EINVAL, EIO, ENOSPC, EROFS),
-    [CHAOS_FN_SYNC_FILE_RANGE] = FILES("sync_file_range", "sync_file_range", CHAOS_OP_SYNC, 0, EBADF, EINVAL, EIO, ENOMEM, ENOSPC, ESPIPE),
-    [CHAOS_FN_FTRUNCATE] = FILES("ftruncate", "ftruncate ftruncate64", CHAOS_OP_TRUNCATE, 0, EBADF, EFBIG, EINTR, EINVAL, EIO, EPERM, EROFS, ETXTBSY),
-    [CHAOS_FN_FALLOCATE] = FILES("fallocate", "fallocate fallocate64", CHAOS_OP_TRUNCATE, 0,
-                                 EBADF, EFBIG, EINTR, EINVAL, EIO, ENODEV, ENOSPC, ENOSYS, EOPNOTSUPP, EPERM, ESPIPE, ETXTBSY),
-    [CHAOS_FN_POSIX_FALLOCATE] = FILES("posix_fallocate", "posix_fallocate posix_fallocate64 (returns the error number)", CHAOS_OP_TRUNCATE, 0,
-                                       EBADF, EFBIG, EINTR, EINVAL, ENODEV, ENOSPC, EOPNOTSUPP, ESPIPE),
-    [CHAOS_FN_RENAME] = FILES("rename", "rename renameat renameat2", CHAOS_OP_RENAME, 0,
-                              EACCES, EBADF, EBUSY, EDQUOT, EEXIST, EFAULT, EINVAL, EISDIR, ELOOP, EMLINK, ENAMETOOLONG, ENOENT,
-                              ENOMEM, ENOSPC, ENOTDIR, ENOTEMPTY, EPERM, EROFS, EXDEV),
-    [CHAOS_FN_UNLINK] = FILES("unlink", "unlink unlinkat", CHAOS_OP_UNLINK, 0,
-                              EACCES, EBADF, EBUSY, EFAULT, EIO, EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOTDIR, EPERM, EROFS),
-    [CHAOS_FN_RMDIR] = FILES("rmdir", "rmdir unlinkat(AT_REMOVEDIR)", CHAOS_OP_UNLINK, 0,
-                             EACCES, EBADF, EBUSY, EEXIST, EFAULT, EINVAL, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOTDIR, ENOTEMPTY, EPERM, EROFS),
-    [CHAOS_FN_MKDIR] = FILES("mkdir", "mkdir mkdirat", CHAOS_OP_MKDIR, 0,
-                             EACCES, EBADF, EDQUOT, EEXIST, EFAULT, EINVAL, ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC,
-                             ENOTDIR, EPERM, EROFS),
+    [CHAOS_FN_FDATASYNC] =
+        FILES("fdatasync", "fdatasync", CHAOS_OP_SYNC, 0, EBADF, EDQUOT, EINTR, EINVAL, EIO, ENOSPC, EROFS),
+    [CHAOS_FN_SYNC_FILE_RANGE] =
+        FILES("sync_file_range", "sync_file_range", CHAOS_OP_SYNC, 0, EBADF, EINVAL, EIO, ENOMEM, ENOSPC, ESPIPE),
+    [CHAOS_FN_FTRUNCATE] = FILES("ftruncate", "ftruncate ftruncate64", CHAOS_OP_TRUNCATE, 0, EBADF, EFBIG, EINTR,
+                                 EINVAL, EIO, EPERM, EROFS, ETXTBSY),
+    [CHAOS_FN_FALLOCATE] = FILES("fallocate", "fallocate fallocate64", CHAOS_OP_TRUNCATE, 0, EBADF, EFBIG, EINTR,
+                                 EINVAL, EIO, ENODEV, ENOSPC, ENOSYS, EOPNOTSUPP, EPERM, ESPIPE, ETXTBSY),
+    [CHAOS_FN_POSIX_FALLOCATE] =
+        FILES("posix_fallocate", "posix_fallocate posix_fallocate64 (returns the error number)", CHAOS_OP_TRUNCATE, 0,
+              EBADF, EFBIG, EINTR, EINVAL, ENODEV, ENOSPC, EOPNOTSUPP, ESPIPE),
+    [CHAOS_FN_RENAME] = FILES("rename", "rename renameat renameat2", CHAOS_OP_RENAME, 0, EACCES, EBADF, EBUSY, EDQUOT,
+                              EEXIST, EFAULT, EINVAL, EISDIR, ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC,
+                              ENOTDIR, ENOTEMPTY, EPERM, EROFS, EXDEV),
+    [CHAOS_FN_UNLINK] = FILES("unlink", "unlink unlinkat", CHAOS_OP_UNLINK, 0, EACCES, EBADF, EBUSY, EFAULT, EIO,
+                              EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOTDIR, EPERM, EROFS),
+    [CHAOS_FN_RMDIR] = FILES("rmdir", "rmdir unlinkat(AT_REMOVEDIR)", CHAOS_OP_UNLINK, 0, EACCES, EBADF, EBUSY, EEXIST,
+                             EFAULT, EINVAL, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOTDIR, ENOTEMPTY, EPERM, EROFS),
+    [CHAOS_FN_MKDIR] = FILES("mkdir", "mkdir mkdirat", CHAOS_OP_MKDIR, 0, EACCES, EBADF, EDQUOT, EEXIST, EFAULT, EINVAL,
+                             ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS),
     [CHAOS_FN_CLOSE] = FILES("close", "close", CHAOS_OP_CLOSE, 0, EBADF, EDQUOT, EINTR, EIO, ENOSPC),
-    [CHAOS_FN_FCLOSE] = FILES("fclose", "fclose (nothing left to write)", CHAOS_OP_CLOSE, 0, EBADF, EDQUOT, EINTR, EIO, ENOSPC),
-    [CHAOS_FN_CONNECT] = POINT("connect", "connect", CHAOS_POINT_CONNECT, 0,
-                               EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN, EALREADY, EBADF, ECONNREFUSED, ECONNRESET,
-                               EFAULT, EHOSTUNREACH, EINPROGRESS, EINTR, EISCONN, ENETDOWN, ENETUNREACH, ENOTSOCK, EPERM,
-                               EPROTOTYPE, ETIMEDOUT),
-    [CHAOS_FN_ACCEPT] = POINT("accept", "accept accept4", CHAOS_POINT_ACCEPT, 0,
-                              EAGAIN, EBADF, ECONNABORTED, EFAULT, EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EMFILE, ENETDOWN,
-                              ENETUNREACH, ENFILE, ENOBUFS, ENOMEM, ENONET, ENOPROTOOPT, ENOTSOCK, EOPNOTSUPP, EPERM, EPROTO),
+    [CHAOS_FN_FCLOSE] =
+        FILES("fclose", "fclose (nothing left to write)", CHAOS_OP_CLOSE, 0, EBADF, EDQUOT, EINTR, EIO, ENOSPC),
+    [CHAOS_FN_CONNECT] =
+        POINT("connect", "connect", CHAOS_POINT_CONNECT, 0, EACCES, EADDRINUSE, EADDRNOTAVAIL, EAFNOSUPPORT, EAGAIN,
+              EALREADY, EBADF, ECONNREFUSED, ECONNRESET, EFAULT, EHOSTUNREACH, EINPROGRESS, EINTR, EISCONN, ENETDOWN,
+              ENETUNREACH, ENOTSOCK, EPERM, EPROTOTYPE, ETIMEDOUT),
+    [CHAOS_FN_ACCEPT] = POINT("accept", "accept accept4", CHAOS_POINT_ACCEPT, 0, EAGAIN, EBADF, ECONNABORTED, EFAULT,
+                              EHOSTDOWN, EHOSTUNREACH, EINTR, EINVAL, EMFILE, ENETDOWN, ENETUNREACH, ENFILE, ENOBUFS,
+                              ENOMEM, ENONET, ENOPROTOOPT, ENOTSOCK, EOPNOTSUPP, EPERM, EPROTO),
     [CHAOS_FN_SEND] = POINT("send", "send sendto", CHAOS_POINT_SEND, 1, SEND_ERRNOS),
     [CHAOS_FN_SENDMSG] = POINT("sendmsg", "sendmsg", CHAOS_POINT_SEND, 1, SEND_ERRNOS),
-    [CHAOS_FN_SOCKET_WRITE] = POINT("socket-write", "write writev pwrite… on a socket", CHAOS_POINT_SEND, 1, SEND_ERRNOS),
+    [CHAOS_FN_SOCKET_WRITE] =
+        POINT("socket-write", "write writev pwrite… on a socket", CHAOS_POINT_SEND, 1, SEND_ERRNOS),
     [CHAOS_FN_RECV] = POINT("recv", "recv recvfrom", CHAOS_POINT_RECV, 1, RECV_ERRNOS),
     [CHAOS_FN_RECVMSG] = POINT("recvmsg", "recvmsg", CHAOS_POINT_RECV, 1, RECV_ERRNOS),
     [CHAOS_FN_SOCKET_READ] = POINT("socket-read", "read readv pread… on a socket", CHAOS_POINT_RECV, 1, RECV_ERRNOS),
-    [CHAOS_FN_GETADDRINFO] = POINT("getaddrinfo", "getaddrinfo", CHAOS_POINT_DNS, 0,
-                                   EAI_ADDRFAMILY, EAI_AGAIN, EAI_BADFLAGS, EAI_FAIL, EAI_FAMILY, EAI_MEMORY, EAI_NODATA,
-                                   EAI_NONAME, EAI_SERVICE, EAI_SOCKTYPE, EAI_SYSTEM),
-    [CHAOS_FN_GETHOSTBYNAME] = POINT("gethostbyname", "gethostbyname gethostbyname2 gethostbyname_r gethostbyname2_r (h_errno from the code)",
-                                     CHAOS_POINT_DNS, 0, EAI_AGAIN, EAI_FAIL, EAI_NODATA, EAI_NONAME),
+    [CHAOS_FN_GETADDRINFO] =
+        POINT("getaddrinfo", "getaddrinfo", CHAOS_POINT_DNS, 0, EAI_ADDRFAMILY, EAI_AGAIN, EAI_BADFLAGS, EAI_FAIL,
+              EAI_FAMILY, EAI_MEMORY, EAI_NODATA, EAI_NONAME, EAI_SERVICE, EAI_SOCKTYPE, EAI_SYSTEM),
+    [CHAOS_FN_GETHOSTBYNAME] =
+        POINT("gethostbyname", "gethostbyname gethostbyname2 gethostbyname_r gethostbyname2_r (h_errno from the code)",
+              CHAOS_POINT_DNS, 0, EAI_AGAIN, EAI_FAIL, EAI_NODATA, EAI_NONAME),
     [CHAOS_FN_GETENV] = POINT("getenv", "getenv secure_getenv", CHAOS_POINT_GETENV, 0, 0),
     [CHAOS_FN_CLOCK_GETTIME] = POINT("clock_gettime", "clock_gettime", CHAOS_POINT_CLOCK, 0, 0),
     [CHAOS_FN_GETTIMEOFDAY] = POINT("gettimeofday", "gettimeofday", CHAOS_POINT_CLOCK, 0, 0),
@@ -149,7 +167,8 @@ int32_t chaos_fault_errno_value(const char *name) {
         if (strcasecmp(e->name, name) == 0) return e->value;
     char *end = NULL;
     long value = strtol(name, &end, 10);
-    if (end && *end == 0 && value != 0 && value > -100 && value < 200 && cf_errno_known((int32_t)value)) return (int32_t)value;
+    if (end && *end == 0 && value != 0 && value > -100 && value < 200 && cf_errno_known((int32_t)value))
+        return (int32_t)value;
     return 0;
 }
 

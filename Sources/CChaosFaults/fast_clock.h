@@ -33,10 +33,10 @@ extern cf_fast_clock cf_fast __attribute__((visibility("hidden")));
 /// chaos_counts_read sums them (counters.c keeps the list, and settles exited threads').
 typedef struct cf_fast_tally {
     _Atomic uint64_t calls;
-    _Atomic int64_t last_ns;      ///< the real time of the last one
-    _Atomic uint64_t counts;      ///< the id of the counts these readings are for
-    struct cf_fast_tally *next;   ///< in counters.c's list, under its lock
-    int state;                    ///< 0: not listed yet; 1: listed; -1: its thread is exiting
+    _Atomic int64_t last_ns;    ///< the real time of the last one
+    _Atomic uint64_t counts;    ///< the id of the counts these readings are for
+    struct cf_fast_tally *next; ///< in counters.c's list, under its lock
+    int state;                  ///< 0: not listed yet; 1: listed; -1: its thread is exiting
 } cf_fast_tally;
 
 extern _Thread_local cf_fast_tally cf_fast_mine __attribute__((visibility("hidden"), tls_model("initial-exec")));
@@ -53,7 +53,8 @@ static inline void cf_fast_count(uint64_t counts, int64_t real_ns) {
         cf_fast_count_slow(counts, real_ns);
         return;
     }
-    atomic_store_explicit(&mine->calls, atomic_load_explicit(&mine->calls, memory_order_relaxed) + 1, memory_order_relaxed);
+    atomic_store_explicit(&mine->calls, atomic_load_explicit(&mine->calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     if (real_ns) atomic_store_explicit(&mine->last_ns, real_ns, memory_order_relaxed);
 }
 
@@ -73,7 +74,7 @@ typedef struct cf_virtual_clock {
 
 extern cf_virtual_clock cf_vt __attribute__((visibility("hidden")));
 
-int chaos_vt_thread_exempt(void);  // CChaosFaults.h
+int chaos_vt_thread_exempt(void); // CChaosFaults.h
 
 /// Set while virtual time's own code waits on a condition variable (which the
 /// interceptors then leave alone).
@@ -87,22 +88,27 @@ static inline int cf_fast_virtual(int clock, struct timespec *out) {
     // A first look without the sequence: most plans with a clock entry are not virtual.
     if (atomic_load_explicit(&cf_fast.kind, memory_order_relaxed) != 10 /* CHAOS_ACT_VIRTUAL */) return 0;
     uint64_t sequence = atomic_load_explicit(&cf_fast.sequence, memory_order_acquire);
-    if ((sequence & 1) || atomic_load_explicit(&cf_fast.kind, memory_order_relaxed) != 10 /* CHAOS_ACT_VIRTUAL */) return 0;
-    if (!atomic_load_explicit(&cf_vt.running, memory_order_acquire) || atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed)) return 0;
+    if ((sequence & 1) || atomic_load_explicit(&cf_fast.kind, memory_order_relaxed) != 10 /* CHAOS_ACT_VIRTUAL */)
+        return 0;
+    if (!atomic_load_explicit(&cf_vt.running, memory_order_acquire) ||
+        atomic_load_explicit(&cf_vt.flowing, memory_order_relaxed))
+        return 0;
     if (atomic_load_explicit(&cf_vt.exempt_threads, memory_order_relaxed) && chaos_vt_thread_exempt()) return 0;
     int64_t offset;
     switch (clock) {
-    case 0 /* CLOCK_REALTIME */: case 5 /* CLOCK_REALTIME_COARSE */: case 8 /* CLOCK_REALTIME_ALARM */:
+    case 0 /* CLOCK_REALTIME */:
+    case 5 /* CLOCK_REALTIME_COARSE */:
+    case 8 /* CLOCK_REALTIME_ALARM */:
         offset = atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
         break;
-    case 1 /* CLOCK_MONOTONIC */: case 4 /* CLOCK_MONOTONIC_RAW */: case 6 /* CLOCK_MONOTONIC_COARSE */:
-        offset = 0;
-        break;
-    case 7 /* CLOCK_BOOTTIME */: case 9 /* CLOCK_BOOTTIME_ALARM */:
+    case 1 /* CLOCK_MONOTONIC */:
+    case 4 /* CLOCK_MONOTONIC_RAW */:
+    case 6 /* CLOCK_MONOTONIC_COARSE */: offset = 0; break;
+    case 7 /* CLOCK_BOOTTIME */:
+    case 9 /* CLOCK_BOOTTIME_ALARM */:
         offset = atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
         break;
-    default:
-        return 0;
+    default: return 0;
     }
     int64_t value = atomic_load_explicit(&cf_vt.base, memory_order_acquire) + offset;
     uint64_t counts = atomic_load_explicit(&cf_fast.counts, memory_order_relaxed);
@@ -148,7 +154,7 @@ static inline int cf_fast_clock_adjust(int64_t *seconds, int64_t *nanoseconds) {
         memcpy(&factor, &bits, sizeof factor);
         double scaled = (double)(real_ns - ns) * factor;
         int64_t rounded = !(scaled < 9.2e18 && scaled > -9.2e18) ? (scaled > 0 ? INT64_MAX : INT64_MIN)
-                                                                  : (int64_t)(scaled + (scaled >= 0 ? 0.5 : -0.5));
+                                                                 : (int64_t)(scaled + (scaled >= 0 ? 0.5 : -0.5));
         int64_t fake = (int64_t)((uint64_t)ns + (uint64_t)rounded);
         *seconds = fake / 1000000000 - (fake % 1000000000 < 0);
         *nanoseconds = fake - *seconds * 1000000000;

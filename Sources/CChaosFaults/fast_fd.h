@@ -25,7 +25,7 @@ typedef struct cf_fd_slot {
     _Atomic uint64_t generation; ///< valid while equal to cf_fd_generation
     _Atomic uint32_t info;       ///< kind | family << 8 | role << 16 | special << 24
     _Atomic(char *) path;
-    _Atomic uint64_t verdict;    ///< plan generation << 1 | whether a files entry may act on the path
+    _Atomic uint64_t verdict; ///< plan generation << 1 | whether a files entry may act on the path
 } cf_fd_slot;
 
 extern _Atomic(cf_fd_slot *) cf_fd_chunks[CF_FD_CHUNKS] __attribute__((visibility("hidden")));
@@ -41,7 +41,8 @@ static inline int cf_fd_verdict(int fd, uint64_t plan_generation) {
     if (!generation || !chunk) return -1;
     cf_fd_slot *s = &chunk[fd % CF_FD_CHUNK];
     uint64_t verdict = atomic_load_explicit(&s->verdict, memory_order_acquire);
-    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return -1;
+    if (verdict >> 1 != plan_generation || atomic_load_explicit(&s->generation, memory_order_acquire) != generation)
+        return -1;
     return (int)(verdict & 1);
 }
 /// Whether a call on `fd` certainly goes to the real function: no active point could act

@@ -92,7 +92,8 @@ static void store(int fd, int kind, int family, int role, int special, const cha
     char *copy = path ? strdup(path) : NULL;
     atomic_store_explicit(&s->generation, 0, memory_order_release);
     atomic_store_explicit(&s->verdict, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->info, (uint32_t)kind | (uint32_t)family << 8 | (uint32_t)role << 16 | (uint32_t)special << 24,
+    atomic_store_explicit(&s->info,
+                          (uint32_t)kind | (uint32_t)family << 8 | (uint32_t)role << 16 | (uint32_t)special << 24,
                           memory_order_relaxed);
     char *old = atomic_exchange_explicit(&s->path, copy, memory_order_acq_rel);
     atomic_store_explicit(&s->generation, generation, memory_order_release);
@@ -149,7 +150,10 @@ void chaos_fd_duplicated(int oldfd, int newfd) {
 
 /// The files `chaos run` handed its program as descriptors 0–2 (chaos_fd_handed_down): set
 /// once, before the plan is installed.
-static struct { bool known; uint64_t device, inode; } handed_down[3];
+static struct {
+    bool known;
+    uint64_t device, inode;
+} handed_down[3];
 
 void chaos_fd_handed_down(int fd, uint64_t device, uint64_t inode) {
     if (fd < 0 || fd > 2) return;
@@ -190,8 +194,10 @@ static int probe(int fd, char *path, size_t capacity, int *special, int *family,
         int domain = 0;
         socklen_t length = sizeof domain;
         if (syscall(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, &domain, &length) == 0) {
-            *family = domain == AF_INET ? CHAOS_FAMILY_INET : domain == AF_INET6 ? CHAOS_FAMILY_INET6
-                      : domain == AF_UNIX ? CHAOS_FAMILY_UNIX : CHAOS_FAMILY_OTHER;
+            *family = domain == AF_INET    ? CHAOS_FAMILY_INET
+                      : domain == AF_INET6 ? CHAOS_FAMILY_INET6
+                      : domain == AF_UNIX  ? CHAOS_FAMILY_UNIX
+                                           : CHAOS_FAMILY_OTHER;
         } else {
             *family = CHAOS_FAMILY_OTHER;
         }
@@ -218,7 +224,10 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
             path[0] = 0;
             if (stored) {
                 size_t n = strlen(stored);
-                if (n + 1 <= capacity) memcpy(path, stored, n + 1); else fits = false;
+                if (n + 1 <= capacity)
+                    memcpy(path, stored, n + 1);
+                else
+                    fits = false;
             }
         }
         bool still = atomic_load_explicit(&s->generation, memory_order_acquire) == generation;
@@ -236,7 +245,8 @@ int chaos_fd_lookup(int fd, char *path, size_t capacity, int *special, int *fami
         if (strlen(local) + 1 > capacity) return CHAOS_FD_UNKNOWN;
         strcpy(path, local);
     }
-    if (generation && kind != CHAOS_FD_UNKNOWN) store(fd, kind, *family, *role, *special, kind == CHAOS_FD_FILE ? local : NULL);
+    if (generation && kind != CHAOS_FD_UNKNOWN)
+        store(fd, kind, *family, *role, *special, kind == CHAOS_FD_FILE ? local : NULL);
     return kind;
 }
 

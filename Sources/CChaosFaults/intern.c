@@ -11,7 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 typedef struct interned {
     struct interned *next;
     char text[];

@@ -13,7 +13,7 @@
 
 /// One case of a composite node: every condition set must hold.
 typedef struct cf_case {
-    int32_t line, column;  ///< where the case was written
+    int32_t line, column; ///< where the case was written
     int32_t child;
     uint32_t ops;        ///< 0: any
     char *path;          ///< pattern, NULL: any (never a special target)
@@ -24,25 +24,25 @@ typedef struct cf_case {
     uint8_t address[16];
     int32_t address_length;
     int32_t prefix_bits;
-    char *host;          ///< dns: host glob
-    int32_t port;        ///< -1: any
-    char *name;          ///< getenv: variable name
+    char *host;   ///< dns: host glob
+    int32_t port; ///< -1: any
+    char *name;   ///< getenv: variable name
 } cf_case;
 
 typedef struct cf_node {
     int32_t kind;
-    int32_t line, column;  ///< where the node was written (for validation errors)
-    int32_t err_column;    ///< column of `errno=` / `ret=` / `max=`
-    int32_t child;       ///< probability, times, delay
-    int32_t count;       ///< sequential children / composite cases
-    int32_t *children;   ///< sequential
-    uint64_t *weights;   ///< sequential: calls each child covers
-    cf_case *cases;      ///< composite
-    int32_t otherwise;   ///< composite: -1 pass
+    int32_t line, column; ///< where the node was written (for validation errors)
+    int32_t err_column;   ///< column of `errno=` / `ret=` / `max=`
+    int32_t child;        ///< probability, times, delay
+    int32_t count;        ///< sequential children / composite cases
+    int32_t *children;    ///< sequential
+    uint64_t *weights;    ///< sequential: calls each child covers
+    cf_case *cases;       ///< composite
+    int32_t otherwise;    ///< composite: -1 pass
     double p;
     uint64_t salt;
     uint64_t n;
-    int64_t ns;          ///< delay, offset, frozen, speed anchor
+    int64_t ns; ///< delay, offset, frozen, speed anchor
     double factor;
     int32_t anchor_start;
     int64_t ret;
@@ -50,27 +50,27 @@ typedef struct cf_node {
     int32_t has_err;
     int32_t has_ret;
     int64_t max;
-    const char *value;   ///< interned at install (never freed); before, owned_value
-    char *owned_value;   ///< the parsed text of `value`, freed with the plan
+    const char *value; ///< interned at install (never freed); before, owned_value
+    char *owned_value; ///< the parsed text of `value`, freed with the plan
     _Atomic uint64_t counter;
-    _Atomic uint64_t *shared;  ///< where the counter lives when a process tree shares it (NULL: `counter`)
+    _Atomic uint64_t *shared; ///< where the counter lives when a process tree shares it (NULL: `counter`)
 } cf_node;
 
 typedef struct cf_entry {
     int32_t line;
     int32_t point;
     char *label;
-    uint32_t families;   ///< socket points: which families reach the entry
+    uint32_t families; ///< socket points: which families reach the entry
     int32_t monotonic;
     int32_t stat_times;
     int32_t sleeps;
     int32_t count;
     cf_node *nodes;
-    uint64_t seed;            ///< what its probability nodes draw from
-    bool seed_given;          ///< `seed=` was written (else derived from the plan's seed)
-    _Atomic uint64_t calls;   ///< calls that reached it under this plan: the next call's index
+    uint64_t seed;                  ///< what its probability nodes draw from
+    bool seed_given;                ///< `seed=` was written (else derived from the plan's seed)
+    _Atomic uint64_t calls;         ///< calls that reached it under this plan: the next call's index
     _Atomic uint64_t *shared_calls; ///< where `calls` lives when a process tree shares it (NULL: `calls`)
-    chaos_counts *counts;     ///< where its calls are counted (never NULL; may outlive the plan)
+    chaos_counts *counts;           ///< where its calls are counted (never NULL; may outlive the plan)
 } cf_entry;
 
 /// The counter of `node` that times, sequential and probability nodes move: its own, or
@@ -78,25 +78,27 @@ typedef struct cf_entry {
 static inline _Atomic uint64_t *cf_node_counter(cf_node *node) { return node->shared ? node->shared : &node->counter; }
 
 /// The call index of `entry`: its own, or the one a process tree shares.
-static inline _Atomic uint64_t *cf_entry_calls(cf_entry *entry) { return entry->shared_calls ? entry->shared_calls : &entry->calls; }
+static inline _Atomic uint64_t *cf_entry_calls(cf_entry *entry) {
+    return entry->shared_calls ? entry->shared_calls : &entry->calls;
+}
 
 /// The counts of an entry (counters.c). Relaxed: statistics, so that a decision pays no
 /// fence for them. Seen is not kept: it is acted + passed.
 struct chaos_counts {
     _Atomic uint64_t acted, passed;
-    _Atomic uint64_t *mirror;         ///< also counted here (acted, passed), e.g. memory a process tree shares; NULL: not
-    uint64_t mirrored_fast;           ///< fast readings already added to the mirror by this process; under tallies_lock
-    _Atomic uint64_t last_fire_call;  ///< the call index, in the plan that decided it
-    chaos_last_act last;              ///< what the last act was (fn stored last, release)
-    chaos_last_act *mirror_last;      ///< also written here (a process tree's tally); NULL: not
+    _Atomic uint64_t *mirror; ///< also counted here (acted, passed), e.g. memory a process tree shares; NULL: not
+    uint64_t mirrored_fast;   ///< fast readings already added to the mirror by this process; under tallies_lock
+    _Atomic uint64_t last_fire_call; ///< the call index, in the plan that decided it
+    chaos_last_act last;             ///< what the last act was (fn stored last, release)
+    chaos_last_act *mirror_last;     ///< also written here (a process tree's tally); NULL: not
     _Atomic int64_t last_fire_ns;
     _Atomic int64_t references;
-    uint64_t id;                      ///< never reused: what fast readings are tallied under
+    uint64_t id; ///< never reused: what fast readings are tallied under
     int32_t point;
-    bool published;                   ///< listed for the fast path; under counters.c's tallies_lock
-    uint64_t fast;                    ///< fast readings moved out of tallies; under tallies_lock
-    int64_t fast_last_ns;             ///< under tallies_lock
-    struct chaos_counts *next;        ///< in that list; under tallies_lock
+    bool published;            ///< listed for the fast path; under counters.c's tallies_lock
+    uint64_t fast;             ///< fast readings moved out of tallies; under tallies_lock
+    int64_t fast_last_ns;      ///< under tallies_lock
+    struct chaos_counts *next; ///< in that list; under tallies_lock
 };
 
 struct chaos_plan {
@@ -108,13 +110,15 @@ struct chaos_plan {
 };
 
 // names.c: the one table of names (each NULL-terminated; bits parallel to names)
-extern const char *const cf_point_names[], *const cf_point_public_names[], *const cf_op_names[], *const cf_family_names[], *const cf_role_names[],
-    *const cf_clock_names[], *const cf_kind_names[];
+extern const char *const cf_point_names[],
+    *const cf_point_public_names[], *const cf_op_names[], *const cf_family_names[], *const cf_role_names[],
+                                                                                        *const cf_clock_names[],
+                                                                                            *const cf_kind_names[];
 extern const uint32_t cf_op_bits[], cf_family_bits[], cf_role_bits[], cf_clock_bits[];
 typedef struct cf_unit {
     const char *name;
     int64_t ns;
-    bool in_plan;  ///< plan text takes it (every unit is a person's)
+    bool in_plan; ///< plan text takes it (every unit is a person's)
 } cf_unit;
 extern const cf_unit cf_units[];
 typedef struct cf_errno_name {

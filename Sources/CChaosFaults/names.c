@@ -17,14 +17,18 @@ const char *const cf_point_names[] = {"files", "connect", "accept", "send", "rec
 _Static_assert(sizeof cf_point_names / sizeof cf_point_names[0] == CHAOS_POINT_COUNT + 1, "one name per point");
 // What ChaosKit calls each point (an entry's seed derives from it, as in Swift); indexed
 // by CHAOS_POINT_*.
-const char *const cf_point_public_names[] = {"system.files", "system.connect", "system.accept", "system.send",
-                                             "system.recv", "system.getaddrinfo", "system.getenv", "system.clock", NULL};
-_Static_assert(sizeof cf_point_public_names / sizeof cf_point_public_names[0] == CHAOS_POINT_COUNT + 1, "one per point");
+const char *const cf_point_public_names[] = {"system.files",  "system.connect", "system.accept",
+                                             "system.send",   "system.recv",    "system.getaddrinfo",
+                                             "system.getenv", "system.clock",   NULL};
+_Static_assert(sizeof cf_point_public_names / sizeof cf_point_public_names[0] == CHAOS_POINT_COUNT + 1,
+               "one per point");
 
-const char *const cf_op_names[] = {"open", "read", "write", "sync", "truncate", "rename", "unlink", "mkdir", "close", NULL};
-const uint32_t cf_op_bits[] = {CHAOS_OP_OPEN, CHAOS_OP_READ, CHAOS_OP_WRITE, CHAOS_OP_SYNC, CHAOS_OP_TRUNCATE,
+const char *const cf_op_names[] = {"open",   "read",   "write", "sync",  "truncate",
+                                   "rename", "unlink", "mkdir", "close", NULL};
+const uint32_t cf_op_bits[] = {CHAOS_OP_OPEN,   CHAOS_OP_READ,   CHAOS_OP_WRITE, CHAOS_OP_SYNC, CHAOS_OP_TRUNCATE,
                                CHAOS_OP_RENAME, CHAOS_OP_UNLINK, CHAOS_OP_MKDIR, CHAOS_OP_CLOSE};
-_Static_assert(sizeof cf_op_bits / sizeof cf_op_bits[0] + 1 == sizeof cf_op_names / sizeof cf_op_names[0], "one bit per operation");
+_Static_assert(sizeof cf_op_bits / sizeof cf_op_bits[0] + 1 == sizeof cf_op_names / sizeof cf_op_names[0],
+               "one bit per operation");
 
 const char *const cf_family_names[] = {"inet", "inet6", "unix", "other", NULL};
 const uint32_t cf_family_bits[] = {CHAOS_FAMILY_INET, CHAOS_FAMILY_INET6, CHAOS_FAMILY_UNIX, CHAOS_FAMILY_OTHER};
@@ -37,37 +41,95 @@ const uint32_t cf_clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTI
                                   CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
 
 // Indexed by CHAOS_NODE_*.
-const char *const cf_kind_names[] = {"original", "pass", "fail", "short", "offset", "frozen", "speed", "set", "unset",
-                                     "sequential", "composite", "probability", "times", "delay", "ask", "virtual", "at", NULL};
+const char *const cf_kind_names[] = {"original", "pass",  "fail",  "short",      "offset",    "frozen",
+                                     "speed",    "set",   "unset", "sequential", "composite", "probability",
+                                     "times",    "delay", "ask",   "virtual",    "at",        NULL};
 _Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_AT + 2, "one name per node kind");
 
 // Plan text takes the units a program writes (no `µs`, no weeks); a person's text
 // (duration.c, Swift's DurationText) takes them all. A plan number without a unit is ns.
 const cf_unit cf_units[] = {
-    {"ns", 1, true}, {"us", 1000, true}, {"\xC2\xB5s", 1000, false}, {"ms", 1000000, true},
-    {"s", 1000000000ll, true}, {"m", 60000000000ll, true}, {"h", 3600000000000ll, true},
-    {"d", 86400000000000ll, true}, {"w", 604800000000000ll, false}, {NULL, 0, false},
+    {"ns", 1, true},
+    {"us", 1000, true},
+    {"\xC2\xB5s", 1000, false},
+    {"ms", 1000000, true},
+    {"s", 1000000000ll, true},
+    {"m", 60000000000ll, true},
+    {"h", 3600000000000ll, true},
+    {"d", 86400000000000ll, true},
+    {"w", 604800000000000ll, false},
+    {NULL, 0, false},
 };
 
 // EWOULDBLOCK is EAGAIN here: listed after it, so a value's name is EAGAIN.
 const cf_errno_name cf_errno_names[] = {
-    {"EPERM", EPERM}, {"ENOENT", ENOENT}, {"EINTR", EINTR}, {"EIO", EIO}, {"ENXIO", ENXIO},
-    {"EBADF", EBADF}, {"EAGAIN", EAGAIN}, {"EWOULDBLOCK", EWOULDBLOCK}, {"ENOMEM", ENOMEM}, {"EACCES", EACCES},
-    {"EFAULT", EFAULT}, {"EBUSY", EBUSY}, {"EEXIST", EEXIST}, {"EXDEV", EXDEV}, {"ENODEV", ENODEV},
-    {"ENOTDIR", ENOTDIR}, {"EISDIR", EISDIR}, {"EINVAL", EINVAL}, {"ENFILE", ENFILE}, {"EMFILE", EMFILE},
-    {"ETXTBSY", ETXTBSY}, {"EFBIG", EFBIG}, {"ENOSPC", ENOSPC}, {"ESPIPE", ESPIPE}, {"EROFS", EROFS},
-    {"EMLINK", EMLINK}, {"EPIPE", EPIPE}, {"ENAMETOOLONG", ENAMETOOLONG}, {"ENOSYS", ENOSYS},
-    {"ENOTEMPTY", ENOTEMPTY}, {"ELOOP", ELOOP}, {"ENONET", ENONET}, {"EPROTO", EPROTO}, {"EOVERFLOW", EOVERFLOW},
-    {"ENOTSOCK", ENOTSOCK}, {"EDESTADDRREQ", EDESTADDRREQ}, {"EMSGSIZE", EMSGSIZE}, {"EPROTOTYPE", EPROTOTYPE},
-    {"ENOPROTOOPT", ENOPROTOOPT}, {"EOPNOTSUPP", EOPNOTSUPP}, {"EAFNOSUPPORT", EAFNOSUPPORT},
-    {"EADDRINUSE", EADDRINUSE}, {"EADDRNOTAVAIL", EADDRNOTAVAIL}, {"ENETDOWN", ENETDOWN},
-    {"ENETUNREACH", ENETUNREACH}, {"ECONNABORTED", ECONNABORTED}, {"ECONNRESET", ECONNRESET},
-    {"ENOBUFS", ENOBUFS}, {"EISCONN", EISCONN}, {"ENOTCONN", ENOTCONN}, {"ETIMEDOUT", ETIMEDOUT},
-    {"ECONNREFUSED", ECONNREFUSED}, {"EHOSTDOWN", EHOSTDOWN}, {"EHOSTUNREACH", EHOSTUNREACH},
-    {"EALREADY", EALREADY}, {"EINPROGRESS", EINPROGRESS}, {"EDQUOT", EDQUOT},
-    {"EAI_ADDRFAMILY", EAI_ADDRFAMILY}, {"EAI_AGAIN", EAI_AGAIN}, {"EAI_BADFLAGS", EAI_BADFLAGS},
-    {"EAI_FAIL", EAI_FAIL}, {"EAI_FAMILY", EAI_FAMILY}, {"EAI_MEMORY", EAI_MEMORY}, {"EAI_NODATA", EAI_NODATA},
-    {"EAI_NONAME", EAI_NONAME}, {"EAI_SERVICE", EAI_SERVICE}, {"EAI_SOCKTYPE", EAI_SOCKTYPE},
+    {"EPERM", EPERM},
+    {"ENOENT", ENOENT},
+    {"EINTR", EINTR},
+    {"EIO", EIO},
+    {"ENXIO", ENXIO},
+    {"EBADF", EBADF},
+    {"EAGAIN", EAGAIN},
+    {"EWOULDBLOCK", EWOULDBLOCK},
+    {"ENOMEM", ENOMEM},
+    {"EACCES", EACCES},
+    {"EFAULT", EFAULT},
+    {"EBUSY", EBUSY},
+    {"EEXIST", EEXIST},
+    {"EXDEV", EXDEV},
+    {"ENODEV", ENODEV},
+    {"ENOTDIR", ENOTDIR},
+    {"EISDIR", EISDIR},
+    {"EINVAL", EINVAL},
+    {"ENFILE", ENFILE},
+    {"EMFILE", EMFILE},
+    {"ETXTBSY", ETXTBSY},
+    {"EFBIG", EFBIG},
+    {"ENOSPC", ENOSPC},
+    {"ESPIPE", ESPIPE},
+    {"EROFS", EROFS},
+    {"EMLINK", EMLINK},
+    {"EPIPE", EPIPE},
+    {"ENAMETOOLONG", ENAMETOOLONG},
+    {"ENOSYS", ENOSYS},
+    {"ENOTEMPTY", ENOTEMPTY},
+    {"ELOOP", ELOOP},
+    {"ENONET", ENONET},
+    {"EPROTO", EPROTO},
+    {"EOVERFLOW", EOVERFLOW},
+    {"ENOTSOCK", ENOTSOCK},
+    {"EDESTADDRREQ", EDESTADDRREQ},
+    {"EMSGSIZE", EMSGSIZE},
+    {"EPROTOTYPE", EPROTOTYPE},
+    {"ENOPROTOOPT", ENOPROTOOPT},
+    {"EOPNOTSUPP", EOPNOTSUPP},
+    {"EAFNOSUPPORT", EAFNOSUPPORT},
+    {"EADDRINUSE", EADDRINUSE},
+    {"EADDRNOTAVAIL", EADDRNOTAVAIL},
+    {"ENETDOWN", ENETDOWN},
+    {"ENETUNREACH", ENETUNREACH},
+    {"ECONNABORTED", ECONNABORTED},
+    {"ECONNRESET", ECONNRESET},
+    {"ENOBUFS", ENOBUFS},
+    {"EISCONN", EISCONN},
+    {"ENOTCONN", ENOTCONN},
+    {"ETIMEDOUT", ETIMEDOUT},
+    {"ECONNREFUSED", ECONNREFUSED},
+    {"EHOSTDOWN", EHOSTDOWN},
+    {"EHOSTUNREACH", EHOSTUNREACH},
+    {"EALREADY", EALREADY},
+    {"EINPROGRESS", EINPROGRESS},
+    {"EDQUOT", EDQUOT},
+    {"EAI_ADDRFAMILY", EAI_ADDRFAMILY},
+    {"EAI_AGAIN", EAI_AGAIN},
+    {"EAI_BADFLAGS", EAI_BADFLAGS},
+    {"EAI_FAIL", EAI_FAIL},
+    {"EAI_FAMILY", EAI_FAMILY},
+    {"EAI_MEMORY", EAI_MEMORY},
+    {"EAI_NODATA", EAI_NODATA},
+    {"EAI_NONAME", EAI_NONAME},
+    {"EAI_SERVICE", EAI_SERVICE},
+    {"EAI_SOCKTYPE", EAI_SOCKTYPE},
     {"EAI_SYSTEM", EAI_SYSTEM},
     {NULL, 0},
 };
@@ -81,10 +143,22 @@ const char *chaos_fault_table_name(int32_t table, int32_t index, int64_t *value)
     switch (table) {
     case CHAOS_TABLE_POINTS: names = cf_point_names; break;
     case CHAOS_TABLE_PUBLIC_POINTS: names = cf_point_public_names; break;
-    case CHAOS_TABLE_OPERATIONS: names = cf_op_names; bits = cf_op_bits; break;
-    case CHAOS_TABLE_FAMILIES: names = cf_family_names; bits = cf_family_bits; break;
-    case CHAOS_TABLE_ROLES: names = cf_role_names; bits = cf_role_bits; break;
-    case CHAOS_TABLE_CLOCKS: names = cf_clock_names; bits = cf_clock_bits; break;
+    case CHAOS_TABLE_OPERATIONS:
+        names = cf_op_names;
+        bits = cf_op_bits;
+        break;
+    case CHAOS_TABLE_FAMILIES:
+        names = cf_family_names;
+        bits = cf_family_bits;
+        break;
+    case CHAOS_TABLE_ROLES:
+        names = cf_role_names;
+        bits = cf_role_bits;
+        break;
+    case CHAOS_TABLE_CLOCKS:
+        names = cf_clock_names;
+        bits = cf_clock_bits;
+        break;
     case CHAOS_TABLE_NODE_KINDS: names = cf_kind_names; break;
     case CHAOS_TABLE_UNITS:
     case CHAOS_TABLE_PLAN_UNITS:

@@ -24,9 +24,13 @@ void chaos_notice_once(chaos_notice notice, const char *message) {
 
 void chaos_io_uring_sentence(char *out, size_t capacity, int allowed, int pid, const char *program, const char *what) {
     if (allowed)
-        snprintf(out, capacity, "chaos run: warning: process %d (%s) set up io_uring (--io-uring allow): its reads and writes "
-                                "through it are out of chaos's reach\n", pid, program);
+        snprintf(out, capacity,
+                 "chaos run: warning: process %d (%s) set up io_uring (--io-uring allow): its reads and writes "
+                 "through it are out of chaos's reach\n",
+                 pid, program);
     else
-        snprintf(out, capacity, "chaos run: process %d (%s) %s is refused with ENOSYS, so that it falls back to calls chaos "
-                                "reaches (--io-uring allow lets it through, out of chaos's reach)\n", pid, program, what);
+        snprintf(out, capacity,
+                 "chaos run: process %d (%s) %s is refused with ENOSYS, so that it falls back to calls chaos "
+                 "reaches (--io-uring allow lets it through, out of chaos's reach)\n",
+                 pid, program, what);
 }

@@ -93,11 +93,11 @@ bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_
         if (p < plen && pattern[p] == '*') {
             star = p++;
             mark = t;
-        } else if (p < plen && (pattern[p] == '?' ||
-                                (fold_case ? ((pattern[p] | 0x20) == (text[t] | 0x20) &&
-                                              ((pattern[p] | 0x20) >= 'a' && (pattern[p] | 0x20) <= 'z'))
-                                               || pattern[p] == text[t]
-                                           : pattern[p] == text[t]))) {
+        } else if (p < plen &&
+                   (pattern[p] == '?' || (fold_case ? ((pattern[p] | 0x20) == (text[t] | 0x20) &&
+                                                       ((pattern[p] | 0x20) >= 'a' && (pattern[p] | 0x20) <= 'z')) ||
+                                                          pattern[p] == text[t]
+                                                    : pattern[p] == text[t]))) {
             p++;
             t++;
         } else if (star != (size_t)-1) {
@@ -186,7 +186,10 @@ int chaos_path_match(const char *pattern, const char *path, int special) {
 
 int chaos_path_pattern_check(const char *pattern, char *why, size_t capacity) {
     char scratch[2];
-    if (!why) { why = scratch; capacity = sizeof scratch; }
+    if (!why) {
+        why = scratch;
+        capacity = sizeof scratch;
+    }
     if (!pattern || pattern[0] != '/') {
         snprintf(why, capacity, "a path pattern must be absolute (start with /)");
         return -1;
@@ -212,7 +215,9 @@ int chaos_path_pattern_check(const char *pattern, char *why, size_t capacity) {
             return -1;
         }
         if ((n == 1 && start[0] == '.') || (n == 2 && start[0] == '.' && start[1] == '.')) {
-            snprintf(why, capacity, "'%.*s' in the pattern: write the folded path (patterns are compared with folded paths)", (int)n, start);
+            snprintf(why, capacity,
+                     "'%.*s' in the pattern: write the folded path (patterns are compared with folded paths)", (int)n,
+                     start);
             return -1;
         }
         for (size_t i = 0; i + 1 < n; i++) {

@@ -57,7 +57,10 @@ static int value_byte_column(const token *t, size_t offset) {
     const char *at = t->raw;
     int column = t->value_column;
     bool quoted = *at == '"';
-    if (quoted) { at++; column++; }
+    if (quoted) {
+        at++;
+        column++;
+    }
     for (size_t i = 0; i < offset; i++) {
         int step = !quoted || *at != '\\' ? 1 : at[1] == 'x' ? 4 : 2;
         at += step;
@@ -73,35 +76,44 @@ static bool is_text(parser *p, const token *t, const char *what) {
     size_t bad;
     if (chaos_utf8_valid(t->value, strlen(t->value), &bad)) return true;
     plan_fail(p, value_byte_column(t, bad),
-         "%s is not UTF-8 text (byte 0x%02x); write it in UTF-8 (for example \\xc3\\xa9 for \xc3\xa9) or leave the byte out",
-         what, (unsigned char)t->value[bad]);
+              "%s is not UTF-8 text (byte 0x%02x); write it in UTF-8 (for example \\xc3\\xa9 for \xc3\xa9) or leave "
+              "the byte out",
+              what, (unsigned char)t->value[bad]);
     return false;
 }
 
 int32_t plan_default_families(int32_t point) {
-    return point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV
-               ? CHAOS_FAMILY_INET | CHAOS_FAMILY_INET6 : 0;
+    return point == CHAOS_POINT_CONNECT || point == CHAOS_POINT_ACCEPT || point == CHAOS_POINT_SEND ||
+                   point == CHAOS_POINT_RECV
+               ? CHAOS_FAMILY_INET | CHAOS_FAMILY_INET6
+               : 0;
 }
 
 static bool parse_entry(parser *p, builder *b, line_tokens *t) {
     if (t->count < 2 || t->items[1].value) {
         char list[160];
-        plan_fail(p, t->count < 2 ? 0 : t->items[1].column, "name the entry's point: entry <point>, with point one of %s", plan_join(cf_point_names, list, sizeof list));
+        plan_fail(p, t->count < 2 ? 0 : t->items[1].column,
+                  "name the entry's point: entry <point>, with point one of %s",
+                  plan_join(cf_point_names, list, sizeof list));
         return false;
     }
     token *name = &t->items[1];
     int32_t point = -1;
-    for (int i = 0; cf_point_names[i]; i++) if (plan_word_is(name, cf_point_names[i])) point = i;
+    for (int i = 0; cf_point_names[i]; i++)
+        if (plan_word_is(name, cf_point_names[i])) point = i;
     if (point < 0) {
         char hint[64], list[160];
         plan_fail(p, name->column, "unknown point '%.*s'%s; use %s", (int)name->key_length, name->key,
-             plan_nearest(name->key, name->key_length, cf_point_names, hint, sizeof hint), plan_join(cf_point_names, list, sizeof list));
+                  plan_nearest(name->key, name->key_length, cf_point_names, hint, sizeof hint),
+                  plan_join(cf_point_names, list, sizeof list));
         return false;
     }
     static const char *const socket_keys[] = {"label", "seed", "family", NULL};
     static const char *const clock_keys[] = {"label", "seed", "monotonic", "stat", "sleep", NULL};
     static const char *const plain_keys[] = {"label", "seed", NULL};
-    const char *const *keys = plan_default_families(point) ? socket_keys : point == CHAOS_POINT_CLOCK ? clock_keys : plain_keys;
+    const char *const *keys = plan_default_families(point) ? socket_keys
+                              : point == CHAOS_POINT_CLOCK ? clock_keys
+                                                           : plain_keys;
     if (!plan_check_keys(p, t, 2, keys, "an entry")) return false;
     chaos_plan *plan = b->plan;
     if (plan->count == CHAOS_PLAN_MAX_ENTRIES) {
@@ -111,7 +123,10 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
     if (plan->count == b->entry_capacity) {
         int32_t capacity = b->entry_capacity ? b->entry_capacity * 2 : 4;
         cf_entry *grown = realloc(plan->entries, sizeof(cf_entry) * (size_t)capacity);
-        if (!grown) { plan_fail(p, 0, "out of memory"); return false; }
+        if (!grown) {
+            plan_fail(p, 0, "out of memory");
+            return false;
+        }
         plan->entries = grown;
         b->entry_capacity = capacity;
     }
@@ -140,7 +155,8 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
         }
         entry->seed_given = true;
     }
-    if ((k = plan_find(t, 2, "family")) && !plan_set(p, k, cf_family_names, cf_family_bits, CHAOS_FAMILY_ANY, &entry->families, "family"))
+    if ((k = plan_find(t, 2, "family")) &&
+        !plan_set(p, k, cf_family_names, cf_family_bits, CHAOS_FAMILY_ANY, &entry->families, "family"))
         return false;
     if ((k = plan_find(t, 2, "monotonic")) && !plan_yes_no(k->value, &entry->monotonic)) {
         plan_fail(p, k->value_column, "monotonic is yes or no");
@@ -163,13 +179,17 @@ bool plan_index(parser *p, token *t, const char *what, int32_t *out) {
     const char *text = t->value ? t->value : NULL;
     char word[32];
     if (!text) {
-        if (t->key_length >= sizeof word) { plan_fail(p, t->column, "%s must be a node number", what); return false; }
+        if (t->key_length >= sizeof word) {
+            plan_fail(p, t->column, "%s must be a node number", what);
+            return false;
+        }
         memcpy(word, t->key, t->key_length);
         word[t->key_length] = 0;
         text = word;
     }
     if (!plan_u64(text, &value) || value >= CHAOS_PLAN_MAX_NODES) {
-        plan_fail(p, t->value ? t->value_column : t->column, "%s must be a node number from 0 to %d", what, CHAOS_PLAN_MAX_NODES - 1);
+        plan_fail(p, t->value ? t->value_column : t->column, "%s must be a node number from 0 to %d", what,
+                  CHAOS_PLAN_MAX_NODES - 1);
         return false;
     }
     *out = (int32_t)value;
@@ -182,9 +202,12 @@ static bool parse_address(const char *text, cf_case *c) {
     strcpy(copy, text);
     char *slash = strchr(copy, '/');
     if (slash) *slash = 0;
-    if (inet_pton(AF_INET, copy, c->address) == 1) c->address_length = 4;
-    else if (inet_pton(AF_INET6, copy, c->address) == 1) c->address_length = 16;
-    else return false;
+    if (inet_pton(AF_INET, copy, c->address) == 1)
+        c->address_length = 4;
+    else if (inet_pton(AF_INET6, copy, c->address) == 1)
+        c->address_length = 16;
+    else
+        return false;
     c->prefix_bits = c->address_length * 8;
     if (slash) {
         uint64_t bits;
@@ -213,7 +236,8 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     static const char *const dns_keys[] = {"host", NULL};
     static const char *const getenv_keys[] = {"name", NULL};
     static const char *const clock_keys[] = {"clock", NULL};
-    const char *const *keys[] = {files_keys, address_keys, address_keys, stream_keys, stream_keys, dns_keys, getenv_keys, clock_keys};
+    const char *const *keys[] = {files_keys,  address_keys, address_keys, stream_keys,
+                                 stream_keys, dns_keys,     getenv_keys,  clock_keys};
     char what[48];
     snprintf(what, sizeof what, "a case of a %s entry", cf_point_names[entry->point]);
     if (!plan_check_keys(p, t, 2, keys[entry->point], what)) return false;
@@ -226,7 +250,10 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
         return false;
     }
     cf_case *grown = realloc(node->cases, sizeof(cf_case) * (size_t)(node->count + 1));
-    if (!grown) { plan_fail(p, 0, "out of memory"); return false; }
+    if (!grown) {
+        plan_fail(p, 0, "out of memory");
+        return false;
+    }
     node->cases = grown;
     cf_case *c = &node->cases[node->count++];
     memset(c, 0, sizeof *c);
@@ -243,10 +270,18 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
         }
         c->path = plan_take(k);
     }
-    if ((k = plan_find(t, 2, "ops")) && !plan_set(p, k, cf_op_names, cf_op_bits, CHAOS_OP_ALL_FILES, &c->ops, "operation")) return false;
-    if ((k = plan_find(t, 2, "family")) && !plan_set(p, k, cf_family_names, cf_family_bits, CHAOS_FAMILY_ANY, &c->families, "family")) return false;
-    if ((k = plan_find(t, 2, "role")) && !plan_set(p, k, cf_role_names, cf_role_bits, CHAOS_ROLE_ANY, &c->roles, "role")) return false;
-    if ((k = plan_find(t, 2, "clock")) && !plan_set(p, k, cf_clock_names, cf_clock_bits, CHAOS_CLOCKSRC_ANY, &c->clocks, "clock")) return false;
+    if ((k = plan_find(t, 2, "ops")) &&
+        !plan_set(p, k, cf_op_names, cf_op_bits, CHAOS_OP_ALL_FILES, &c->ops, "operation"))
+        return false;
+    if ((k = plan_find(t, 2, "family")) &&
+        !plan_set(p, k, cf_family_names, cf_family_bits, CHAOS_FAMILY_ANY, &c->families, "family"))
+        return false;
+    if ((k = plan_find(t, 2, "role")) &&
+        !plan_set(p, k, cf_role_names, cf_role_bits, CHAOS_ROLE_ANY, &c->roles, "role"))
+        return false;
+    if ((k = plan_find(t, 2, "clock")) &&
+        !plan_set(p, k, cf_clock_names, cf_clock_bits, CHAOS_CLOCKSRC_ANY, &c->clocks, "clock"))
+        return false;
     if ((k = plan_find(t, 2, "port"))) {
         uint64_t port;
         if (!plan_u64(k->value, &port) || port > 65535) {
@@ -263,8 +298,10 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
             }
             c->host = plan_take(k);
         } else if (!parse_address(k->value, c)) {
-            plan_fail(p, k->value_column, "'%s' is not an address; %s entries match IP addresses such as 127.0.0.1, ::1 or 10.0.0.0/8 (use a dns entry for names)",
-                 k->value, cf_point_names[entry->point]);
+            plan_fail(p, k->value_column,
+                      "'%s' is not an address; %s entries match IP addresses such as 127.0.0.1, ::1 or 10.0.0.0/8 (use "
+                      "a dns entry for names)",
+                      k->value, cf_point_names[entry->point]);
             return false;
         }
     }
@@ -295,7 +332,8 @@ chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *
     }
     if (memchr(text, 0, length)) {
         p.line = 1;
-        for (const char *c = text; *c; c++) if (*c == '\n') p.line++;
+        for (const char *c = text; *c; c++)
+            if (*c == '\n') p.line++;
         plan_fail(&p, 0, "a NUL byte in the plan text");
         return NULL;
     }
@@ -327,8 +365,9 @@ chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *
             if (!plan_word_is(first, "chaos-plan")) {
                 plan_fail(&p, first->column, "the first line must be: chaos-plan %d", CHAOS_PLAN_VERSION);
             } else if (tokens->count != 2 || tokens->items[1].value || !plan_word_is(&tokens->items[1], "1")) {
-                plan_fail(&p, tokens->count > 1 ? tokens->items[1].column : 0, "this engine reads plan version %d: write chaos-plan %d",
-                     CHAOS_PLAN_VERSION, CHAOS_PLAN_VERSION);
+                plan_fail(&p, tokens->count > 1 ? tokens->items[1].column : 0,
+                          "this engine reads plan version %d: write chaos-plan %d", CHAOS_PLAN_VERSION,
+                          CHAOS_PLAN_VERSION);
             }
             b.header = true;
         } else if (first->value) {
@@ -337,15 +376,21 @@ chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *
             uint64_t seed;
             char word[32];
             size_t n = tokens->count == 2 ? tokens->items[1].key_length : 0;
-            if (b.plan->count > 0) plan_fail(&p, first->column, "the seed comes before the first entry");
-            else if (b.seed_given) plan_fail(&p, first->column, "a second seed line");
+            if (b.plan->count > 0)
+                plan_fail(&p, first->column, "the seed comes before the first entry");
+            else if (b.seed_given)
+                plan_fail(&p, first->column, "a second seed line");
             else if (tokens->count != 2 || tokens->items[1].value || n == 0 || n >= sizeof word)
                 plan_fail(&p, tokens->count > 1 ? tokens->items[1].column : 0, "write: seed <unsigned 64-bit number>");
             else {
                 memcpy(word, tokens->items[1].key, n);
                 word[n] = 0;
-                if (!plan_u64(word, &seed)) plan_fail(&p, tokens->items[1].column, "the seed is an unsigned 64-bit number (decimal or 0x…)");
-                else { b.plan->seed = seed; b.seed_given = true; }
+                if (!plan_u64(word, &seed))
+                    plan_fail(&p, tokens->items[1].column, "the seed is an unsigned 64-bit number (decimal or 0x…)");
+                else {
+                    b.plan->seed = seed;
+                    b.seed_given = true;
+                }
             }
         } else if (plan_word_is(first, "entry")) {
             parse_entry(&p, &b, tokens);
@@ -358,8 +403,9 @@ chaos_plan *chaos_plan_parse(const char *text, size_t length, chaos_plan_error *
         } else {
             static const char *const keywords[] = {"seed", "entry", "node", "case", NULL};
             char hint[64];
-            plan_fail(&p, first->column, "unknown line '%.*s'%s; lines start with seed, entry, node or case", (int)first->key_length,
-                 first->key, plan_nearest(first->key, first->key_length, keywords, hint, sizeof hint));
+            plan_fail(&p, first->column, "unknown line '%.*s'%s; lines start with seed, entry, node or case",
+                      (int)first->key_length, first->key,
+                      plan_nearest(first->key, first->key_length, keywords, hint, sizeof hint));
         }
         plan_free_tokens(tokens);
     }

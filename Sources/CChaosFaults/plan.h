@@ -17,10 +17,10 @@ typedef struct parser {
 } parser;
 
 typedef struct token {
-    const char *key;     ///< the word, or the part before '='
+    const char *key; ///< the word, or the part before '='
     size_t key_length;
-    char *value;         ///< decoded value after '=' (NULL: no '=')
-    const char *raw;     ///< the value as written (from its opening quote, if quoted)
+    char *value;     ///< decoded value after '=' (NULL: no '=')
+    const char *raw; ///< the value as written (from its opening quote, if quoted)
     int column;
     int value_column;
     bool used;
@@ -55,7 +55,8 @@ bool plan_i64(const char *text, int64_t *out);
 bool plan_double(const char *text, double *out);
 bool plan_duration(const char *text, int64_t *out);
 bool plan_yes_no(const char *text, int32_t *out);
-bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bits, uint32_t any, uint32_t *out, const char *what);
+bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bits, uint32_t any, uint32_t *out,
+              const char *what);
 
 // plan.c
 int32_t plan_default_families(int32_t point);

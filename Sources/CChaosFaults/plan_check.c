@@ -19,28 +19,35 @@
 
 static bool kind_allowed(int32_t point, int32_t kind) {
     switch (kind) {
-    case CHAOS_NODE_ORIGINAL: case CHAOS_NODE_PASS: case CHAOS_NODE_SEQUENTIAL: case CHAOS_NODE_COMPOSITE:
-    case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_ASK: case CHAOS_NODE_AT:
-        return true;
-    case CHAOS_NODE_FAIL:
-        return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
-    case CHAOS_NODE_DELAY:
-        return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
-    case CHAOS_NODE_SHORT:
-        return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
-    case CHAOS_NODE_OFFSET: case CHAOS_NODE_FROZEN: case CHAOS_NODE_SPEED: case CHAOS_NODE_VIRTUAL:
-        return point == CHAOS_POINT_CLOCK;
-    case CHAOS_NODE_SET: case CHAOS_NODE_UNSET:
-        return point == CHAOS_POINT_GETENV;
-    default:
-        return false;
+    case CHAOS_NODE_ORIGINAL:
+    case CHAOS_NODE_PASS:
+    case CHAOS_NODE_SEQUENTIAL:
+    case CHAOS_NODE_COMPOSITE:
+    case CHAOS_NODE_PROBABILITY:
+    case CHAOS_NODE_TIMES:
+    case CHAOS_NODE_ASK:
+    case CHAOS_NODE_AT: return true;
+    case CHAOS_NODE_FAIL: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
+    case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
+    case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
+    case CHAOS_NODE_OFFSET:
+    case CHAOS_NODE_FROZEN:
+    case CHAOS_NODE_SPEED:
+    case CHAOS_NODE_VIRTUAL: return point == CHAOS_POINT_CLOCK;
+    case CHAOS_NODE_SET:
+    case CHAOS_NODE_UNSET: return point == CHAOS_POINT_GETENV;
+    default: return false;
     }
 }
 
 static const char *kinds_for(int32_t point) {
     switch (point) {
-    case CHAOS_POINT_FILES: case CHAOS_POINT_SEND: case CHAOS_POINT_RECV: return "fail, short or delay";
-    case CHAOS_POINT_CONNECT: case CHAOS_POINT_ACCEPT: case CHAOS_POINT_DNS: return "fail or delay";
+    case CHAOS_POINT_FILES:
+    case CHAOS_POINT_SEND:
+    case CHAOS_POINT_RECV: return "fail, short or delay";
+    case CHAOS_POINT_CONNECT:
+    case CHAOS_POINT_ACCEPT:
+    case CHAOS_POINT_DNS: return "fail or delay";
     case CHAOS_POINT_GETENV: return "set or unset";
     default: return "offset, frozen, speed or virtual";
     }
@@ -89,27 +96,31 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
             return false;
         }
         if (!kind_allowed(entry->point, node->kind)) {
-            plan_fail(p, node->column, "a %s node cannot run on a %s entry; %s entries take %s (and original, pass, sequential, composite, probability, times, ask)",
-                 cf_kind_names[node->kind], point, point, kinds_for(entry->point));
+            plan_fail(p, node->column,
+                      "a %s node cannot run on a %s entry; %s entries take %s (and original, pass, sequential, "
+                      "composite, probability, times, ask)",
+                      cf_kind_names[node->kind], point, point, kinds_for(entry->point));
             return false;
         }
-#define LINK(target, mask, isnamed, column)                                                                   \
-        do {                                                                                                  \
-            int32_t child_ = (target);                                                                        \
-            if (child_ <= i || child_ >= entry->count) {                                                     \
-                plan_fail(p, (column), child_ <= i ? "child %d must come after node %d (list children after their parent)" \
-                                              : "child %d does not exist (the entry has nodes 0 to %d)",      \
-                     child_, child_ <= i ? i : entry->count - 1);                                             \
-                return false;                                                                                 \
-            }                                                                                                 \
-            reached[child_] = true;                                                                           \
-            ops_in[child_] |= (mask);                                                                         \
-            named[child_] = named[child_] && (isnamed);                                                       \
-        } while (0)
+#define LINK(target, mask, isnamed, column) \
+    do { \
+        int32_t child_ = (target); \
+        if (child_ <= i || child_ >= entry->count) { \
+            plan_fail(p, (column), \
+                      child_ <= i ? "child %d must come after node %d (list children after their parent)" \
+                                  : "child %d does not exist (the entry has nodes 0 to %d)", \
+                      child_, child_ <= i ? i : entry->count - 1); \
+            return false; \
+        } \
+        reached[child_] = true; \
+        ops_in[child_] |= (mask); \
+        named[child_] = named[child_] && (isnamed); \
+    } while (0)
         switch (node->kind) {
-        case CHAOS_NODE_PROBABILITY: case CHAOS_NODE_TIMES: case CHAOS_NODE_DELAY: case CHAOS_NODE_AT:
-            LINK(node->child, ops_in[i], named[i], node->err_column);
-            break;
+        case CHAOS_NODE_PROBABILITY:
+        case CHAOS_NODE_TIMES:
+        case CHAOS_NODE_DELAY:
+        case CHAOS_NODE_AT: LINK(node->child, ops_in[i], named[i], node->err_column); break;
         case CHAOS_NODE_SEQUENTIAL:
             for (int32_t c = 0; c < node->count; c++) LINK(node->children[c], ops_in[i], named[i], node->err_column);
             break;
@@ -124,8 +135,9 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
                 uint32_t mask = k->ops ? ops_in[i] & k->ops : ops_in[i];
                 if (entry->point == CHAOS_POINT_FILES && mask == 0) {
                     char a[128], b[128];
-                    plan_fail(p, k->column, "this case can never match: its ops (%s) are outside the ops that reach it (%s)",
-                         op_list(k->ops, a, sizeof a), op_list(ops_in[i], b, sizeof b));
+                    plan_fail(p, k->column,
+                              "this case can never match: its ops (%s) are outside the ops that reach it (%s)",
+                              op_list(k->ops, a, sizeof a), op_list(ops_in[i], b, sizeof b));
                     return false;
                 }
                 LINK(k->child, mask, named[i] || k->name != NULL, k->column);
@@ -133,8 +145,7 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
             p->line = node->line;
             if (node->otherwise >= 0) LINK(node->otherwise, ops_in[i], named[i], node->err_column);
             break;
-        default:
-            break;
+        default: break;
         }
 #undef LINK
     }
@@ -147,18 +158,20 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
             if (entry->point == CHAOS_POINT_DNS) {
                 if (!node->has_ret || node->ret >= 0 || !any_fn_allows(CHAOS_POINT_DNS, 0, (int32_t)node->ret)) {
                     plan_fail(p, node->err_column ? node->err_column : node->column,
-                         "a dns fail needs ret=<EAI code>, one of %s", cf_errno_list(CHAOS_POINT_DNS, list, sizeof list, 0, 0));
+                              "a dns fail needs ret=<EAI code>, one of %s",
+                              cf_errno_list(CHAOS_POINT_DNS, list, sizeof list, 0, 0));
                     return false;
                 }
                 if (node->has_err && node->ret != EAI_SYSTEM) {
-                    plan_fail(p, node->err_column, "errno= goes with ret=EAI_SYSTEM only (other EAI codes carry no errno)");
+                    plan_fail(p, node->err_column,
+                              "errno= goes with ret=EAI_SYSTEM only (other EAI codes carry no errno)");
                     return false;
                 }
                 continue;
             }
             if (!node->has_err) {
                 plan_fail(p, node->column, "a fail node needs errno=..., one of %s",
-                     cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
+                          cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
                 return false;
             }
             if (node->ret != -1) {
@@ -168,22 +181,27 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
             if (!any_fn_allows(entry->point, ops_in[i], node->err)) {
                 const char *name = chaos_fault_errno_name(node->err);
                 if (entry->point == CHAOS_POINT_FILES) {
-                    plan_fail(p, node->err_column, "%s is not an errno the %s calls that reach this node can return; they return %s",
-                         name ? name : "this", op_list(ops_in[i], ops, sizeof ops), cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
+                    plan_fail(p, node->err_column,
+                              "%s is not an errno the %s calls that reach this node can return; they return %s",
+                              name ? name : "this", op_list(ops_in[i], ops, sizeof ops),
+                              cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
                 } else {
-                    plan_fail(p, node->err_column, "%s is not an errno %s can return; it returns %s", name ? name : "this", point,
-                         cf_errno_list(entry->point, list, sizeof list, 0, 0));
+                    plan_fail(p, node->err_column, "%s is not an errno %s can return; it returns %s",
+                              name ? name : "this", point, cf_errno_list(entry->point, list, sizeof list, 0, 0));
                 }
                 return false;
             }
         } else if (node->kind == CHAOS_NODE_SHORT && entry->point == CHAOS_POINT_FILES &&
                    !(ops_in[i] & (CHAOS_OP_READ | CHAOS_OP_WRITE))) {
-            plan_fail(p, node->column, "a short transfer needs read or write calls, but only %s reach this node; add ops=read or ops=write to its case",
-                 op_list(ops_in[i], ops, sizeof ops));
+            plan_fail(p, node->column,
+                      "a short transfer needs read or write calls, but only %s reach this node; add ops=read or "
+                      "ops=write to its case",
+                      op_list(ops_in[i], ops, sizeof ops));
             return false;
         } else if ((node->kind == CHAOS_NODE_SET || node->kind == CHAOS_NODE_UNSET) && !named[i]) {
-            plan_fail(p, node->column, "a %s node must be reached through a case with name=<VARIABLE> (it would answer every variable)",
-                 cf_kind_names[node->kind]);
+            plan_fail(p, node->column,
+                      "a %s node must be reached through a case with name=<VARIABLE> (it would answer every variable)",
+                      cf_kind_names[node->kind]);
             return false;
         }
     }

@@ -23,16 +23,17 @@ typedef struct writer {
     bool failed;
 } writer;
 
-__attribute__((format(printf, 2, 3)))
-static void put(writer *w, const char *format, ...) {
+__attribute__((format(printf, 2, 3))) static void put(writer *w, const char *format, ...) {
     va_list list;
     va_start(list, format);
     char *at = w->used < w->capacity ? w->buffer + w->used : NULL;
     size_t room = w->used < w->capacity ? w->capacity - w->used : 0;
     int wrote = vsnprintf(at, room, format, list);
     va_end(list);
-    if (wrote < 0) w->failed = true;
-    else w->used += (size_t)wrote;
+    if (wrote < 0)
+        w->failed = true;
+    else
+        w->used += (size_t)wrote;
 }
 
 /// A quoted value; bytes that are not UTF-8 (a path or a variable's value may hold any) are
@@ -45,11 +46,16 @@ static void put_string(writer *w, const char *key, const char *value) {
         size_t count = chaos_utf8_next(value + i, length - i, &valid);
         for (size_t end = i + count; i < end; i++) {
             unsigned char c = (unsigned char)value[i];
-            if (c == '"' || c == '\\') put(w, "\\%c", c);
-            else if (c == '\n') put(w, "\\n");
-            else if (c == '\t') put(w, "\\t");
-            else if (c < 0x20 || c == 0x7f || !valid) put(w, "\\x%02x", c);
-            else put(w, "%c", c);
+            if (c == '"' || c == '\\')
+                put(w, "\\%c", c);
+            else if (c == '\n')
+                put(w, "\\n");
+            else if (c == '\t')
+                put(w, "\\t");
+            else if (c < 0x20 || c == 0x7f || !valid)
+                put(w, "\\x%02x", c);
+            else
+                put(w, "%c", c);
         }
     }
     put(w, "\"");
@@ -58,7 +64,8 @@ static void put_string(writer *w, const char *key, const char *value) {
 static void put_double(writer *w, const char *key, double value) {
     char text[64];
     snprintf(text, sizeof text, "%.17g", value);
-    for (char *c = text; *c; c++) if (*c == ',') *c = '.';
+    for (char *c = text; *c; c++)
+        if (*c == ',') *c = '.';
     put(w, " %s=%s", key, text);
 }
 
@@ -83,7 +90,8 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
         put(&w, "entry %s", cf_point_names[entry->point]);
         if (entry->label) put_string(&w, "label", entry->label);
         if (entry->seed_given) put(&w, " seed=%llu", (unsigned long long)entry->seed);
-        if (plan_default_families(entry->point)) put_set(&w, "family", entry->families, cf_family_names, cf_family_bits);
+        if (plan_default_families(entry->point))
+            put_set(&w, "family", entry->families, cf_family_names, cf_family_bits);
         if (entry->point == CHAOS_POINT_CLOCK)
             put(&w, " monotonic=%s stat=%s sleep=%s", entry->monotonic ? "yes" : "no", entry->stat_times ? "yes" : "no",
                 entry->sleeps ? "yes" : "no");
@@ -95,19 +103,29 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             case CHAOS_NODE_FAIL: {
                 if (node->has_err) {
                     const char *name = chaos_fault_errno_name(node->err);
-                    if (name) put(&w, " errno=%s", name); else put(&w, " errno=%d", node->err);
+                    if (name)
+                        put(&w, " errno=%s", name);
+                    else
+                        put(&w, " errno=%d", node->err);
                 }
                 const char *code = node->ret < 0 ? chaos_fault_errno_name((int32_t)node->ret) : NULL;
-                if (entry->point == CHAOS_POINT_DNS && code) put(&w, " ret=%s", code);
-                else if (node->ret != -1) put(&w, " ret=%lld", (long long)node->ret);
+                if (entry->point == CHAOS_POINT_DNS && code)
+                    put(&w, " ret=%s", code);
+                else if (node->ret != -1)
+                    put(&w, " ret=%lld", (long long)node->ret);
                 break;
             }
-            case CHAOS_NODE_SHORT: if (node->max) put(&w, " max=%lld", (long long)node->max); break;
+            case CHAOS_NODE_SHORT:
+                if (node->max) put(&w, " max=%lld", (long long)node->max);
+                break;
             case CHAOS_NODE_OFFSET: put(&w, " by=%lld", (long long)node->ns); break;
             case CHAOS_NODE_FROZEN: put(&w, " at=%lld", (long long)node->ns); break;
             case CHAOS_NODE_SPEED:
                 put_double(&w, "factor", node->factor);
-                if (node->anchor_start) put(&w, " anchor=start"); else put(&w, " anchor=%lld", (long long)node->ns);
+                if (node->anchor_start)
+                    put(&w, " anchor=start");
+                else
+                    put(&w, " anchor=%lld", (long long)node->ns);
                 break;
             case CHAOS_NODE_VIRTUAL:
                 if (node->ns) put(&w, " at=%lld", (long long)node->ns);
@@ -133,7 +151,8 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             case CHAOS_NODE_ASK: put(&w, " id=%llu", (unsigned long long)node->n); break;
             case CHAOS_NODE_AT:
                 put(&w, " calls=%s", node->count ? "" : "none");
-                for (int32_t c = 0; c < node->count; c++) put(&w, "%s%llu", c ? "," : "", (unsigned long long)node->weights[c]);
+                for (int32_t c = 0; c < node->count; c++)
+                    put(&w, "%s%llu", c ? "," : "", (unsigned long long)node->weights[c]);
                 put(&w, " child=%d", node->child);
                 break;
             default: break;

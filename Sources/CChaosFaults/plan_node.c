@@ -23,22 +23,29 @@ static cf_node *add_node(parser *p, builder *b, line_tokens *t) {
     int32_t index;
     if (!plan_index(p, &t->items[1], "the node's number", &index)) return NULL;
     if (index != entry->count) {
-        plan_fail(p, t->items[1].column, "node %d where node %d comes next; number an entry's nodes 0, 1, 2… in order", index, entry->count);
+        plan_fail(p, t->items[1].column, "node %d where node %d comes next; number an entry's nodes 0, 1, 2… in order",
+                  index, entry->count);
         return NULL;
     }
     token *kind_token = &t->items[2];
     int32_t kind = -1;
-    for (int i = 0; cf_kind_names[i]; i++) if (plan_word_is(kind_token, cf_kind_names[i])) kind = i;
+    for (int i = 0; cf_kind_names[i]; i++)
+        if (plan_word_is(kind_token, cf_kind_names[i])) kind = i;
     if (kind < 0) {
         char hint[64], list[256];
-        plan_fail(p, kind_token->column, "unknown node kind '%.*s'%s; use %s", (int)kind_token->key_length, kind_token->key,
-             plan_nearest(kind_token->key, kind_token->key_length, cf_kind_names, hint, sizeof hint), plan_join(cf_kind_names, list, sizeof list));
+        plan_fail(p, kind_token->column, "unknown node kind '%.*s'%s; use %s", (int)kind_token->key_length,
+                  kind_token->key,
+                  plan_nearest(kind_token->key, kind_token->key_length, cf_kind_names, hint, sizeof hint),
+                  plan_join(cf_kind_names, list, sizeof list));
         return NULL;
     }
     if (entry->count == b->node_capacity) {
         int32_t capacity = b->node_capacity ? b->node_capacity * 2 : 4;
         cf_node *grown = realloc(entry->nodes, sizeof(cf_node) * (size_t)capacity);
-        if (!grown) { plan_fail(p, 0, "out of memory"); return NULL; }
+        if (!grown) {
+            plan_fail(p, 0, "out of memory");
+            return NULL;
+        }
         entry->nodes = grown;
         b->node_capacity = capacity;
     }
@@ -71,8 +78,9 @@ static const char *const ask_keys[] = {"id", NULL};
 static const char *const virtual_keys[] = {"at", "flow", NULL};
 static const char *const calls_keys[] = {"calls", "child", NULL};
 static const char *const *const node_keys[] = {
-    no_keys, no_keys, fail_keys, short_keys, by_keys, at_keys, speed_keys, set_keys, no_keys,
-    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys, virtual_keys, calls_keys,
+    no_keys,    no_keys,    fail_keys, short_keys,      by_keys,        at_keys,
+    speed_keys, set_keys,   no_keys,   sequential_keys, composite_keys, probability_keys,
+    times_keys, delay_keys, ask_keys,  virtual_keys,    calls_keys,
 };
 _Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_AT + 1, "keys for every node kind");
 
@@ -106,13 +114,16 @@ static bool read_fail(parser *p, line_tokens *t, cf_node *node) {
         node->has_err = 1;
         node->err_column = k->value_column;
         if (node->err <= 0) {
-            plan_fail(p, k->value_column, "'%s' is not an errno this engine knows; write a name such as ENOSPC, EIO or ECONNREFUSED", k->value);
+            plan_fail(p, k->value_column,
+                      "'%s' is not an errno this engine knows; write a name such as ENOSPC, EIO or ECONNREFUSED",
+                      k->value);
             return false;
         }
     }
     if ((k = plan_find(t, 3, "ret"))) {
         int32_t code = chaos_fault_errno_value(k->value);
-        if (code < 0) node->ret = code;
+        if (code < 0)
+            node->ret = code;
         else if (!plan_i64(k->value, &node->ret)) {
             plan_fail(p, k->value_column, "ret is an integer (-1) or, for dns, an EAI_* name such as EAI_NONAME");
             return false;
@@ -128,7 +139,8 @@ static bool read_short(parser *p, line_tokens *t, cf_node *node) {
     if ((k = plan_find(t, 3, "max"))) {
         uint64_t max;
         if (!plan_u64(k->value, &max) || max == 0 || max > (uint64_t)INT64_MAX) {
-            plan_fail(p, k->value_column, "max is a number of bytes of 1 or more (leave it out for half of each transfer)");
+            plan_fail(p, k->value_column,
+                      "max is a number of bytes of 1 or more (leave it out for half of each transfer)");
             return false;
         }
         node->max = (int64_t)max;
@@ -140,7 +152,8 @@ static bool read_offset(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     k = plan_find(t, 3, "by");
     if (!plan_duration(k->value, &node->ns)) {
-        plan_fail(p, k->value_column, "'%s' is not a duration; write e.g. -946080000s, +2h, 90m or a number of nanoseconds", k->value);
+        plan_fail(p, k->value_column,
+                  "'%s' is not a duration; write e.g. -946080000s, +2h, 90m or a number of nanoseconds", k->value);
         return false;
     }
     return true;
@@ -150,7 +163,8 @@ static bool read_frozen(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     k = plan_find(t, 3, "at");
     if (!plan_duration(k->value, &node->ns)) {
-        plan_fail(p, k->value_column, "'%s' is not an instant; write the time since 1970, e.g. 946684799s or 946684799000000000", k->value);
+        plan_fail(p, k->value_column,
+                  "'%s' is not an instant; write the time since 1970, e.g. 946684799s or 946684799000000000", k->value);
         return false;
     }
     return true;
@@ -159,11 +173,14 @@ static bool read_frozen(parser *p, line_tokens *t, cf_node *node) {
 static bool read_virtual(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     if ((k = plan_find(t, 3, "at")) && (!plan_duration(k->value, &node->ns) || node->ns == 0)) {
-        plan_fail(p, k->value_column, "'%s' is not an instant; write the time since 1970, e.g. 1893456000s (leave it out for now)", k->value);
+        plan_fail(p, k->value_column,
+                  "'%s' is not an instant; write the time since 1970, e.g. 1893456000s (leave it out for now)",
+                  k->value);
         return false;
     }
     if ((k = plan_find(t, 3, "flow")) && !plan_yes_no(k->value, &node->anchor_start)) {
-        plan_fail(p, k->value_column, "flow is yes (virtual time also runs at real pace) or no (it moves only when advanced)");
+        plan_fail(p, k->value_column,
+                  "flow is yes (virtual time also runs at real pace) or no (it moves only when advanced)");
         return false;
     }
     return true;
@@ -198,11 +215,18 @@ static bool read_sequential(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     k = plan_find(t, 3, "children");
     int32_t count = 1;
-    for (const char *c = k->value; *c; c++) if (*c == ',') count++;
-    if (count > CHAOS_PLAN_MAX_NODES) { plan_fail(p, k->value_column, "more than %d children", CHAOS_PLAN_MAX_NODES); return false; }
+    for (const char *c = k->value; *c; c++)
+        if (*c == ',') count++;
+    if (count > CHAOS_PLAN_MAX_NODES) {
+        plan_fail(p, k->value_column, "more than %d children", CHAOS_PLAN_MAX_NODES);
+        return false;
+    }
     node->children = calloc((size_t)count, sizeof(int32_t));
     node->weights = calloc((size_t)count, sizeof(uint64_t));
-    if (!node->children || !node->weights) { plan_fail(p, 0, "out of memory"); return false; }
+    if (!node->children || !node->weights) {
+        plan_fail(p, 0, "out of memory");
+        return false;
+    }
     node->count = count;
     const char *c = k->value;
     for (int32_t i = 0; i < count; i++) {
@@ -222,7 +246,9 @@ static bool read_sequential(parser *p, line_tokens *t, cf_node *node) {
         if (star) *star = 0;
         if (!plan_u64(item, &child) || child >= CHAOS_PLAN_MAX_NODES ||
             (star && (!plan_u64(star + 1, &weight) || weight == 0 || weight > (1ull << 40)))) {
-            plan_fail(p, column, "'%.*s' is not a child: write a node number, optionally *n with n from 1 to 2^40 calls", (int)n, start);
+            plan_fail(p, column,
+                      "'%.*s' is not a child: write a node number, optionally *n with n from 1 to 2^40 calls", (int)n,
+                      start);
             return false;
         }
         node->children[i] = (int32_t)child;
@@ -274,10 +300,17 @@ static bool read_at(parser *p, line_tokens *t, cf_node *node) {
     node->err_column = k->value_column;
     if (strcmp(k->value, "none") == 0) return true;
     int32_t count = 1;
-    for (const char *c = k->value; *c; c++) if (*c == ',') count++;
-    if (count > 4096) { plan_fail(p, k->value_column, "more than 4096 calls; an at node lists at most 4096"); return false; }
+    for (const char *c = k->value; *c; c++)
+        if (*c == ',') count++;
+    if (count > 4096) {
+        plan_fail(p, k->value_column, "more than 4096 calls; an at node lists at most 4096");
+        return false;
+    }
     node->weights = calloc((size_t)count, sizeof(uint64_t));
-    if (!node->weights) { plan_fail(p, 0, "out of memory"); return false; }
+    if (!node->weights) {
+        plan_fail(p, 0, "out of memory");
+        return false;
+    }
     const char *c = k->value;
     for (int32_t i = 0; i < count; i++) {
         const char *start = c;
@@ -289,7 +322,8 @@ static bool read_at(parser *p, line_tokens *t, cf_node *node) {
             memcpy(item, start, n);
             item[n] = 0;
         }
-        if (n == 0 || n >= sizeof item || !plan_u64(item, &call) || call == 0 || (i > 0 && call <= node->weights[i - 1])) {
+        if (n == 0 || n >= sizeof item || !plan_u64(item, &call) || call == 0 ||
+            (i > 0 && call <= node->weights[i - 1])) {
             plan_fail(p, k->value_column + (int)(start - k->value),
                       "calls is a rising list of call numbers counted from 1, e.g. 3 or 2,5 (or none)");
             return false;
@@ -343,7 +377,8 @@ static const node_reader node_readers[] = {
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {
     cf_node *node = add_node(p, b, t);
     if (!node || !check_node_keys(p, t, node)) return false;
-    node_reader read = node->kind < (int32_t)(sizeof node_readers / sizeof node_readers[0]) ? node_readers[node->kind] : NULL;
+    node_reader read =
+        node->kind < (int32_t)(sizeof node_readers / sizeof node_readers[0]) ? node_readers[node->kind] : NULL;
     if (read && !read(p, t, node)) return false;
     token *k;
     if ((k = plan_find(t, 3, "child"))) {

@@ -51,9 +51,13 @@ bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out)
     size_t i = 0;
     while (i < length) {
         char c = line[i];
-        if (c == ' ' || c == '\t' || c == '\r') { i++; continue; }
+        if (c == ' ' || c == '\t' || c == '\r') {
+            i++;
+            continue;
+        }
         if ((unsigned char)c < 0x20 || c == 0x7f) {
-            plan_fail(p, (int)i + 1, "control character 0x%02x; write it inside a quoted value as \\x%02x", (unsigned char)c, (unsigned char)c);
+            plan_fail(p, (int)i + 1, "control character 0x%02x; write it inside a quoted value as \\x%02x",
+                      (unsigned char)c, (unsigned char)c);
             return false;
         }
         if (c == '#') break;
@@ -89,7 +93,10 @@ bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out)
             size_t capacity = length - i + 1;
             if (capacity > CHAOS_PLAN_MAX_STRING + 1) capacity = CHAOS_PLAN_MAX_STRING + 1;
             char *value = malloc(capacity);
-            if (!value) { plan_fail(p, t->value_column, "out of memory"); return false; }
+            if (!value) {
+                plan_fail(p, t->value_column, "out of memory");
+                return false;
+            }
             t->value = value;
             size_t used = 0;
             if (i < length && line[i] == '"') {
@@ -97,18 +104,29 @@ bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out)
                 bool closed = false;
                 while (i < length) {
                     char d = line[i];
-                    if (d == '"') { closed = true; i++; break; }
+                    if (d == '"') {
+                        closed = true;
+                        i++;
+                        break;
+                    }
                     if ((unsigned char)d < 0x20 || d == 0x7f) {
-                        plan_fail(p, (int)i + 1, "control character 0x%02x inside quotes; write \\x%02x", (unsigned char)d, (unsigned char)d);
+                        plan_fail(p, (int)i + 1, "control character 0x%02x inside quotes; write \\x%02x",
+                                  (unsigned char)d, (unsigned char)d);
                         return false;
                     }
                     if (d == '\\') {
                         if (i + 1 >= length) break;
                         char e = line[i + 1];
-                        if (e == '\\' || e == '"') { d = e; i += 2; }
-                        else if (e == 'n') { d = '\n'; i += 2; }
-                        else if (e == 't') { d = '\t'; i += 2; }
-                        else if (e == 'x' && i + 3 < length && hex(line[i + 2]) >= 0 && hex(line[i + 3]) >= 0) {
+                        if (e == '\\' || e == '"') {
+                            d = e;
+                            i += 2;
+                        } else if (e == 'n') {
+                            d = '\n';
+                            i += 2;
+                        } else if (e == 't') {
+                            d = '\t';
+                            i += 2;
+                        } else if (e == 'x' && i + 3 < length && hex(line[i + 2]) >= 0 && hex(line[i + 3]) >= 0) {
                             d = (char)(hex(line[i + 2]) * 16 + hex(line[i + 3]));
                             if (d == 0) {
                                 plan_fail(p, (int)i + 1, "\\x00 in a value; values cannot hold NUL bytes");
@@ -139,7 +157,8 @@ bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out)
             } else {
                 while (i < length && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
                     if (line[i] == '"') {
-                        plan_fail(p, (int)i + 1, "a quote inside an unquoted value; quote the whole value: key=\"...\"");
+                        plan_fail(p, (int)i + 1,
+                                  "a quote inside an unquoted value; quote the whole value: key=\"...\"");
                         return false;
                     }
                     if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) {
@@ -190,9 +209,15 @@ const char *plan_nearest(const char *word, size_t length, const char *const *cho
     size_t best_distance = 3;
     for (const char *const *c = choices; *c; c++) {
         size_t d = edit_distance(word, length, *c);
-        if (d < best_distance) { best_distance = d; best = *c; }
+        if (d < best_distance) {
+            best_distance = d;
+            best = *c;
+        }
     }
-    if (!best) { buffer[0] = 0; return buffer; }
+    if (!best) {
+        buffer[0] = 0;
+        return buffer;
+    }
     snprintf(buffer, capacity, " (did you mean '%s'?)", best);
     return buffer;
 }
@@ -214,19 +239,22 @@ bool plan_check_keys(parser *p, line_tokens *t, int first, const char *const *al
     for (int i = first; i < t->count; i++) {
         token *k = &t->items[i];
         bool known = false;
-        for (const char *const *a = allowed; *a; a++) if (plan_word_is(k, *a)) known = true;
+        for (const char *const *a = allowed; *a; a++)
+            if (plan_word_is(k, *a)) known = true;
         char hint[64], list[256];
         if (!known) {
             if (!allowed[0]) {
                 plan_fail(p, k->column, "'%.*s': %s takes nothing more", (int)k->key_length, k->key, what);
             } else {
                 plan_fail(p, k->column, "unknown key '%.*s' for %s%s; it takes %s", (int)k->key_length, k->key, what,
-                     plan_nearest(k->key, k->key_length, allowed, hint, sizeof hint), plan_join(allowed, list, sizeof list));
+                          plan_nearest(k->key, k->key_length, allowed, hint, sizeof hint),
+                          plan_join(allowed, list, sizeof list));
             }
             return false;
         }
         if (!k->value) {
-            plan_fail(p, k->column, "'%.*s' needs a value: write %.*s=...", (int)k->key_length, k->key, (int)k->key_length, k->key);
+            plan_fail(p, k->column, "'%.*s' needs a value: write %.*s=...", (int)k->key_length, k->key,
+                      (int)k->key_length, k->key);
             return false;
         }
         for (int j = first; j < i; j++) {
@@ -240,7 +268,8 @@ bool plan_check_keys(parser *p, line_tokens *t, int first, const char *const *al
 }
 
 token *plan_find(line_tokens *t, int first, const char *key) {
-    for (int i = first; i < t->count; i++) if (plan_word_is(&t->items[i], key)) return &t->items[i];
+    for (int i = first; i < t->count; i++)
+        if (plan_word_is(&t->items[i], key)) return &t->items[i];
     return NULL;
 }
 // MARK: - Values
@@ -248,7 +277,11 @@ token *plan_find(line_tokens *t, int first, const char *key) {
 bool plan_u64(const char *text, uint64_t *out) {
     if (!text || !*text) return false;
     int base = 10;
-    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) { base = 16; text += 2; if (!*text) return false; }
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        base = 16;
+        text += 2;
+        if (!*text) return false;
+    }
     uint64_t value = 0;
     for (const char *c = text; *c; c++) {
         int digit = base == 16 ? hex(*c) : (*c >= '0' && *c <= '9' ? *c - '0' : -1);
@@ -275,8 +308,11 @@ static locale_t c_locale(void) {
     if (!l) {
         locale_t fresh = newlocale(LC_ALL_MASK, "C", (locale_t)0);
         locale_t expected = (locale_t)0;
-        if (fresh && !atomic_compare_exchange_strong(&made, &expected, fresh)) { freelocale(fresh); l = expected; }
-        else l = fresh;
+        if (fresh && !atomic_compare_exchange_strong(&made, &expected, fresh)) {
+            freelocale(fresh);
+            l = expected;
+        } else
+            l = fresh;
     }
     return l;
 }
@@ -312,7 +348,10 @@ bool plan_duration(const char *text, int64_t *out) {
         c++;
         int fraction_digits = 0;
         while (*c >= '0' && *c <= '9') {
-            if (fraction_digits < 18) { fraction = fraction * 10 + (uint64_t)(*c - '0'); fraction_scale *= 10; }
+            if (fraction_digits < 18) {
+                fraction = fraction * 10 + (uint64_t)(*c - '0');
+                fraction_scale *= 10;
+            }
             fraction_digits++;
             c++;
         }
@@ -338,15 +377,25 @@ bool plan_duration(const char *text, int64_t *out) {
 int chaos_parse_duration(const char *text, int64_t *nanoseconds) { return plan_duration(text, nanoseconds) ? 0 : -1; }
 
 bool plan_yes_no(const char *text, int32_t *out) {
-    if (strcmp(text, "yes") == 0) { *out = 1; return true; }
-    if (strcmp(text, "no") == 0) { *out = 0; return true; }
+    if (strcmp(text, "yes") == 0) {
+        *out = 1;
+        return true;
+    }
+    if (strcmp(text, "no") == 0) {
+        *out = 0;
+        return true;
+    }
     return false;
 }
 
 /// A comma-separated set of names (bits 1 << index), or "any" when `any` is given.
-bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bits, uint32_t any, uint32_t *out, const char *what) {
+bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bits, uint32_t any, uint32_t *out,
+              const char *what) {
     *out = 0;
-    if (any && strcmp(t->value, "any") == 0) { *out = any; return true; }
+    if (any && strcmp(t->value, "any") == 0) {
+        *out = any;
+        return true;
+    }
     const char *c = t->value;
     while (true) {
         const char *start = c;
@@ -354,12 +403,16 @@ bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bit
         size_t n = (size_t)(c - start);
         bool found = false;
         for (int i = 0; names[i]; i++) {
-            if (strlen(names[i]) == n && memcmp(names[i], start, n) == 0) { *out |= bits[i]; found = true; }
+            if (strlen(names[i]) == n && memcmp(names[i], start, n) == 0) {
+                *out |= bits[i];
+                found = true;
+            }
         }
         if (!found) {
             char hint[64], list[256];
-            plan_fail(p, t->value_column + (int)(start - t->value), "unknown %s '%.*s'%s; use %s%s", what, (int)n, start,
-                 plan_nearest(start, n, names, hint, sizeof hint), plan_join(names, list, sizeof list), any ? " (comma separated) or any" : " (comma separated)");
+            plan_fail(p, t->value_column + (int)(start - t->value), "unknown %s '%.*s'%s; use %s%s", what, (int)n,
+                      start, plan_nearest(start, n, names, hint, sizeof hint), plan_join(names, list, sizeof list),
+                      any ? " (comma separated) or any" : " (comma separated)");
             return false;
         }
         if (!*c) break;

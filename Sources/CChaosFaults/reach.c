@@ -51,7 +51,7 @@ static int resolve(const char *program, const char *path, char *out, size_t capa
         const char *end = strchr(path, ':');
         size_t length = end ? (size_t)(end - path) : strlen(path);
         int written = length ? snprintf(out, capacity, "%.*s/%s", (int)length, path, program)
-                             : snprintf(out, capacity, "%s", program);  // an empty entry is "."
+                             : snprintf(out, capacity, "%s", program); // an empty entry is "."
         if (written > 0 && (size_t)written < capacity && executable_file(out)) return 1;
         if (!end) break;
         path = end + 1;
@@ -84,12 +84,13 @@ enum { HEADERS_AT_ONCE = 16 };
 // A 64-bit ELF of this machine: whether it has an interpreter, and whether it is Go's.
 static enum chaos_reach inspect_elf64(int fd, const Elf64_Ehdr *header, const char *path) {
     if (header->e_phentsize != sizeof(Elf64_Phdr) || header->e_phnum == 0 || header->e_phnum > MAX_HEADERS)
-        return CHAOS_REACHED;  // not a program the kernel would run: the exec says why
+        return CHAOS_REACHED; // not a program the kernel would run: the exec says why
     int interpreter = 0, go = 0;
     for (size_t first = 0; first < header->e_phnum; first += HEADERS_AT_ONCE) {
         Elf64_Phdr segments[HEADERS_AT_ONCE];
         size_t count = header->e_phnum - first < HEADERS_AT_ONCE ? header->e_phnum - first : HEADERS_AT_ONCE;
-        if (!read_at(fd, segments, count * sizeof *segments, header->e_phoff + first * sizeof *segments)) return CHAOS_REACHED;
+        if (!read_at(fd, segments, count * sizeof *segments, header->e_phoff + first * sizeof *segments))
+            return CHAOS_REACHED;
         for (size_t i = 0; i < count; i++) {
             if (segments[i].p_type == PT_INTERP) interpreter = 1;
             if (segments[i].p_type == PT_NOTE && !go) go = has_go_note(fd, segments[i].p_offset, segments[i].p_filesz);
@@ -150,7 +151,7 @@ static enum chaos_reach inspect(const char *path, char *file, size_t capacity, i
         else if (header.e_type == ET_EXEC || header.e_type == ET_DYN)
             reach = inspect_elf64(fd, &header, path);
     } else if (length >= 20 && memcmp(start, ELFMAG, SELFMAG) == 0) {
-        reach = CHAOS_UNREACHED_CLASS;  // a 32-bit ELF: too short for a 64-bit header
+        reach = CHAOS_UNREACHED_CLASS; // a 32-bit ELF: too short for a 64-bit header
     }
     close(fd);
     return reach;
@@ -176,7 +177,6 @@ const char *chaos_reach_reason(enum chaos_reach reach) {
     case CHAOS_UNREACHED_SETUID:
         return "it is set-user-ID or set-group-ID, so the dynamic loader ignores the preload library for it: no "
                "entry of the profile would act";
-    default:
-        return "it is reached";
+    default: return "it is reached";
     }
 }

@@ -12,7 +12,7 @@ void chaos_tree_event_record(uint64_t *count, chaos_tree_event *events, chaos_tr
                              const char *program) {
     if (!count || !events) return;
     uint64_t slot = atomic_fetch_add_explicit((_Atomic uint64_t *)count, 1, memory_order_relaxed);
-    if (slot >= CHAOS_TALLY_EVENTS) return;  // counted, not kept
+    if (slot >= CHAOS_TALLY_EVENTS) return; // counted, not kept
     chaos_tree_event *event = &events[slot];
     event->pid = pid;
     size_t length = program ? strnlen(program, sizeof event->program - 1) : 0;

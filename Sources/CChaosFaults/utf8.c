@@ -11,24 +11,38 @@ static size_t scan(const unsigned char *text, size_t length, int *state) {
     unsigned char lead = text[0];
     size_t need;
     unsigned char low = 0x80, high = 0xBF; // the range of the second byte
-    if (lead < 0x80) { *state = 1; return 1; }
-    if (lead >= 0xC2 && lead <= 0xDF) need = 2;
+    if (lead < 0x80) {
+        *state = 1;
+        return 1;
+    }
+    if (lead >= 0xC2 && lead <= 0xDF)
+        need = 2;
     else if (lead >= 0xE0 && lead <= 0xEF) {
         need = 3;
-        if (lead == 0xE0) low = 0xA0;       // else overlong
-        else if (lead == 0xED) high = 0x9F; // else a surrogate
+        if (lead == 0xE0)
+            low = 0xA0; // else overlong
+        else if (lead == 0xED)
+            high = 0x9F; // else a surrogate
     } else if (lead >= 0xF0 && lead <= 0xF4) {
         need = 4;
-        if (lead == 0xF0) low = 0x90;       // else overlong
-        else if (lead == 0xF4) high = 0x8F; // else past U+10FFFF
+        if (lead == 0xF0)
+            low = 0x90; // else overlong
+        else if (lead == 0xF4)
+            high = 0x8F; // else past U+10FFFF
     } else {
         *state = 0; // a continuation byte alone, C0, C1 (overlong) or F5 and up
         return 1;
     }
     for (size_t i = 1; i < need; i++) {
-        if (i >= length) { *state = -1; return i; }
+        if (i >= length) {
+            *state = -1;
+            return i;
+        }
         unsigned char c = text[i];
-        if (c < (i == 1 ? low : 0x80) || c > (i == 1 ? high : 0xBF)) { *state = 0; return i; }
+        if (c < (i == 1 ? low : 0x80) || c > (i == 1 ? high : 0xBF)) {
+            *state = 0;
+            return i;
+        }
     }
     *state = 1;
     return need;

@@ -50,16 +50,16 @@ void cf_vt_notify(void) {
 cf_virtual_clock cf_vt;
 // Limits and tallies: atomics, read without a lock.
 static _Atomic int64_t watchdog_ns = 30 * NS;
-static _Atomic int64_t settle_ns = 50000000;  ///< per advance step, see settle()
+static _Atomic int64_t settle_ns = 50000000; ///< per advance step, see settle()
 static _Atomic uint64_t reports;
 static _Atomic uint64_t steps_total;
-_Atomic uint64_t cf_vt_waits_total;  ///< sleeps, dispatch deadlines and timers started in virtual time
+_Atomic uint64_t cf_vt_waits_total; ///< sleeps, dispatch deadlines and timers started in virtual time
 
 // Under cf_vt_lock.
 vt_sleeper *cf_vt_sleepers;
 vt_timer cf_vt_timers[VT_TIMERS];
 vt_known cf_vt_known[VT_KNOWN];
-static int64_t last_advance_real;  ///< real monotonic of the last start/advance (watchdog)
+static int64_t last_advance_real; ///< real monotonic of the last start/advance (watchdog)
 static pthread_t watchdog_thread;
 static int watchdog_running;
 
@@ -70,17 +70,6 @@ void cf_vt_init_once(void) {
     pthread_cond_init(&cf_vt_changed, &attributes);
     pthread_condattr_destroy(&attributes);
     for (int i = 0; i < VT_TIMERS; i++) cf_vt_timers[i].fd = -1;
-}
-
-/// The virtual monotonic instant of a dispatch_time_t (INT64_MAX: forever). Its encoding:
-/// 0 now; ~0 forever; bit 63 clear: uptime (CLOCK_MONOTONIC) ns; bits 63 and 62 set: minus
-/// the wall-clock ns (~1: wall now); bit 63 alone: CLOCK_BOOTTIME ns.
-int64_t cf_vt_dispatch_instant(uint64_t when) {
-    if (when == ~0ull) return INT64_MAX;
-    if (when == 0 || when == ~1ull) return cf_vt_now();
-    if ((int64_t)when >= 0) return (int64_t)when;
-    if (when & (1ull << 62)) return chaos_vt_to_monotonic(CLOCK_REALTIME, -(int64_t)when);
-    return chaos_vt_to_monotonic(CLOCK_BOOTTIME, (int64_t)(when & ~(1ull << 63)));
 }
 
 int64_t cf_vt_real_mono(void) { return cf_real_ns(CLOCK_MONOTONIC); }
@@ -120,27 +109,29 @@ int64_t chaos_vt_monotonic_ns(void) { return cf_vt_now(); }
 int64_t chaos_vt_reading_ns(int clock) {
     int64_t mono = cf_vt_now();
     switch (clock) {
-    case CLOCK_REALTIME: case CLOCK_REALTIME_COARSE: case CLOCK_REALTIME_ALARM:
-        return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_REALTIME_ALARM: return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
     case CLOCK_TAI:
-        return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) + atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
-    case CLOCK_BOOTTIME: case CLOCK_BOOTTIME_ALARM:
-        return mono + atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
-    default:
-        return mono;
+        return mono + atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) +
+               atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
+    case CLOCK_BOOTTIME:
+    case CLOCK_BOOTTIME_ALARM: return mono + atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
+    default: return mono;
     }
 }
 
 int64_t chaos_vt_to_monotonic(int clock, int64_t instant) {
     switch (clock) {
-    case CLOCK_REALTIME: case CLOCK_REALTIME_COARSE: case CLOCK_REALTIME_ALARM:
-        return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_REALTIME_ALARM: return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed);
     case CLOCK_TAI:
-        return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) - atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
-    case CLOCK_BOOTTIME: case CLOCK_BOOTTIME_ALARM:
-        return instant - atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
-    default:
-        return instant;
+        return instant - atomic_load_explicit(&cf_vt.wall_minus_mono, memory_order_relaxed) -
+               atomic_load_explicit(&cf_vt.tai_minus_real, memory_order_relaxed);
+    case CLOCK_BOOTTIME:
+    case CLOCK_BOOTTIME_ALARM: return instant - atomic_load_explicit(&cf_vt.boot_minus_mono, memory_order_relaxed);
+    default: return instant;
     }
 }
 
@@ -182,7 +173,7 @@ int chaos_vt_sleep_until(int64_t deadline, int64_t *left) {
         int64_t wait = atomic_load(&watchdog_ns);
         if (atomic_load(&cf_vt.flowing) && deadline - now < wait) wait = deadline - now;
         struct timespec relative = {(time_t)(wait / NS), (long)(wait % NS)};
-        uint32_t seen = atomic_load(&generation);  // read under the lock: no notification is missed
+        uint32_t seen = atomic_load(&generation); // read under the lock: no notification is missed
         pthread_mutex_unlock(&cf_vt_lock);
         // With a timeout the kernel ends the wait with EINTR whenever a handler ran.
         long waited = syscall(SYS_futex, &generation, FUTEX_WAIT_PRIVATE, seen, &relative, NULL, 0);
@@ -220,7 +211,8 @@ int chaos_vt_wait_with(int64_t deadline, int (*attempt)(void *context, int slice
         }
         if (now >= deadline) break;
         int slice = 5;
-        if (atomic_load(&cf_vt.flowing) && (deadline - now) / 1000000 < slice) slice = (int)((deadline - now) / 1000000) + 1;
+        if (atomic_load(&cf_vt.flowing) && (deadline - now) / 1000000 < slice)
+            slice = (int)((deadline - now) / 1000000) + 1;
         pthread_mutex_unlock(&cf_vt_lock);
         result = attempt(context, slice);
         pthread_mutex_lock(&cf_vt_lock);
@@ -241,16 +233,22 @@ static int64_t next_deadline_locked(void) {
         for (int i = 0; i < VT_TIMERS; i++) {
             vt_timer *timer = &cf_vt_timers[i];
             if (timer->fd < 0 || timer->deadline <= 0 || timer->deadline > now) continue;
-            if (timer->interval <= 0) timer->deadline = 0;
-            else timer->deadline += ((now - timer->deadline) / timer->interval + 1) * timer->interval;
+            if (timer->interval <= 0)
+                timer->deadline = 0;
+            else
+                timer->deadline += ((now - timer->deadline) / timer->interval + 1) * timer->interval;
         }
     }
     int64_t next = INT64_MAX;
-    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) if (s->deadline < next) next = s->deadline;
+    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next)
+        if (s->deadline < next) next = s->deadline;
     for (int i = 0; i < VT_TIMERS; i++) {
-        if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > 0 && cf_vt_timers[i].deadline < next) next = cf_vt_timers[i].deadline;
+        if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > 0 &&
+            cf_vt_timers[i].deadline < next)
+            next = cf_vt_timers[i].deadline;
     }
-    for (int i = 0; i < VT_KNOWN; i++) if (cf_vt_known[i].deadline && cf_vt_known[i].deadline < next) next = cf_vt_known[i].deadline;
+    for (int i = 0; i < VT_KNOWN; i++)
+        if (cf_vt_known[i].deadline && cf_vt_known[i].deadline < next) next = cf_vt_known[i].deadline;
     return next;
 }
 
@@ -258,11 +256,14 @@ int64_t chaos_vt_latest_deadline(void) {
     pthread_once(&cf_vt_once, cf_vt_init_once);
     pthread_mutex_lock(&cf_vt_lock);
     int64_t latest = INT64_MIN;
-    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) if (s->deadline > latest) latest = s->deadline;
+    for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next)
+        if (s->deadline > latest) latest = s->deadline;
     for (int i = 0; i < VT_TIMERS; i++) {
-        if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > latest) latest = cf_vt_timers[i].deadline;
+        if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > latest)
+            latest = cf_vt_timers[i].deadline;
     }
-    for (int i = 0; i < VT_KNOWN; i++) if (cf_vt_known[i].deadline > latest) latest = cf_vt_known[i].deadline;
+    for (int i = 0; i < VT_KNOWN; i++)
+        if (cf_vt_known[i].deadline > latest) latest = cf_vt_known[i].deadline;
     pthread_mutex_unlock(&cf_vt_lock);
     return atomic_load(&cf_vt.running) ? latest : INT64_MIN;
 }
@@ -280,8 +281,10 @@ int32_t chaos_vt_pending_count(void) {
     pthread_mutex_lock(&cf_vt_lock);
     int32_t count = 0;
     for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) count++;
-    for (int i = 0; i < VT_TIMERS; i++) if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > 0) count++;
-    for (int i = 0; i < VT_KNOWN; i++) if (cf_vt_known[i].deadline) count++;
+    for (int i = 0; i < VT_TIMERS; i++)
+        if (cf_vt_timers[i].fd >= 0 && !cf_vt_timers[i].dispatch_owned && cf_vt_timers[i].deadline > 0) count++;
+    for (int i = 0; i < VT_KNOWN; i++)
+        if (cf_vt_known[i].deadline) count++;
     pthread_mutex_unlock(&cf_vt_lock);
     return count;
 }
@@ -303,7 +306,8 @@ static void settle(int64_t now, const int *fired, int fired_count) {
     int quiet_samples = 0;
     for (;;) {
         int pending = 0;
-        for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) if (s->deadline <= now) pending = 1;
+        for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next)
+            if (s->deadline <= now) pending = 1;
         for (int i = 0; i < fired_count && !pending; i++) {
             vt_timer *timer = &cf_vt_timers[fired[i]];
             // Closed, re-armed, or a POSIX timer, whose signal nobody can see taken.
@@ -358,10 +362,13 @@ static int step_locked(void) {
         vt_known *k = &cf_vt_known[i];
         if (!k->deadline || k->deadline > now) continue;
         taken++;
-        if (k->interval <= 0) k->deadline = 0;
-        else k->deadline += ((now - k->deadline) / k->interval + 1) * k->interval;
+        if (k->interval <= 0)
+            k->deadline = 0;
+        else
+            k->deadline += ((now - k->deadline) / k->interval + 1) * k->interval;
     }
-    for (vt_sleeper *sleeper = cf_vt_sleepers; sleeper; sleeper = sleeper->next) if (sleeper->deadline <= now) taken++;
+    for (vt_sleeper *sleeper = cf_vt_sleepers; sleeper; sleeper = sleeper->next)
+        if (sleeper->deadline <= now) taken++;
     cf_vt_notify();
     atomic_fetch_add(&steps_total, 1);
     settle(now, fired, fired_count);
@@ -373,9 +380,10 @@ int64_t chaos_vt_advance_to(int64_t target, int64_t max_steps) {
     return chaos_vt_advance_to_unless(target, max_steps, NULL, NULL);
 }
 
-int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*should_stop)(void *context), void *context) {
+int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*should_stop)(void *context),
+                                   void *context) {
     pthread_once(&cf_vt_once, cf_vt_init_once);
-    pthread_mutex_lock(&advancing);  // one advance at a time: steps are not interleaved
+    pthread_mutex_lock(&advancing); // one advance at a time: steps are not interleaved
     pthread_mutex_lock(&cf_vt_lock);
     if (!atomic_load(&cf_vt.running)) {
         pthread_mutex_unlock(&cf_vt_lock);
@@ -401,7 +409,7 @@ int64_t chaos_vt_advance_to_unless(int64_t target, int64_t max_steps, int (*shou
     }
     if (atomic_load(&cf_vt.running) && !cut_short) {
         set_now_locked(target);
-        step_locked();  // what is due at the target itself, and libdispatch's own timers
+        step_locked(); // what is due at the target itself, and libdispatch's own timers
     }
     cf_vt_notify();
     pthread_mutex_unlock(&cf_vt_lock);
@@ -434,32 +442,35 @@ static void *watch(void *unused) {
         if (stalled < period || next == INT64_MAX || (atomic_load(&cf_vt.flowing))) continue;
         int64_t now = cf_vt_now();
         char text[1024];
-        int length = snprintf(text, sizeof text,
-                              "chaos: virtual time has not been advanced for %llds and work waits on it:",
-                              (long long)(stalled / NS));
+        int length = snprintf(
+            text, sizeof text,
+            "chaos: virtual time has not been advanced for %llds and work waits on it:", (long long)(stalled / NS));
         int named = 0;
         for (vt_sleeper *s = cf_vt_sleepers; s && length < (int)sizeof text - 80; s = s->next) {
             if (s->reported) continue;
             s->reported = 1;
             named++;
-            length += snprintf(text + length, sizeof text - (size_t)length, " thread %d sleeps until +%.3fs;", (int)s->thread,
-                               (double)(s->deadline - now) / 1e9);
+            length += snprintf(text + length, sizeof text - (size_t)length, " thread %d sleeps until +%.3fs;",
+                               (int)s->thread, (double)(s->deadline - now) / 1e9);
         }
         for (int i = 0; i < VT_TIMERS && length < (int)sizeof text - 80; i++) {
             if (cf_vt_timers[i].fd < 0 || cf_vt_timers[i].deadline <= 0) continue;
             named++;
             if (cf_vt_timers[i].posix)
-                length += snprintf(text + length, sizeof text - (size_t)length, " POSIX timer (clock %d) due at +%.3fs;",
-                                   cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
+                length +=
+                    snprintf(text + length, sizeof text - (size_t)length, " POSIX timer (clock %d) due at +%.3fs;",
+                             cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
             else
-                length += snprintf(text + length, sizeof text - (size_t)length, " timer fd %d (clock %d) due at +%.3fs;", cf_vt_timers[i].fd,
-                                   cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
+                length +=
+                    snprintf(text + length, sizeof text - (size_t)length, " timer fd %d (clock %d) due at +%.3fs;",
+                             cf_vt_timers[i].fd, cf_vt_timers[i].clock, (double)(cf_vt_timers[i].deadline - now) / 1e9);
         }
         if (!named) continue;
-        snprintf(text + (length < (int)sizeof text - 60 ? length : (int)sizeof text - 60), 60, " advance it, or stop it\n");
+        snprintf(text + (length < (int)sizeof text - 60 ? length : (int)sizeof text - 60), 60,
+                 " advance it, or stop it\n");
         syscall(SYS_write, 2, text, strlen(text));
         atomic_fetch_add(&reports, 1);
-        last_advance_real = cf_vt_real_mono();  // one report per period of silence
+        last_advance_real = cf_vt_real_mono(); // one report per period of silence
     }
     pthread_mutex_unlock(&cf_vt_lock);
     return NULL;
@@ -545,7 +556,8 @@ static void stop_locked(void) {
         vt_timer *timer = &cf_vt_timers[i];
         if (timer->fd < 0) continue;
         if (timer->deadline > 0) {
-            struct itimerspec spec = {cf_vt_ts_of(timer->interval), cf_vt_ts_of(timer->deadline - now > 0 ? timer->deadline - now : 1)};
+            struct itimerspec spec = {cf_vt_ts_of(timer->interval),
+                                      cf_vt_ts_of(timer->deadline - now > 0 ? timer->deadline - now : 1)};
             cf_vt_timer_set(timer, settime, &spec);
         }
         timer->fd = -1;

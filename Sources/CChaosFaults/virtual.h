@@ -14,22 +14,22 @@
 
 /// One thread waiting for a virtual deadline (on its own stack).
 typedef struct vt_sleeper {
-    int64_t deadline;   ///< virtual monotonic
+    int64_t deadline; ///< virtual monotonic
     pid_t thread;
-    int reported;       ///< the watchdog has named it
+    int reported; ///< the watchdog has named it
     struct vt_sleeper *next;
 } vt_sleeper;
 
 /// One kernel timer armed in virtual time: a timerfd, or a POSIX timer (timer_create).
 typedef struct vt_timer {
-    int fd;             ///< -1: free; a POSIX timer's slot holds VT_POSIX_MARK
-    int clock;          ///< the timerfd's clock id
-    int64_t deadline;   ///< virtual monotonic; 0: disarmed
-    int64_t interval;   ///< 0: one shot
-    uint64_t sets;      ///< timerfd_settime calls seen
+    int fd;                 ///< -1: free; a POSIX timer's slot holds VT_POSIX_MARK
+    int clock;              ///< the timerfd's clock id
+    int64_t deadline;       ///< virtual monotonic; 0: disarmed
+    int64_t interval;       ///< 0: one shot
+    uint64_t sets;          ///< timerfd_settime calls seen
     uint64_t fired_at_sets; ///< `sets` when it was last fired (UINT64_MAX: not fired)
-    int dispatch_owned; ///< libdispatch's: one descriptor per clock for all its timers
-    int posix;          ///< a POSIX timer, `id`: the kernel signals its expiry, which nobody can see taken
+    int dispatch_owned;     ///< libdispatch's: one descriptor per clock for all its timers
+    int posix;              ///< a POSIX timer, `id`: the kernel signals its expiry, which nobody can see taken
     timer_t id;
 } vt_timer;
 
@@ -64,7 +64,6 @@ extern _Atomic uint64_t cf_vt_waits_total __attribute__((visibility("hidden")));
 void cf_vt_init_once(void);
 int64_t cf_vt_now(void);
 int64_t cf_vt_real_mono(void);
-int64_t cf_vt_dispatch_instant(uint64_t when);
 
 // vt_timers.c
 extern settime_fn cf_vt_saved_settime __attribute__((visibility("hidden")));

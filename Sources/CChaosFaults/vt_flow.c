@@ -19,7 +19,7 @@ void chaos_vt_set_advancer_probe(const char *(*probe)(void)) {
     pthread_once(&cf_vt_once, cf_vt_init_once);
     atomic_store(&advancer_probe, probe);
     pthread_mutex_lock(&cf_vt_lock);
-    cf_vt_notify();  // the watchdog looks at once
+    cf_vt_notify(); // the watchdog looks at once
     pthread_mutex_unlock(&cf_vt_lock);
 }
 
@@ -44,10 +44,11 @@ const char *cf_vt_advancer_gone(void) {
 }
 
 void cf_vt_flow_unadvanceable_locked(const char *why) {
-    if (atomic_load(&cf_vt.flowing)) return;  // already said
+    if (atomic_load(&cf_vt.flowing)) return; // already said
     int held = 0;
     for (vt_sleeper *s = cf_vt_sleepers; s; s = s->next) held++;
-    for (int i = 0; i < VT_TIMERS; i++) if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) held++;
+    for (int i = 0; i < VT_TIMERS; i++)
+        if (cf_vt_timers[i].fd >= 0 && cf_vt_timers[i].deadline > 0) held++;
     flow_from_now_locked();
     char program[256] = "", text[768];
     long length = syscall(SYS_readlink, "/proc/self/exe", program, sizeof program - 1);

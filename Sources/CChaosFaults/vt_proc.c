@@ -22,7 +22,9 @@ ssize_t cf_vt_read_proc(const char *path, char *buffer, size_t capacity) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;
     ssize_t total = 0, got;
-    while (total < (ssize_t)capacity - 1 && (got = syscall(SYS_read, fd, buffer + total, capacity - 1 - (size_t)total)) > 0) total += got;
+    while (total < (ssize_t)capacity - 1 &&
+           (got = syscall(SYS_read, fd, buffer + total, capacity - 1 - (size_t)total)) > 0)
+        total += got;
     syscall(SYS_close, fd);
     buffer[total < 0 ? 0 : total] = 0;
     return total;
@@ -86,7 +88,7 @@ static int look_in_epoll_set(int epoll, void *context) {
         if (!events) return 0;
         unsigned long mask = strtoul(events + 7, NULL, 16);
         search->found = 1;
-        search->delivered = (mask & 0x1) == 0 && (mask & 0x40000000) != 0;  // EPOLLIN gone, EPOLLONESHOT
+        search->delivered = (mask & 0x1) == 0 && (mask & 0x40000000) != 0; // EPOLLIN gone, EPOLLONESHOT
         return 1;
     }
     return 0;
@@ -112,7 +114,7 @@ int cf_vt_others_blocked(pid_t self) {
             offset += entry->d_reclen;
             if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
             pid_t tid = (pid_t)atoi(entry->d_name);
-            if (tid == self || cf_vt_is_exempt(tid)) continue;  // an exempt thread runs on its own time
+            if (tid == self || cf_vt_is_exempt(tid)) continue; // an exempt thread runs on its own time
             snprintf(path, sizeof path, "/proc/self/task/%s/stat", entry->d_name);
             if (cf_vt_read_proc(path, stat, sizeof stat) <= 0) continue;
             const char *end = strrchr(stat, ')');

@@ -23,8 +23,8 @@
 // clock's fast path pays one relaxed load while nobody is exempt.
 
 enum { VT_EXEMPT = 64 };
-static _Atomic int32_t exempt_ids[VT_EXEMPT];  ///< 0: free
-static pthread_mutex_t exempt_lock = PTHREAD_MUTEX_INITIALIZER;  ///< serializes changes
+static _Atomic int32_t exempt_ids[VT_EXEMPT];                   ///< 0: free
+static pthread_mutex_t exempt_lock = PTHREAD_MUTEX_INITIALIZER; ///< serializes changes
 
 /// The caller's id, cached: gettid is a system call, and an exempt thread's every clock
 /// reading asks. A forked child's thread has a new id, so the cache is dropped at fork.
@@ -83,7 +83,7 @@ int chaos_vt_set_thread_exempt(int32_t tid, int exempt) {
     int result = 0, slot = -1;
     for (int i = 0; i < VT_EXEMPT; i++) {
         pid_t held = atomic_load_explicit(&exempt_ids[i], memory_order_relaxed);
-        if (held && !thread_exists(held)) {  // exited: its id may come back for a stranger
+        if (held && !thread_exists(held)) { // exited: its id may come back for a stranger
             atomic_store_explicit(&exempt_ids[i], 0, memory_order_relaxed);
             atomic_fetch_sub_explicit(&cf_vt.exempt_threads, 1, memory_order_release);
             held = 0;
@@ -91,7 +91,8 @@ int chaos_vt_set_thread_exempt(int32_t tid, int exempt) {
         if (held == tid) slot = i;
     }
     if (exempt && slot < 0) {
-        if (!thread_exists(tid)) result = ESRCH;
+        if (!thread_exists(tid))
+            result = ESRCH;
         else {
             result = ENOSPC;
             for (int i = 0; i < VT_EXEMPT && result; i++) {

@@ -45,7 +45,8 @@ int cf_vt_arm_real(const vt_timer *timer, settime_fn real_settime, int64_t now) 
     struct itimerspec spec = {{0, 0}, {0, 0}};
     if (timer->deadline > 0) {
         int64_t left = timer->deadline - now;
-        if (left <= 0) spec.it_value.tv_nsec = 1;
+        if (left <= 0)
+            spec.it_value.tv_nsec = 1;
         else if (atomic_load(&cf_vt.flowing)) {
             spec.it_value = cf_vt_ts_of(left);
             spec.it_interval = cf_vt_ts_of(timer->interval);
@@ -92,16 +93,20 @@ static int arm_in_virtual_time(vt_timer *timer, int absolute, const struct itime
     int64_t now = cf_vt_now();
     if (old) time_left(timer, now, old);
     int64_t value_ns = cf_vt_ns_of(&value->it_value);
-    if (value_ns == 0) timer->deadline = 0;
-    else if (absolute) timer->deadline = chaos_vt_to_monotonic(timer->clock, value_ns);
-    else timer->deadline = now + value_ns;
+    if (value_ns == 0)
+        timer->deadline = 0;
+    else if (absolute)
+        timer->deadline = chaos_vt_to_monotonic(timer->clock, value_ns);
+    else
+        timer->deadline = now + value_ns;
     if (timer->deadline == 0 && value_ns != 0) timer->deadline = 1;
     timer->interval = cf_vt_ns_of(&value->it_interval);
     timer->sets++;
     if (value_ns != 0 && counts) atomic_fetch_add(&cf_vt_waits_total, 1);
     int result = cf_vt_arm_real(timer, settime, now);
     // Already due: the kernel timer fires at once, and that is this deadline's firing.
-    if (timer->deadline > 0 && timer->deadline <= now) timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
+    if (timer->deadline > 0 && timer->deadline <= now)
+        timer->deadline = timer->interval > 0 ? timer->deadline + timer->interval : 0;
     cf_vt_notify();
     return result;
 }
@@ -162,7 +167,8 @@ int chaos_vt_timerfd_created(int fd, int clock) {
 }
 
 int chaos_vt_timerfd_settime(int fd, int flags, const struct itimerspec *value, struct itimerspec *old,
-                             int (*real_settime)(int, int, const struct itimerspec *, struct itimerspec *), int dispatch_owned) {
+                             int (*real_settime)(int, int, const struct itimerspec *, struct itimerspec *),
+                             int dispatch_owned) {
     if (!real_settime) real_settime = cf_vt_raw_settime;
     pthread_once(&cf_vt_once, cf_vt_init_once);
     pthread_mutex_lock(&cf_vt_lock);
@@ -196,10 +202,21 @@ int chaos_vt_timerfd_gettime(int fd, struct itimerspec *value) {
     return 0;
 }
 
+/// The virtual monotonic instant of a dispatch_time_t (INT64_MAX: forever). Its encoding:
+/// 0 now; ~0 forever; bit 63 clear: uptime (CLOCK_MONOTONIC) ns; bits 63 and 62 set: minus
+/// the wall-clock ns (~1: wall now); bit 63 alone: CLOCK_BOOTTIME ns.
+static int64_t dispatch_instant(uint64_t when) {
+    if (when == ~0ull) return INT64_MAX;
+    if (when == 0 || when == ~1ull) return cf_vt_now();
+    if ((int64_t)when >= 0) return (int64_t)when;
+    if (when & (1ull << 62)) return chaos_vt_to_monotonic(CLOCK_REALTIME, -(int64_t)when);
+    return chaos_vt_to_monotonic(CLOCK_BOOTTIME, (int64_t)(when & ~(1ull << 63)));
+}
+
 void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t interval) {
     if (!atomic_load(&cf_vt.running)) return;
     pthread_mutex_lock(&cf_vt_lock);
-    int64_t deadline = cf_vt_dispatch_instant(when);
+    int64_t deadline = dispatch_instant(when);
     vt_known *slot = NULL;
     for (int i = 0; i < VT_KNOWN && source; i++) {
         if (cf_vt_known[i].deadline && cf_vt_known[i].source == source) slot = &cf_vt_known[i];
@@ -224,6 +241,7 @@ void chaos_vt_dispatch_deadline(const void *source, uint64_t when, uint64_t inte
 void chaos_vt_dispatch_cancel(const void *source) {
     if (!atomic_load(&cf_vt.running) || !source) return;
     pthread_mutex_lock(&cf_vt_lock);
-    for (int i = 0; i < VT_KNOWN; i++) if (cf_vt_known[i].source == source) cf_vt_known[i].deadline = 0;
+    for (int i = 0; i < VT_KNOWN; i++)
+        if (cf_vt_known[i].source == source) cf_vt_known[i].deadline = 0;
     pthread_mutex_unlock(&cf_vt_lock);
 }

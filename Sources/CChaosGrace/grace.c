@@ -25,9 +25,9 @@
 #endif
 
 struct chaos_reader_slot {
-    struct chaos_thread_state *state;   // NULL while free; guarded by registry_lock
-    uint64_t owner;                     // bumped when a thread takes the slot; registry_lock
-    struct chaos_reader_slot *next;     // append-only list
+    struct chaos_thread_state *state; // NULL while free; guarded by registry_lock
+    uint64_t owner;                   // bumped when a thread takes the slot; registry_lock
+    struct chaos_reader_slot *next;   // append-only list
 };
 
 struct chaos_grace {
@@ -44,10 +44,10 @@ struct chaos_grace {
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct chaos_reader_slot *registry;  // guarded by registry_lock
+static struct chaos_reader_slot *registry; // guarded by registry_lock
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
-static int readers_fence;                   // set once in setup, before any thread registers
+static int readers_fence; // set once in setup, before any thread registers
 __thread struct chaos_thread_state chaos_thread;
 
 static void thread_exit(void *value) {
@@ -64,8 +64,8 @@ static void setup(void) {
     pthread_key_create(&exit_key, thread_exit);
 #if defined(__linux__) && defined(__NR_membarrier)
     long supported = syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-        || syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
+    if (supported < 0 || !(supported & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+        syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0) {
         readers_fence = 1;
     }
 #else
@@ -74,13 +74,16 @@ static void setup(void) {
 }
 
 int chaos_thread_register(void) {
-    if (chaos_thread.status == 3) return 0;  // exiting: the thread is untracked
+    if (chaos_thread.status == 3) return 0; // exiting: the thread is untracked
     if (chaos_thread.status != 0) return 1;
     pthread_once(&setup_once, setup);
     pthread_mutex_lock(&registry_lock);
     struct chaos_reader_slot *slot = NULL;
     for (struct chaos_reader_slot *s = registry; s; s = s->next) {
-        if (!s->state) { slot = s; break; }
+        if (!s->state) {
+            slot = s;
+            break;
+        }
     }
     if (!slot) {
         slot = calloc(1, sizeof *slot);
@@ -94,7 +97,7 @@ int chaos_thread_register(void) {
         slot->owner++;
     }
     pthread_mutex_unlock(&registry_lock);
-    if (!slot) return 0;  // out of memory: the thread stays untracked
+    if (!slot) return 0; // out of memory: the thread stays untracked
     chaos_thread.errno_location = &errno;
     chaos_thread.slot = slot;
     pthread_setspecific(exit_key, slot);
@@ -120,9 +123,7 @@ uint64_t chaos_point_enter_slow(void) {
     return chaos_point_enter();
 }
 
-int chaos_hook_in_section(void) {
-    return (int)(__atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) & 1);
-}
+int chaos_hook_in_section(void) { return (int)(__atomic_load_n(&chaos_thread.sections, __ATOMIC_RELAXED) & 1); }
 
 static void barrier_all_threads(void) {
     pthread_once(&setup_once, setup);
@@ -134,7 +135,7 @@ static void barrier_all_threads(void) {
 
 // The record chaos_grace_start returns when it had no memory for a real one: it counts as
 // elapsed once a scan finds no section of any kind running (later, never sooner).
-static chaos_grace unknown_sections = { 0 };
+static chaos_grace unknown_sections = {0};
 
 // Which sections a grace period waits for.
 enum { HOOK_SECTIONS = 1, POINT_SECTIONS = 2 };
@@ -207,9 +208,9 @@ int chaos_grace_elapsed(const chaos_grace *grace) {
             if (!slot->state || slot->owner != grace->waiting[i].owner) continue;
             // A section seen running (odd) holds the grace period until its counter moves.
             uint64_t sections = grace->waiting[i].sections, point_sections = grace->waiting[i].point_sections;
-            if (((sections & 1) && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == sections)
-                || ((point_sections & 1)
-                    && __atomic_load_n(&slot->state->point_sections, __ATOMIC_ACQUIRE) == point_sections)) {
+            if (((sections & 1) && __atomic_load_n(&slot->state->sections, __ATOMIC_ACQUIRE) == sections) ||
+                ((point_sections & 1) &&
+                 __atomic_load_n(&slot->state->point_sections, __ATOMIC_ACQUIRE) == point_sections)) {
                 elapsed = 0;
             }
         }

@@ -92,7 +92,10 @@ const chaos_intercept *chaos_intercept_find(const char *symbol) {
 
 static const chaos_intercept table[] = {{0, -1, 0, 0}};
 const chaos_intercept *chaos_intercepts(void) { return table; }
-const chaos_intercept *chaos_intercept_find(const char *symbol) { (void)symbol; return 0; }
+const chaos_intercept *chaos_intercept_find(const char *symbol) {
+    (void)symbol;
+    return 0;
+}
 void chaos_fault_set_ask(chaos_ask_fn fn) { (void)fn; }
 unsigned long chaos_intercept_chaotic_calls(void) { return 0; }
 

@@ -103,7 +103,11 @@ static char *read_plan_file(const char *path, size_t *length) {
         if (used == capacity) {
             if (capacity >= CHAOS_PLAN_MAX_TEXT + 1) break;
             char *grown = realloc(text, capacity * 2);
-            if (!grown) { free(text); text = NULL; break; }
+            if (!grown) {
+                free(text);
+                text = NULL;
+                break;
+            }
             text = grown;
             capacity *= 2;
         }
@@ -140,10 +144,12 @@ static chaos_tally_header *mirror_into(const char *path, chaos_plan *plan, int c
     int32_t count = chaos_plan_entry_count(plan);
     size_t size = chaos_tally_size(plan);
     void *mapped = syscall(SYS_fstat, fd, &info) == 0 && (size_t)info.st_size == size
-                       ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+                       ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                       : MAP_FAILED;
     syscall(SYS_close, fd);
     chaos_tally_header *header = mapped;
-    if (mapped == MAP_FAILED || strncmp(header->magic, CHAOS_TALLY_MAGIC, sizeof header->magic) != 0 || header->entries != (uint64_t)count) {
+    if (mapped == MAP_FAILED || strncmp(header->magic, CHAOS_TALLY_MAGIC, sizeof header->magic) != 0 ||
+        header->entries != (uint64_t)count) {
         if (mapped != MAP_FAILED) munmap(mapped, size);
         say("CHAOS_RUN_TALLY ", path, " is not the tally of this plan: chaos run's report will not count this process");
         return NULL;
@@ -223,7 +229,7 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         chaos_fault_set_start_anchor(anchor_ns);
         if (control) chaos_control_anchor_chosen();
     }
-    const char *stdio = get("CHAOS_RUN_STDIO");  // what chaos run was handed as 0–2
+    const char *stdio = get("CHAOS_RUN_STDIO"); // what chaos run was handed as 0–2
     for (int fd = 0; stdio && fd < 3; fd++) {
         char *end = NULL;
         unsigned long long device = strtoull(stdio, &end, 10), inode = 0;
@@ -250,4 +256,5 @@ unsigned long chaos_preload_chaotic_calls(void) { return 0; }
 // SwiftPM links this library with the Swift driver, which names -lswiftCore right after
 // the flags it extracts from the objects' .swift1_autolink_entries sections. Asking for
 // --as-needed there keeps the runtime out of DT_NEEDED: nothing here uses it.
-__attribute__((used, section(".swift1_autolink_entries"))) static const char chaos_preload_autolink[] = "-Xlinker\0--as-needed";
+__attribute__((used, section(".swift1_autolink_entries"))) static const char chaos_preload_autolink[] =
+    "-Xlinker\0--as-needed";

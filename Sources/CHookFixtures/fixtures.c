@@ -6,10 +6,13 @@
 int32_t chaos_fx_real_add(int32_t a, int32_t b) { return a + b; }
 double chaos_fx_real_scale(double value, double factor) { return value * factor; }
 chaos_fx_point chaos_fx_real_move(chaos_fx_point p, double dx, double dy) {
-    chaos_fx_point r = { p.x + dx, p.y + dy };
+    chaos_fx_point r = {p.x + dx, p.y + dy};
     return r;
 }
-chaos_fx_nested chaos_fx_real_tag(chaos_fx_nested n, int32_t tag) { n.tag = tag; return n; }
+chaos_fx_nested chaos_fx_real_tag(chaos_fx_nested n, int32_t tag) {
+    n.tag = tag;
+    return n;
+}
 int64_t chaos_fx_real_sum_mixed(chaos_fx_mixed m) { return (int64_t)m.a + m.b + m.c; }
 int32_t chaos_fx_real_fill(int32_t *out, const char *name) {
     int32_t length = (int32_t)strlen(name);
@@ -18,21 +21,22 @@ int32_t chaos_fx_real_fill(int32_t *out, const char *name) {
 }
 static volatile int32_t last_notified = -1;
 void chaos_fx_real_notify(int32_t code) { last_notified = code; }
-int32_t chaos_fx_real_fail(int32_t code) { errno = code; return -1; }
+int32_t chaos_fx_real_fail(int32_t code) {
+    errno = code;
+    return -1;
+}
 int8_t chaos_fx_real_negate8(int8_t v) { return (int8_t)-v; }
 float chaos_fx_real_half(float v) { return v / 2.0f; }
 int32_t chaos_fx_last_notified(void) { return last_notified; }
 
 static const chaos_fx_callbacks defaults = {
-    chaos_fx_real_add, chaos_fx_real_scale, chaos_fx_real_move, chaos_fx_real_tag,
-    chaos_fx_real_sum_mixed, chaos_fx_real_fill, chaos_fx_real_notify, chaos_fx_real_fail,
-    chaos_fx_real_negate8, chaos_fx_real_half,
+    chaos_fx_real_add,  chaos_fx_real_scale,  chaos_fx_real_move, chaos_fx_real_tag,     chaos_fx_real_sum_mixed,
+    chaos_fx_real_fill, chaos_fx_real_notify, chaos_fx_real_fail, chaos_fx_real_negate8, chaos_fx_real_half,
 };
 
 chaos_fx_callbacks chaos_fx_table = {
-    chaos_fx_real_add, chaos_fx_real_scale, chaos_fx_real_move, chaos_fx_real_tag,
-    chaos_fx_real_sum_mixed, chaos_fx_real_fill, chaos_fx_real_notify, chaos_fx_real_fail,
-    chaos_fx_real_negate8, chaos_fx_real_half,
+    chaos_fx_real_add,  chaos_fx_real_scale,  chaos_fx_real_move, chaos_fx_real_tag,     chaos_fx_real_sum_mixed,
+    chaos_fx_real_fill, chaos_fx_real_notify, chaos_fx_real_fail, chaos_fx_real_negate8, chaos_fx_real_half,
 };
 
 void chaos_fx_reset(void) { chaos_fx_table = defaults; }

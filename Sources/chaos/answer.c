@@ -41,7 +41,7 @@
 #include "waits.h"
 
 #define PATH_CAPACITY 4096
-#define MOST_EMULATED (1 << 20)  // a short transfer carried out here moves at most 1 MiB
+#define MOST_EMULATED (1 << 20) // a short transfer carried out here moves at most 1 MiB
 
 static int64_t monotonic_ns(void) {
     struct timespec now;
@@ -50,7 +50,8 @@ static int64_t monotonic_ns(void) {
 }
 
 static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
-    struct seccomp_notif_resp answer = { .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0 };
+    struct seccomp_notif_resp answer = {
+        .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
     // ENOENT: the thread is gone, or a signal interrupted its call: nobody waits.
     ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);
 }
@@ -62,7 +63,7 @@ static void go_on(int listener, uint64_t id) { respond(listener, id, 0, 0, 1); }
 /// A trapped call as the engine sees it, with the storage its pointers point into.
 struct described {
     chaos_call call;
-    char path[PATH_CAPACITY], path2[PATH_CAPACITY];  ///< named paths (descriptors: the cache's)
+    char path[PATH_CAPACITY], path2[PATH_CAPACITY]; ///< named paths (descriptors: the cache's)
     unsigned char address[128];
 };
 
@@ -94,12 +95,13 @@ static void copy_ends(const struct seccomp_notif *n, int *target, int *source) {
 }
 
 /// Decides a copy as the interceptors do: a write on its target, else a read on its source.
-static int decide_copy(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d, chaos_outcome *o) {
+static int decide_copy(const struct seccomp_notif *n, const struct chaos_syscall *sc, struct described *d,
+                       chaos_outcome *o) {
     int target, source;
     copy_ends(n, &target, &source);
-    d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = sc->fn, .fd = -1, .port = -1 };
+    d->call = (chaos_call){.point = CHAOS_POINT_FILES, .fn = sc->fn, .fd = -1, .port = -1};
     if (descriptor_call((pid_t)n->pid, target, d) && chaos_fault_decide(&d->call, o)) return 1;
-    d->call = (chaos_call){ .point = CHAOS_POINT_FILES, .fn = CHAOS_FN_PREAD, .fd = -1, .port = -1 };
+    d->call = (chaos_call){.point = CHAOS_POINT_FILES, .fn = CHAOS_FN_PREAD, .fd = -1, .port = -1};
     return descriptor_call((pid_t)n->pid, source, d) && chaos_fault_decide(&d->call, o);
 }
 
@@ -134,16 +136,14 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
     }
     case CHAOS_SHAPE_FD:
     case CHAOS_SHAPE_TRANSFER:
-    case CHAOS_SHAPE_VECTOR:
-        return descriptor_call(tid, (int)a[0], d);
+    case CHAOS_SHAPE_VECTOR: return descriptor_call(tid, (int)a[0], d);
     case CHAOS_SHAPE_CONNECT: {
         size_t length = a[2] < sizeof d->address ? (size_t)a[2] : sizeof d->address;
         if (!a[1] || chaos_tracee_read(tid, a[1], d->address, length) != 0) return 0;
         chaos_call_describe_address(call, d->address, length);
         return 1;
     }
-    default:
-        return 0;  // clocks are read, decided and answered by answer_clock
+    default: return 0; // clocks are read, decided and answered by answer_clock
     }
     call->path = d->path;
     return 1;
@@ -153,14 +153,15 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
 
 /// Moves at most the outcome's share of the call's bytes, here, and answers with what
 /// moved. A vector call moves its bytes through its first buffers, as a short transfer may.
-static void answer_short(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc, const chaos_outcome *o) {
+static void answer_short(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc,
+                         const chaos_outcome *o) {
     pid_t tid = (pid_t)n->pid;
     const __u64 *a = n->data.args;
     struct iovec segments[64];
     int count = 0;
     size_t total = 0;
     if (sc->shape == CHAOS_SHAPE_TRANSFER) {
-        segments[0] = (struct iovec){ (void *)(uintptr_t)a[1], (size_t)a[2] };
+        segments[0] = (struct iovec){(void *)(uintptr_t)a[1], (size_t)a[2]};
         count = 1;
     } else {
         count = a[2] < 64 ? (int)a[2] : 64;
@@ -172,14 +173,14 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     for (int i = 0; i < count; i++) total += segments[i].iov_len;
     size_t limit = chaos_outcome_short_count(o, total);
     if (limit > MOST_EMULATED) limit = MOST_EMULATED;
-    int64_t offset = (int64_t)a[3];  // pread64's offset, preadv's low word (the whole offset here)
+    int64_t offset = (int64_t)a[3]; // pread64's offset, preadv's low word (the whole offset here)
     int positioned = sc->positioned && offset != -1;
     int fd = chaos_tracee_borrow(tid, (int)a[0]);
     char *buffer = limit ? malloc(limit) : NULL;
     if (fd < 0 || (limit && !buffer)) {
         if (fd >= 0) close(fd);
         free(buffer);
-        go_on(listener, n->id);  // cannot be cut here: the whole call runs
+        go_on(listener, n->id); // cannot be cut here: the whole call runs
         return;
     }
     ssize_t moved = 0;
@@ -187,7 +188,8 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
         size_t gathered = 0;
         for (int i = 0; i < count && gathered < limit; i++) {
             size_t take = segments[i].iov_len < limit - gathered ? segments[i].iov_len : limit - gathered;
-            if (take && chaos_tracee_read(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + gathered, take) != 0) break;
+            if (take && chaos_tracee_read(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + gathered, take) != 0)
+                break;
             gathered += take;
         }
         moved = positioned ? pwrite(fd, buffer, gathered, offset) : write(fd, buffer, gathered);
@@ -195,8 +197,10 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
         moved = positioned ? pread(fd, buffer, limit, offset) : read(fd, buffer, limit);
         size_t scattered = 0;
         for (int i = 0; moved > 0 && i < count && scattered < (size_t)moved; i++) {
-            size_t put = segments[i].iov_len < (size_t)moved - scattered ? segments[i].iov_len : (size_t)moved - scattered;
-            if (put && chaos_tracee_write(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + scattered, put) != 0) {
+            size_t put =
+                segments[i].iov_len < (size_t)moved - scattered ? segments[i].iov_len : (size_t)moved - scattered;
+            if (put &&
+                chaos_tracee_write(tid, (uint64_t)(uintptr_t)segments[i].iov_base, buffer + scattered, put) != 0) {
                 moved = scattered ? (ssize_t)scattered : -1;
                 errno = EFAULT;
                 break;
@@ -230,15 +234,15 @@ static void answer_short_copy(int listener, const struct seccomp_notif *n, const
     ssize_t moved = -1;
     if (target >= 0 && source >= 0) {
         moved = sendfile_call
-            ? sendfile(target, source, source_offset_at ? (off_t *)&source_offset : NULL, count)
-            : copy_file_range(source, source_offset_at ? (off_t *)&source_offset : NULL, target,
-                              target_offset_at ? (off_t *)&target_offset : NULL, count, (unsigned)a[5]);
+                    ? sendfile(target, source, source_offset_at ? (off_t *)&source_offset : NULL, count)
+                    : copy_file_range(source, source_offset_at ? (off_t *)&source_offset : NULL, target,
+                                      target_offset_at ? (off_t *)&target_offset : NULL, count, (unsigned)a[5]);
     }
     int error = errno;
     if (target >= 0) close(target);
     if (source >= 0) close(source);
     if (target < 0 || source < 0) {
-        go_on(listener, n->id);  // cannot be cut here: the whole call runs
+        go_on(listener, n->id); // cannot be cut here: the whole call runs
         return;
     }
     if (moved > 0 && source_offset_at) chaos_tracee_write(tid, source_offset_at, &source_offset, sizeof source_offset);
@@ -269,23 +273,28 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
         return;
     }
     int64_t value = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    chaos_call call = { .point = CHAOS_POINT_CLOCK, .fn = sc->fn, .fd = -1, .port = -1, .clock_source = chaos_clock_source(clock) };
+    chaos_call call = {
+        .point = CHAOS_POINT_CLOCK, .fn = sc->fn, .fd = -1, .port = -1, .clock_source = chaos_clock_source(clock)};
     int steady = call.clock_source == CHAOS_CLOCKSRC_MONOTONIC || call.clock_source == CHAOS_CLOCKSRC_TAI;
     if (!steady) call.real_ns = value;
     chaos_outcome o;
     if (call.clock_source && chaos_fault_decide(&call, &o)) value = chaos_answer_faked_reading(clock, value, &o);
     int64_t seconds = value / 1000000000, rest = value % 1000000000;
-    if (rest < 0) { rest += 1000000000; seconds -= 1; }
+    if (rest < 0) {
+        rest += 1000000000;
+        seconds -= 1;
+    }
     int failed = 0;
     if (sc->shape == CHAOS_SHAPE_CLOCK) {
-        struct timespec fake = { (time_t)seconds, (long)rest };
+        struct timespec fake = {(time_t)seconds, (long)rest};
         failed = a[1] && chaos_tracee_write(tid, a[1], &fake, sizeof fake) != 0;
     } else if (sc->shape == CHAOS_SHAPE_TIMEOFDAY) {
-        struct timeval fake = { (time_t)seconds, (suseconds_t)(rest / 1000) };
+        struct timeval fake = {(time_t)seconds, (suseconds_t)(rest / 1000)};
         failed = a[0] && chaos_tracee_write(tid, a[0], &fake, sizeof fake) != 0;
         struct timeval ignored;
         struct timezone zone;
-        if (!failed && a[1] && gettimeofday(&ignored, &zone) == 0) failed = chaos_tracee_write(tid, a[1], &zone, sizeof zone) != 0;
+        if (!failed && a[1] && gettimeofday(&ignored, &zone) == 0)
+            failed = chaos_tracee_write(tid, a[1], &zone, sizeof zone) != 0;
     } else {
         time_t fake = (time_t)seconds;
         failed = a[0] && chaos_tracee_write(tid, a[0], &fake, sizeof fake) != 0;
@@ -308,9 +317,9 @@ struct waiting {
 
 // Added to by the thread that decides calls, answered by the one that keeps time.
 static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct waiting *waiting;  // under waiting_lock
-static int waiting_count, waiting_capacity;  // under waiting_lock
-static int waiting_wake = -1;  // an eventfd told of each new wait (-1: none)
+static struct waiting *waiting;             // under waiting_lock
+static int waiting_count, waiting_capacity; // under waiting_lock
+static int waiting_wake = -1;               // an eventfd told of each new wait (-1: none)
 
 void chaos_answer_wake(int eventfd) { waiting_wake = eventfd; }
 
@@ -319,11 +328,15 @@ void chaos_answer_go_on(int listener, uint64_t id) { go_on(listener, id); }
 /// Executes a decided call's outcome.
 static void act(int listener, const struct seccomp_notif *n, const chaos_outcome *o) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
-    if (o->action == CHAOS_ACT_FAIL) respond(listener, n->id, o->ret, -o->err, 0);
-    else if (o->action == CHAOS_ACT_SHORT && sc && (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
+    if (o->action == CHAOS_ACT_FAIL)
+        respond(listener, n->id, o->ret, -o->err, 0);
+    else if (o->action == CHAOS_ACT_SHORT && sc &&
+             (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
         answer_short(listener, n, sc, o);
-    else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY) answer_short_copy(listener, n, o);
-    else go_on(listener, n->id);
+    else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY)
+        answer_short_copy(listener, n, o);
+    else
+        go_on(listener, n->id);
 }
 
 int chaos_answer_due(int listener) {
@@ -336,7 +349,7 @@ int chaos_answer_due(int listener) {
             pthread_mutex_unlock(&waiting_lock);
             act(listener, &due.call, &due.outcome);
             pthread_mutex_lock(&waiting_lock);
-            i = 0;  // the list may have changed meanwhile
+            i = 0; // the list may have changed meanwhile
             continue;
         }
         int64_t left = waiting[i].due_ns - now;
@@ -365,16 +378,21 @@ void chaos_answer_note_exec(const struct seccomp_notif *n) {
     int at = n->data.nr != __NR_execve;
     char raw[PATH_CAPACITY], program[PATH_CAPACITY];
     if (chaos_tracee_string((pid_t)n->pid, at ? a[1] : a[0], raw, sizeof raw) < 0) return;
-    if (at && !raw[0] && ((int)a[4] & AT_EMPTY_PATH)) snprintf(program, sizeof program, "/proc/%u/fd/%d", n->pid, (int)a[0]);
-    else if (chaos_tracee_path((pid_t)n->pid, at ? (int)a[0] : AT_FDCWD, raw, program, sizeof program) < 0) return;
+    if (at && !raw[0] && ((int)a[4] & AT_EMPTY_PATH))
+        snprintf(program, sizeof program, "/proc/%u/fd/%d", n->pid, (int)a[0]);
+    else if (chaos_tracee_path((pid_t)n->pid, at ? (int)a[0] : AT_FDCWD, raw, program, sizeof program) < 0)
+        return;
     struct stat file, process;
     char process_path[64];
     snprintf(process_path, sizeof process_path, "/proc/%u", n->pid);
     if (stat(program, &file) != 0 || !S_ISREG(file.st_mode) || stat(process_path, &process) != 0) return;
-    int gains = ((file.st_mode & S_ISUID) && file.st_uid != process.st_uid) || ((file.st_mode & S_ISGID) && file.st_gid != process.st_gid);
+    int gains = ((file.st_mode & S_ISUID) && file.st_uid != process.st_uid) ||
+                ((file.st_mode & S_ISGID) && file.st_gid != process.st_gid);
     if (!gains) return;
-    fprintf(stderr, "chaos run: warning: process %u execs %s, which is set-user-ID or set-group-ID: under the seccomp "
-            "delivery it runs without its privileges (no_new_privs), and may fail for that alone\n", n->pid, program);
+    fprintf(stderr,
+            "chaos run: warning: process %u execs %s, which is set-user-ID or set-group-ID: under the seccomp "
+            "delivery it runs without its privileges (no_new_privs), and may fail for that alone\n",
+            n->pid, program);
     chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_SETUID_UNPRIVILEGED, (int32_t)n->pid, program);
 }
 
@@ -402,12 +420,15 @@ static void answer_io_uring(int listener, const struct seccomp_notif *n) {
     chaos_tree_event_kind kind = io_uring_allowed ? CHAOS_TREE_IO_URING_ALLOWED : CHAOS_TREE_IO_URING_REFUSED;
     if (!recorded((pid_t)n->pid, kind)) {
         char sentence[PATH_MAX + 256];
-        chaos_io_uring_sentence(sentence, sizeof sentence, io_uring_allowed, (int)n->pid, program, "asked for io_uring: it");
+        chaos_io_uring_sentence(sentence, sizeof sentence, io_uring_allowed, (int)n->pid, program,
+                                "asked for io_uring: it");
         fputs(sentence, stderr);
         chaos_tree_event_record(&tree_event_count, tree_events, kind, (int32_t)n->pid, program);
     }
-    if (io_uring_allowed) go_on(listener, n->id);
-    else respond(listener, n->id, -1, -ENOSYS, 0);
+    if (io_uring_allowed)
+        go_on(listener, n->id);
+    else
+        respond(listener, n->id, -1, -ENOSYS, 0);
 }
 
 /// A futex wait or kernel timer the supervisor cannot translate (CHAOS_SHAPE_KEPT_DEADLINE):
@@ -417,7 +438,8 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
     int futex = n->data.nr == __NR_futex;
     int command = (int)a[1] & FUTEX_CMD_MASK;
     int waits = futex ? (command == FUTEX_WAIT || command == FUTEX_WAIT_BITSET || command == FUTEX_WAIT_REQUEUE_PI ||
-                         command == FUTEX_LOCK_PI) && a[3] != 0
+                         command == FUTEX_LOCK_PI) &&
+                            a[3] != 0
                       : 1;
     // An instant of CLOCK_REALTIME: FUTEX_WAIT_BITSET and FUTEX_WAIT_REQUEUE_PI with the
     // realtime flag, FUTEX_LOCK_PI always (FUTEX_WAIT's timeout is relative); a timer armed
@@ -443,8 +465,8 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
         const char *why = held ? "virtual time cannot hold it under the seccomp delivery, so it keeps real time"
                                : "the kernel takes the faked instant for a real one, so it ends as far from the faked "
                                  "deadline as the clock is faked";
-        fprintf(stderr, "chaos run: warning: process %u (%s) %s: %s; the preload delivery translates it\n", n->pid, program,
-                what, why);
+        fprintf(stderr, "chaos run: warning: process %u (%s) %s: %s; the preload delivery translates it\n", n->pid,
+                program, what, why);
         chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_DEADLINE_REAL, (int32_t)n->pid, program);
     }
     go_on(listener, n->id);
@@ -484,15 +506,18 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         chaos_file_times_answer(listener, n, sc);
         return;
     }
-    static struct described d;  // one thread: reused, too big for a small stack frame
+    static struct described d; // one thread: reused, too big for a small stack frame
     uint64_t id = n->id;
     chaos_outcome o;
     // Only what was read out of the thread's memory needs the call to be still waiting:
     // descriptors are named through /proc, and a thread id is not reused unseen (clone).
-    int from_memory = sc->shape != CHAOS_SHAPE_FD && sc->shape != CHAOS_SHAPE_TRANSFER && sc->shape != CHAOS_SHAPE_VECTOR;
-    int decided = sc->shape == CHAOS_SHAPE_COPY ? decide_copy(n, sc, &d, &o)
-                  : describe(n, sc, &d) && (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0) &&
-                        chaos_fault_decide(&d.call, &o);
+    int from_memory =
+        sc->shape != CHAOS_SHAPE_FD && sc->shape != CHAOS_SHAPE_TRANSFER && sc->shape != CHAOS_SHAPE_VECTOR;
+    int decided = sc->shape == CHAOS_SHAPE_COPY
+                      ? decide_copy(n, sc, &d, &o)
+                      : describe(n, sc, &d) &&
+                            (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0) &&
+                            chaos_fault_decide(&d.call, &o);
     if (!decided) {
         go_on(listener, n->id);
         return;
@@ -507,15 +532,15 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         struct waiting *grown = realloc(waiting, (size_t)capacity * sizeof *grown);
         if (!grown) {
             pthread_mutex_unlock(&waiting_lock);
-            act(listener, n, &o);  // out of memory: the outcome without its wait
+            act(listener, n, &o); // out of memory: the outcome without its wait
             return;
         }
         waiting = grown;
         waiting_capacity = capacity;
     }
-    waiting[waiting_count++] = (struct waiting){ *n, o, monotonic_ns() + o.delay_ns };
+    waiting[waiting_count++] = (struct waiting){*n, o, monotonic_ns() + o.delay_ns};
     pthread_mutex_unlock(&waiting_lock);
     uint64_t one = 1;
     ssize_t told = waiting_wake >= 0 ? write(waiting_wake, &one, sizeof one) : 0;
-    (void)told;  // an eventfd only refuses a write at 2^64 - 2 unread wakes
+    (void)told; // an eventfd only refuses a write at 2^64 - 2 unread wakes
 }

@@ -20,14 +20,14 @@
 
 #include "tracee.h"
 
-#define SLOTS 1024  // direct-mapped; a collision only costs a second readlink
+#define SLOTS 1024 // direct-mapped; a collision only costs a second readlink
 
 /// One remembered descriptor.
 struct slot {
-    uint64_t generation;  ///< 0: empty
+    uint64_t generation; ///< 0: empty
     pid_t tid;
     int fd;
-    int kind;             ///< as chaos_descriptors_lookup returns
+    int kind; ///< as chaos_descriptors_lookup returns
     int special;
     char *path;
 };
@@ -37,7 +37,11 @@ static struct slot slots[SLOTS];
 static uint64_t generation = 1;
 
 /// The files behind `chaos run`'s own descriptors 0–2, which the program inherits.
-static struct inherited { dev_t device; ino_t inode; int open; } inherited[3];
+static struct inherited {
+    dev_t device;
+    ino_t inode;
+    int open;
+} inherited[3];
 
 void chaos_descriptors_remember_inherited(void) {
     for (int fd = 0; fd < 3; fd++) {
@@ -70,11 +74,11 @@ int chaos_descriptors_lookup(pid_t tid, int fd, const char **path, int *special)
     }
     char name[4096];
     int kind = chaos_tracee_descriptor(tid, fd, name, sizeof name);
-    if (kind < 0) return kind;  // not open: nothing to remember
+    if (kind < 0) return kind; // not open: nothing to remember
     char *copy = kind == 1 ? strdup(name) : NULL;
     if (kind == 1 && !copy) return -1;
     free(slot->path);
-    *slot = (struct slot){ generation, tid, fd, kind, kind == 1 && inherited_descriptor(tid, fd), copy };
+    *slot = (struct slot){generation, tid, fd, kind, kind == 1 && inherited_descriptor(tid, fd), copy};
     *path = slot->path;
     *special = slot->special;
     return kind;

@@ -36,8 +36,8 @@ static int checkout_root(char *out, size_t capacity) {
     out[length - tail] = 0;
     char manifest[PATH_MAX];
     struct stat info;
-    return snprintf(manifest, sizeof manifest, "%s/Package.swift", out) < (int)sizeof manifest
-        && stat(manifest, &info) == 0;
+    return snprintf(manifest, sizeof manifest, "%s/Package.swift", out) < (int)sizeof manifest &&
+           stat(manifest, &info) == 0;
 }
 
 static void parent_of(char *path) {
@@ -67,8 +67,8 @@ int chaos_development_layout(const char *directory, struct chaos_development *la
     // owner is the checkout or depends on it.
     char manifest[PATH_MAX];
     struct stat info;
-    return snprintf(manifest, sizeof manifest, "%s/Package.swift", layout->package) < (int)sizeof manifest
-        && stat(manifest, &info) == 0;
+    return snprintf(manifest, sizeof manifest, "%s/Package.swift", layout->package) < (int)sizeof manifest &&
+           stat(manifest, &info) == 0;
 }
 
 // The newest modification time of the regular files below `folder` (depth-first, bounded).
@@ -86,8 +86,8 @@ static void newest_below(const char *folder, struct timespec *newest, int depth)
         if (S_ISDIR(info.st_mode)) {
             newest_below(path, newest, depth + 1);
         } else if (S_ISREG(info.st_mode)) {
-            if (info.st_mtim.tv_sec > newest->tv_sec
-                || (info.st_mtim.tv_sec == newest->tv_sec && info.st_mtim.tv_nsec > newest->tv_nsec)) {
+            if (info.st_mtim.tv_sec > newest->tv_sec ||
+                (info.st_mtim.tv_sec == newest->tv_sec && info.st_mtim.tv_nsec > newest->tv_nsec)) {
                 *newest = info.st_mtim;
             }
         }
@@ -96,8 +96,8 @@ static void newest_below(const char *folder, struct timespec *newest, int depth)
 }
 
 static int older_than(const struct stat *built, const struct timespec *source) {
-    return built->st_mtim.tv_sec < source->tv_sec
-        || (built->st_mtim.tv_sec == source->tv_sec && built->st_mtim.tv_nsec < source->tv_nsec);
+    return built->st_mtim.tv_sec < source->tv_sec ||
+           (built->st_mtim.tv_sec == source->tv_sec && built->st_mtim.tv_nsec < source->tv_nsec);
 }
 
 // Whether another SwiftPM process works in the scratch folder now (it writes its pid into
@@ -115,7 +115,7 @@ static int scratch_busy(const struct chaos_development *layout) {
     char exe[PATH_MAX];
     snprintf(path, sizeof path, "/proc/%ld/exe", pid);
     ssize_t length = readlink(path, exe, sizeof exe - 1);
-    if (length <= 0) return 1;  // alive but not ours to inspect: assume it is SwiftPM
+    if (length <= 0) return 1; // alive but not ours to inspect: assume it is SwiftPM
     exe[length] = 0;
     const char *base = strrchr(exe, '/');
     return strncmp(base ? base + 1 : exe, "swift", 5) == 0;
@@ -123,8 +123,17 @@ static int scratch_busy(const struct chaos_development *layout) {
 
 static int swift_build(const struct chaos_development *layout, const char *product) {
     char *arguments[] = {
-        "swift", "build", "--package-path", (char *)layout->package, "--scratch-path", (char *)layout->scratch,
-        "-c", (char *)layout->configuration, "--product", (char *)product, NULL,
+        "swift",
+        "build",
+        "--package-path",
+        (char *)layout->package,
+        "--scratch-path",
+        (char *)layout->scratch,
+        "-c",
+        (char *)layout->configuration,
+        "--product",
+        (char *)product,
+        NULL,
     };
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -158,9 +167,11 @@ int chaos_development_ensure(const struct chaos_development *layout, const char 
     int exists = stat(path, &built) == 0;
     if (exists && !older_than(&built, &newest)) return 1;
     if (scratch_busy(layout)) {
-        if (exists) return 1;  // that build is the one bringing it up to date
-        fprintf(stderr, "chaos: %s is not built, and another SwiftPM process is using %s; "
-                        "run `swift build --product %s` once it has finished\n", path, layout->scratch, product);
+        if (exists) return 1; // that build is the one bringing it up to date
+        fprintf(stderr,
+                "chaos: %s is not built, and another SwiftPM process is using %s; "
+                "run `swift build --product %s` once it has finished\n",
+                path, layout->scratch, product);
         return 0;
     }
     fprintf(stderr, "chaos: %s %s; building it (swift build --product %s)\n", path,

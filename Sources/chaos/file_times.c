@@ -27,15 +27,17 @@
 #include "tracee.h"
 
 static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
-    struct seccomp_notif_resp answer = { .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0 };
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);  // ENOENT: nobody waits any more
+    struct seccomp_notif_resp answer = {
+        .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer); // ENOENT: nobody waits any more
 }
 
 /// How far file times move now (0: not at all), as the clock reads for the program.
 static int64_t shift_now(void) {
     if (!(chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_STAT)) return 0;
     chaos_outcome o;
-    if (!chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) || !o.stat_times || o.action == CHAOS_ACT_ORIGINAL) return 0;
+    if (!chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) || !o.stat_times || o.action == CHAOS_ACT_ORIGINAL)
+        return 0;
     int64_t real = chaos_fault_real_ns(CLOCK_REALTIME);
     return chaos_answer_faked_reading(CLOCK_REALTIME, real, &o) - real;
 }
@@ -43,13 +45,16 @@ static int64_t shift_now(void) {
 static void shift_timespec(struct timespec *t, int64_t shift) {
     int64_t ns = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec + shift;
     int64_t seconds = ns / 1000000000, rest = ns % 1000000000;
-    if (rest < 0) { rest += 1000000000; seconds -= 1; }
+    if (rest < 0) {
+        rest += 1000000000;
+        seconds -= 1;
+    }
     t->tv_sec = (time_t)seconds;
     t->tv_nsec = (long)rest;
 }
 
 static void shift_statx(struct statx_timestamp *t, int64_t shift) {
-    struct timespec moved = { (time_t)t->tv_sec, (long)t->tv_nsec };
+    struct timespec moved = {(time_t)t->tv_sec, (long)t->tv_nsec};
     shift_timespec(&moved, shift);
     t->tv_sec = moved.tv_sec;
     t->tv_nsec = (uint32_t)moved.tv_nsec;
@@ -81,25 +86,25 @@ void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const 
     int dirfd = AT_FDCWD, flags = 0;
     uint64_t out = 0;
     switch (sc->shape) {
-    case CHAOS_SHAPE_STAT:  // stat, lstat: path, buffer
+    case CHAOS_SHAPE_STAT: // stat, lstat: path, buffer
         out = a[1];
 #ifdef __NR_lstat
         if (n->data.nr == __NR_lstat) flags = AT_SYMLINK_NOFOLLOW;
 #endif
         if (chaos_tracee_string(tid, a[0], path, sizeof path) < 0) goto go_on;
         break;
-    case CHAOS_SHAPE_FSTAT:  // fd, buffer
+    case CHAOS_SHAPE_FSTAT: // fd, buffer
         dirfd = (int)a[0];
         flags = AT_EMPTY_PATH;
         out = a[1];
         break;
-    case CHAOS_SHAPE_STAT_AT:  // dirfd, path, buffer, flags
+    case CHAOS_SHAPE_STAT_AT: // dirfd, path, buffer, flags
         dirfd = (int)a[0];
         flags = (int)a[3];
         out = a[2];
         if (a[1] && chaos_tracee_string(tid, a[1], path, sizeof path) < 0) goto go_on;
         break;
-    default:  // statx: dirfd, path, flags, mask, buffer
+    default: // statx: dirfd, path, flags, mask, buffer
         dirfd = (int)a[0];
         flags = (int)a[2];
         out = a[4];

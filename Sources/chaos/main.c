@@ -94,7 +94,10 @@ static char *read_file(const char *path, size_t limit, size_t *length) {
         used += (size_t)got;
     }
     close(fd);
-    if (!buffer || used == limit) { free(buffer); return NULL; }
+    if (!buffer || used == limit) {
+        free(buffer);
+        return NULL;
+    }
     buffer[used] = 0;
     *length = used;
     return buffer;
@@ -117,8 +120,11 @@ static int cache_path(char *out, size_t capacity, const char *profile_path, cons
     key = file_identity(key, preload);
     const char *base = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
-    if (base && *base) return snprintf(out, capacity, "%s/chaoskit/plans/%016llx.plan", base, (unsigned long long)key) < (int)capacity;
-    if (home && *home) return snprintf(out, capacity, "%s/.cache/chaoskit/plans/%016llx.plan", home, (unsigned long long)key) < (int)capacity;
+    if (base && *base)
+        return snprintf(out, capacity, "%s/chaoskit/plans/%016llx.plan", base, (unsigned long long)key) < (int)capacity;
+    if (home && *home)
+        return snprintf(out, capacity, "%s/.cache/chaoskit/plans/%016llx.plan", home, (unsigned long long)key) <
+               (int)capacity;
     return 0;
 }
 
@@ -126,24 +132,29 @@ static int cache_path(char *out, size_t capacity, const char *profile_path, cons
 static void unescape(char *text) {
     char *out = text;
     for (char *in = text; *in; in++) {
-        if (*in != '\\' || !in[1]) { *out++ = *in; continue; }
+        if (*in != '\\' || !in[1]) {
+            *out++ = *in;
+            continue;
+        }
         in++;
-        if (*in == 'n') *out++ = '\n';
+        if (*in == 'n')
+            *out++ = '\n';
         else if (*in == 'x' && in[1] && in[2]) {
-            char hex[3] = { in[1], in[2], 0 };
+            char hex[3] = {in[1], in[2], 0};
             *out++ = (char)strtol(hex, NULL, 16);
             in += 2;
-        } else *out++ = *in;
+        } else
+            *out++ = *in;
     }
     *out = 0;
 }
 
 /// How `chaos run` was asked to start its program.
 struct run_options {
-    const char *seed;       ///< --seed (NULL: the profile's, $CHAOS_SEED, or drawn)
-    const char *preload;    ///< the preload library
-    const char *delivery;   ///< --delivery: "auto" (default), "preload" or "seccomp"
-    int allow_unreached;    ///< --allow-unreached
+    const char *seed;     ///< --seed (NULL: the profile's, $CHAOS_SEED, or drawn)
+    const char *preload;  ///< the preload library
+    const char *delivery; ///< --delivery: "auto" (default), "preload" or "seccomp"
+    int allow_unreached;  ///< --allow-unreached
     struct chaos_report_options report;
 };
 
@@ -166,10 +177,13 @@ static int unreached(char **argv, const char *file, const char *reason, int allo
 /// Chaos that silently never fires is worse than none: a program the preload library
 /// cannot reach goes to the seccomp supervisor, and one neither reaches is refused.
 /// For 's', the plan it checked goes in `*supervised` (the caller's to run).
-static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options, chaos_plan **supervised) {
+static char choose_delivery(char **argv, const char *plan_text, const struct run_options *options,
+                            chaos_plan **supervised) {
     char file[PATH_MAX];
-    enum chaos_reach reach = chaos_reach_program(argv[0], getenv("PATH") ? getenv("PATH") : "/bin:/usr/bin", file, sizeof file);
-    int asked_seccomp = strcmp(options->delivery, "seccomp") == 0, asked_preload = strcmp(options->delivery, "preload") == 0;
+    enum chaos_reach reach =
+        chaos_reach_program(argv[0], getenv("PATH") ? getenv("PATH") : "/bin:/usr/bin", file, sizeof file);
+    int asked_seccomp = strcmp(options->delivery, "seccomp") == 0,
+        asked_preload = strcmp(options->delivery, "preload") == 0;
     // A set-user-ID program under the seccomp delivery would run without its privileges
     // (the filter needs no_new_privs): not the program the user asked for.
     if (reach == CHAOS_UNREACHED_CLASS || reach == CHAOS_UNREACHED_SETUID || (asked_preload && reach != CHAOS_REACHED))
@@ -178,8 +192,12 @@ static char choose_delivery(char **argv, const char *plan_text, const struct run
     char why[512];
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(plan_text, strlen(plan_text), &error);
-    if (!plan) snprintf(why, sizeof why, "its plan is damaged (%s); run again with --no-cache", error.message);
-    else if (!chaos_seccomp_available()) snprintf(why, sizeof why, "%s, and this kernel has no seccomp user notification (Linux 5.5 or later) for the seccomp delivery", chaos_reach_reason(reach));
+    if (!plan)
+        snprintf(why, sizeof why, "its plan is damaged (%s); run again with --no-cache", error.message);
+    else if (!chaos_seccomp_available())
+        snprintf(why, sizeof why,
+                 "%s, and this kernel has no seccomp user notification (Linux 5.5 or later) for the seccomp delivery",
+                 chaos_reach_reason(reach));
     else if (chaos_seccomp_refusal(plan, why, sizeof why) == 0) {
         *supervised = plan;
         return 's';
@@ -232,7 +250,8 @@ static int run(char *cached, const struct run_options *options, char **argv) {
         errno = 0;
         unsigned long long value = strtoull(seed, &end, 10);
         if (errno || !end || *end || seed[0] == '-') {
-            fprintf(stderr, "chaos run: seed '%.80s' is not a whole number from 0 to 2^64-1; give a seed such as 42\n", seed);
+            fprintf(stderr, "chaos run: seed '%.80s' is not a whole number from 0 to 2^64-1; give a seed such as 42\n",
+                    seed);
             return 64;
         }
         snprintf(seed_text, sizeof seed_text, "%llu", value);
@@ -241,10 +260,12 @@ static int run(char *cached, const struct run_options *options, char **argv) {
     } else {
         uint64_t drawn = 0;
         if (getrandom(&drawn, sizeof drawn, 0) != sizeof drawn) drawn = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 32;
-        drawn &= (1ull << 53) - 1;  // a seed profiles can write too
+        drawn &= (1ull << 53) - 1; // a seed profiles can write too
         snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)drawn);
         // Only a plan that draws (probability) needs its seed to be replayed.
-        if (draws) fprintf(stderr, "chaos run: seed %s (replay with --seed %s or CHAOS_SEED=%s)\n", seed_text, seed_text, seed_text);
+        if (draws)
+            fprintf(stderr, "chaos run: seed %s (replay with --seed %s or CHAOS_SEED=%s)\n", seed_text, seed_text,
+                    seed_text);
     }
     size_t plan_length = strlen(plan);
     char *text = malloc(plan_length + 64);
@@ -255,8 +276,10 @@ static int run(char *cached, const struct run_options *options, char **argv) {
     char delivery = choose_delivery(argv, text, options, &supervised);
     if (!delivery) return 125;
     // Every exec in the tree is checked as this one was: they run anyway only when asked.
-    if (options->allow_unreached) setenv("CHAOS_ALLOW_UNREACHED", "1", 1);
-    else unsetenv("CHAOS_ALLOW_UNREACHED");
+    if (options->allow_unreached)
+        setenv("CHAOS_ALLOW_UNREACHED", "1", 1);
+    else
+        unsetenv("CHAOS_ALLOW_UNREACHED");
     if (delivery == 's') return chaos_supervise(supervised, argv, &options->report);
     if (delivery == 'n') chaos_parent_become(argv);
     setenv("CHAOS_PLAN_TEXT", text, 1);
@@ -317,46 +340,66 @@ static int regular_file(const char *path) {
 // written into `cache` where the tool should keep the plan it compiles ("" when unknown).
 static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t cache_capacity) {
     const char *profile = NULL, *preload_option = NULL, *io_uring = "refuse";
-    struct run_options options = { .delivery = "auto" };
+    struct run_options options = {.delivery = "auto"};
     int command = -1;
     cache[0] = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0) { command = i + 1; break; }
-        if (strcmp(a, "--profile") == 0 && i + 1 < argc) profile = argv[++i];
-        else if (strncmp(a, "--profile=", 10) == 0) profile = a + 10;
-        else if (strcmp(a, "--seed") == 0 && i + 1 < argc) options.seed = argv[++i];
-        else if (strncmp(a, "--seed=", 7) == 0) options.seed = a + 7;
-        else if (strcmp(a, "--preload") == 0 && i + 1 < argc) preload_option = argv[++i];
-        else if (strncmp(a, "--preload=", 10) == 0) preload_option = a + 10;
-        else if (strcmp(a, "--allow-unreached") == 0) options.allow_unreached = 1;
-        else if (strcmp(a, "--quiet") == 0) options.report.quiet = 1;
-        else if (strcmp(a, "--require-fired") == 0) options.report.require_fired = 1;
-        else if (strcmp(a, "--report") == 0 && i + 1 < argc) options.report.path = argv[++i];
-        else if (strncmp(a, "--report=", 9) == 0) options.report.path = a + 9;
-        else if (strcmp(a, "--wait-tree") == 0) options.report.wait_tree = 1;
+        if (strcmp(a, "--") == 0) {
+            command = i + 1;
+            break;
+        }
+        if (strcmp(a, "--profile") == 0 && i + 1 < argc)
+            profile = argv[++i];
+        else if (strncmp(a, "--profile=", 10) == 0)
+            profile = a + 10;
+        else if (strcmp(a, "--seed") == 0 && i + 1 < argc)
+            options.seed = argv[++i];
+        else if (strncmp(a, "--seed=", 7) == 0)
+            options.seed = a + 7;
+        else if (strcmp(a, "--preload") == 0 && i + 1 < argc)
+            preload_option = argv[++i];
+        else if (strncmp(a, "--preload=", 10) == 0)
+            preload_option = a + 10;
+        else if (strcmp(a, "--allow-unreached") == 0)
+            options.allow_unreached = 1;
+        else if (strcmp(a, "--quiet") == 0)
+            options.report.quiet = 1;
+        else if (strcmp(a, "--require-fired") == 0)
+            options.report.require_fired = 1;
+        else if (strcmp(a, "--report") == 0 && i + 1 < argc)
+            options.report.path = argv[++i];
+        else if (strncmp(a, "--report=", 9) == 0)
+            options.report.path = a + 9;
+        else if (strcmp(a, "--wait-tree") == 0)
+            options.report.wait_tree = 1;
         else if (strncmp(a, "--wait-tree=", 12) == 0) {
             struct chaos_tree_wait wait;
-            if (chaos_tree_wait_parse(a + 12, &wait) != 0) return -1;  // the tool says what it takes
+            if (chaos_tree_wait_parse(a + 12, &wait) != 0) return -1; // the tool says what it takes
             options.report.wait_tree = 1;
             options.report.wait_bound_ns = wait.bound_ns;
-        }
-        else if (strcmp(a, "--io-uring") == 0 && i + 1 < argc) io_uring = argv[++i];
-        else if (strncmp(a, "--io-uring=", 11) == 0) io_uring = a + 11;
-        else if (strcmp(a, "--delivery") == 0 && i + 1 < argc) options.delivery = argv[++i];
-        else if (strncmp(a, "--delivery=", 11) == 0) options.delivery = a + 11;
-        else return -1;  // --no-cache, --help, a mistake: the tool answers
+        } else if (strcmp(a, "--io-uring") == 0 && i + 1 < argc)
+            io_uring = argv[++i];
+        else if (strncmp(a, "--io-uring=", 11) == 0)
+            io_uring = a + 11;
+        else if (strcmp(a, "--delivery") == 0 && i + 1 < argc)
+            options.delivery = argv[++i];
+        else if (strncmp(a, "--delivery=", 11) == 0)
+            options.delivery = a + 11;
+        else
+            return -1; // --no-cache, --help, a mistake: the tool answers
     }
     if (!profile || command < 0 || command >= argc) return -1;
-    if (strcmp(io_uring, "refuse") != 0 && strcmp(io_uring, "allow") != 0) return -1;  // the tool says what it takes
+    if (strcmp(io_uring, "refuse") != 0 && strcmp(io_uring, "allow") != 0) return -1; // the tool says what it takes
     options.report.io_uring_allowed = strcmp(io_uring, "allow") == 0;
     // --require-fired judges the whole tree, but a daemon that never ends must not hang it.
     if (options.report.require_fired && !options.report.wait_tree) {
         options.report.wait_tree = 1;
         options.report.wait_bound_ns = REQUIRE_FIRED_WAIT_NS;
     }
-    if (strcmp(options.delivery, "auto") != 0 && strcmp(options.delivery, "preload") != 0 && strcmp(options.delivery, "seccomp") != 0)
-        return -1;  // the tool says what --delivery takes
+    if (strcmp(options.delivery, "auto") != 0 && strcmp(options.delivery, "preload") != 0 &&
+        strcmp(options.delivery, "seccomp") != 0)
+        return -1; // the tool says what --delivery takes
     // A plan the tool just compiled (it starts us again with it), or one compiled earlier.
     // One compiled for this run only is deleted as soon as it is read, whatever follows.
     const char *compiled = getenv("CHAOS_RUN_COMPILED");
@@ -379,10 +422,14 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
     }
     char preload[PATH_MAX];
     if (!preload_path(preload_option, preload, sizeof preload)) {
-        if (!just_compiled) return -1;  // the tool says what is missing
+        if (!just_compiled) return -1; // the tool says what is missing
         // Handing back to the tool would compile and start us again, for ever.
-        fprintf(stderr, "chaos run: the preload library %s cannot be read; build it with `swift build --product ChaosPreload`, or name it with --preload\n",
-                preload_option ? preload_option : getenv("CHAOS_PRELOAD_LIBRARY") ? getenv("CHAOS_PRELOAD_LIBRARY") : "libChaosPreload.so");
+        fprintf(stderr,
+                "chaos run: the preload library %s cannot be read; build it with `swift build --product ChaosPreload`, "
+                "or name it with --preload\n",
+                preload_option                    ? preload_option
+                : getenv("CHAOS_PRELOAD_LIBRARY") ? getenv("CHAOS_PRELOAD_LIBRARY")
+                                                  : "libChaosPreload.so");
         return 125;
     }
     if (!just_compiled) {
@@ -401,10 +448,11 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
 // The source folders (below Sources/) each product is built from, as Package.swift says:
 // in a checkout's build folder, a product older than any of them is built again first.
 static const char *const tool_sources[] = {
-    "chaos-tool", "ChaosKit", "ChaosPoints", "ChaosHooks", "ChaosNetwork", "ChaosControl",
-    "CChaosGrace", "CChaosELF", "CChaosFaults", "CChaosIntercept", "CFFI", NULL,
+    "chaos-tool",  "ChaosKit",  "ChaosPoints",  "ChaosHooks",      "ChaosNetwork", "ChaosControl",
+    "CChaosGrace", "CChaosELF", "CChaosFaults", "CChaosIntercept", "CFFI",         NULL,
 };
-static const char *const preload_sources[] = { "CChaosPreload", "CChaosFaults", "CChaosControl", "CChaosIntercept", NULL };
+static const char *const preload_sources[] = {"CChaosPreload", "CChaosFaults", "CChaosControl", "CChaosIntercept",
+                                              NULL};
 
 // Whether `chaos run` was given a preload library of its own (--preload, or the variable).
 static int preload_given(int argc, char **argv) {
@@ -469,5 +517,6 @@ int main(int argc, char **argv) {
 // The Swift driver links every executable with the runtime; these flags, which it places
 // among its own, drop the runtime from DT_NEEDED, since nothing here calls it.
 #ifdef __ELF__
-__attribute__((used, section(".swift1_autolink_entries"))) static const char chaos_launcher_autolink[] = "-Xlinker\0--as-needed";
+__attribute__((used, section(".swift1_autolink_entries"))) static const char chaos_launcher_autolink[] =
+    "-Xlinker\0--as-needed";
 #endif

@@ -32,7 +32,8 @@
 #include "tree.h"
 
 /// Signals `chaos run` passes on to its program.
-static const int passed_on[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP };
+static const int passed_on[] = {SIGHUP,  SIGINT,  SIGQUIT,  SIGTERM, SIGUSR1,
+                                SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGTSTP};
 
 int chaos_parent_block_signals(sigset_t *original) {
     sigset_t handled;
@@ -52,15 +53,15 @@ void chaos_parent_child_stopped(pid_t child, int status) {
     int stop = WSTOPSIG(status);
     if (stop != SIGTSTP && stop != SIGTTIN && stop != SIGTTOU) return;
     raise(SIGSTOP);
-    kill(child, SIGCONT);  // resumed (fg, bg): so is the program
+    kill(child, SIGCONT); // resumed (fg, bg): so is the program
 }
 
 /// Ends `chaos run` as its program ended: the same exit code, or the same signal.
 static int end_like(int status) {
     if (!WIFSIGNALED(status)) return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
     int signal_number = WTERMSIG(status);
-    struct rlimit none = { 0, 0 };
-    setrlimit(RLIMIT_CORE, &none);  // the program dumped its own core, if any
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none); // the program dumped its own core, if any
     signal(signal_number, SIG_DFL);
     sigset_t only;
     sigemptyset(&only);
@@ -77,13 +78,14 @@ void chaos_parent_become(char **argv) {
     int failure = errno;
     if (chaos_parent_exec_failure_fd >= 0) {
         ssize_t told = write(chaos_parent_exec_failure_fd, "x", 1);
-        (void)told;  // a full pipe of one byte cannot refuse it
+        (void)told; // a full pipe of one byte cannot refuse it
     }
     char message[512];
     int length = snprintf(message, sizeof message, "chaos run: %s: %s\n", argv[0],
                           failure == ENOENT ? "command not found" : strerror(failure));
-    ssize_t written = write(2, message, length > 0 && (size_t)length < sizeof message ? (size_t)length : sizeof message - 1);
-    (void)written;  // nothing more to say if even this fails
+    ssize_t written =
+        write(2, message, length > 0 && (size_t)length < sizeof message ? (size_t)length : sizeof message - 1);
+    (void)written; // nothing more to say if even this fails
     _exit(failure == ENOENT ? 127 : 126);
 }
 
@@ -93,7 +95,7 @@ void chaos_parent_wait_tree(int signals, const struct chaos_report_options *opti
     int interrupted = 0, look;
     while ((look = chaos_tree_wait_look(options, &deadline, interrupted, all_fired && all_fired(context), run)) != -2) {
         // Woken by an end (SIGCHLD), or at the next look.
-        struct pollfd waiting = { signals, POLLIN, 0 };
+        struct pollfd waiting = {signals, POLLIN, 0};
         if (poll(&waiting, 1, look) < 0 && errno != EINTR) break;
         struct signalfd_siginfo info;
         while (read(signals, &info, sizeof info) == sizeof info)
@@ -125,19 +127,21 @@ int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_
 /// the file is writable by all; it lies in a folder others may pass through but not list
 /// (0711), under a name drawn at random, so only those told the name (the tree, through
 /// its environment) find it.
-static chaos_tally_header *make_tally(const chaos_plan *plan, char *path, size_t capacity, char *folder, size_t folder_capacity) {
+static chaos_tally_header *make_tally(const chaos_plan *plan, char *path, size_t capacity, char *folder,
+                                      size_t folder_capacity) {
     // $TMPDIR when set; else memory (/dev/shm), where making and removing the folder costs
     // a tenth of what it does on a disk, at every start.
     const char *base = getenv("TMPDIR");
     if (!base || !*base || access(base, W_OK) != 0) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    uint64_t random[2] = { 0, 0 };
+    uint64_t random[2] = {0, 0};
     if (getrandom(random, sizeof random, 0) != sizeof random) {
         random[0] = (uint64_t)getpid() * 2654435761u ^ (uint64_t)time(NULL);
         random[1] = random[0] * 0x9E3779B97F4A7C15ull;
     }
-    snprintf(folder, folder_capacity, "%s/chaos-run-%d-%08llx", base, (int)getpid(), (unsigned long long)(random[0] & 0xffffffffu));
+    snprintf(folder, folder_capacity, "%s/chaos-run-%d-%08llx", base, (int)getpid(),
+             (unsigned long long)(random[0] & 0xffffffffu));
     if (mkdir(folder, 0711) != 0) return NULL;
-    chmod(folder, 0711);  // whatever the umask
+    chmod(folder, 0711); // whatever the umask
     snprintf(path, capacity, "%s/%016llx.tally", folder, (unsigned long long)random[1]);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
@@ -146,7 +150,8 @@ static chaos_tally_header *make_tally(const chaos_plan *plan, char *path, size_t
     }
     fchmod(fd, 0666);
     size_t size = chaos_tally_size(plan);
-    void *mapped = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    void *mapped =
+        ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     close(fd);
     if (mapped == MAP_FAILED) {
         unlink(path);
@@ -195,15 +200,18 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
         struct stat info;
         int open_here = fstat(fd, &info) == 0;
         used += (size_t)snprintf(stdio + used, sizeof stdio - used, "%s%llu:%llu", fd ? "," : "",
-                                 open_here ? (unsigned long long)info.st_dev : 0ull, open_here ? (unsigned long long)info.st_ino : 0ull);
+                                 open_here ? (unsigned long long)info.st_dev : 0ull,
+                                 open_here ? (unsigned long long)info.st_ino : 0ull);
     }
     setenv("CHAOS_RUN_STDIO", stdio, 1);
     chaos_tree_adopt_orphans();
     sigset_t original;
     int signals = chaos_parent_block_signals(&original);
     pid_t parent = getpid();
-    int failure_pipe[2] = { -1, -1 };
-    pid_t child = signals < 0 || pipe2(failure_pipe, O_CLOEXEC | O_NONBLOCK) != 0 ? -1 : (chaos_parent_exec_failure_fd = failure_pipe[1], vfork());
+    int failure_pipe[2] = {-1, -1};
+    pid_t child = signals < 0 || pipe2(failure_pipe, O_CLOEXEC | O_NONBLOCK) != 0
+                      ? -1
+                      : (chaos_parent_exec_failure_fd = failure_pipe[1], vfork());
     if (child < 0) {
         fprintf(stderr, "chaos run: cannot start the program: %s\n", strerror(errno));
         unlink(tally_path);
@@ -223,7 +231,7 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     chaos_parent_exec_failure_fd = -1;
     int status = 0;
     for (;;) {
-        struct pollfd waiting = { signals, POLLIN, 0 };
+        struct pollfd waiting = {signals, POLLIN, 0};
         if (poll(&waiting, 1, -1) < 0 && errno != EINTR) break;
         struct signalfd_siginfo info;
         int ended = 0;
@@ -234,7 +242,8 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
             // As the tree's subreaper it reaps orphans too: only the program's end ends this.
             while (!ended && (got = waitpid(-1, &changed, WNOHANG | WUNTRACED)) > 0) {
                 if (got != child) continue;
-                if (WIFSTOPPED(changed)) chaos_parent_child_stopped(child, changed);
+                if (WIFSTOPPED(changed))
+                    chaos_parent_child_stopped(child, changed);
                 else if (WIFEXITED(changed) || WIFSIGNALED(changed)) {
                     status = changed;
                     ended = 1;
@@ -247,17 +256,24 @@ int chaos_run_preloaded(const char *plan_text, char **argv, const struct chaos_r
     char told;
     int never_started = read(failure_pipe[0], &told, 1) == 1;
     close(failure_pipe[0]);
-    struct chaos_report_run run = { argv[0], "preload", chaos_plan_seed(plan), status, never_started, 0 };
+    struct chaos_report_run run = {.program = argv[0],
+                                   .delivery = "preload",
+                                   .seed = chaos_plan_seed(plan),
+                                   .status = status,
+                                   .never_started = never_started};
     if (!never_started)
         chaos_parent_wait_tree(signals, options, options->require_fired ? tally_all_fired : NULL, tally, 0, &run);
-    unlink(tally_path);  // processes the program left running go on without a report
+    unlink(tally_path); // processes the program left running go on without a report
     rmdir(tally_folder);
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
     _Atomic uint64_t *pairs = (_Atomic uint64_t *)(tally + 1);
     chaos_last_act *last = chaos_tally_last_acts(tally, plan);
     for (int e = 0; entries && e < count; e++) {
         uint64_t acted = atomic_load(&pairs[2 * e]), passed = atomic_load(&pairs[2 * e + 1]);
-        entries[e] = (struct chaos_report_entry){ chaos_plan_entry_point(plan, e), chaos_plan_entry_label(plan, e), acted + passed, acted };
+        entries[e] = (struct chaos_report_entry){.point = chaos_plan_entry_point(plan, e),
+                                                 .label = chaos_plan_entry_label(plan, e),
+                                                 .seen = acted + passed,
+                                                 .acted = acted};
         chaos_last_act_read(&last[e], &entries[e].last_fn, entries[e].last_target, sizeof entries[e].last_target);
     }
     run.applied_later = atomic_load((_Atomic uint64_t *)&tally->applied_later);

@@ -14,17 +14,22 @@
 static void json_string(FILE *out, const char *text) {
     fputc('"', out);
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\') fprintf(out, "\\%c", *c);
-        else if (*c < 0x20 || *c == 0x7f) fprintf(out, "\\u%04x", *c);
-        else fputc(*c, out);
+        if (*c == '"' || *c == '\\')
+            fprintf(out, "\\%c", *c);
+        else if (*c < 0x20 || *c == 0x7f)
+            fprintf(out, "\\u%04x", *c);
+        else
+            fputc(*c, out);
     }
     fputc('"', out);
 }
 
 /// "exit 3" or "signal SIGTERM".
 static void describe_status(int status, char *out, size_t capacity) {
-    if (WIFSIGNALED(status)) snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else snprintf(out, capacity, "exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+    if (WIFSIGNALED(status))
+        snprintf(out, capacity, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(out, capacity, "exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : 0);
 }
 
 /// What an event of the tree was, for people and (`json`) for the JSON report.
@@ -33,7 +38,8 @@ static const char *event_text(int32_t kind, int json) {
     case CHAOS_TREE_EXEC_REFUSED: return json ? "exec-refused" : "exec refused: chaos cannot reach the program";
     case CHAOS_TREE_EXEC_UNREACHED: return json ? "exec-unreached" : "ran without chaos (--allow-unreached)";
     case CHAOS_TREE_IO_URING_REFUSED: return json ? "io-uring-refused" : "io_uring refused with ENOSYS";
-    case CHAOS_TREE_IO_URING_ALLOWED: return json ? "io-uring-allowed" : "io_uring allowed: its reads and writes were out of reach";
+    case CHAOS_TREE_IO_URING_ALLOWED:
+        return json ? "io-uring-allowed" : "io_uring allowed: its reads and writes were out of reach";
     case CHAOS_TREE_SETUID_UNPRIVILEGED:
         return json ? "setuid-unprivileged" : "a set-user-ID program, run without its privileges (no_new_privs)";
     case CHAOS_TREE_DEADLINE_REAL:
@@ -46,18 +52,22 @@ static uint64_t kept_events(const struct chaos_report_run *run) {
     return run->events ? (run->event_count < CHAOS_TALLY_EVENTS ? run->event_count : CHAOS_TALLY_EVENTS) : 0;
 }
 
-static int write_json(const char *path, const struct chaos_report_run *run, const struct chaos_report_entry *entries, int count) {
+static int write_json(const char *path, const struct chaos_report_run *run, const struct chaos_report_entry *entries,
+                      int count) {
     FILE *out = fopen(path, "w");
     if (!out) return -1;
     fprintf(out, "{\"program\":");
     json_string(out, run->program);
     fprintf(out, ",\"delivery\":\"%s\",\"seed\":%llu,", run->delivery, (unsigned long long)run->seed);
-    if (WIFSIGNALED(run->status)) fprintf(out, "\"status\":{\"signal\":%d}", WTERMSIG(run->status));
-    else fprintf(out, "\"status\":{\"exit\":%d}", WIFEXITED(run->status) ? WEXITSTATUS(run->status) : 0);
+    if (WIFSIGNALED(run->status))
+        fprintf(out, "\"status\":{\"signal\":%d}", WTERMSIG(run->status));
+    else
+        fprintf(out, "\"status\":{\"exit\":%d}", WIFEXITED(run->status) ? WEXITSTATUS(run->status) : 0);
     fprintf(out, ",\"entries\":[");
     for (int i = 0; i < count; i++) {
         const struct chaos_report_entry *e = &entries[i];
-        fprintf(out, "%s{\"entry\":%d,\"point\":\"%s\",", i ? "," : "", e->number, chaos_fault_point_public_name(e->point));
+        fprintf(out, "%s{\"entry\":%d,\"point\":\"%s\",", i ? "," : "", e->number,
+                chaos_fault_point_public_name(e->point));
         if (e->label) {
             fprintf(out, "\"label\":");
             json_string(out, e->label);
@@ -81,7 +91,8 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
         fprintf(out, ",\"treeEvents\":[");
         for (uint64_t i = 0; i < kept_events(run); i++) {
             const chaos_tree_event *event = &run->events[i];
-            fprintf(out, "%s{\"event\":\"%s\",\"pid\":%d,\"program\":", i ? "," : "", event_text(event->kind, 1), (int)event->pid);
+            fprintf(out, "%s{\"event\":\"%s\",\"pid\":%d,\"program\":", i ? "," : "", event_text(event->kind, 1),
+                    (int)event->pid);
             json_string(out, event->program);
             fputc('}', out);
         }
@@ -131,8 +142,10 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
         for (int i = 0; i < count; i++) {
             const struct chaos_report_entry *e = &entries[i];
             // ChaosKit labels entries "#N point ← provider"; a plan written by hand may not.
-            if (e->label) fprintf(stderr, "  %s", e->label);
-            else fprintf(stderr, "  #%d %s", e->number, chaos_fault_point_public_name(e->point));
+            if (e->label)
+                fprintf(stderr, "  %s", e->label);
+            else
+                fprintf(stderr, "  #%d %s", e->number, chaos_fault_point_public_name(e->point));
             fprintf(stderr, ": seen %llu, acted %llu%s\n", (unsigned long long)e->seen, (unsigned long long)e->acted,
                     e->acted ? "" : "  <- NEVER ACTED");
         }
@@ -145,12 +158,14 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
         if (run->event_count > kept_events(run))
             fprintf(stderr, "  and %llu more such events\n", (unsigned long long)(run->event_count - kept_events(run)));
         if (run->processes > 1 && run->places_calls)
-            fprintf(stderr, "  several processes decided from counts the tree shares: calls made at the same time count "
-                            "in the order they reached them, so a placement by count may not replay exactly\n");
+            fprintf(stderr,
+                    "  several processes decided from counts the tree shares: calls made at the same time count "
+                    "in the order they reached them, so a placement by count may not replay exactly\n");
         if (run->still_running)
             fprintf(stderr, "  %d process%s of the tree still running%s: %s; %s later calls are not counted\n",
-                    run->still_running, run->still_running == 1 ? "" : "es", run->waited_out ? " after --wait-tree's bound" : "",
-                    run->running ? run->running : "", run->still_running == 1 ? "its" : "their");
+                    run->still_running, run->still_running == 1 ? "" : "es",
+                    run->waited_out ? " after --wait-tree's bound" : "", run->running ? run->running : "",
+                    run->still_running == 1 ? "its" : "their");
     }
     if (options->path && write_json(options->path, run, entries, count) != 0) {
         fprintf(stderr, "chaos run: cannot write the report to %s: %s\n", options->path, strerror(errno));

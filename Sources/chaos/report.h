@@ -10,29 +10,29 @@
 
 /// One entry of the report.
 struct chaos_report_entry {
-    int32_t point;          ///< chaos_point
-    const char *label;      ///< the entry's label (NULL: none)
+    int32_t point;     ///< chaos_point
+    const char *label; ///< the entry's label (NULL: none)
     uint64_t seen, acted;
-    int number;             ///< set by chaos_report_write: the entry's number in the profile
-    int32_t last_fn;        ///< CHAOS_FN_* of the last act + 1 (0: none noted)
-    char last_target[120];  ///< what it was aimed at
+    int number;            ///< set by chaos_report_write: the entry's number in the profile
+    int32_t last_fn;       ///< CHAOS_FN_* of the last act + 1 (0: none noted)
+    char last_target[120]; ///< what it was aimed at
 };
 
 /// How the run went.
 struct chaos_report_run {
-    const char *program;    ///< argv[0]
-    const char *delivery;   ///< "seccomp" or "preload"
+    const char *program;  ///< argv[0]
+    const char *delivery; ///< "seccomp" or "preload"
     uint64_t seed;
-    int status;             ///< waitpid's status of the program
-    int never_started;      ///< 1: the program could not be started (exec failed): nothing to report
-    uint64_t applied_later; ///< entries `chaos ctl` applied while it ran, which it did not count
+    int status;                     ///< waitpid's status of the program
+    int never_started;              ///< 1: the program could not be started (exec failed): nothing to report
+    uint64_t applied_later;         ///< entries `chaos ctl` applied while it ran, which it did not count
     const chaos_tree_event *events; ///< the tree's edges crossed (execs refused or unreached, io_uring)
-    uint64_t event_count;   ///< how many there were (the first CHAOS_TALLY_EVENTS are in `events`)
-    int still_running;      ///< processes of the tree still running when it reported
-    const char *running;    ///< them, as "4102 mydaemon, 4103 sh"
-    int waited_out;         ///< 1: it stopped waiting for them at --wait-tree's bound
-    uint64_t processes;     ///< processes that decided from counters the tree shares (0: unknown)
-    int places_calls;       ///< some entry places its fault by count (times, sequential, probability)
+    uint64_t event_count;           ///< how many there were (the first CHAOS_TALLY_EVENTS are in `events`)
+    int still_running;              ///< processes of the tree still running when it reported
+    const char *running;            ///< them, as "4102 mydaemon, 4103 sh"
+    int waited_out;                 ///< 1: it stopped waiting for them at --wait-tree's bound
+    uint64_t processes;             ///< processes that decided from counters the tree shares (0: unknown)
+    int places_calls;               ///< some entry places its fault by count (times, sequential, probability)
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -73,8 +73,9 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
         int32_t point = chaos_plan_entry_point(plan, e);
         const char *name = chaos_fault_point_public_name(point), *reason = NULL;
         if (point == CHAOS_POINT_GETENV || point == CHAOS_POINT_DNS)
-            reason = "the program answers it inside its own C library, where only the preload library reaches (constant "
-                     "set/unset answers do reach: chaos run puts them in the environment)";
+            reason =
+                "the program answers it inside its own C library, where only the preload library reaches (constant "
+                "set/unset answers do reach: chaos run puts them in the environment)";
         else if (point != CHAOS_POINT_FILES && point != CHAOS_POINT_CONNECT && point != CHAOS_POINT_CLOCK)
             reason = "the seccomp delivery carries files, connect and clock entries; socket reads, writes and accepts "
                      "are the preload library's";
@@ -82,14 +83,19 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
             reason = "an ask node needs an answerer inside the program";
         else if (point == CHAOS_POINT_FILES && (chaos_plan_entry_ops(plan, e) & CHAOS_OP_CLOSE) &&
                  chaos_plan_entry_ops(plan, e) != CHAOS_OP_ALL_FILES)
-            reason = "a supervisor cannot close another process's descriptor, so close faults are the preload library's";
+            reason =
+                "a supervisor cannot close another process's descriptor, so close faults are the preload library's";
         if (!reason) continue;
         const char *label = chaos_plan_entry_label(plan, e);
         char entry[160];
-        if (label) snprintf(entry, sizeof entry, "entry %s", label);
-        else snprintf(entry, sizeof entry, "entry %d (%s)", e + 1, name);
-        snprintf(why, capacity, "%s cannot be delivered to it: %s. Remove the entry, or run a dynamically linked, "
-                 "non-Go build of the program", entry, reason);
+        if (label)
+            snprintf(entry, sizeof entry, "entry %s", label);
+        else
+            snprintf(entry, sizeof entry, "entry %d (%s)", e + 1, name);
+        snprintf(why, capacity,
+                 "%s cannot be delivered to it: %s. Remove the entry, or run a dynamically linked, "
+                 "non-Go build of the program",
+                 entry, reason);
         return -1;
     }
     return 0;
@@ -101,7 +107,8 @@ static void become_program(char **argv, const struct sock_fprog *filter, const s
     if (getppid() != parent) _exit(125);
     sigprocmask(SIG_SETMASK, mask, NULL);
     if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
-        fprintf(stderr, "chaos run: cannot be traced by chaos run (%s), which the seccomp delivery needs\n", strerror(errno));
+        fprintf(stderr, "chaos run: cannot be traced by chaos run (%s), which the seccomp delivery needs\n",
+                strerror(errno));
         _exit(125);
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(125);
@@ -110,7 +117,7 @@ static void become_program(char **argv, const struct sock_fprog *filter, const s
         fprintf(stderr, "chaos run: cannot install the seccomp filter: %s\n", strerror(errno));
         _exit(125);
     }
-    listener_number = listener;  // close-on-exec: the program never sees it
+    listener_number = listener; // close-on-exec: the program never sees it
     raise(SIGSTOP);
     chaos_parent_become(argv);
 }
@@ -119,7 +126,8 @@ static void become_program(char **argv, const struct sock_fprog *filter, const s
 static int take_listener(pid_t child) {
     int status;
     if (waitpid(child, &status, __WALL) != child || !WIFSTOPPED(status)) return -1;
-    if (ptrace(PTRACE_SETOPTIONS, child, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) != 0) return -1;
+    if (ptrace(PTRACE_SETOPTIONS, child, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) != 0)
+        return -1;
     errno = 0;
     long number = ptrace(PTRACE_PEEKDATA, child, (void *)&listener_number, NULL);
     if (errno) return -1;
@@ -138,7 +146,7 @@ static int take_listener(pid_t child) {
 struct tracing {
     pid_t threads[64];
     int count;
-    int started;  ///< the program's first exec succeeded (a failed one ends it with 127 or 126)
+    int started; ///< the program's first exec succeeded (a failed one ends it with 127 or 126)
 };
 
 static int traced_index(const struct tracing *tracing, pid_t tid) {
@@ -155,7 +163,8 @@ static void untrace(struct tracing *tracing, pid_t tid) {
 /// A thread is about to exec: trace it, so that its exec stop hides the vDSO from the
 /// program it starts. An exec that fails leaves it traced until its next exec or its end.
 static void watch_exec(struct tracing *tracing, pid_t tid) {
-    if (!tracing || !chaos_fault_point_active(CHAOS_POINT_CLOCK) || traced_index(tracing, tid) >= 0 || tracing->count == 64)
+    if (!tracing || !chaos_fault_point_active(CHAOS_POINT_CLOCK) || traced_index(tracing, tid) >= 0 ||
+        tracing->count == 64)
         return;
     if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) == 0)
         tracing->threads[tracing->count++] = tid;
@@ -179,12 +188,15 @@ static void serve(int listener, struct seccomp_notif *notification, size_t size)
 struct server {
     int listener;
     size_t size;
-    int wake;                     ///< eventfd: an exec to trace, or a new delay
+    int wake; ///< eventfd: an exec to trace, or a new delay
     _Atomic int stop;
     pthread_t thread;
     pthread_mutex_t lock;
-    struct { uint64_t id; pid_t tid; } execs[64];  ///< under lock
-    int exec_count;                                 ///< under lock
+    struct {
+        uint64_t id;
+        pid_t tid;
+    } execs[64];    ///< under lock
+    int exec_count; ///< under lock
 };
 
 /// The signal that interrupts the answering thread's receive when it is to stop.
@@ -201,19 +213,21 @@ static void *server_main(void *context) {
     pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
     while (notification && !atomic_load(&server->stop)) {
         memset(notification, 0, server->size);
-        if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue;  // EINTR, ENOENT
+        if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue; // EINTR, ENOENT
         const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
         if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
             chaos_answer_note_exec(notification);
             chaos_descriptors_forget();
             pthread_mutex_lock(&server->lock);
             int queued = server->exec_count < 64;
-            if (queued) server->execs[server->exec_count++] = (typeof(server->execs[0])){ notification->id, (pid_t)notification->pid };
+            if (queued)
+                server->execs[server->exec_count++] =
+                    (typeof(server->execs[0])){notification->id, (pid_t)notification->pid};
             pthread_mutex_unlock(&server->lock);
             if (!queued) chaos_answer_go_on(server->listener, notification->id);
             uint64_t one = 1;
             ssize_t told = write(server->wake, &one, sizeof one);
-            (void)told;  // an eventfd only refuses a write at 2^64 - 2 unread wakes
+            (void)told; // an eventfd only refuses a write at 2^64 - 2 unread wakes
             continue;
         }
         chaos_answer(server->listener, notification);
@@ -235,7 +249,7 @@ static void trace_execs(struct server *server, struct tracing *tracing) {
 }
 
 static int server_start(struct server *server) {
-    struct sigaction action = { .sa_handler = server_interrupted };  // no SA_RESTART: the receive returns EINTR
+    struct sigaction action = {.sa_handler = server_interrupted}; // no SA_RESTART: the receive returns EINTR
     sigemptyset(&action.sa_mask);
     sigaction(SERVER_STOP, &action, NULL);
     pthread_mutex_init(&server->lock, NULL);
@@ -251,7 +265,10 @@ static void server_stop(struct server *server, struct tracing *tracing) {
         struct timespec deadline;
         clock_gettime(CLOCK_REALTIME, &deadline);
         deadline.tv_nsec += 10 * 1000000;
-        if (deadline.tv_nsec >= 1000000000) { deadline.tv_sec++; deadline.tv_nsec -= 1000000000; }
+        if (deadline.tv_nsec >= 1000000000) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000;
+        }
         if (pthread_timedjoin_np(server->thread, NULL, &deadline) == 0) break;
     }
     trace_execs(server, tracing);
@@ -260,7 +277,7 @@ static void server_stop(struct server *server, struct tracing *tracing) {
 /// After the program ended: serves what it left running, in the background, until the
 /// listener hangs up (when no process under the filter is left).
 static void serve_the_rest(int listener, struct seccomp_notif *notification, size_t size) {
-    struct pollfd probe = { listener, POLLIN, 0 };
+    struct pollfd probe = {listener, POLLIN, 0};
     if (poll(&probe, 1, 0) >= 0 && (probe.revents & POLLHUP) && !(probe.revents & POLLIN)) return;
     pid_t helper = fork();
     if (helper != 0) return;
@@ -269,11 +286,13 @@ static void serve_the_rest(int listener, struct seccomp_notif *notification, siz
     for (int fd = 0; fd < 3 && null >= 0; fd++) dup2(null, fd);
     setsid();
     for (;;) {
-        struct pollfd waiting = { listener, POLLIN, 0 };
+        struct pollfd waiting = {listener, POLLIN, 0};
         int timeout = chaos_answer_due(listener);
         if (poll(&waiting, 1, timeout) < 0 && errno != EINTR) break;
-        if (waiting.revents & POLLIN) serve(listener, notification, size);
-        else if (waiting.revents & (POLLHUP | POLLERR)) break;
+        if (waiting.revents & POLLIN)
+            serve(listener, notification, size);
+        else if (waiting.revents & (POLLHUP | POLLERR))
+            break;
     }
     _exit(0);
 }
@@ -300,7 +319,9 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
             tracing->started = 1;
             if (chaos_fault_point_active(CHAOS_POINT_CLOCK) && chaos_tracee_hide_vdso(got) < 0)
-                fprintf(stderr, "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n", (int)got);
+                fprintf(stderr,
+                        "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n",
+                        (int)got);
             ptrace(PTRACE_DETACH, got, NULL, NULL);
             untrace(tracing, got);
         } else if (changed >> 16 == PTRACE_EVENT_STOP) {
@@ -317,7 +338,8 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
 static int deliverable(const chaos_plan *plan, char *why, size_t capacity) {
     if (chaos_seccomp_refusal(plan, why, capacity) != 0) return -1;
     if (chaos_syscall_covers(plan)) return 0;
-    snprintf(why, capacity, "under the seccomp delivery the program's filter was fixed when it started, and it does "
+    snprintf(why, capacity,
+             "under the seccomp delivery the program's filter was fixed when it started, and it does "
              "not trap the calls these entries need; start chaos run with a profile that has an entry on the same "
              "point and operations (it may be disabled)");
     return -1;
@@ -349,12 +371,15 @@ static int engine_all_fired(void) {
 static int finish(struct chaos_report_run *run, const struct chaos_report_options *options) {
     int count = chaos_fault_entry_count();
     struct chaos_report_entry *entries = calloc((size_t)(count ? count : 1), sizeof *entries);
-    char (*labels)[256] = calloc((size_t)(count ? count : 1), sizeof *labels);
+    char(*labels)[256] = calloc((size_t)(count ? count : 1), sizeof *labels);
     for (int32_t e = 0; entries && labels && e < count; e++) {
         chaos_entry_counters counters;
         if (chaos_fault_counters(e, &counters) != 0) continue;
         int labelled = chaos_fault_entry_label(e, labels[e], sizeof labels[e]) == 1;
-        entries[e] = (struct chaos_report_entry){ counters.point, labelled ? labels[e] : NULL, counters.seen, counters.acted };
+        entries[e] = (struct chaos_report_entry){.point = counters.point,
+                                                 .label = labelled ? labels[e] : NULL,
+                                                 .seen = counters.seen,
+                                                 .acted = counters.acted};
         entries[e].last_fn = counters.last_fn;
         memcpy(entries[e].last_target, counters.last_target, sizeof entries[e].last_target);
     }
@@ -386,10 +411,11 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         fprintf(stderr, "chaos run: the seccomp delivery does not support this machine's architecture\n");
         return 125;
     }
-    struct sock_fprog filter = { (unsigned short)length, instructions };
+    struct sock_fprog filter = {(unsigned short)length, instructions};
     struct seccomp_notif_sizes sizes;
     if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return 125;
-    size_t size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
+    size_t size =
+        sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
     struct seccomp_notif *notification = calloc(1, size);
 
     chaos_answer_allow_io_uring(options->io_uring_allowed);
@@ -409,10 +435,9 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
         return 125;
     }
     chaos_waits_watch_tree(child);
-    struct tracing tracing = { .threads = { child }, .count = 1 };
+    struct tracing tracing = {.threads = {child}, .count = 1};
     int status = 0;
-    struct server server = { .listener = listener, .size = size,
-                             .wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
+    struct server server = {.listener = listener, .size = size, .wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
     chaos_answer_wake(server.wake);
     if (server.wake < 0 || server_start(&server) != 0) {
         fprintf(stderr, "chaos run: cannot start the supervisor's thread: %s\n", strerror(errno));
@@ -426,28 +451,32 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     // Until the program ends; then, under --wait-tree, until the rest of its tree has too.
     int ended = 0, interrupted = 0;
     int64_t deadline = 0;
-    struct chaos_report_run run = { argv[0], "seccomp", 0, 0, 0, 0 };
+    struct chaos_report_run run = {.program = argv[0], .delivery = "seccomp"};
     for (;;) {
         int timeout = chaos_answer_due(listener);
         if (ended) {
-            int look = chaos_tree_wait_look(options, &deadline, interrupted, options->require_fired && engine_all_fired(), &run);
+            int look = chaos_tree_wait_look(options, &deadline, interrupted,
+                                            options->require_fired && engine_all_fired(), &run);
             if (look == -2) break;
             if (look >= 0 && (timeout < 0 || look < timeout)) timeout = look;
         }
-        struct pollfd waiting[2] = { { server.wake, POLLIN, 0 }, { signals, POLLIN, 0 } };
+        struct pollfd waiting[2] = {{server.wake, POLLIN, 0}, {signals, POLLIN, 0}};
         if (poll(waiting, 2, timeout) < 0 && errno != EINTR) break;
         if (waiting[0].revents & POLLIN) {
             uint64_t wakes;
             ssize_t taken = read(server.wake, &wakes, sizeof wakes);
-            (void)taken;  // nonblocking: nothing to take is no news
+            (void)taken; // nonblocking: nothing to take is no news
             trace_execs(&server, &tracing);
         }
         if (!(waiting[1].revents & POLLIN)) continue;
         struct signalfd_siginfo info;
         while (read(signals, &info, sizeof info) == sizeof info) {
-            if (info.ssi_signo == SIGCHLD) ended |= children_changed(child, &tracing, &status);
-            else if (ended) interrupted |= info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM;
-            else chaos_parent_pass_on(&info, child);
+            if (info.ssi_signo == SIGCHLD)
+                ended |= children_changed(child, &tracing, &status);
+            else if (ended)
+                interrupted |= info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM;
+            else
+                chaos_parent_pass_on(&info, child);
         }
         if (ended && !options->wait_tree) break;
     }
@@ -457,7 +486,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     server_stop(&server, &tracing);
     chaos_answer_wake(-1);
     close(server.wake);
-    chaos_waits_release();  // what the program left running sleeps in real time from here
+    chaos_waits_release(); // what the program left running sleeps in real time from here
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);

@@ -11,12 +11,12 @@
 
 /// What `chaos run` says about its entries when the program ends.
 struct chaos_report_options {
-    int quiet;               ///< --quiet: no report on standard error
-    const char *path;        ///< --report FILE: the report as JSON (NULL: none)
-    int require_fired;       ///< --require-fired: an entry that never acted makes the run fail (125)
-    int wait_tree;           ///< --wait-tree (or --require-fired): report when the whole tree has ended
-    int64_t wait_bound_ns;   ///< but wait at most this long after the program ended (0: no bound)
-    int io_uring_allowed;    ///< --io-uring allow: io_uring_setup goes through, said, instead of ENOSYS
+    int quiet;             ///< --quiet: no report on standard error
+    const char *path;      ///< --report FILE: the report as JSON (NULL: none)
+    int require_fired;     ///< --require-fired: an entry that never acted makes the run fail (125)
+    int wait_tree;         ///< --wait-tree (or --require-fired): report when the whole tree has ended
+    int64_t wait_bound_ns; ///< but wait at most this long after the program ended (0: no bound)
+    int io_uring_allowed;  ///< --io-uring allow: io_uring_setup goes through, said, instead of ENOSYS
 };
 
 /// Whether this kernel lets a process filter its child's system calls to a supervisor

@@ -23,9 +23,15 @@
 /// The operations that name a file by descriptor: a plan with one of them remembers
 /// descriptors (descriptors.c).
 #define DESCRIPTOR_OPS (CHAOS_OP_READ | CHAOS_OP_WRITE | CHAOS_OP_SYNC | CHAOS_OP_TRUNCATE)
-#define RENUMBER(nr) { nr, CHAOS_POINT_FILES, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_RENUMBER, 0, 0 }
-#define FILES(nr, fn, op, shape) { nr, CHAOS_POINT_FILES, fn, op, shape, 0, 0 }
-#define MOVE(nr, fn, op, shape, positioned, writes) { nr, CHAOS_POINT_FILES, fn, op, shape, positioned, writes }
+#define RENUMBER(nr) \
+    { .number = nr, .point = CHAOS_POINT_FILES, .fn = -1, .op = DESCRIPTOR_OPS, .shape = CHAOS_SHAPE_RENUMBER }
+#define FILES(nr, fn_, op_, shape_) \
+    { .number = nr, .point = CHAOS_POINT_FILES, .fn = fn_, .op = op_, .shape = shape_ }
+#define MOVE(nr, fn_, op_, shape_, positioned_, writes_) \
+    { \
+        .number = nr, .point = CHAOS_POINT_FILES, .fn = fn_, .op = op_, .shape = shape_, .positioned = positioned_, \
+        .writes = writes_ \
+    }
 
 static const struct chaos_syscall table[] = {
 #ifdef __NR_open
@@ -74,64 +80,158 @@ static const struct chaos_syscall table[] = {
     FILES(__NR_mkdir, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH),
 #endif
     FILES(__NR_mkdirat, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH_AT),
-    { __NR_connect, CHAOS_POINT_CONNECT, CHAOS_FN_CONNECT, 0, CHAOS_SHAPE_CONNECT, 0, 0 },
-    { __NR_clock_gettime, CHAOS_POINT_CLOCK, CHAOS_FN_CLOCK_GETTIME, 0, CHAOS_SHAPE_CLOCK, 0, 0 },
-    { __NR_gettimeofday, CHAOS_POINT_CLOCK, CHAOS_FN_GETTIMEOFDAY, 0, CHAOS_SHAPE_TIMEOFDAY, 0, 0 },
+    {.number = __NR_connect, .point = CHAOS_POINT_CONNECT, .fn = CHAOS_FN_CONNECT, .shape = CHAOS_SHAPE_CONNECT},
+    {.number = __NR_clock_gettime,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = CHAOS_FN_CLOCK_GETTIME,
+     .shape = CHAOS_SHAPE_CLOCK},
+    {.number = __NR_gettimeofday,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = CHAOS_FN_GETTIMEOFDAY,
+     .shape = CHAOS_SHAPE_TIMEOFDAY},
 #ifdef __NR_time
-    { __NR_time, CHAOS_POINT_CLOCK, CHAOS_FN_TIME, 0, CHAOS_SHAPE_TIME, 0, 0 },
+    {.number = __NR_time, .point = CHAOS_POINT_CLOCK, .fn = CHAOS_FN_TIME, .shape = CHAOS_SHAPE_TIME},
 #endif
     // Sleeps follow a clock entry that scales them (speed) or holds them (virtual time);
     // timed waits follow virtual time only, as under the preload library.
-    { __NR_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
-    { __NR_clock_nanosleep, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_CLOCK_SLEEP, 0, 0, CHAOS_CLOCK_FLAG_SLEEP },
+    {.number = __NR_nanosleep,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_SLEEP,
+     .needs = CHAOS_CLOCK_FLAG_SLEEP},
+    {.number = __NR_clock_nanosleep,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_CLOCK_SLEEP,
+     .needs = CHAOS_CLOCK_FLAG_SLEEP},
     // Waits and timers the supervisor cannot translate (see CHAOS_SHAPE_KEPT_DEADLINE):
     // trapped to be said, only when they name an absolute instant of CLOCK_REALTIME, or
     // under virtual time, which cannot hold them, every timed futex wait (its timeout
     // pointer non-zero) and every kernel timer. A row trapped always, or more often, comes
     // before a narrower row of the same call: only the first of them is looked at.
-    { __NR_futex, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL, 3, 0xffffffffu },
-    { __NR_futex, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, FUTEX_CLOCK_REALTIME },
-    { __NR_timerfd_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
-    { __NR_timer_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
-    { __NR_timerfd_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, TFD_TIMER_ABSTIME },
-    { __NR_timer_settime, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_KEPT_DEADLINE, 0, 0, 0, 1, TIMER_ABSTIME },
+    {.number = __NR_futex,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL,
+     .flag_argument = 3,
+     .flag_mask = 0xffffffffu},
+    {.number = __NR_futex,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .flag_argument = 1,
+     .flag_mask = FUTEX_CLOCK_REALTIME},
+    {.number = __NR_timerfd_settime,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
+    {.number = __NR_timer_settime,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
+    {.number = __NR_timerfd_settime,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .flag_argument = 1,
+     .flag_mask = TFD_TIMER_ABSTIME},
+    {.number = __NR_timer_settime,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_KEPT_DEADLINE,
+     .flag_argument = 1,
+     .flag_mask = TIMER_ABSTIME},
 #ifdef __NR_epoll_wait
-    { __NR_epoll_wait, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    {.number = __NR_epoll_wait,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_EPOLL,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
 #endif
-    { __NR_epoll_pwait, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
-    { __NR_epoll_pwait2, CHAOS_POINT_CLOCK, -1, 1, CHAOS_SHAPE_EPOLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    {.number = __NR_epoll_pwait,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_EPOLL,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
+    {.number = __NR_epoll_pwait2,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .op = 1,
+     .shape = CHAOS_SHAPE_EPOLL,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
 #ifdef __NR_poll
-    { __NR_poll, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
+    {.number = __NR_poll,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_POLL,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
 #endif
-    { __NR_ppoll, CHAOS_POINT_CLOCK, -1, 1, CHAOS_SHAPE_POLL, 0, 0, CHAOS_CLOCK_FLAG_VIRTUAL },
-    // File times move with the clock (stat=yes, the default): the supervisor carries these out.
+    {.number = __NR_ppoll,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .op = 1,
+     .shape = CHAOS_SHAPE_POLL,
+     .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
+// File times move with the clock (stat=yes, the default): the supervisor carries these out.
 #ifdef __NR_stat
-    { __NR_stat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
-    { __NR_lstat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+    {.number = __NR_stat,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_STAT,
+     .needs = CHAOS_CLOCK_FLAG_STAT},
+    {.number = __NR_lstat,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_STAT,
+     .needs = CHAOS_CLOCK_FLAG_STAT},
 #endif
-    { __NR_fstat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_FSTAT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+    {.number = __NR_fstat,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_FSTAT,
+     .needs = CHAOS_CLOCK_FLAG_STAT},
 #ifdef __NR_newfstatat
-    { __NR_newfstatat, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STAT_AT, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+    {.number = __NR_newfstatat,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_STAT_AT,
+     .needs = CHAOS_CLOCK_FLAG_STAT},
 #endif
-    { __NR_statx, CHAOS_POINT_CLOCK, -1, 0, CHAOS_SHAPE_STATX, 0, 0, CHAOS_CLOCK_FLAG_STAT },
+    {.number = __NR_statx,
+     .point = CHAOS_POINT_CLOCK,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_STATX,
+     .needs = CHAOS_CLOCK_FLAG_STAT},
     // Every exec is trapped: a program a clock plan reaches must read its clock with system
     // calls (the supervisor hides the vDSO from it), exec closes descriptors the supervisor
     // knew, and a set-user-ID program runs without its privileges under the filter.
-    { __NR_execve, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
-    { __NR_execveat, CHAOS_POINT_CLOCK, -1, DESCRIPTOR_OPS, CHAOS_SHAPE_EXEC, 0, 0 },
-    // io_uring moves bytes past every trap above: with files or connect entries, setting
-    // it up fails (ENOSYS, so that programs fall back to calls the filter traps) or is said.
+    {.number = __NR_execve, .point = CHAOS_POINT_CLOCK, .fn = -1, .op = DESCRIPTOR_OPS, .shape = CHAOS_SHAPE_EXEC},
+    {.number = __NR_execveat, .point = CHAOS_POINT_CLOCK, .fn = -1, .op = DESCRIPTOR_OPS, .shape = CHAOS_SHAPE_EXEC},
+// io_uring moves bytes past every trap above: with files or connect entries, setting
+// it up fails (ENOSYS, so that programs fall back to calls the filter traps) or is said.
 #ifdef __NR_io_uring_setup
-    { __NR_io_uring_setup, CHAOS_POINT_FILES, -1, CHAOS_OP_ALL_FILES, CHAOS_SHAPE_IO_URING, 0, 0 },
+    {.number = __NR_io_uring_setup,
+     .point = CHAOS_POINT_FILES,
+     .fn = -1,
+     .op = CHAOS_OP_ALL_FILES,
+     .shape = CHAOS_SHAPE_IO_URING},
 #endif
     // What can make a descriptor number or a thread id name something else: the
     // supervisor forgets what it knew of them (descriptors.c).
-    RENUMBER(__NR_close), RENUMBER(__NR_close_range), RENUMBER(__NR_dup3), RENUMBER(__NR_clone), RENUMBER(__NR_clone3),
+    RENUMBER(__NR_close),
+    RENUMBER(__NR_close_range),
+    RENUMBER(__NR_dup3),
+    RENUMBER(__NR_clone),
+    RENUMBER(__NR_clone3),
 #ifdef __NR_dup2
     RENUMBER(__NR_dup2),
 #endif
 #ifdef __NR_fork
-    RENUMBER(__NR_fork), RENUMBER(__NR_vfork),
+    RENUMBER(__NR_fork),
+    RENUMBER(__NR_vfork),
 #endif
 };
 
@@ -159,7 +259,8 @@ static uint64_t needed_rows(const chaos_plan *plan) {
                         (clock_flags & call->needs) == call->needs;
         // Every exec: the supervisor says when a set-user-ID program loses its privileges.
         int for_descriptors = call->shape == CHAOS_SHAPE_EXEC;
-        int for_io_uring = call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
+        int for_io_uring =
+            call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
         if (for_point || for_descriptors || for_io_uring) rows |= 1ull << i;
     }
     return rows;
@@ -185,17 +286,24 @@ int chaos_syscall_covers(const chaos_plan *plan) {
 
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity) {
 #ifndef CHAOS_AUDIT_ARCH
-    (void)plan; (void)out; (void)capacity;
+    (void)plan;
+    (void)out;
+    (void)capacity;
     return -1;
 #else
     uint64_t rows = needed_rows(plan);
     filtered_rows = rows;
     int monotonic = filtered_monotonic = fakes_monotonic(plan);
     // Realtime clock ids always; monotonic ones when an entry fakes them.
-    static const int realtime[] = { CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM };
-    static const int steady[] = { CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM };
+    static const int realtime[] = {CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM};
+    static const int steady[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME,
+                                 CLOCK_BOOTTIME_ALARM};
     int n = 0;
-#define EMIT(instruction) do { if (n >= capacity) return -1; out[n++] = (struct sock_filter)instruction; } while (0)
+#define EMIT(instruction) \
+    do { \
+        if (n >= capacity) return -1; \
+        out[n++] = (struct sock_filter)instruction; \
+    } while (0)
     // Another architecture's calls (x32, i386 through int 0x80) have other numbers: they
     // pass, as the preload's reach check refuses such programs before they start.
     EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
@@ -205,13 +313,17 @@ int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int ca
     int clock_row = -1;
     for (int i = 0; i < TABLE_COUNT; i++) {
         if (!(rows >> i & 1)) continue;
-        if (table[i].shape == CHAOS_SHAPE_CLOCK) { clock_row = i; continue; }
+        if (table[i].shape == CHAOS_SHAPE_CLOCK) {
+            clock_row = i;
+            continue;
+        }
         if (table[i].flag_mask) {
             // Equal: notify when the argument has one of the bits, else let it through;
             // not equal: skip the four. (A row of the same call trapped always comes first.)
             // The low word of the argument: both architectures here are little-endian.
             EMIT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)table[i].number, 0, 4));
-            EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 8 * (unsigned)table[i].flag_argument));
+            EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                          offsetof(struct seccomp_data, args[0]) + 8 * (unsigned)table[i].flag_argument));
             EMIT(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, table[i].flag_mask, 0, 1));
             EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF));
             EMIT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));

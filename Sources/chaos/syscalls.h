@@ -10,15 +10,15 @@
 
 /// How a trapped call's arguments describe it.
 enum chaos_shape {
-    CHAOS_SHAPE_PATH,        ///< args: path (open, creat, unlink, rmdir, mkdir)
-    CHAOS_SHAPE_PATH_AT,     ///< args: dirfd, path (openat, openat2, mkdirat)
-    CHAOS_SHAPE_UNLINK_AT,   ///< args: dirfd, path, flags (AT_REMOVEDIR: rmdir)
-    CHAOS_SHAPE_RENAME,      ///< args: path, path
-    CHAOS_SHAPE_RENAME_AT,   ///< args: dirfd, path, dirfd, path
-    CHAOS_SHAPE_FD,          ///< args: fd (sync, truncate)
-    CHAOS_SHAPE_TRANSFER,    ///< args: fd, buffer, count[, offset] (read, write, pread64, pwrite64)
-    CHAOS_SHAPE_VECTOR,      ///< args: fd, iovec, count[, offset…] (readv, writev, preadv…)
-    CHAOS_SHAPE_COPY,        ///< sendfile (out, in, offset*, count), copy_file_range (in, offset*, out, offset*, count, flags)
+    CHAOS_SHAPE_PATH,      ///< args: path (open, creat, unlink, rmdir, mkdir)
+    CHAOS_SHAPE_PATH_AT,   ///< args: dirfd, path (openat, openat2, mkdirat)
+    CHAOS_SHAPE_UNLINK_AT, ///< args: dirfd, path, flags (AT_REMOVEDIR: rmdir)
+    CHAOS_SHAPE_RENAME,    ///< args: path, path
+    CHAOS_SHAPE_RENAME_AT, ///< args: dirfd, path, dirfd, path
+    CHAOS_SHAPE_FD,        ///< args: fd (sync, truncate)
+    CHAOS_SHAPE_TRANSFER,  ///< args: fd, buffer, count[, offset] (read, write, pread64, pwrite64)
+    CHAOS_SHAPE_VECTOR,    ///< args: fd, iovec, count[, offset…] (readv, writev, preadv…)
+    CHAOS_SHAPE_COPY, ///< sendfile (out, in, offset*, count), copy_file_range (in, offset*, out, offset*, count, flags)
     CHAOS_SHAPE_CONNECT,     ///< args: fd, address, length
     CHAOS_SHAPE_CLOCK,       ///< args: clock, timespec
     CHAOS_SHAPE_TIMEOFDAY,   ///< args: timeval, timezone
@@ -42,15 +42,15 @@ enum chaos_shape {
 
 /// One trapped system call.
 struct chaos_syscall {
-    int number;        ///< __NR_*
-    int32_t point;     ///< chaos_point its entries are on
-    int32_t fn;        ///< chaos_fn the engine decides it as
-    uint32_t op;       ///< files: the CHAOS_OP_* bits its entries may select (copies: write and read)
-    int shape;         ///< chaos_shape
-    int positioned;    ///< transfers: 1 when it has an offset (pread64, pwrite64); waits: 1 when its timeout is a timespec
-    int writes;        ///< transfers: 1 when it moves bytes from the program
-    uint32_t needs;    ///< clock calls: the CHAOS_CLOCK_FLAG_* an entry must have for it to be trapped
-    int flag_argument; ///< with `flag_mask`: the argument whose bits decide
+    int number;     ///< __NR_*
+    int32_t point;  ///< chaos_point its entries are on
+    int32_t fn;     ///< chaos_fn the engine decides it as
+    uint32_t op;    ///< files: the CHAOS_OP_* bits its entries may select (copies: write and read)
+    int shape;      ///< chaos_shape
+    int positioned; ///< transfers: 1 when it has an offset (pread64, pwrite64); waits: 1 when its timeout is a timespec
+    int writes;     ///< transfers: 1 when it moves bytes from the program
+    uint32_t needs; ///< clock calls: the CHAOS_CLOCK_FLAG_* an entry must have for it to be trapped
+    int flag_argument;  ///< with `flag_mask`: the argument whose bits decide
     uint32_t flag_mask; ///< non-zero: trapped only when the argument has one of these bits
 };
 

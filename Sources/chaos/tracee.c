@@ -20,12 +20,12 @@
 #endif
 
 int chaos_tracee_read(pid_t tid, uint64_t address, void *out, size_t length) {
-    struct iovec local = { out, length }, remote = { (void *)(uintptr_t)address, length };
+    struct iovec local = {out, length}, remote = {(void *)(uintptr_t)address, length};
     return process_vm_readv(tid, &local, 1, &remote, 1, 0) == (ssize_t)length ? 0 : -1;
 }
 
 int chaos_tracee_write(pid_t tid, uint64_t address, const void *data, size_t length) {
-    struct iovec local = { (void *)data, length }, remote = { (void *)(uintptr_t)address, length };
+    struct iovec local = {(void *)data, length}, remote = {(void *)(uintptr_t)address, length};
     return process_vm_writev(tid, &local, 1, &remote, 1, 0) == (ssize_t)length ? 0 : -1;
 }
 
@@ -60,16 +60,20 @@ int chaos_tracee_path(pid_t tid, int dirfd, const char *path, char *out, size_t 
     if (path[0] == '/') {
         // The thread's own /proc names its own process, not the supervisor.
         const char *rest = NULL;
-        if (strncmp(path, self, self_length) == 0 && (!path[self_length] || path[self_length] == '/')) rest = path + self_length;
+        if (strncmp(path, self, self_length) == 0 && (!path[self_length] || path[self_length] == '/'))
+            rest = path + self_length;
         else if (strncmp(path, thread_self, thread_length) == 0 && (!path[thread_length] || path[thread_length] == '/'))
             rest = path + thread_length;
-        int written = rest ? snprintf(out, capacity, "/proc/%d%s", (int)tid, rest) : snprintf(out, capacity, "%s", path);
+        int written =
+            rest ? snprintf(out, capacity, "/proc/%d%s", (int)tid, rest) : snprintf(out, capacity, "%s", path);
         return written >= 0 && (size_t)written < capacity ? written : -1;
     }
     char base[4096];
     char name[32];
-    if (dirfd == AT_FDCWD) snprintf(name, sizeof name, "cwd");
-    else snprintf(name, sizeof name, "fd/%d", dirfd);
+    if (dirfd == AT_FDCWD)
+        snprintf(name, sizeof name, "cwd");
+    else
+        snprintf(name, sizeof name, "fd/%d", dirfd);
     if (proc_link(tid, name, base, sizeof base) < 0 || base[0] != '/') return -1;
     int written = snprintf(out, capacity, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/", path);
     return written >= 0 && (size_t)written < capacity ? written : -1;
@@ -97,7 +101,7 @@ static uint64_t stack_pointer(pid_t pid) {
     return regs.rsp;
 #elif defined(__aarch64__)
     struct user_pt_regs regs;
-    struct iovec io = { &regs, sizeof regs };
+    struct iovec io = {&regs, sizeof regs};
     if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &io) != 0) return 0;
     return regs.sp;
 #else
@@ -113,7 +117,7 @@ int chaos_tracee_hide_vdso(pid_t pid) {
     if (!at) return -1;
     uint64_t word;
     if (chaos_tracee_read(pid, at, &word, sizeof word) != 0) return -1;
-    at += (word + 2) * sizeof word;  // argc, its pointers and their NULL
+    at += (word + 2) * sizeof word; // argc, its pointers and their NULL
     for (int i = 0; i < 1 << 16; i++, at += sizeof word) {
         if (chaos_tracee_read(pid, at, &word, sizeof word) != 0) return -1;
         if (!word) break;

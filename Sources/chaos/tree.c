@@ -96,7 +96,8 @@ static int look(pid_t except, char *out, size_t capacity) {
             continue;
         }
         running++;
-        int wrote = snprintf(out + used, capacity - used, "%s%d %s", used ? ", " : "", (int)processes[i].pid, processes[i].name);
+        int wrote = snprintf(out + used, capacity - used, "%s%d %s", used ? ", " : "", (int)processes[i].pid,
+                             processes[i].name);
         if (wrote > 0 && (size_t)wrote < capacity - used) used += (size_t)wrote;
     }
     free(processes);
@@ -140,7 +141,7 @@ static int64_t monotonic_ns(void) {
 int chaos_tree_wait_look(const struct chaos_report_options *options, int64_t *deadline, int interrupted, int fired,
                          struct chaos_report_run *run) {
     if (!options->wait_tree || interrupted || !chaos_tree_has_children()) return -2;
-    if (options->require_fired && fired) return -2;  // nothing later can change the judgement
+    if (options->require_fired && fired) return -2; // nothing later can change the judgement
     int64_t now = monotonic_ns();
     if (!*deadline && options->wait_bound_ns > 0) *deadline = now + options->wait_bound_ns;
     if (*deadline && now >= *deadline) {

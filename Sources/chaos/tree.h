@@ -21,8 +21,8 @@ int chaos_tree_running(pid_t except, char *out, size_t capacity);
 /// How long `chaos run` waits for the tree after the program ended: --wait-tree's
 /// DURATION, or the bound --require-fired implies.
 struct chaos_tree_wait {
-    int wait;              ///< --wait-tree (or --require-fired): wait for the descendants
-    int64_t bound_ns;      ///< at most this long (0: until they have all ended)
+    int wait;         ///< --wait-tree (or --require-fired): wait for the descendants
+    int64_t bound_ns; ///< at most this long (0: until they have all ended)
 };
 
 struct chaos_report_options;

@@ -33,7 +33,7 @@
 #include "tracee.h"
 
 #define NS 1000000000LL
-#define MOST_WATCHED 256  // a poll of more descriptors is not held: it goes on as asked
+#define MOST_WATCHED 256 // a poll of more descriptors is not held: it goes on as asked
 
 enum { HOLD_DUE, HOLD_READY, HOLD_GONE, HOLD_LET_GO };
 
@@ -42,17 +42,17 @@ struct hold {
     int listener;
     struct seccomp_notif call;
     const struct chaos_syscall *sc;
-    int64_t virtual_deadline;  ///< virtual monotonic ns; 0: a real hold until `real_due`
-    int64_t real_due;          ///< real monotonic ns
-    struct pollfd watched[MOST_WATCHED];  ///< borrowed descriptors (this process's numbers)
+    int64_t virtual_deadline;            ///< virtual monotonic ns; 0: a real hold until `real_due`
+    int64_t real_due;                    ///< real monotonic ns
+    struct pollfd watched[MOST_WATCHED]; ///< borrowed descriptors (this process's numbers)
     int watched_count;
-    uint64_t poll_array;       ///< poll: where the program's pollfd array is (revents cleared on timeout)
-    struct pollfd program[MOST_WATCHED];  ///< poll: the array as the program gave it
+    uint64_t poll_array;                 ///< poll: where the program's pollfd array is (revents cleared on timeout)
+    struct pollfd program[MOST_WATCHED]; ///< poll: the array as the program gave it
     int program_count;
 };
 
-static _Atomic int released;  // chaos_waits_release: every hold lets its call go on
-static _Atomic int holding;   // holds not yet answered
+static _Atomic int released; // chaos_waits_release: every hold lets its call go on
+static _Atomic int holding;  // holds not yet answered
 
 static int64_t real_monotonic(void) {
     struct timespec now;
@@ -61,8 +61,9 @@ static int64_t real_monotonic(void) {
 }
 
 static void respond(const struct hold *h, int64_t value, int go_on) {
-    struct seccomp_notif_resp answer = { .id = h->call.id, .val = value, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0 };
-    ioctl(h->listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);  // ENOENT: nobody waits any more
+    struct seccomp_notif_resp answer = {
+        .id = h->call.id, .val = value, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
+    ioctl(h->listener, SECCOMP_IOCTL_NOTIF_SEND, &answer); // ENOENT: nobody waits any more
 }
 
 /// One look at the held call, waiting at most `slice_ms` for its descriptors.
@@ -72,13 +73,13 @@ static int look(struct hold *h, int slice_ms) {
     if (atomic_load(&released)) return HOLD_LET_GO;
     uint64_t id = h->call.id;
     if (ioctl(h->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) return HOLD_GONE;
-    return HOLD_DUE - 1;  // nothing yet
+    return HOLD_DUE - 1; // nothing yet
 }
 
 // chaos_vt_wait_with's attempt: non-zero ends the wait with that value (HOLD_DUE is 0,
 // what the wait returns when virtual time reached the deadline).
 static int virtual_attempt(void *context, int slice_ms) {
-    if (slice_ms == -2) return HOLD_LET_GO;  // virtual time is off: the call as asked
+    if (slice_ms == -2) return HOLD_LET_GO; // virtual time is off: the call as asked
     int seen = look(context, slice_ms);
     return seen < HOLD_DUE ? 0 : seen;
 }
@@ -91,17 +92,22 @@ static void *hold_main(void *context) {
     } else {
         for (outcome = HOLD_DUE - 1; outcome < HOLD_DUE;) {
             int64_t left = h->real_due - real_monotonic();
-            if (left <= 0) outcome = HOLD_DUE;
-            else outcome = look(h, left > 5000000 ? 5 : (int)((left + 999999) / 1000000));
+            if (left <= 0)
+                outcome = HOLD_DUE;
+            else
+                outcome = look(h, left > 5000000 ? 5 : (int)((left + 999999) / 1000000));
         }
     }
     if (outcome == HOLD_DUE && h->program_count) {
         // A poll that timed out reports no event on any descriptor.
         for (int i = 0; i < h->program_count; i++) h->program[i].revents = 0;
-        chaos_tracee_write((pid_t)h->call.pid, h->poll_array, h->program, (size_t)h->program_count * sizeof h->program[0]);
+        chaos_tracee_write((pid_t)h->call.pid, h->poll_array, h->program,
+                           (size_t)h->program_count * sizeof h->program[0]);
     }
-    if (outcome == HOLD_DUE) respond(h, 0, 0);  // slept, or timed out with nothing ready
-    else if (outcome != HOLD_GONE) respond(h, 0, 1);
+    if (outcome == HOLD_DUE)
+        respond(h, 0, 0); // slept, or timed out with nothing ready
+    else if (outcome != HOLD_GONE)
+        respond(h, 0, 1);
     for (int i = 0; i < h->watched_count; i++) close(h->watched[i].fd);
     free(h);
     atomic_fetch_sub(&holding, 1);
@@ -168,7 +174,7 @@ static int sleep_hold(struct hold *h) {
     int clock = nano ? CLOCK_REALTIME : (int)a[0], absolute = !nano && ((int)a[1] & TIMER_ABSTIME);
     struct timespec request;
     if (chaos_tracee_read(tid, nano ? a[0] : a[2], &request, sizeof request) != 0) return 0;
-    if (request.tv_sec < 0 || request.tv_nsec < 0 || request.tv_nsec >= NS) return 0;  // the kernel's EINVAL
+    if (request.tv_sec < 0 || request.tv_nsec < 0 || request.tv_nsec >= NS) return 0; // the kernel's EINVAL
     chaos_outcome o;
     if (!absolute) return clock_now(CHAOS_CLOCKSRC_REALTIME, &o) && relative_sleep(h, &o, ns_of(&request));
     int32_t source = chaos_clock_source(clock);
@@ -190,10 +196,10 @@ static int wait_hold(struct hold *h) {
     pid_t tid = (pid_t)h->call.pid;
     const __u64 *a = h->call.data.args;
     int64_t timeout;
-    int timespec_timeout = h->sc->positioned;  // epoll_pwait2 and ppoll take a timespec
+    int timespec_timeout = h->sc->positioned; // epoll_pwait2 and ppoll take a timespec
     if (timespec_timeout) {
         struct timespec given;
-        if (!a[h->sc->shape == CHAOS_SHAPE_EPOLL ? 3 : 2]) return 0;  // no timeout
+        if (!a[h->sc->shape == CHAOS_SHAPE_EPOLL ? 3 : 2]) return 0; // no timeout
         if (chaos_tracee_read(tid, a[h->sc->shape == CHAOS_SHAPE_EPOLL ? 3 : 2], &given, sizeof given) != 0) return 0;
         timeout = ns_of(&given);
     } else {
@@ -201,16 +207,20 @@ static int wait_hold(struct hold *h) {
         timeout = ms < 0 ? -1 : (int64_t)ms * 1000000;
     }
     chaos_outcome o;
-    if (timeout <= 0 || !chaos_vt_running() || !clock_now(CHAOS_CLOCKSRC_MONOTONIC, &o) || o.action != CHAOS_ACT_VIRTUAL) return 0;
+    if (timeout <= 0 || !chaos_vt_running() || !clock_now(CHAOS_CLOCKSRC_MONOTONIC, &o) ||
+        o.action != CHAOS_ACT_VIRTUAL)
+        return 0;
     if (h->sc->shape == CHAOS_SHAPE_EPOLL) {
         int copy = chaos_tracee_borrow(tid, (int)a[0]);
         if (copy < 0) return 0;
-        h->watched[h->watched_count++] = (struct pollfd){ copy, POLLIN, 0 };
+        h->watched[h->watched_count++] = (struct pollfd){copy, POLLIN, 0};
     } else {
         if (a[1] > MOST_WATCHED) return 0;
         h->program_count = (int)a[1];
         h->poll_array = a[0];
-        if (h->program_count && chaos_tracee_read(tid, a[0], h->program, (size_t)h->program_count * sizeof h->program[0]) != 0) return 0;
+        if (h->program_count &&
+            chaos_tracee_read(tid, a[0], h->program, (size_t)h->program_count * sizeof h->program[0]) != 0)
+            return 0;
         for (int i = 0; i < h->program_count; i++) {
             if (h->program[i].fd < 0) continue;
             int copy = chaos_tracee_borrow(tid, h->program[i].fd);
@@ -219,7 +229,7 @@ static int wait_hold(struct hold *h) {
                 for (int j = 0; j < h->watched_count; j++) close(h->watched[j].fd);
                 return 0;
             }
-            h->watched[h->watched_count++] = (struct pollfd){ copy, h->program[i].events, 0 };
+            h->watched[h->watched_count++] = (struct pollfd){copy, h->program[i].events, 0};
         }
     }
     h->virtual_deadline = virtual_after(timeout);
@@ -232,7 +242,7 @@ void chaos_waits_answer(int listener, const struct seccomp_notif *n, const struc
         chaos_answer_go_on(listener, n->id);
         return;
     }
-    *h = (struct hold){ .listener = listener, .call = *n, .sc = sc };
+    *h = (struct hold){.listener = listener, .call = *n, .sc = sc};
     int held = sc->shape == CHAOS_SHAPE_SLEEP || sc->shape == CHAOS_SHAPE_CLOCK_SLEEP ? sleep_hold(h) : wait_hold(h);
     uint64_t id = n->id;
     if (!held || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {

@@ -101,23 +101,27 @@ static const char *errno_name(int code) {
 
 /// `key=VALUE` for a call that succeeded, `key=VALUE/ERRNO` for one that failed.
 static void outcome(report *r, const char *key, long value, int failed, int code) {
-    if (failed) item(r, key, "%ld/%s", value, errno_name(code));
-    else item(r, key, "%ld", value);
+    if (failed)
+        item(r, key, "%ld/%s", value, errno_name(code));
+    else
+        item(r, key, "%ld", value);
 }
 
 /// A call returning -1 (or another negative value) and errno on failure.
-#define CALL(r, key, expression)                                  \
-    do {                                                          \
-        errno = 0;                                                \
-        long value_ = (long)(expression);                         \
-        int code_ = errno;                                        \
-        outcome(r, key, value_, value_ < 0, code_);               \
+#define CALL(r, key, expression) \
+    do { \
+        errno = 0; \
+        long value_ = (long)(expression); \
+        int code_ = errno; \
+        outcome(r, key, value_, value_ < 0, code_); \
     } while (0)
 
 /// `key=ok` for a descriptor, `key=-1/ERRNO` for a failed open.
 static void descriptor(report *r, const char *key, int fd, int code) {
-    if (fd >= 0) item(r, key, "ok");
-    else item(r, key, "-1/%s", errno_name(code));
+    if (fd >= 0)
+        item(r, key, "ok");
+    else
+        item(r, key, "-1/%s", errno_name(code));
 }
 
 static int usage(report *r, const char *text) {
@@ -208,7 +212,8 @@ static int probe_paths(report *r, int argc, const char *const *argv) {
 /// glob DIR: one byte written to each file that a pattern may or may not match.
 static int probe_glob(report *r, int argc, const char *const *argv) {
     if (argc != 1) return usage(r, "glob DIR");
-    static const char *const names[] = {"io/a.log", "io/sub/deep/b.log", "io/a.txt", "io/x.log.txt", "io2/c.log", "io2/sub/d.log"};
+    static const char *const names[] = {"io/a.log",     "io/sub/deep/b.log", "io/a.txt",
+                                        "io/x.log.txt", "io2/c.log",         "io2/sub/d.log"};
     char path[PATH_MAX];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         open_and_write(r, names[i], AT_FDCWD, joined(path, sizeof path, argv[0], names[i]));
@@ -404,8 +409,10 @@ static int probe_writes(report *r, int argc, const char *const *argv) {
     for (int i = 0; i < count; i++) {
         errno = 0;
         long value = (long)write(fd, "x", 1);
-        if (value < 0) put(r, "%s-1/%s", i ? "," : "", errno_name(errno));
-        else put(r, "%s%ld", i ? "," : "", value);
+        if (value < 0)
+            put(r, "%s-1/%s", i ? "," : "", errno_name(errno));
+        else
+            put(r, "%s%ld", i ? "," : "", value);
     }
     close(fd);
     return 0;
@@ -443,8 +450,10 @@ static int probe_getenv(report *r, int argc, const char *const *argv) {
     for (int i = 0; i < argc; i++) {
         const char *name = argv[i];
         const char *value;
-        if (strncmp(name, "secure:", 7) == 0) value = secure_getenv(name + 7);
-        else value = getenv(name);
+        if (strncmp(name, "secure:", 7) == 0)
+            value = secure_getenv(name + 7);
+        else
+            value = getenv(name);
         item(r, name, "%s", value ? value : "(unset)");
     }
     return 0;
@@ -457,7 +466,10 @@ static int tcp_connect(const char *host, int port) {
     memset(&address, 0, sizeof address);
     address.sin_family = AF_INET;
     address.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &address.sin_addr) != 1) { errno = EINVAL; return -1; }
+    if (inet_pton(AF_INET, host, &address.sin_addr) != 1) {
+        errno = EINVAL;
+        return -1;
+    }
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     int status = connect(fd, (struct sockaddr *)&address, sizeof address);
@@ -495,8 +507,10 @@ static int probe_connect_wait(report *r, int argc, const char *const *argv) {
     int64_t start = raw_ns(CLOCK_MONOTONIC);
     CALL(r, "connect", tcp_connect(argv[0], atoi(argv[1])));
     int64_t waited = (raw_ns(CLOCK_MONOTONIC) - start) / 1000000;
-    if (waited >= atoi(argv[2])) item(r, "waited", "enough");
-    else item(r, "waited", "%lldms", (long long)waited);
+    if (waited >= atoi(argv[2]))
+        item(r, "waited", "enough");
+    else
+        item(r, "waited", "%lldms", (long long)waited);
     return 0;
 }
 
@@ -541,8 +555,10 @@ static int probe_dns(report *r, int argc, const char *const *argv) {
         if (strncmp(argv[i], "hostbyname:", 11) == 0) {
             h_errno = 0;
             struct hostent *found = gethostbyname(argv[i] + 11);
-            if (found) item(r, argv[i], "ok");
-            else item(r, argv[i], "%s", h_errno_name(h_errno));
+            if (found)
+                item(r, argv[i], "ok");
+            else
+                item(r, argv[i], "%s", h_errno_name(h_errno));
             continue;
         }
         struct addrinfo hints, *found = NULL;
@@ -592,7 +608,8 @@ static int probe_clock(report *r, int argc, const char *const *argv) {
     before = raw_ns(CLOCK_REALTIME);
     gettimeofday(&value, NULL);
     after = raw_ns(CLOCK_REALTIME);
-    item(r, "gettimeofday", "%lld", rounded_seconds((int64_t)value.tv_sec * 1000000000 + (int64_t)value.tv_usec * 1000 - before / 2 - after / 2));
+    item(r, "gettimeofday", "%lld",
+         rounded_seconds((int64_t)value.tv_sec * 1000000000 + (int64_t)value.tv_usec * 1000 - before / 2 - after / 2));
 
     clock_shift(r, "realtime", CLOCK_REALTIME);
     clock_shift(r, "realtime-coarse", CLOCK_REALTIME_COARSE);
@@ -611,7 +628,9 @@ static int probe_clock(report *r, int argc, const char *const *argv) {
     ftime(&legacy);
     after = raw_ns(CLOCK_REALTIME);
 #pragma GCC diagnostic pop
-    item(r, "ftime", "%lld", rounded_seconds((int64_t)legacy.time * 1000000000 + (int64_t)legacy.millitm * 1000000 - before / 2 - after / 2));
+    item(r, "ftime", "%lld",
+         rounded_seconds((int64_t)legacy.time * 1000000000 + (int64_t)legacy.millitm * 1000000 - before / 2 -
+                         after / 2));
 
     clock_shift(r, "monotonic", CLOCK_MONOTONIC);
 
@@ -683,10 +702,12 @@ static int probe_sqlite(report *r, const char *name, int argc, const char *const
     }
     if (setup) {
         char sql[160];
-        snprintf(sql, sizeof sql, "PRAGMA journal_mode=%.10s; CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3);", argv[1]);
+        snprintf(sql, sizeof sql, "PRAGMA journal_mode=%.10s; CREATE TABLE t(x); INSERT INTO t VALUES (1), (2), (3);",
+                 argv[1]);
         item(r, "setup", "%d", sqlite_exec(db, sql, NULL, NULL, NULL));
     } else if (strcmp(name, "sqlite-commit") == 0) {
-        static const char *const steps[][2] = {{"begin", "BEGIN"}, {"insert", "INSERT INTO t VALUES (4)"}, {"commit", "COMMIT"}};
+        static const char *const steps[][2] = {
+            {"begin", "BEGIN"}, {"insert", "INSERT INTO t VALUES (4)"}, {"commit", "COMMIT"}};
         for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
             int status = sqlite_exec(db, steps[i][1], NULL, NULL, NULL);
             item(r, steps[i][0], "%d", status);
@@ -694,7 +715,8 @@ static int probe_sqlite(report *r, const char *name, int argc, const char *const
         }
     } else if (strcmp(name, "sqlite-rows") == 0) {
         item(r, "rows", "");
-        int status = sqlite_exec(db, "SELECT group_concat(x) FROM (SELECT x FROM t ORDER BY x)", sqlite_collect, r, NULL);
+        int status =
+            sqlite_exec(db, "SELECT group_concat(x) FROM (SELECT x FROM t ORDER BY x)", sqlite_collect, r, NULL);
         if (status != 0) put(r, "error%d", status);
         item(r, "integrity", "");
         status = sqlite_exec(db, "PRAGMA integrity_check", sqlite_collect, r, NULL);
@@ -790,13 +812,17 @@ static int probe_script(report *r, int argc, const char *const *argv) {
     char path[PATH_MAX];
     for (int step = 2; step < argc; step++) {
         const char *colon = strchr(argv[step], ':');
-        if (!colon || colon == argv[step] || !colon[1]) return usage(r, "script DIR SLOW_MS OP:NAME… (a step is OP:NAME)");
+        if (!colon || colon == argv[step] || !colon[1])
+            return usage(r, "script DIR SLOW_MS OP:NAME… (a step is OP:NAME)");
         size_t op_length = (size_t)(colon - argv[step]);
         const char *name = colon + 1;
         int slot = -1;
         for (int i = 0; i < NAMES && slot < 0; i++) {
-            if (!names[i]) { names[i] = name; slot = i; }
-            else if (strcmp(names[i], name) == 0) slot = i;
+            if (!names[i]) {
+                names[i] = name;
+                slot = i;
+            } else if (strcmp(names[i], name) == 0)
+                slot = i;
         }
         if (slot < 0) return usage(r, "script: at most 16 file names");
         int forked = strncmp(argv[step], "fork.", 5) == 0, execs = strncmp(argv[step], "exec.", 5) == 0;
@@ -809,7 +835,8 @@ static int probe_script(report *r, int argc, const char *const *argv) {
         errno = 0;
         if (op_length == 4 && strncmp(argv[step], "open", 4) == 0) {
             if (fds[slot] >= 0) close(fds[slot]);
-            value = fds[slot] = open(joined(path, sizeof path, argv[0], name), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            value = fds[slot] =
+                open(joined(path, sizeof path, argv[0], name), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         } else if (op_length == 5 && strncmp(argv[step], "write", 5) == 0) {
             value = (long)write(fds[slot], "x", 1);
         } else if (op_length == 4 && strncmp(argv[step], "read", 4) == 0) {
@@ -841,24 +868,43 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     if (argc < 0 || (argc > 0 && !argv)) return usage(&r, "arguments");
     int saved = errno;
     int status;
-    if (strcmp(name, "files") == 0) status = probe_files(&r, argc, argv);
-    else if (strcmp(name, "paths") == 0) status = probe_paths(&r, argc, argv);
-    else if (strcmp(name, "glob") == 0) status = probe_glob(&r, argc, argv);
-    else if (strcmp(name, "descriptors") == 0) status = probe_descriptors(&r, argc, argv);
-    else if (strcmp(name, "stdio") == 0) status = probe_stdio(&r, argc, argv);
-    else if (strcmp(name, "stdio-reads") == 0) status = probe_stdio_reads(&r, argc, argv);
-    else if (strcmp(name, "names") == 0) status = probe_names(&r, argc, argv);
-    else if (strcmp(name, "writes") == 0) status = probe_writes(&r, argc, argv);
-    else if (strcmp(name, "draws") == 0) status = probe_draws(&r, argc, argv);
-    else if (strcmp(name, "script") == 0) status = probe_script(&r, argc, argv);
-    else if (strcmp(name, "inherited") == 0) status = probe_inherited(&r, argc, argv);
-    else if (strcmp(name, "getenv") == 0) status = probe_getenv(&r, argc, argv);
-    else if (strcmp(name, "connect") == 0) status = probe_connect(&r, argc, argv);
-    else if (strcmp(name, "connect-wait") == 0) status = probe_connect_wait(&r, argc, argv);
-    else if (strcmp(name, "dns") == 0) status = probe_dns(&r, argc, argv);
-    else if (strcmp(name, "clock") == 0) status = probe_clock(&r, argc, argv);
-    else if (strncmp(name, "sqlite-", 7) == 0) status = probe_sqlite(&r, name, argc, argv);
-    else status = usage(&r, "files, paths, glob, descriptors, stdio, stdio-reads, names, writes, draws, script, getenv, connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+    if (strcmp(name, "files") == 0)
+        status = probe_files(&r, argc, argv);
+    else if (strcmp(name, "paths") == 0)
+        status = probe_paths(&r, argc, argv);
+    else if (strcmp(name, "glob") == 0)
+        status = probe_glob(&r, argc, argv);
+    else if (strcmp(name, "descriptors") == 0)
+        status = probe_descriptors(&r, argc, argv);
+    else if (strcmp(name, "stdio") == 0)
+        status = probe_stdio(&r, argc, argv);
+    else if (strcmp(name, "stdio-reads") == 0)
+        status = probe_stdio_reads(&r, argc, argv);
+    else if (strcmp(name, "names") == 0)
+        status = probe_names(&r, argc, argv);
+    else if (strcmp(name, "writes") == 0)
+        status = probe_writes(&r, argc, argv);
+    else if (strcmp(name, "draws") == 0)
+        status = probe_draws(&r, argc, argv);
+    else if (strcmp(name, "script") == 0)
+        status = probe_script(&r, argc, argv);
+    else if (strcmp(name, "inherited") == 0)
+        status = probe_inherited(&r, argc, argv);
+    else if (strcmp(name, "getenv") == 0)
+        status = probe_getenv(&r, argc, argv);
+    else if (strcmp(name, "connect") == 0)
+        status = probe_connect(&r, argc, argv);
+    else if (strcmp(name, "connect-wait") == 0)
+        status = probe_connect_wait(&r, argc, argv);
+    else if (strcmp(name, "dns") == 0)
+        status = probe_dns(&r, argc, argv);
+    else if (strcmp(name, "clock") == 0)
+        status = probe_clock(&r, argc, argv);
+    else if (strncmp(name, "sqlite-", 7) == 0)
+        status = probe_sqlite(&r, name, argc, argv);
+    else
+        status = usage(&r, "files, paths, glob, descriptors, stdio, stdio-reads, names, writes, draws, script, getenv, "
+                           "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
     errno = saved;
     return status;
 }

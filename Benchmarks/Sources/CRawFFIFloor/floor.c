@@ -27,7 +27,10 @@ void *chaos_bench_make_raw_forwarding_closure(void *original, void **code_out) {
     }
     void *code = NULL;
     f->closure = ffi_closure_alloc(sizeof(ffi_closure), &code);
-    if (!f->closure) { free(f); return NULL; }
+    if (!f->closure) {
+        free(f);
+        return NULL;
+    }
     f->original = (void (*)(void))original;
     if (ffi_prep_closure_loc(f->closure, &f->cif, raw_forward, f, code) != FFI_OK) {
         ffi_closure_free(f->closure);

@@ -57,8 +57,7 @@ typedef void (*chaos_elf_slot_fn)(void *context, const chaos_elf_slot_info *slot
 /// binary search per image. The walk runs inside dl_iterate_phdr, so no image can be
 /// unloaded while its tables are read; callbacks run there too and must not dlopen or
 /// dlclose. Thread-safe.
-int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image,
-                         chaos_elf_slot_fn on_slot, void *context);
+int chaos_elf_find_slots(const char *symbol, chaos_elf_image_fn on_image, chaos_elf_slot_fn on_slot, void *context);
 
 /// Called once per matching slot of `chaos_elf_find_slots_many`; `symbol_index` is the
 /// index in `symbols` of the name the slot's relocation names.

@@ -68,30 +68,63 @@ enum {
 /// Every function a delivery may report (`chaos_call.fn`). The errno table is per
 /// function: `chaos_fault_errno_allowed(fn, e)`. Values are stable.
 typedef enum chaos_fn {
-    CHAOS_FN_OPEN, CHAOS_FN_OPENAT, CHAOS_FN_CREAT, CHAOS_FN_FOPEN, CHAOS_FN_FDOPEN, CHAOS_FN_FREOPEN,
-    CHAOS_FN_READ, CHAOS_FN_PREAD, CHAOS_FN_READV, CHAOS_FN_PREADV, CHAOS_FN_FREAD,
-    CHAOS_FN_WRITE, CHAOS_FN_PWRITE, CHAOS_FN_WRITEV, CHAOS_FN_PWRITEV, CHAOS_FN_FWRITE, CHAOS_FN_FFLUSH,
-    CHAOS_FN_COPY_FILE_RANGE, CHAOS_FN_SENDFILE,
-    CHAOS_FN_FSYNC, CHAOS_FN_FDATASYNC, CHAOS_FN_SYNC_FILE_RANGE,
-    CHAOS_FN_FTRUNCATE, CHAOS_FN_FALLOCATE, CHAOS_FN_POSIX_FALLOCATE,
-    CHAOS_FN_RENAME, CHAOS_FN_UNLINK, CHAOS_FN_RMDIR, CHAOS_FN_MKDIR,
-    CHAOS_FN_CLOSE, CHAOS_FN_FCLOSE,
-    CHAOS_FN_CONNECT, CHAOS_FN_ACCEPT,
-    CHAOS_FN_SEND, CHAOS_FN_SENDMSG, CHAOS_FN_SOCKET_WRITE,
-    CHAOS_FN_RECV, CHAOS_FN_RECVMSG, CHAOS_FN_SOCKET_READ,
-    CHAOS_FN_GETADDRINFO, CHAOS_FN_GETHOSTBYNAME,
+    CHAOS_FN_OPEN,
+    CHAOS_FN_OPENAT,
+    CHAOS_FN_CREAT,
+    CHAOS_FN_FOPEN,
+    CHAOS_FN_FDOPEN,
+    CHAOS_FN_FREOPEN,
+    CHAOS_FN_READ,
+    CHAOS_FN_PREAD,
+    CHAOS_FN_READV,
+    CHAOS_FN_PREADV,
+    CHAOS_FN_FREAD,
+    CHAOS_FN_WRITE,
+    CHAOS_FN_PWRITE,
+    CHAOS_FN_WRITEV,
+    CHAOS_FN_PWRITEV,
+    CHAOS_FN_FWRITE,
+    CHAOS_FN_FFLUSH,
+    CHAOS_FN_COPY_FILE_RANGE,
+    CHAOS_FN_SENDFILE,
+    CHAOS_FN_FSYNC,
+    CHAOS_FN_FDATASYNC,
+    CHAOS_FN_SYNC_FILE_RANGE,
+    CHAOS_FN_FTRUNCATE,
+    CHAOS_FN_FALLOCATE,
+    CHAOS_FN_POSIX_FALLOCATE,
+    CHAOS_FN_RENAME,
+    CHAOS_FN_UNLINK,
+    CHAOS_FN_RMDIR,
+    CHAOS_FN_MKDIR,
+    CHAOS_FN_CLOSE,
+    CHAOS_FN_FCLOSE,
+    CHAOS_FN_CONNECT,
+    CHAOS_FN_ACCEPT,
+    CHAOS_FN_SEND,
+    CHAOS_FN_SENDMSG,
+    CHAOS_FN_SOCKET_WRITE,
+    CHAOS_FN_RECV,
+    CHAOS_FN_RECVMSG,
+    CHAOS_FN_SOCKET_READ,
+    CHAOS_FN_GETADDRINFO,
+    CHAOS_FN_GETHOSTBYNAME,
     CHAOS_FN_GETENV,
-    CHAOS_FN_CLOCK_GETTIME, CHAOS_FN_GETTIMEOFDAY, CHAOS_FN_TIME, CHAOS_FN_TIMESPEC_GET, CHAOS_FN_FTIME,
+    CHAOS_FN_CLOCK_GETTIME,
+    CHAOS_FN_GETTIMEOFDAY,
+    CHAOS_FN_TIME,
+    CHAOS_FN_TIMESPEC_GET,
+    CHAOS_FN_FTIME,
     CHAOS_FN_COUNT
 } chaos_fn;
 
 /// Description of one function of the table (for Swift validation and `chaos list`).
 typedef struct chaos_fn_info {
-    const char *name;      ///< e.g. "pwrite" (stands for pwrite and pwrite64)
-    const char *covers;    ///< every C symbol it stands for, space separated
-    int32_t point;         ///< chaos_point
-    uint32_t op;           ///< CHAOS_OP_* bit for files functions, 0 otherwise
-    int32_t transfers;     ///< 1 when a `short` action applies (read/write-like)
+    const char *name;   ///< e.g. "pwrite" (stands for pwrite and pwrite64)
+    const char *covers; ///< every C symbol it stands for, space separated
+    int32_t point;      ///< chaos_point
+    uint32_t op;        ///< CHAOS_OP_* bit for files functions, 0 otherwise
+    int32_t transfers;  ///< 1 when a `short` action applies (read/write-like)
 } chaos_fn_info;
 
 /// The table entry of `fn`, or NULL when out of range.
@@ -122,15 +155,15 @@ const char *chaos_fault_op_name(uint32_t op);
 
 /// The engine's tables of names (names.c), for the Swift side to check its own against.
 typedef enum chaos_table {
-    CHAOS_TABLE_POINTS = 0,      ///< value: CHAOS_POINT_*
-    CHAOS_TABLE_OPERATIONS = 1,  ///< value: CHAOS_OP_* bit
-    CHAOS_TABLE_FAMILIES = 2,    ///< value: CHAOS_FAMILY_* bit
-    CHAOS_TABLE_ROLES = 3,       ///< value: CHAOS_ROLE_* bit
-    CHAOS_TABLE_CLOCKS = 4,      ///< value: CHAOS_CLOCKSRC_* bit
-    CHAOS_TABLE_NODE_KINDS = 5,  ///< value: CHAOS_NODE_*
-    CHAOS_TABLE_UNITS = 6,       ///< duration units a person writes; value: nanoseconds
-    CHAOS_TABLE_PLAN_UNITS = 7,  ///< the units plan text takes; value: nanoseconds
-    CHAOS_TABLE_ERRNOS = 8,      ///< errno and EAI names; value: the number
+    CHAOS_TABLE_POINTS = 0,        ///< value: CHAOS_POINT_*
+    CHAOS_TABLE_OPERATIONS = 1,    ///< value: CHAOS_OP_* bit
+    CHAOS_TABLE_FAMILIES = 2,      ///< value: CHAOS_FAMILY_* bit
+    CHAOS_TABLE_ROLES = 3,         ///< value: CHAOS_ROLE_* bit
+    CHAOS_TABLE_CLOCKS = 4,        ///< value: CHAOS_CLOCKSRC_* bit
+    CHAOS_TABLE_NODE_KINDS = 5,    ///< value: CHAOS_NODE_*
+    CHAOS_TABLE_UNITS = 6,         ///< duration units a person writes; value: nanoseconds
+    CHAOS_TABLE_PLAN_UNITS = 7,    ///< the units plan text takes; value: nanoseconds
+    CHAOS_TABLE_ERRNOS = 8,        ///< errno and EAI names; value: the number
     CHAOS_TABLE_PUBLIC_POINTS = 9, ///< "system.files" …: the points' names in ChaosKit; value: CHAOS_POINT_*
 } chaos_table;
 
@@ -142,26 +175,26 @@ const char *chaos_fault_table_name(int32_t table, int32_t index, int64_t *value)
 
 /// Node kinds of a provider tree (the text keyword in quotes).
 typedef enum chaos_node_kind {
-    CHAOS_NODE_ORIGINAL = 0,    ///< "original": call the real function; final
-    CHAOS_NODE_PASS = 1,        ///< "pass": this entry does not act; the next entry decides
-    CHAOS_NODE_FAIL = 2,        ///< "fail": return `ret` (default -1) with errno `err`
-    CHAOS_NODE_SHORT = 3,       ///< "short": transfer at most `max` bytes (0: half, at least 1)
-    CHAOS_NODE_OFFSET = 4,      ///< "offset": clock reads real + `ns`
-    CHAOS_NODE_FROZEN = 5,      ///< "frozen": clock reads `ns` (ns since 1970)
-    CHAOS_NODE_SPEED = 6,       ///< "speed": clock reads anchor + (real - anchor) * factor
-    CHAOS_NODE_SET = 7,         ///< "set": getenv answers `value`
-    CHAOS_NODE_UNSET = 8,       ///< "unset": getenv answers NULL
-    CHAOS_NODE_SEQUENTIAL = 9,  ///< "sequential": call i uses child i (weights repeat a child); the last repeats
-    CHAOS_NODE_COMPOSITE = 10,  ///< "composite": first case whose conditions hold; else `otherwise`
-    CHAOS_NODE_PROBABILITY = 11,///< "probability": child with probability p (drawn per entry call index), else pass
-    CHAOS_NODE_TIMES = 12,      ///< "times": child for the first n calls reaching it, then pass
-    CHAOS_NODE_DELAY = 13,      ///< "delay": wait `ns`, then child
-    CHAOS_NODE_ASK = 14,        ///< "ask": `id=N`; the in-process delivery asks its chaos_ask_fn (CChaosIntercept.h)
-    CHAOS_NODE_VIRTUAL = 15,    ///< "virtual": clock reads the process's virtual time (`at=` its realtime start,
-                                ///< default now; `flow=yes`: it also runs at real pace); monotonic clocks and
-                                ///< sleeps follow it too. Installing it starts virtual time; a plan without it stops it.
-    CHAOS_NODE_AT = 16,         ///< "at": child at the listed calls reaching it (`calls=2,5`, counted from 1; `none`:
-                                ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
+    CHAOS_NODE_ORIGINAL = 0,     ///< "original": call the real function; final
+    CHAOS_NODE_PASS = 1,         ///< "pass": this entry does not act; the next entry decides
+    CHAOS_NODE_FAIL = 2,         ///< "fail": return `ret` (default -1) with errno `err`
+    CHAOS_NODE_SHORT = 3,        ///< "short": transfer at most `max` bytes (0: half, at least 1)
+    CHAOS_NODE_OFFSET = 4,       ///< "offset": clock reads real + `ns`
+    CHAOS_NODE_FROZEN = 5,       ///< "frozen": clock reads `ns` (ns since 1970)
+    CHAOS_NODE_SPEED = 6,        ///< "speed": clock reads anchor + (real - anchor) * factor
+    CHAOS_NODE_SET = 7,          ///< "set": getenv answers `value`
+    CHAOS_NODE_UNSET = 8,        ///< "unset": getenv answers NULL
+    CHAOS_NODE_SEQUENTIAL = 9,   ///< "sequential": call i uses child i (weights repeat a child); the last repeats
+    CHAOS_NODE_COMPOSITE = 10,   ///< "composite": first case whose conditions hold; else `otherwise`
+    CHAOS_NODE_PROBABILITY = 11, ///< "probability": child with probability p (drawn per entry call index), else pass
+    CHAOS_NODE_TIMES = 12,       ///< "times": child for the first n calls reaching it, then pass
+    CHAOS_NODE_DELAY = 13,       ///< "delay": wait `ns`, then child
+    CHAOS_NODE_ASK = 14,         ///< "ask": `id=N`; the in-process delivery asks its chaos_ask_fn (CChaosIntercept.h)
+    CHAOS_NODE_VIRTUAL = 15,     ///< "virtual": clock reads the process's virtual time (`at=` its realtime start,
+                                 ///< default now; `flow=yes`: it also runs at real pace); monotonic clocks and
+    ///< sleeps follow it too. Installing it starts virtual time; a plan without it stops it.
+    CHAOS_NODE_AT = 16, ///< "at": child at the listed calls reaching it (`calls=2,5`, counted from 1; `none`:
+                        ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -181,7 +214,13 @@ typedef enum chaos_action {
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
-enum { CHAOS_FAMILY_INET = 1, CHAOS_FAMILY_INET6 = 2, CHAOS_FAMILY_UNIX = 4, CHAOS_FAMILY_OTHER = 8, CHAOS_FAMILY_ANY = 15 };
+enum {
+    CHAOS_FAMILY_INET = 1,
+    CHAOS_FAMILY_INET6 = 2,
+    CHAOS_FAMILY_UNIX = 4,
+    CHAOS_FAMILY_OTHER = 8,
+    CHAOS_FAMILY_ANY = 15
+};
 
 /// Socket roles for `role=` conditions (bits): a socket this process connected (client),
 /// one it got from accept (server), or any other (e.g. socketpair, inherited).
@@ -200,10 +239,10 @@ enum {
 /// Limits the parser enforces (a plan over them is refused with a located error).
 enum {
     CHAOS_PLAN_MAX_ENTRIES = 256,
-    CHAOS_PLAN_MAX_NODES = 256,        ///< per entry
+    CHAOS_PLAN_MAX_NODES = 256, ///< per entry
     CHAOS_PLAN_MAX_CASE_CONDITIONS = 8,
-    CHAOS_PLAN_MAX_TEXT = 1 << 20,     ///< bytes of plan text
-    CHAOS_PLAN_MAX_STRING = 4096,      ///< bytes of one path pattern, host, name or value
+    CHAOS_PLAN_MAX_TEXT = 1 << 20, ///< bytes of plan text
+    CHAOS_PLAN_MAX_STRING = 4096,  ///< bytes of one path pattern, host, name or value
 };
 
 /// A located parse error: 1-based line and column (column 0: the whole line or the end of
@@ -323,19 +362,19 @@ typedef struct chaos_call {
 
 /// What to do with a call.
 typedef struct chaos_outcome {
-    int32_t action;      ///< chaos_action
-    int32_t entry;       ///< index of the deciding entry, -1 when none acted
-    int64_t delay_ns;    ///< wait this long first (sum of the delay nodes passed)
-    int64_t ret;         ///< FAIL: the return value (-1, or an EAI_* code for dns)
-    int32_t err;         ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
-    int64_t max_bytes;   ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
-    int64_t clock_ns;    ///< OFFSET: shift; FROZEN: the instant
-    double factor;       ///< SPEED: rate
-    int64_t anchor_ns;   ///< SPEED: the real instant time is scaled from
-    const char *value;   ///< SET: the answer (never freed)
-    int32_t monotonic;   ///< clock: 1 when the deciding entry also fakes monotonic clocks
-    int32_t stat_times;  ///< clock: 1 when the deciding entry shifts file times (default)
-    uint32_t ask_id;     ///< ASK: the `id=` of the ask node that decided
+    int32_t action;     ///< chaos_action
+    int32_t entry;      ///< index of the deciding entry, -1 when none acted
+    int64_t delay_ns;   ///< wait this long first (sum of the delay nodes passed)
+    int64_t ret;        ///< FAIL: the return value (-1, or an EAI_* code for dns)
+    int32_t err;        ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
+    int64_t max_bytes;  ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
+    int64_t clock_ns;   ///< OFFSET: shift; FROZEN: the instant
+    double factor;      ///< SPEED: rate
+    int64_t anchor_ns;  ///< SPEED: the real instant time is scaled from
+    const char *value;  ///< SET: the answer (never freed)
+    int32_t monotonic;  ///< clock: 1 when the deciding entry also fakes monotonic clocks
+    int32_t stat_times; ///< clock: 1 when the deciding entry shifts file times (default)
+    uint32_t ask_id;    ///< ASK: the `id=` of the ask node that decided
 } chaos_outcome;
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-typedef struct chaos_plan chaos_plan;  // CChaosFaults.h
+typedef struct chaos_plan chaos_plan; // CChaosFaults.h
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,11 +12,11 @@ extern "C" {
 
 /// Why the preload library cannot reach a program, or that it can.
 enum chaos_reach {
-    CHAOS_REACHED = 0,       ///< a dynamically linked program the dynamic loader preloads into
-    CHAOS_UNREACHED_STATIC,  ///< statically linked: no dynamic loader, so nothing is preloaded
-    CHAOS_UNREACHED_GO,      ///< a Go program: it makes its own system calls and reads the vDSO clock
-    CHAOS_UNREACHED_CLASS,   ///< an ELF of another class or machine than the preload library
-    CHAOS_UNREACHED_SETUID,  ///< set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it
+    CHAOS_REACHED = 0,      ///< a dynamically linked program the dynamic loader preloads into
+    CHAOS_UNREACHED_STATIC, ///< statically linked: no dynamic loader, so nothing is preloaded
+    CHAOS_UNREACHED_GO,     ///< a Go program: it makes its own system calls and reads the vDSO clock
+    CHAOS_UNREACHED_CLASS,  ///< an ELF of another class or machine than the preload library
+    CHAOS_UNREACHED_SETUID, ///< set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it
 };
 
 /// Finds `program` as execvp would (in `search`, a PATH list, unless it has a slash; NULL:

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct chaos_plan chaos_plan;  // CChaosFaults.h
+typedef struct chaos_plan chaos_plan; // CChaosFaults.h
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,9 +45,9 @@ int chaos_plan_share_counters(chaos_plan *plan, int32_t entry, uint64_t *counter
 /// empty for the rest). Written and read under `busy`: an act that finds it taken leaves
 /// the note to the act holding it.
 typedef struct chaos_last_act {
-    int32_t fn;        ///< CHAOS_FN_* + 1; 0: no act yet. Under `busy`
-    int32_t busy;      ///< 1 while an act writes the note or a reader copies it (atomic)
-    char target[120];  ///< NUL-terminated, cut to fit. Under `busy`
+    int32_t fn;       ///< CHAOS_FN_* + 1; 0: no act yet. Under `busy`
+    int32_t busy;     ///< 1 while an act writes the note or a reader copies it (atomic)
+    char target[120]; ///< NUL-terminated, cut to fit. Under `busy`
 } chaos_last_act;
 
 /// Copies the note `slot` holds: its function (CHAOS_FN_* + 1, 0 when none, or when it
@@ -62,17 +62,17 @@ int chaos_plan_mirror_last_act(chaos_plan *plan, int32_t entry, chaos_last_act *
 /// What a process of the tree did at an edge chaos does not cross quietly: the report names
 /// each one, with the process and the program.
 typedef enum chaos_tree_event_kind {
-    CHAOS_TREE_EXEC_REFUSED = 1,    ///< an exec of a program chaos cannot reach was refused
-    CHAOS_TREE_EXEC_UNREACHED = 2,  ///< such an exec ran without chaos (--allow-unreached)
-    CHAOS_TREE_IO_URING_REFUSED = 3, ///< io_uring_setup failed with ENOSYS (the default)
-    CHAOS_TREE_IO_URING_ALLOWED = 4, ///< io_uring_setup went through (--io-uring allow)
+    CHAOS_TREE_EXEC_REFUSED = 1,        ///< an exec of a program chaos cannot reach was refused
+    CHAOS_TREE_EXEC_UNREACHED = 2,      ///< such an exec ran without chaos (--allow-unreached)
+    CHAOS_TREE_IO_URING_REFUSED = 3,    ///< io_uring_setup failed with ENOSYS (the default)
+    CHAOS_TREE_IO_URING_ALLOWED = 4,    ///< io_uring_setup went through (--io-uring allow)
     CHAOS_TREE_SETUID_UNPRIVILEGED = 5, ///< a set-user-ID program ran without its privileges (no_new_privs)
-    CHAOS_TREE_DEADLINE_REAL = 6,   ///< a futex wait or kernel timer kept real time under the seccomp delivery
+    CHAOS_TREE_DEADLINE_REAL = 6,       ///< a futex wait or kernel timer kept real time under the seccomp delivery
 } chaos_tree_event_kind;
 
 /// One such event: which process, and the program it ran or tried to run.
 typedef struct chaos_tree_event {
-    int32_t kind;  ///< chaos_tree_event_kind, stored last (atomically): 0 while the slot is written
+    int32_t kind; ///< chaos_tree_event_kind, stored last (atomically): 0 while the slot is written
     int32_t pid;
     char program[120];
 } chaos_tree_event;
@@ -86,8 +86,8 @@ typedef struct chaos_tree_event {
 /// counters (chaos_plan_shared_counter_count), entry after entry, then one chaos_last_act
 /// per entry (chaos_tally_last_acts finds them).
 typedef struct chaos_tally_header {
-    char magic[16];    ///< CHAOS_TALLY_MAGIC, NUL-padded
-    uint64_t entries;  ///< how many pairs follow
+    char magic[16];   ///< CHAOS_TALLY_MAGIC, NUL-padded
+    uint64_t entries; ///< how many pairs follow
     /// Entries the processes' control endpoints applied while the program ran (`chaos ctl
     /// apply`), added atomically: they have no pair, so the report can only say so.
     uint64_t applied_later;

@@ -62,9 +62,7 @@ static inline uint64_t chaos_hook_enter_counted(void) {
 
 /// Starts a hook section: 1 when the thread was not inside one (call chaos_hook_leave
 /// after), 0 when it already was.
-static inline int chaos_hook_enter(void) {
-    return chaos_hook_enter_counted() != 0;
-}
+static inline int chaos_hook_enter(void) { return chaos_hook_enter_counted() != 0; }
 
 /// Ends the section chaos_hook_enter_counted started, given what it returned.
 static inline void chaos_hook_leave_entered(uint64_t entered) {

@@ -39,14 +39,14 @@ extern "C" {
 
 /// One in-process interceptor.
 typedef struct chaos_intercept {
-    const char *symbol;  ///< the libc symbol whose GOT/data slots to rebind, e.g. "pwrite64"
-    int32_t point;       ///< the chaos_point it reports to (CHAOS_POINT_FILES …); clock functions,
-                         ///< the stat family and sleeps: CHAOS_POINT_CLOCK. For functions that only
-                         ///< keep the descriptor table (dup, socket…): the first point that needs them.
-    void *replacement;   ///< the in-process interceptor's address (a function of `symbol`'s C type)
-    uint32_t points;     ///< bit p set for every point p whose entries need this symbol rebound:
-                         ///< `write` reports to files and, on sockets, to send; `close`, `dup*`
-                         ///< and `fcntl` keep the descriptor table of every descriptor point.
+    const char *symbol; ///< the libc symbol whose GOT/data slots to rebind, e.g. "pwrite64"
+    int32_t point;      ///< the chaos_point it reports to (CHAOS_POINT_FILES …); clock functions,
+                        ///< the stat family and sleeps: CHAOS_POINT_CLOCK. For functions that only
+                        ///< keep the descriptor table (dup, socket…): the first point that needs them.
+    void *replacement;  ///< the in-process interceptor's address (a function of `symbol`'s C type)
+    uint32_t points;    ///< bit p set for every point p whose entries need this symbol rebound:
+                        ///< `write` reports to files and, on sockets, to send; `close`, `dup*`
+                        ///< and `fcntl` keep the descriptor table of every descriptor point.
 } chaos_intercept;
 
 /// Every in-process interceptor, terminated by an element whose `symbol` is NULL. Symbols
