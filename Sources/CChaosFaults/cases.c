@@ -2,7 +2,7 @@
 // composite node or alone (chaos_case_test, for Swift's conditions).
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 // and nothing is carried from plan to plan.
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@ chaos_counts *cf_counts_make(int32_t point) {
     return counts;
 }
 
-// MARK: - Tallies of the fast path (fast_clock.h)
+// MARK: - Tallies of the fast path (chaos_fast_clock.h)
 
 // A thread's tally is listed at its first fast reading and leaves the list when the thread
 // exits (a pthread key's destructor moves its readings into their counts); a forked child

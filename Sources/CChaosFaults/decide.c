@@ -2,7 +2,7 @@
 // the clock arithmetic of the outcomes. Nothing here changes anything but counters.
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 // the engine reads itself. Read sections are sections.c's, decisions decide.c's.
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 
 // The plan decisions read, inside read sections (sections.c); swapped under install_lock.
 _Atomic(chaos_plan *) cf_active_plan;
-// What the active plan asks of the deliveries (fast_clock.h, fast_fd.h read them inline):
+// What the active plan asks of the deliveries (chaos_fast_clock.h, chaos_fast_fd.h read them inline):
 // atomics, written under install_lock.
 _Atomic uint32_t cf_active_points;
 static _Atomic uint32_t clock_flags;
@@ -43,7 +43,7 @@ int64_t cf_now_realtime(void) {
 
 void chaos_fault_set_start_anchor(int64_t realtime_ns) { atomic_store(&start_anchor, realtime_ns); }
 
-// MARK: - The clock's constant fast path (fast_clock.h)
+// MARK: - The clock's constant fast path (chaos_fast_clock.h)
 
 // Read inline by the interceptors under its sequence lock; written by install only, under
 // install_lock.
@@ -164,12 +164,6 @@ int chaos_plan_install(chaos_plan *plan) {
     if (!has_virtual) cf_vt_plan_installed(0, 0, 0);
     chaos_plan_free(old);
     return 0;
-}
-
-int chaos_plan_load_text(const char *text, size_t length, chaos_plan_error *error) {
-    chaos_plan *plan = chaos_plan_parse(text, length, error);
-    if (!plan) return -1;
-    return chaos_plan_install(plan);
 }
 
 void chaos_plan_clear(void) { chaos_plan_install(NULL); }

@@ -1,6 +1,6 @@
 // The descriptor table: what each descriptor number is (a file and its physical path, a
 // socket and its family and role, something else), remembered when it is opened so that
-// reads and writes decide without asking the kernel, and the verdict fast_fd.h reads
+// reads and writes decide without asking the kernel, and the verdict chaos_fast_fd.h reads
 // inline. Entries are tagged with a generation, so a new plan starts from a fresh table.
 #define _GNU_SOURCE
 #include "internal.h"

@@ -2,7 +2,7 @@
 // plan that made them.
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -138,7 +138,7 @@ bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_
 bool cf_special_path(const char *path);
 
 // fd_table.c
-#include "fast_fd.h"
+#include "chaos_fast_fd.h"
 void cf_fd_tracking_set(bool on);
 void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant);
 

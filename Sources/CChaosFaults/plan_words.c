@@ -374,8 +374,6 @@ bool plan_duration(const char *text, int64_t *out) {
     return true;
 }
 
-int chaos_parse_duration(const char *text, int64_t *nanoseconds) { return plan_duration(text, nanoseconds) ? 0 : -1; }
-
 bool plan_yes_no(const char *text, int32_t *out) {
     if (strcmp(text, "yes") == 0) {
         *out = 1;

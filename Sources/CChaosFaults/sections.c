@@ -4,7 +4,7 @@
 // has drained. Writers are serialized by sync_lock; readers never wait.
 #define _GNU_SOURCE
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -46,7 +46,7 @@ void cf_vt_notify(void) {
     syscall(SYS_futex, &generation, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
-// The words readings use (fast_clock.h reads them inline): atomics, changed under cf_vt_lock.
+// The words readings use (chaos_fast_clock.h reads them inline): atomics, changed under cf_vt_lock.
 cf_virtual_clock cf_vt;
 // Limits and tallies: atomics, read without a lock.
 static _Atomic int64_t watchdog_ns = 30 * NS;

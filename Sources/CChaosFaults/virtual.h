@@ -4,7 +4,7 @@
 #define CCHAOS_FAULTS_VIRTUAL_H
 
 #include "internal.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 #include <pthread.h>
 #include <sys/types.h>

@@ -373,16 +373,6 @@ public struct CCall {
         }
     }
 
-    static func errnoAddress() -> UnsafeMutablePointer<Int32> {
-        #if canImport(Glibc) || canImport(Musl)
-        return __errno_location()
-        #elseif canImport(Darwin)
-        return __error()
-        #else
-        fatalError("errno is not available on this platform")
-        #endif
-    }
-
     mutating func finishErrno() {
         errnoLocation.pointee = handlerSetErrno ? handlerErrno : callerErrno
     }

@@ -5,7 +5,8 @@
 // Foundation's Date() under an offset costs about what it costs plain. The entry acts on
 // every reading, so one count is both its seen and acted (chaos_counts_read adds it).
 //
-// Private to the C targets of this package (not in include/, so Swift never imports it).
+// For the C of the engine and the deliveries only: published in include/ for them, but left
+// out of the module Swift imports (include/module.modulemap excludes it).
 #ifndef CCHAOS_FAULTS_FAST_CLOCK_H
 #define CCHAOS_FAULTS_FAST_CLOCK_H
 

@@ -3,7 +3,8 @@
 // can act on — the common case under a files fault aimed elsewhere — is decided from the
 // descriptor table's remembered verdict, without a call into the engine.
 //
-// Private to the C targets of this package (not in include/, so Swift never imports it).
+// For the C of the engine and the deliveries only: published in include/ for them, but left
+// out of the module Swift imports (include/module.modulemap excludes it).
 #ifndef CCHAOS_FAULTS_FAST_FD_H
 #define CCHAOS_FAULTS_FAST_FD_H
 
@@ -12,7 +13,7 @@
 #include <stdint.h>
 
 #include "CChaosFaults.h"
-#include "fast_clock.h"
+#include "chaos_fast_clock.h"
 
 /// The active plan's generation (0: none), which descriptor verdicts are tagged with.
 extern _Atomic uint64_t cf_plan_generation __attribute__((visibility("hidden")));
