@@ -156,9 +156,6 @@ public final class ChaosConsole: Sendable {
         var goSaid = false
         /// The waits for go under way (``waitForGo(timeout:)``).
         var goWaiters: [GoWaiter] = []
-        var streams: [UInt64: AsyncStream<String>.Continuation] = [:]
-        var nextStream: UInt64 = 0
-        var stopped = false
     }
 
     /// Where it listens: `http://127.0.0.1:PORT` or `unix:/path`.
@@ -173,6 +170,8 @@ public final class ChaosConsole: Sendable {
     /// `Host` values that name this endpoint (lower-cased); empty for a Unix socket.
     let allowedHosts: Set<String>
     private let state: Locked<State>
+    /// The Server-Sent Events clients, each with its stream of text; closed when it stops.
+    private let streams = Subscribers<String>()
     private let running: Locked<Running?>
     private let endpointFileDirectory: URL?
     static let logger = Logger(label: "ChaosConsole")
@@ -311,12 +310,7 @@ public final class ChaosConsole: Sendable {
     /// Stops listening, ends every event stream and removes the endpoint file. The chaos
     /// applied through the endpoint stays applied (revert it first if it should not).
     public func stop() async {
-        let streams = state.withLock { state -> [AsyncStream<String>.Continuation] in
-            state.stopped = true
-            defer { state.streams = [:] }
-            return Array(state.streams.values)
-        }
-        for stream in streams { stream.finish() }
+        streams.close()
         if let directory = endpointFileDirectory { endpoint.withdraw(from: directory) }
         guard
             let running = running.withLock({ running -> Running? in
@@ -403,20 +397,8 @@ public final class ChaosConsole: Sendable {
     }
 
     /// A stream of SSE text for one client; nil once the console stopped.
-    func openStream() -> (id: UInt64, stream: AsyncStream<String>, continuation: AsyncStream<String>.Continuation)? {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(4_096))
-        let id = state.withLock { state -> UInt64? in
-            guard !state.stopped else { return nil }
-            state.nextStream += 1
-            state.streams[state.nextStream] = continuation
-            return state.nextStream
-        }
-        guard let id else { return nil }
-        return (id, stream, continuation)
-    }
-
-    func closeStream(_ id: UInt64) {
-        _ = state.withLock { $0.streams.removeValue(forKey: id) }
+    func openStream() -> (stream: AsyncStream<String>, continuation: AsyncStream<String>.Continuation)? {
+        streams.subscribe(bufferingNewest: 4_096)
     }
 
     // MARK: Helpers

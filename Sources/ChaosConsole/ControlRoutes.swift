@@ -380,7 +380,7 @@ extension ChaosConsole {
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
-                guard let (id, stream, continuation) = console.openStream() else {
+                guard let (stream, continuation) = console.openStream() else {
                     try await writer.finish(nil)
                     return
                 }
@@ -394,7 +394,8 @@ extension ChaosConsole {
                 defer {
                     forward.cancel()
                     heartbeat.cancel()
-                    console.closeStream(id)
+                    // Ends the stream, which takes it off the console's subscribers.
+                    continuation.finish()
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n: connected\n\n"))
                 for await text in stream {

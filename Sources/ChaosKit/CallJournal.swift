@@ -134,8 +134,6 @@ public final class CallJournal: Sendable {
     private struct State {
         var ring: BoundedRing<JournalRecord>
         var selection = Selection.none
-        var subscribers: [UInt64: AsyncStream<JournaledCall>.Continuation] = [:]
-        var nextSubscriber: UInt64 = 0
         /// The names of the points it has recorded, by their ``PointState/journalNameIndex``:
         /// a record keeps an index, which costs no reference count to copy and drop.
         var pointNames: [String] = []
@@ -151,8 +149,9 @@ public final class CallJournal: Sendable {
     }
 
     private let state: Locked<State>
-    /// Whether anyone follows the journal: the recording path copies subscribers only then.
-    private let followed = Atomic<Bool>(false)
+    /// Who follows the journal: the recording path makes a call to hand out only when
+    /// someone does.
+    private let followers = Subscribers<JournaledCall>()
 
     /// A journal keeping the newest `capacity` calls (one of your own, for tests; points
     /// write to ``shared``).
@@ -203,21 +202,8 @@ public final class CallJournal: Sendable {
     /// Every call journaled from now on, as it is recorded; a slow reader keeps the newest
     /// `limit`. The stream ends when the task reading it is cancelled.
     public func follow(bufferingNewest limit: Int = 1_024) -> AsyncStream<JournaledCall> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: JournaledCall.self, bufferingPolicy: .bufferingNewest(limit))
-        let id = state.withLock { state -> UInt64 in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            followed.store(true, ordering: .relaxed)
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { state in
-                state.subscribers.removeValue(forKey: id)
-                self?.followed.store(!state.subscribers.isEmpty, ordering: .relaxed)
-            }
-        }
-        return stream
+        // The journal's followers are never closed, so a subscription is always made.
+        followers.subscribe(bufferingNewest: limit)?.stream ?? AsyncStream { $0.finish() }
     }
 
     /// Whether a point of this name and kind is journaled now: called when it registers,
@@ -270,20 +256,19 @@ public final class CallJournal: Sendable {
                 number: number, nanoseconds: nanoseconds, pointNameIndex: nameIndex, entry: entered ? note.entry : nil,
                 callIndex: note.callIndex, entrySeed: note.entrySeed, acted: entered && note.acted, values: values)
         }
-        guard followed.load(ordering: .relaxed) else {
+        guard !followers.isEmpty else {
             _ = state.withLock { state in
                 let nameIndex = state.nameIndex(of: point)
                 return state.ring.append { make($0, nameIndex) }
             }
             return
         }
-        let (number, subscribers) = state.withLock { state in
+        let number = state.withLock { state in
             let nameIndex = state.nameIndex(of: point)
-            return (state.ring.append { make($0, nameIndex) }, Array(state.subscribers.values))
+            return state.ring.append { make($0, nameIndex) }
         }
         guard let number else { return }
-        let call = make(number, -1).call(pointName: point.name)
-        for subscriber in subscribers { subscriber.yield(call) }
+        followers.yield(make(number, -1).call(pointName: point.name))
     }
 
     /// A value as the journal shows it: its own rendering (when its type has one: `itself`),

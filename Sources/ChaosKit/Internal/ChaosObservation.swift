@@ -11,24 +11,17 @@ import Darwin
 /// subscribers. Until someone asks, the call path records counts only: a point reads its
 /// own `observed` flag, which this turns on for every point, present and future.
 enum ChaosObservation {
-    private struct State {
-        var observing = false
-        var subscribers: [UInt64: AsyncStream<ChaosEvent>.Continuation] = [:]
-        var nextSubscriber: UInt64 = 0
-    }
-
-    private static let state = Locked(State())
-    /// Whether any subscriber is left: acts make no event while nobody takes them.
-    private static let subscribed = Atomic<Bool>(false)
+    private static let observing = Locked(false)
+    private static let subscribers = Subscribers<ChaosEvent>()
 
     /// Whether time recording is on (new points start observed when it is).
-    static var isObserving: Bool { state.withLock { $0.observing } }
+    static var isObserving: Bool { observing.withLock { $0 } }
 
     /// Turns observation on for every live point and every point made later.
     static func start() {
-        let first = state.withLock { state -> Bool in
-            defer { state.observing = true }
-            return !state.observing
+        let first = observing.withLock { observing -> Bool in
+            defer { observing = true }
+            return !observing
         }
         if first { PointRegistry.shared.forEachPoint { $0.observed.store(true, ordering: .relaxed) } }
     }
@@ -36,30 +29,16 @@ enum ChaosObservation {
     /// A stream of every act of every entry from now on; observation is on from then.
     static func subscribe(bufferingNewest limit: Int) -> AsyncStream<ChaosEvent> {
         start()
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: ChaosEvent.self, bufferingPolicy: .bufferingNewest(limit))
-        let id = state.withLock { state -> UInt64 in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            subscribed.store(true, ordering: .relaxed)
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { _ in
-            state.withLock { state in
-                state.subscribers.removeValue(forKey: id)
-                subscribed.store(!state.subscribers.isEmpty, ordering: .relaxed)
-            }
-        }
-        return stream
+        // The event stream is never closed, so a subscription is always made.
+        return subscribers.subscribe(bufferingNewest: limit)?.stream ?? AsyncStream { $0.finish() }
     }
 
     /// Whether anyone takes events now: when not, an act need not make one.
-    static var hasSubscribers: Bool { subscribed.load(ordering: .relaxed) }
+    static var hasSubscribers: Bool { !subscribers.isEmpty }
 
     /// Hands `event` to every subscriber.
     static func emit(_ event: ChaosEvent) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(event) }
+        subscribers.yield(event)
     }
 
     /// The real CLOCK_REALTIME in ns since 1970, read through libc's own function found
