@@ -25,19 +25,22 @@
 
 extern char **environ;
 
-// The checkout this file was compiled from: SwiftPM names sources by absolute path.
+// The checkout this file was compiled from (SwiftPM names sources by absolute path): the
+// nearest folder above it that holds a Package.swift, wherever the layout puts this file.
 static int checkout_root(char *out, size_t capacity) {
     const char *file = __FILE__;
-    const char *suffix = "/Sources/chaos/development.c";
-    size_t length = strlen(file), tail = strlen(suffix);
-    if (file[0] != '/' || length <= tail || strcmp(file + length - tail, suffix) != 0) return 0;
-    if (length - tail >= capacity) return 0;
-    memcpy(out, file, length - tail);
-    out[length - tail] = 0;
-    char manifest[PATH_MAX];
-    struct stat info;
-    return snprintf(manifest, sizeof manifest, "%s/Package.swift", out) < (int)sizeof manifest &&
-           stat(manifest, &info) == 0;
+    size_t length = strlen(file);
+    if (file[0] != '/' || length >= capacity) return 0;
+    memcpy(out, file, length + 1);
+    for (char *slash = strrchr(out, '/'); slash && slash != out; slash = strrchr(out, '/')) {
+        *slash = 0;
+        char manifest[PATH_MAX];
+        struct stat info;
+        if (snprintf(manifest, sizeof manifest, "%s/Package.swift", out) < (int)sizeof manifest &&
+            stat(manifest, &info) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 static void parent_of(char *path) {
@@ -159,7 +162,7 @@ int chaos_development_ensure(const struct chaos_development *layout, const char 
     struct stat manifest;
     if (stat(folder, &manifest) == 0) newest = manifest.st_mtim;
     for (const char *const *source = sources; *source; source++) {
-        if (snprintf(folder, sizeof folder, "%s/Sources/%s", layout->root, *source) < (int)sizeof folder) {
+        if (snprintf(folder, sizeof folder, "%s/%s", layout->root, *source) < (int)sizeof folder) {
             newest_below(folder, &newest, 0);
         }
     }

@@ -445,14 +445,17 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
     return run(cached, &options, argv + command);
 }
 
-// The source folders (below Sources/) each product is built from, as Package.swift says:
-// in a checkout's build folder, a product older than any of them is built again first.
+// The folders (from the checkout's root) each product is built from: in a checkout's build
+// folder, a product older than any of them is built again first. They are the product's
+// targets and what those depend on, as Package.swift says; a test (LauncherSourcesTests)
+// holds these lists to the manifest.
 static const char *const tool_sources[] = {
-    "chaos-tool",  "ChaosKit",  "ChaosPoints",  "ChaosHooks",      "ChaosNetwork", "ChaosControl",
-    "CChaosGrace", "CChaosELF", "CChaosFaults", "CChaosIntercept", "CFFI",         NULL,
+    "Sources/chaos-tool",   "Sources/ChaosKit",        "Sources/ChaosPoints", "Sources/ChaosHooks",
+    "Sources/ChaosNetwork", "Sources/ChaosControl",    "Sources/CChaosGrace", "Sources/CChaosELF",
+    "Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CFFI",        NULL,
 };
-static const char *const preload_sources[] = {"CChaosPreload", "CChaosFaults", "CChaosControl", "CChaosIntercept",
-                                              NULL};
+static const char *const preload_sources[] = {"Sources/CChaosPreload", "Sources/CChaosFaults", "Sources/CChaosControl",
+                                              "Sources/CChaosIntercept", NULL};
 
 // Whether `chaos run` was given a preload library of its own (--preload, or the variable).
 static int preload_given(int argc, char **argv) {
