@@ -984,7 +984,9 @@ private enum SlowClients {
     }
 }
 
-/// `status` every 200 ms, from a client that waits at most a second.
+/// `status` every 200 ms while the fuzz runs. The bound is liveness, not speed: on a loaded
+/// machine an answer can take a second (one took 1.06 s under stress-ng and two builds), but
+/// an endpoint the fuzz had wedged would not answer within ten.
 private enum StatusWatch {
     struct Report: Sendable {
         var calls = 0
@@ -1005,7 +1007,7 @@ private enum StatusWatch {
             let took = ContinuousClock.now - start
             report.calls += 1
             report.slowest = max(report.slowest, took)
-            if took > .seconds(1) { report.failures.append("status took \(took)") }
+            if took > .seconds(10) { report.failures.append("status took \(took)") }
             Thread.sleep(forTimeInterval: 0.2)
         }
         return report

@@ -31,7 +31,10 @@ import FoundationNetworking
         #expect(matched.status == 200 && matched.text == "item")
         #expect(await load(session, "\(base)/v1/slow?run=\(run)").status == 202)
         let real = await load(session, "\(base)/real?run=\(run)")
-        #expect(real.status == 200 && server.requestCount == 1)
+        #expect(
+            real.status == 200 && server.requestCount == 1,
+            "passed through: status \(real.status.map(String.init) ?? "none"), error \(real.error.map { "\($0.code.rawValue) \($0.localizedDescription)" } ?? "none"), the server saw \(server.requestCount)"
+        )
         stubs.unmatched = .fail
         let refused = await load(session, "\(base)/v1/item/3?run=\(run)")
         #expect(refused.error != nil)
@@ -53,7 +56,7 @@ import FoundationNetworking
         #expect(slow.duration >= .milliseconds(40), "the duration covers the latency: \(slow.duration)")
 
         #expect(passed.answer == .passedThrough)
-        #expect(passed.status == 200 && (passed.bytes ?? 0) > 0 && passed.error == nil)
+        #expect(passed.status == 200 && (passed.bytes ?? 0) > 0 && passed.error == nil, "journaled: \(passed)")
 
         #expect(denied.answer == .refused && denied.status == nil && denied.bytes == nil)
         #expect(denied.error?.contains("no stub matches") == true)
