@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the DocC catalogue of every library module with warnings as errors, so that every
 # ``Symbol`` link in the API docs and articles resolves. Usage: Scripts/build-docs.sh [OUT]
-# (Links across modules are written as code spans: each catalogue is built on its own.)
+# (Links across modules are written as code spans, and links to another catalogue's guides
+# as links to their Docs/ pages on GitHub: each catalogue is built on its own.)
 # ChaosConsole documents its API, which exists with the package trait Console.
 set -euo pipefail
 cd "$(dirname "$0")/.."

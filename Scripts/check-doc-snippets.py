@@ -3,6 +3,10 @@
 
 Usage: check-doc-snippets.py [BUILD_DIR]   (default .build/debug; run `swift build` first)
 
+The guides of Docs/ are generated from the DocC articles of the modules' catalogues
+(Scripts/generate-docs.py keeps their code blocks as they are), so checking the pages
+checks the articles' snippets too.
+
 Blocks that import ChaosConsole need a build with the package trait Console (CI checks
 against .build-console/debug); against any other build they are listed as skipped.
 
