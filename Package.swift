@@ -57,23 +57,26 @@ let package = Package(
         .target(
             name: "ChaosKit",
             dependencies: ["CChaosGrace", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/3-SwiftAPI/ChaosKit",
             swiftSettings: strictSwift
         ),
         // The built-in points (clock, strings, location, GPX): their own module, so that
         // apps that only declare their own points never link FoundationXML.
         .target(
             name: "ChaosPoints", dependencies: ["ChaosKit", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/3-SwiftAPI/ChaosPoints",
             swiftSettings: strictSwift
         ),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
-        .target(name: "CChaosFaults"),
+        .target(name: "CChaosFaults", path: "Sources/1-Engine/CChaosFaults"),
         // The control endpoint of a `chaos run` program (plain C, over the engine): served by
         // the preload library inside the program, or by chaos run's seccomp supervisor.
-        .target(name: "CChaosControl", dependencies: ["CChaosFaults"]),
+        .target(name: "CChaosControl", dependencies: ["CChaosFaults"], path: "Sources/1-Engine/CChaosControl"),
         // The interceptors of both deliveries are one source (CChaosIntercept/interceptors.inc),
         // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
             name: "CChaosPreload", dependencies: ["CChaosFaults", "CChaosControl"],
+            path: "Sources/2-Deliveries/CChaosPreload",
             exclude: ["process_tree.inc", "exports.map"],
             cSettings: [.headerSearchPath("../CChaosIntercept")],
             linkerSettings: [
@@ -81,18 +84,21 @@ let package = Package(
                 .unsafeFlags(
                     [
                         "-nostartfiles", "-no-toolchain-stdlib-rpath",
-                        "-Xlinker", "--version-script=\(packageDirectory)/Sources/CChaosPreload/exports.map",
+                        "-Xlinker",
+                        "--version-script=\(packageDirectory)/Sources/2-Deliveries/CChaosPreload/exports.map",
                     ], .when(platforms: [.linux])),
             ]
         ),
         // The in-process delivery of the same engine: the preload's interceptors with prefixed
         // names, for ChaosHooks to rebind GOT and data slots to, and the `ask` answers.
         .target(
-            name: "CChaosIntercept", dependencies: ["CChaosFaults"],
+            name: "CChaosIntercept", dependencies: ["CChaosFaults"], path: "Sources/2-Deliveries/CChaosIntercept",
             exclude: ["interceptors.inc", "interceptors"],
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
-        .target(name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], swiftSettings: strictSwift),
+        .target(
+            name: "ChaosTesting", dependencies: ["ChaosKit", "ChaosNetwork"], path: "Sources/3-SwiftAPI/ChaosTesting",
+            swiftSettings: strictSwift),
         .target(
             name: "ChaosNetwork",
             dependencies: [
@@ -101,10 +107,11 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
             ],
+            path: "Sources/3-SwiftAPI/ChaosNetwork",
             swiftSettings: strictSwift
         ),
         // The control protocol (wire types, endpoint files, client); no server, no NIO.
-        .target(name: "ChaosControl", swiftSettings: strictSwift),
+        .target(name: "ChaosControl", path: "Sources/3-SwiftAPI/ChaosControl", swiftSettings: strictSwift),
         .target(
             name: "ChaosConsole",
             dependencies: [
@@ -117,6 +124,7 @@ let package = Package(
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Console"])),
             ],
+            path: "Sources/3-SwiftAPI/ChaosConsole",
             resources: [.copy("Console")],
             swiftSettings: strictSwift
         ),
@@ -127,7 +135,7 @@ let package = Package(
             name: "chaos",
             // The engine and the control endpoint: the seccomp delivery decides in the
             // launcher itself, and serves `chaos ctl` from there.
-            dependencies: ["CChaosFaults", "CChaosControl"],
+            dependencies: ["CChaosFaults", "CChaosControl"], path: "Sources/2-Deliveries/chaos",
             linkerSettings: [.unsafeFlags(["-nostartfiles"], .when(platforms: [.linux]))]
         ),
         .executableTarget(
@@ -140,6 +148,7 @@ let package = Package(
                 "ChaosControl",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Sources/4-Tools/chaos-tool",
             swiftSettings: strictSwift
         ),
         // Helpers the test targets share (recorders, signals, error expectations).
@@ -176,23 +185,28 @@ let package = Package(
             dependencies: ["CSystemProbes", "ChaosHooks", "ChaosKit", "TestHelpers", "chaos", "chaos-tool"],
             swiftSettings: strictSwift
         ),
-        .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+        .systemLibrary(
+            name: "CFFI", path: "Sources/3-SwiftAPI/CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         // Small C targets, one job each: ELF rebinding, and read-side sections and grace
         // periods.
-        .target(name: "CChaosELF", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
-        .target(name: "CChaosGrace"),
+        .target(
+            name: "CChaosELF", path: "Sources/3-SwiftAPI/CChaosELF",
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        .target(name: "CChaosGrace", path: "Sources/3-SwiftAPI/CChaosGrace"),
         .target(
             name: "ChaosHooks",
             dependencies: [
                 "ChaosKit", "CFFI", "CChaosELF", "CChaosGrace", "CChaosFaults", "CChaosIntercept",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            path: "Sources/3-SwiftAPI/ChaosHooks",
             swiftSettings: strictSwift
         ),
-        .target(name: "CHookFixtures"),
+        .target(name: "CHookFixtures", path: "Tests/CHookFixtures"),
         // CI's leak check (.ci/leakcheck runs it under valgrind).
         .executableTarget(
-            name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], swiftSettings: strictSwift),
+            name: "chaos-leakcheck", dependencies: ["ChaosHooks", "ChaosKit"], path: "Sources/4-Tools/chaos-leakcheck",
+            swiftSettings: strictSwift),
         .testTarget(
             name: "ChaosHooksTests",
             dependencies: ["ChaosHooks", "ChaosKit", "CHookFixtures", "CChaosGrace", "CChaosFaults", "TestHelpers"],

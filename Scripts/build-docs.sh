@@ -18,7 +18,7 @@ for module in ChaosKit ChaosPoints ChaosHooks ChaosNetwork ChaosTesting ChaosCon
     mkdir -p "$only"
     cp "$graphs/$module".symbols.json "$only/"
     cp "$graphs/$module"@*.symbols.json "$only/" 2>/dev/null || true
-    docc convert "Sources/$module/$module.docc" --additional-symbol-graph-dir "$only" \
+    docc convert Sources/*/"$module/$module.docc" --additional-symbol-graph-dir "$only" \
         --output-path "$out/$module.doccarchive" --warnings-as-errors \
         --fallback-display-name "$module" --fallback-bundle-identifier "chaoskit.$module"
     echo "docs: $module built with no warnings"

@@ -4,7 +4,7 @@
 Usage: generate-docs.py [--check]
 
 The guides' source is a DocC article in the catalogue of the module each one documents
-(Sources/<Module>/<Module>.docc/<Guide>.md; GUIDES below). Docs/<Guide>.md is generated
+(Sources/<layer>/<Module>/<Module>.docc/<Guide>.md; GUIDES below). Docs/<Guide>.md is generated
 from it, so that the guide reads on GitHub and every link to Docs/<Guide>.md keeps
 working. The DocC-only syntax becomes plain GitHub markdown:
 
@@ -74,8 +74,16 @@ class Failure(Exception):
     pass
 
 
+def catalogue(module):
+    """The DocC catalogue of `module`, in whichever layer folder of Sources/ the module sits."""
+    found = sorted((ROOT / "Sources").glob(f"*/{module}/{module}.docc"))
+    if len(found) != 1:
+        raise Failure(f"Sources/*/{module}/{module}.docc: {len(found)} catalogues of that name, not 1")
+    return found[0]
+
+
 def article_path(name, module):
-    return ROOT / "Sources" / module / f"{module}.docc" / f"{name}.md"
+    return catalogue(module) / f"{name}.md"
 
 
 def relative(path):
@@ -160,7 +168,7 @@ class Generator:
                 raise Failure(f"{relative(path)}: the article of Docs/{name}.md does not exist")
             self.texts[name] = path.read_text(encoding="utf-8")
         # Every article of a catalogue is a guide here, so that none is left without a page.
-        for catalogue in sorted((ROOT / "Sources").glob("*/*.docc")):
+        for catalogue in sorted((ROOT / "Sources").glob("*/*/*.docc")):
             for path in sorted(catalogue.glob("*.md")):
                 if path.stem != catalogue.stem and path not in self.articles.values():
                     raise Failure(f"{relative(path)}: an article that GUIDES in {SCRIPT} does not list")

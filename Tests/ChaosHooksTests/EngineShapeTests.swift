@@ -154,8 +154,9 @@ import Testing
     @Test func noEngineFileExceedsSixHundredLines() throws {
         var checked = 0
         for folder in [
-            "Sources/CChaosFaults", "Sources/CChaosIntercept", "Sources/CChaosPreload", "Sources/CChaosControl",
-            "Sources/chaos",
+            "Sources/1-Engine/CChaosFaults", "Sources/2-Deliveries/CChaosIntercept",
+            "Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosControl",
+            "Sources/2-Deliveries/chaos",
         ] {
             let directory = Self.root.appendingPathComponent(folder)
             let files = try #require(FileManager.default.enumerator(atPath: directory.path)).compactMap {

@@ -39,7 +39,9 @@ import Testing
     /// depend on which products `swift test` happened to build.
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
-        let sources = ["Sources/CChaosPreload", "Sources/CChaosFaults", "Sources/CChaosControl"].flatMap { folder in
+        let sources = [
+            "Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosFaults", "Sources/1-Engine/CChaosControl",
+        ].flatMap { folder in
             let directory = root.appendingPathComponent(folder)
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
                 $0.hasSuffix(".c")
@@ -48,15 +50,17 @@ import Testing
             .map { directory.appendingPathComponent($0).path }
         }
         let includes = [
-            "Sources/CChaosPreload/include", "Sources/CChaosFaults/include", "Sources/CChaosControl/include",
-            "Sources/CChaosIntercept", "Sources/CChaosIntercept/include",
+            "Sources/2-Deliveries/CChaosPreload/include", "Sources/1-Engine/CChaosFaults/include",
+            "Sources/1-Engine/CChaosControl/include",
+            "Sources/2-Deliveries/CChaosIntercept", "Sources/2-Deliveries/CChaosIntercept/include",
         ]
         .flatMap { ["-I", root.appendingPathComponent($0).path] }
         _ = try? run(
             "/usr/bin/env",
             ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + [
                 "-ldl", "-lpthread",
-                "-Wl,--version-script=" + root.appendingPathComponent("Sources/CChaosPreload/exports.map").path,
+                "-Wl,--version-script="
+                    + root.appendingPathComponent("Sources/2-Deliveries/CChaosPreload/exports.map").path,
             ])
         return output
     }()

@@ -3,7 +3,7 @@ import TestHelpers
 import Testing
 
 /// In a checkout, the `chaos` launcher builds `chaos-tool` and the preload library again when
-/// one of their source folders is newer (Sources/chaos/development.c). Its lists of folders
+/// one of their source folders is newer (Sources/2-Deliveries/chaos/development.c). Its lists of folders
 /// are C, written by hand; these tests hold them to what Package.swift says each product is
 /// built from, so that a target added, renamed or moved cannot leave a stale product in use.
 @Suite struct LauncherSourcesTests {
@@ -66,9 +66,10 @@ import Testing
         return folders
     }
 
-    /// The strings of the C array `name` in Sources/chaos/main.c.
+    /// The strings of the C array `name` in Sources/2-Deliveries/chaos/main.c.
     static func launcherList(_ name: String) throws -> Set<String> {
-        let source = try String(contentsOf: root.appendingPathComponent("Sources/chaos/main.c"), encoding: .utf8)
+        let source = try String(
+            contentsOf: root.appendingPathComponent("Sources/2-Deliveries/chaos/main.c"), encoding: .utf8)
         let start = try #require(source.range(of: "\(name)[] = {"), "main.c has no list \(name)")
         let end = try #require(source.range(of: "};", range: start.upperBound..<source.endIndex))
         let body = source[start.upperBound..<end.lowerBound]
@@ -88,7 +89,7 @@ import Testing
     @Test func thePreloadLibrarysFoldersAreItsTargetsAndTheirDependencies() throws {
         let targets = try Self.manifestTargets()
         let expected = Self.folders(of: "CChaosPreload", in: targets)
-        #expect(expected.contains("Sources/CChaosFaults"))
+        #expect(expected.contains("Sources/1-Engine/CChaosFaults"))
         #expect(try Self.launcherList("preload_sources") == expected)
     }
 

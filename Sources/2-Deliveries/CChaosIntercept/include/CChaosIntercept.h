@@ -1,6 +1,6 @@
 // CChaosIntercept: the in-process delivery of the system fault engine (plain C11).
 //
-// The same interceptor bodies as the LD_PRELOAD library (Sources/CChaosPreload), compiled
+// The same interceptor bodies as the LD_PRELOAD library (Sources/2-Deliveries/CChaosPreload), compiled
 // a second time from one source (interceptors.inc) with other names and another way to
 // reach the real functions:
 //

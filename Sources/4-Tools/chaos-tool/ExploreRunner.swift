@@ -175,7 +175,7 @@ struct ExploreRunner: Sendable {
         return true
     }
 
-    /// The counts of the launcher's report (`Sources/chaos/report.c` writes it): each
+    /// The counts of the launcher's report (`Sources/2-Deliveries/chaos/report.c` writes it): each
     /// entry's `"entry"`, `"seen"` and `"acted"`. Read by hand: a JSON parser per
     /// placement cost more than the scan. A quote inside a JSON string is escaped, so
     /// `"seen":` can only be the member.

@@ -192,7 +192,7 @@ struct Run: ParsableCommand {
 }
 
 /// The file the launcher reads: `chaoskit-run 1`, directives, a line `plan`, then the plan
-/// without its seed (the launcher chooses the seed per run). See `Sources/chaos/main.c`.
+/// without its seed (the launcher chooses the seed per run). See `Sources/2-Deliveries/chaos/main.c`.
 enum RunPlanFile {
     static func text(of plan: SystemRunPlan) -> String {
         var lines = ["chaoskit-run 1"]

@@ -19,8 +19,8 @@ struct chaos_development {
 int chaos_development_layout(const char *directory, struct chaos_development *layout);
 
 /// Makes sure `path`, which `swift build --product PRODUCT` makes, exists and is no older
-/// than `Package.swift` and the files below `Sources/NAME` for every NAME in `sources`
-/// (NULL-terminated), building it when needed. Returns 0, having said why on standard
+/// than `Package.swift` and the files below every folder of `sources` (from the checkout's root,
+/// NULL-terminated), building it when needed. Returns 0, having said why on standard
 /// error, when it is still missing.
 int chaos_development_ensure(const struct chaos_development *layout, const char *path, const char *product,
                              const char *const *sources);

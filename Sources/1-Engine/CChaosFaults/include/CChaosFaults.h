@@ -4,7 +4,7 @@
 //   - the Swift side, which compiles a profile's system entries into a *plan* (the text
 //     format of Docs/FaultPlan.md, or the same thing built in memory from that text);
 //   - the deliveries that intercept calls: the LD_PRELOAD library behind `chaos run`
-//     (Sources/CChaosPreload) and the in-process GOT hooks (ChaosHooks);
+//     (Sources/2-Deliveries/CChaosPreload) and the in-process GOT hooks (ChaosHooks);
 //   - the readers of counters (issue #14: `chaos ctl`, the console).
 //
 // Division of labour. The engine *decides*; it never performs the intercepted call, never
