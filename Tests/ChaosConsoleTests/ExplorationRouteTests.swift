@@ -176,7 +176,7 @@ import Testing
             ("GET \(replay)/1/replay", 405, "methodNotAllowed", "POST"),
             ("POST /v1/explorations", 405, "methodNotAllowed", "GET"),
             ("DELETE /v1/explorations", 405, "methodNotAllowed", "GET"),
-            ("GET /v1/explorations/\(id)", 404, "notFound", "/v1/explorations[/ID/failures/N/replay]"),
+            ("GET /v1/explorations/\(id)", 404, "notFound", "/v1/explorations/{exploration}/failures/{failure}/replay"),
             ("POST \(replay)/1/apply", 404, "notFound", nil),
         ]
         for (line, status, kind, words) in cases {

@@ -106,8 +106,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are /v1/status, /v1/points, /v1/entries[/ID[/enable|/disable]], /v1/profile[/validate], /v1/response-sets[/NAME], /v1/requests, /v1/events, /v1/journal, /v1/time[/advance], /v1/processes, /v1/explorations[/ID/failures/N/replay] and /v1/go"
-            )
+                "no such route; there are \(ControlAPI.routeList())")
         }
     }
 
