@@ -110,8 +110,11 @@ let package = Package(
             path: "Sources/3-SwiftAPI/ChaosNetwork",
             swiftSettings: strictSwift
         ),
-        // The control protocol (wire types, endpoint files, client); no server, no NIO.
-        .target(name: "ChaosControl", path: "Sources/3-SwiftAPI/ChaosControl", swiftSettings: strictSwift),
+        // The control protocol (wire types, endpoint files, client); no server, no NIO. Its
+        // JSON values are ChaosKit's ProfileValue, the one JSON value type of the package.
+        .target(
+            name: "ChaosControl", dependencies: ["ChaosKit"], path: "Sources/3-SwiftAPI/ChaosControl",
+            swiftSettings: strictSwift),
         .target(
             name: "ChaosConsole",
             dependencies: [

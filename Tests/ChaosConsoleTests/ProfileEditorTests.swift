@@ -173,8 +173,8 @@ import Testing
         #expect(try #require(UInt64(applied.seed)) < 1 << 53)
 
         // Other suites' entries may be live in this process: partial, and only this test's.
-        func mine(_ data: Data) throws -> (seed: JSONValue?, entries: [JSONValue]) {
-            guard case .object(let members) = try ControlAPI.decoder().decode(JSONValue.self, from: data),
+        func mine(_ data: Data) throws -> (seed: ProfileValue?, entries: [ProfileValue]) {
+            guard case .object(let members) = try ControlAPI.decoder().decode(ProfileValue.self, from: data),
                 case .array(let entries)? = members["entries"]
             else { throw TestFailure("not a profile: \(String(decoding: data, as: UTF8.self))") }
             return (
@@ -195,10 +195,10 @@ import Testing
         #expect(point(20) == 20)
 
         var again = exported
-        if case .object(var members) = try ControlAPI.decoder().decode(JSONValue.self, from: first) {
+        if case .object(var members) = try ControlAPI.decoder().decode(ProfileValue.self, from: first) {
             members["entries"] = .array(exported.entries)
             members["description"] = nil
-            let body = try ControlAPI.encoder().encode(JSONValue.object(members))
+            let body = try ControlAPI.encoder().encode(ProfileValue.object(members))
             let reapplied = try await offload { try client.apply(profile: body) }
             #expect(reapplied.entries.count == 2)
             #expect(reapplied.entries.first.map { $0 > applied.entries.last! } == true)
@@ -229,7 +229,7 @@ import Testing
         #expect(refusal?.kind == "notExportable")
         #expect(refusal?.message.contains("\(entry.id) (\(name)") == true)
         let partial = try await offload { try client.exportProfile(partial: true) }
-        guard case .object(let members) = try ControlAPI.decoder().decode(JSONValue.self, from: partial),
+        guard case .object(let members) = try ControlAPI.decoder().decode(ProfileValue.self, from: partial),
             case .string(let description)? = members["description"]
         else {
             Issue.record("a partial export names what it left out: \(String(decoding: partial, as: UTF8.self))")

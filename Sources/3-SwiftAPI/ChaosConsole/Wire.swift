@@ -35,30 +35,19 @@ extension ChaosConsole {
         case .strings: kind = "strings"
         }
         let requirement: String
-        var defaultValue: JSONValue?
+        var defaultValue: ProfileValue?
         switch parameter.requirement {
         case .required: requirement = "required"
         case .optional: requirement = "optional"
         case .defaulted(let value):
             requirement = "defaulted"
-            defaultValue = wire(value)
+            defaultValue = value
         }
         return ControlAPI.Parameter(
             name: parameter.name, kind: kind, choices: choices, unit: parameter.unit, requirement: requirement,
             defaultValue: defaultValue, minimum: parameter.range?.lowerBound, maximum: parameter.range?.upperBound,
             summary: parameter.summary, description: parameter.description
         )
-    }
-
-    static func wire(_ value: ProfileValue) -> JSONValue {
-        switch value {
-        case .null: .null
-        case .bool(let value): .bool(value)
-        case .number(let value): .number(value)
-        case .string(let value): .string(value)
-        case .array(let values): .array(values.map(wire))
-        case .object(let members): .object(members.mapValues(wire))
-        }
     }
 
     static func wire(_ live: LiveEntry) -> ControlAPI.Entry {

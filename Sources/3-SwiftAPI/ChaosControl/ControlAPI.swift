@@ -1,3 +1,4 @@
+public import ChaosKit
 public import Foundation
 
 /// The control protocol's JSON bodies, version 1: what an endpoint answers and accepts.
@@ -96,7 +97,7 @@ public enum ControlAPI {
         /// `required`, `optional` or `defaulted`.
         public var requirement: String
         /// The default of a `defaulted` parameter, as JSON.
-        public var defaultValue: JSONValue?
+        public var defaultValue: ProfileValue?
         /// The smallest allowed number.
         public var minimum: Double?
         /// The largest allowed number.
@@ -109,7 +110,7 @@ public enum ControlAPI {
         /// A parameter.
         public init(
             name: String, kind: String, choices: [String]? = nil, unit: String? = nil, requirement: String,
-            defaultValue: JSONValue? = nil, minimum: Double? = nil, maximum: Double? = nil, summary: String,
+            defaultValue: ProfileValue? = nil, minimum: Double? = nil, maximum: Double? = nil, summary: String,
             description: String
         ) {
             self.name = name
@@ -649,58 +650,5 @@ public enum ControlAPI {
     static func repaired(_ data: Data) -> Data {
         if String(validating: data, as: UTF8.self) != nil { return data }
         return Data(String(decoding: data, as: UTF8.self).utf8)
-    }
-}
-
-/// Any JSON value (a parameter's default).
-public enum JSONValue: Codable, Sendable, Hashable, CustomStringConvertible {
-    /// `null`.
-    case null
-    /// `true` or `false`.
-    case bool(Bool)
-    /// A number.
-    case number(Double)
-    /// A string.
-    case string(String)
-    /// An array.
-    case array([JSONValue])
-    /// An object.
-    case object([String: JSONValue])
-
-    /// Decodes any JSON value.
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
-    /// Encodes the value as JSON.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-
-    /// The value as compact JSON text.
-    public var description: String {
-        guard let data = try? ControlAPI.encoder().encode(self) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
     }
 }

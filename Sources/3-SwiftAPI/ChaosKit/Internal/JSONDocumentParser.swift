@@ -3,6 +3,9 @@ package import Foundation
 /// A JSON value that remembers where it stood in its file, so profile errors can say
 /// "line 12, column 9, at $.entries[2].provider", and how its numbers were spelled and its
 /// members ordered, so that a file read and written again (a HAR archive) is unchanged.
+///
+/// It is the reader's tree, not a value type of its own: everything it reads becomes a
+/// ``ProfileValue`` (the one JSON value of the package) or, for HAR files, `HARJSON`.
 package struct JSONNode: Sendable {
     package enum Content: Sendable {
         case null

@@ -5,6 +5,11 @@ import Foundation
 /// their spelling, so that an archive read and written again differs only where ChaosKit
 /// changed it (fields it does not know are kept as they were).
 ///
+/// Why not ``ProfileValue``, the package's JSON value: its objects are dictionaries and its
+/// numbers doubles, so an archive passed through it would come back reordered, with
+/// `183.0679999` respelled and large integers rounded. HAR files are other tools' files, and
+/// a cassette must not rewrite them.
+///
 /// It is read by the package's one JSON reader, written for untrusted input: it never
 /// traps, nests at most 200 levels deep, and reports the line and column of the first fault.
 enum HARJSON: Sendable, Equatable {

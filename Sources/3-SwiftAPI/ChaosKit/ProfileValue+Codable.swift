@@ -1,6 +1,25 @@
 /// A ``ProfileValue`` encodes as the JSON it stands for, so a tree built in code (a stub
-/// body, a JSON:API document) goes out through `JSONEncoder` like any model.
-extension ProfileValue: Encodable {
+/// body, a JSON:API document) goes out through `JSONEncoder` like any model; and it decodes
+/// from any JSON value, so that wire types (the control protocol's) carry it as they are.
+extension ProfileValue: Codable {
+    /// Decodes any JSON value.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let items = try? container.decode([ProfileValue].self) {
+            self = .array(items)
+        } else {
+            self = .object(try container.decode([String: ProfileValue].self))
+        }
+    }
+
     /// Encodes the value: whole numbers up to 2^53 as integers (`7`, not `7.0`).
     public func encode(to encoder: any Encoder) throws {
         switch self {
