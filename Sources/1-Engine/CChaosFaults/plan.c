@@ -46,12 +46,6 @@ void chaos_plan_free(chaos_plan *plan) {
     free(plan);
 }
 
-char *plan_take(token *t) {
-    char *value = t->value;
-    t->value = NULL;
-    return value;
-}
-
 /// The column of byte `offset` of `t`'s decoded value, in the line as written.
 static int value_byte_column(const token *t, size_t offset) {
     const char *at = t->raw;
@@ -171,28 +165,6 @@ static bool parse_entry(parser *p, builder *b, line_tokens *t) {
         return false;
     }
     plan->points |= 1u << point;
-    return true;
-}
-
-bool plan_index(parser *p, token *t, const char *what, int32_t *out) {
-    uint64_t value;
-    const char *text = t->value ? t->value : NULL;
-    char word[32];
-    if (!text) {
-        if (t->key_length >= sizeof word) {
-            plan_fail(p, t->column, "%s must be a node number", what);
-            return false;
-        }
-        memcpy(word, t->key, t->key_length);
-        word[t->key_length] = 0;
-        text = word;
-    }
-    if (!plan_u64(text, &value) || value >= CHAOS_PLAN_MAX_NODES) {
-        plan_fail(p, t->value ? t->value_column : t->column, "%s must be a node number from 0 to %d", what,
-                  CHAOS_PLAN_MAX_NODES - 1);
-        return false;
-    }
-    *out = (int32_t)value;
     return true;
 }
 

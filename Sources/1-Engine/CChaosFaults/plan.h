@@ -58,10 +58,11 @@ bool plan_yes_no(const char *text, int32_t *out);
 bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bits, uint32_t any, uint32_t *out,
               const char *what);
 
-// plan.c
-int32_t plan_default_families(int32_t point);
 char *plan_take(token *t);
 bool plan_index(parser *p, token *t, const char *what, int32_t *out);
+
+// plan.c
+int32_t plan_default_families(int32_t point);
 
 // plan_node.c
 bool plan_parse_node(parser *p, builder *b, line_tokens *t);

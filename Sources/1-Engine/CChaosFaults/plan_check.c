@@ -74,24 +74,71 @@ static const char *op_list(uint32_t ops, char *buffer, size_t capacity) {
     return buffer;
 }
 
-bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
-    const char *point = cf_point_names[entry->point];
-    if (entry->count == 0) {
-        p->line = entry->line;
-        plan_fail(p, 0, "entry %d (%s) has no nodes; add at least: node 0 <kind>", index, point);
+/// What reaches each node of an entry, worked out from the root down: whether any way does,
+/// the file operations that can, and (getenv) whether every way passed a name condition.
+typedef struct reach {
+    uint32_t ops_in[CHAOS_PLAN_MAX_NODES];
+    bool reached[CHAOS_PLAN_MAX_NODES];
+    bool named[CHAOS_PLAN_MAX_NODES];
+} reach;
+
+/// Records that node `parent` leads to `child` with `mask` and `named`; false, having said
+/// why, when the child is not a later node of the entry.
+static bool link_child(parser *p, const cf_entry *entry, reach *r, int32_t parent, int32_t child, uint32_t mask,
+                       bool named, int column) {
+    if (child <= parent || child >= entry->count) {
+        plan_fail(p, column,
+                  child <= parent ? "child %d must come after node %d (list children after their parent)"
+                                  : "child %d does not exist (the entry has nodes 0 to %d)",
+                  child, child <= parent ? parent : entry->count - 1);
         return false;
     }
-    uint32_t ops_in[CHAOS_PLAN_MAX_NODES] = {0};
-    bool reached[CHAOS_PLAN_MAX_NODES] = {false};
-    bool named[CHAOS_PLAN_MAX_NODES]; // getenv: every way here passed a name condition
-    for (int i = 0; i < CHAOS_PLAN_MAX_NODES; i++) named[i] = true;
-    reached[0] = true;
-    named[0] = false;
-    ops_in[0] = entry->point == CHAOS_POINT_FILES ? CHAOS_OP_ALL_FILES : 0;
+    r->reached[child] = true;
+    r->ops_in[child] |= mask;
+    r->named[child] = r->named[child] && named;
+    return true;
+}
+
+/// The children of a composite node: each case can match something that reaches it.
+static bool link_cases(parser *p, const cf_entry *entry, reach *r, int32_t i) {
+    const cf_node *node = &entry->nodes[i];
+    if (node->count == 0) {
+        plan_fail(p, node->column, "composite node %d has no case; add lines: case <child> <condition>=...", i);
+        return false;
+    }
+    for (int32_t c = 0; c < node->count; c++) {
+        const cf_case *k = &node->cases[c];
+        p->line = k->line;
+        uint32_t mask = k->ops ? r->ops_in[i] & k->ops : r->ops_in[i];
+        if (entry->point == CHAOS_POINT_FILES && mask == 0) {
+            char a[128], b[128];
+            plan_fail(p, k->column, "this case can never match: its ops (%s) are outside the ops that reach it (%s)",
+                      op_list(k->ops, a, sizeof a), op_list(r->ops_in[i], b, sizeof b));
+            return false;
+        }
+        if (!link_child(p, entry, r, i, k->child, mask, r->named[i] || k->name != NULL, k->column)) return false;
+    }
+    p->line = node->line;
+    return node->otherwise < 0 ||
+           link_child(p, entry, r, i, node->otherwise, r->ops_in[i], r->named[i], node->err_column);
+}
+
+/// The tree's shape: every node reached from the root, of a kind the point takes, with
+/// children after it. Fills `r`.
+static bool check_tree(parser *p, const cf_entry *entry, reach *r) {
+    const char *point = cf_point_names[entry->point];
+    for (int i = 0; i < CHAOS_PLAN_MAX_NODES; i++) {
+        r->ops_in[i] = 0;
+        r->reached[i] = false;
+        r->named[i] = true;
+    }
+    r->reached[0] = true;
+    r->named[0] = false;
+    r->ops_in[0] = entry->point == CHAOS_POINT_FILES ? CHAOS_OP_ALL_FILES : 0;
     for (int32_t i = 0; i < entry->count; i++) {
-        cf_node *node = &entry->nodes[i];
+        const cf_node *node = &entry->nodes[i];
         p->line = node->line;
-        if (!reached[i]) {
+        if (!r->reached[i]) {
             plan_fail(p, 0, "node %d is not the child of any node before it; remove it or refer to it", i);
             return false;
         }
@@ -102,103 +149,82 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
                       cf_kind_names[node->kind], point, point, kinds_for(entry->point));
             return false;
         }
-#define LINK(target, mask, isnamed, column) \
-    do { \
-        int32_t child_ = (target); \
-        if (child_ <= i || child_ >= entry->count) { \
-            plan_fail(p, (column), \
-                      child_ <= i ? "child %d must come after node %d (list children after their parent)" \
-                                  : "child %d does not exist (the entry has nodes 0 to %d)", \
-                      child_, child_ <= i ? i : entry->count - 1); \
-            return false; \
-        } \
-        reached[child_] = true; \
-        ops_in[child_] |= (mask); \
-        named[child_] = named[child_] && (isnamed); \
-    } while (0)
+        bool linked = true;
         switch (node->kind) {
         case CHAOS_NODE_PROBABILITY:
         case CHAOS_NODE_TIMES:
         case CHAOS_NODE_DELAY:
-        case CHAOS_NODE_AT: LINK(node->child, ops_in[i], named[i], node->err_column); break;
+        case CHAOS_NODE_AT:
+            linked = link_child(p, entry, r, i, node->child, r->ops_in[i], r->named[i], node->err_column);
+            break;
         case CHAOS_NODE_SEQUENTIAL:
-            for (int32_t c = 0; c < node->count; c++) LINK(node->children[c], ops_in[i], named[i], node->err_column);
+            for (int32_t c = 0; linked && c < node->count; c++)
+                linked = link_child(p, entry, r, i, node->children[c], r->ops_in[i], r->named[i], node->err_column);
             break;
-        case CHAOS_NODE_COMPOSITE:
-            if (node->count == 0) {
-                plan_fail(p, node->column, "composite node %d has no case; add lines: case <child> <condition>=...", i);
-                return false;
-            }
-            for (int32_t c = 0; c < node->count; c++) {
-                cf_case *k = &node->cases[c];
-                p->line = k->line;
-                uint32_t mask = k->ops ? ops_in[i] & k->ops : ops_in[i];
-                if (entry->point == CHAOS_POINT_FILES && mask == 0) {
-                    char a[128], b[128];
-                    plan_fail(p, k->column,
-                              "this case can never match: its ops (%s) are outside the ops that reach it (%s)",
-                              op_list(k->ops, a, sizeof a), op_list(ops_in[i], b, sizeof b));
-                    return false;
-                }
-                LINK(k->child, mask, named[i] || k->name != NULL, k->column);
-            }
-            p->line = node->line;
-            if (node->otherwise >= 0) LINK(node->otherwise, ops_in[i], named[i], node->err_column);
-            break;
+        case CHAOS_NODE_COMPOSITE: linked = link_cases(p, entry, r, i); break;
         default: break;
         }
-#undef LINK
+        if (!linked) return false;
     }
-    // Leaves, with what reaches them known.
+    return true;
+}
+
+/// A fail node: an errno (or, for dns, an EAI code) that a call reaching it can return.
+static bool check_fail(parser *p, const cf_entry *entry, const cf_node *node, uint32_t ops_in) {
+    const char *point = cf_point_names[entry->point];
+    char ops[128], list[1024];
+    if (entry->point == CHAOS_POINT_DNS) {
+        if (!node->has_ret || node->ret >= 0 || !any_fn_allows(CHAOS_POINT_DNS, 0, (int32_t)node->ret)) {
+            plan_fail(p, node->err_column ? node->err_column : node->column,
+                      "a dns fail needs ret=<EAI code>, one of %s",
+                      cf_errno_list(CHAOS_POINT_DNS, list, sizeof list, 0, 0));
+            return false;
+        }
+        if (node->has_err && node->ret != EAI_SYSTEM) {
+            plan_fail(p, node->err_column, "errno= goes with ret=EAI_SYSTEM only (other EAI codes carry no errno)");
+            return false;
+        }
+        return true;
+    }
+    if (!node->has_err) {
+        plan_fail(p, node->column, "a fail node needs errno=..., one of %s",
+                  cf_errno_list(entry->point, list, sizeof list, 0, ops_in));
+        return false;
+    }
+    if (node->ret != -1) {
+        plan_fail(p, node->err_column, "%s calls fail with ret=-1 (leave ret out)", point);
+        return false;
+    }
+    if (any_fn_allows(entry->point, ops_in, node->err)) return true;
+    const char *name = chaos_fault_errno_name(node->err);
+    if (entry->point == CHAOS_POINT_FILES) {
+        plan_fail(p, node->err_column,
+                  "%s is not an errno the %s calls that reach this node can return; they return %s",
+                  name ? name : "this", op_list(ops_in, ops, sizeof ops),
+                  cf_errno_list(entry->point, list, sizeof list, 0, ops_in));
+    } else {
+        plan_fail(p, node->err_column, "%s is not an errno %s can return; it returns %s", name ? name : "this", point,
+                  cf_errno_list(entry->point, list, sizeof list, 0, 0));
+    }
+    return false;
+}
+
+/// The leaves, with what reaches them known: each can act on a call that reaches it.
+static bool check_leaves(parser *p, const cf_entry *entry, const reach *r) {
     for (int32_t i = 0; i < entry->count; i++) {
-        cf_node *node = &entry->nodes[i];
+        const cf_node *node = &entry->nodes[i];
         p->line = node->line;
-        char ops[128], list[1024];
+        char ops[128];
         if (node->kind == CHAOS_NODE_FAIL) {
-            if (entry->point == CHAOS_POINT_DNS) {
-                if (!node->has_ret || node->ret >= 0 || !any_fn_allows(CHAOS_POINT_DNS, 0, (int32_t)node->ret)) {
-                    plan_fail(p, node->err_column ? node->err_column : node->column,
-                              "a dns fail needs ret=<EAI code>, one of %s",
-                              cf_errno_list(CHAOS_POINT_DNS, list, sizeof list, 0, 0));
-                    return false;
-                }
-                if (node->has_err && node->ret != EAI_SYSTEM) {
-                    plan_fail(p, node->err_column,
-                              "errno= goes with ret=EAI_SYSTEM only (other EAI codes carry no errno)");
-                    return false;
-                }
-                continue;
-            }
-            if (!node->has_err) {
-                plan_fail(p, node->column, "a fail node needs errno=..., one of %s",
-                          cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
-                return false;
-            }
-            if (node->ret != -1) {
-                plan_fail(p, node->err_column, "%s calls fail with ret=-1 (leave ret out)", point);
-                return false;
-            }
-            if (!any_fn_allows(entry->point, ops_in[i], node->err)) {
-                const char *name = chaos_fault_errno_name(node->err);
-                if (entry->point == CHAOS_POINT_FILES) {
-                    plan_fail(p, node->err_column,
-                              "%s is not an errno the %s calls that reach this node can return; they return %s",
-                              name ? name : "this", op_list(ops_in[i], ops, sizeof ops),
-                              cf_errno_list(entry->point, list, sizeof list, 0, ops_in[i]));
-                } else {
-                    plan_fail(p, node->err_column, "%s is not an errno %s can return; it returns %s",
-                              name ? name : "this", point, cf_errno_list(entry->point, list, sizeof list, 0, 0));
-                }
-                return false;
-            }
+            if (!check_fail(p, entry, node, r->ops_in[i])) return false;
         } else if (node->kind == CHAOS_NODE_SHORT && entry->point == CHAOS_POINT_FILES &&
-                   !(ops_in[i] & (CHAOS_OP_READ | CHAOS_OP_WRITE))) {
+                   !(r->ops_in[i] & (CHAOS_OP_READ | CHAOS_OP_WRITE))) {
             plan_fail(p, node->column,
                       "a short transfer needs read or write calls, but only %s reach this node; add ops=read or "
                       "ops=write to its case",
-                      op_list(ops_in[i], ops, sizeof ops));
+                      op_list(r->ops_in[i], ops, sizeof ops));
             return false;
-        } else if ((node->kind == CHAOS_NODE_SET || node->kind == CHAOS_NODE_UNSET) && !named[i]) {
+        } else if ((node->kind == CHAOS_NODE_SET || node->kind == CHAOS_NODE_UNSET) && !r->named[i]) {
             plan_fail(p, node->column,
                       "a %s node must be reached through a case with name=<VARIABLE> (it would answer every variable)",
                       cf_kind_names[node->kind]);
@@ -206,4 +232,14 @@ bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
         }
     }
     return true;
+}
+
+bool plan_validate_entry(parser *p, cf_entry *entry, int32_t index) {
+    if (entry->count == 0) {
+        p->line = entry->line;
+        plan_fail(p, 0, "entry %d (%s) has no nodes; add at least: node 0 <kind>", index, cf_point_names[entry->point]);
+        return false;
+    }
+    reach r;
+    return check_tree(p, entry, &r) && check_leaves(p, entry, &r);
 }

@@ -45,17 +45,163 @@ static int hex(char c) {
     return -1;
 }
 
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+static bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
+
+/// Reads a word's key from `*at` up to `=` or a blank: no quote, no control character.
+static bool read_key(parser *p, const char *line, size_t length, size_t *at, token *t) {
+    size_t i = *at;
+    t->key = line + i;
+    t->column = (int)i + 1;
+    while (i < length && line[i] != '=' && !is_blank(line[i])) {
+        if (line[i] == '"') {
+            plan_fail(p, (int)i + 1, "a quote inside a word; quote whole values: key=\"...\"");
+            return false;
+        }
+        if (is_control(line[i])) {
+            plan_fail(p, (int)i + 1, "control character 0x%02x in a word", (unsigned char)line[i]);
+            return false;
+        }
+        i++;
+    }
+    t->key_length = (size_t)(line + i - t->key);
+    *at = i;
+    return true;
+}
+
+/// A value being read into a buffer of `capacity` bytes (its NUL included).
+typedef struct value_buffer {
+    char *bytes;
+    size_t used, capacity;
+    int column;
+} value_buffer;
+
+static bool put_byte(parser *p, value_buffer *v, char byte) {
+    if (v->used + 1 >= v->capacity) {
+        plan_fail(p, v->column, "value longer than %d bytes", CHAOS_PLAN_MAX_STRING);
+        return false;
+    }
+    v->bytes[v->used++] = byte;
+    return true;
+}
+
+/// The byte an escape at `line[*at]` (a backslash) stands for, advancing past it; -1 after
+/// saying why when it is not one, 256 when the line ends inside it.
+static int read_escape(parser *p, const char *line, size_t length, size_t *at) {
+    size_t i = *at;
+    if (i + 1 >= length) return 256;
+    char e = line[i + 1];
+    int byte;
+    size_t width = 2;
+    if (e == '\\' || e == '"')
+        byte = e;
+    else if (e == 'n')
+        byte = '\n';
+    else if (e == 't')
+        byte = '\t';
+    else if (e == 'x' && i + 3 < length && hex(line[i + 2]) >= 0 && hex(line[i + 3]) >= 0) {
+        byte = hex(line[i + 2]) * 16 + hex(line[i + 3]);
+        width = 4;
+        if (byte == 0) {
+            plan_fail(p, (int)i + 1, "\\x00 in a value; values cannot hold NUL bytes");
+            return -1;
+        }
+    } else {
+        plan_fail(p, (int)i + 1, "unknown escape '\\%c'; use \\\\, \\\", \\n, \\t or \\xHH", e);
+        return -1;
+    }
+    *at = i + width;
+    return byte;
+}
+
+/// Reads a quoted value from the quote at `line[*at]` through its closing quote.
+static bool read_quoted_value(parser *p, const char *line, size_t length, size_t *at, value_buffer *v) {
+    size_t i = *at + 1;
+    bool closed = false;
+    while (i < length) {
+        char d = line[i];
+        if (d == '"') {
+            closed = true;
+            i++;
+            break;
+        }
+        if (is_control(d)) {
+            plan_fail(p, (int)i + 1, "control character 0x%02x inside quotes; write \\x%02x", (unsigned char)d,
+                      (unsigned char)d);
+            return false;
+        }
+        if (d == '\\') {
+            int byte = read_escape(p, line, length, &i);
+            if (byte < 0) return false;
+            if (byte == 256) break;
+            d = (char)byte;
+        } else {
+            i++;
+        }
+        if (!put_byte(p, v, d)) return false;
+    }
+    if (!closed) {
+        plan_fail(p, v->column, "unterminated quoted value; close it with \"");
+        return false;
+    }
+    if (i < length && !is_blank(line[i])) {
+        plan_fail(p, (int)i + 1, "text right after a closing quote; separate words with a space");
+        return false;
+    }
+    *at = i;
+    return true;
+}
+
+/// Reads an unquoted value from `line[*at]` up to a blank.
+static bool read_bare_value(parser *p, const char *line, size_t length, size_t *at, value_buffer *v) {
+    size_t i = *at;
+    while (i < length && !is_blank(line[i])) {
+        if (line[i] == '"') {
+            plan_fail(p, (int)i + 1, "a quote inside an unquoted value; quote the whole value: key=\"...\"");
+            return false;
+        }
+        if (is_control(line[i])) {
+            plan_fail(p, (int)i + 1, "control character 0x%02x in a value", (unsigned char)line[i]);
+            return false;
+        }
+        if (!put_byte(p, v, line[i++])) return false;
+    }
+    *at = i;
+    return true;
+}
+
+/// Reads the value after a word's `=` at `line[*at]` into a new string (the token's).
+static bool read_value(parser *p, const char *line, size_t length, size_t *at, token *t) {
+    size_t i = *at + 1;
+    t->value_column = (int)i + 1;
+    t->raw = line + i;
+    size_t capacity = length - i + 1;
+    if (capacity > CHAOS_PLAN_MAX_STRING + 1) capacity = CHAOS_PLAN_MAX_STRING + 1;
+    value_buffer v = {.bytes = malloc(capacity), .capacity = capacity, .column = t->value_column};
+    if (!v.bytes) {
+        plan_fail(p, t->value_column, "out of memory");
+        return false;
+    }
+    t->value = v.bytes;
+    bool read = i < length && line[i] == '"' ? read_quoted_value(p, line, length, &i, &v)
+                                             : read_bare_value(p, line, length, &i, &v);
+    if (!read) return false;
+    v.bytes[v.used] = 0;
+    *at = i;
+    return true;
+}
+
 /// Splits one line (without its newline) into tokens.
 bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out) {
     out->count = 0;
     size_t i = 0;
     while (i < length) {
         char c = line[i];
-        if (c == ' ' || c == '\t' || c == '\r') {
+        if (is_blank(c)) {
             i++;
             continue;
         }
-        if ((unsigned char)c < 0x20 || c == 0x7f) {
+        if (is_control(c)) {
             plan_fail(p, (int)i + 1, "control character 0x%02x; write it inside a quoted value as \\x%02x",
                       (unsigned char)c, (unsigned char)c);
             return false;
@@ -67,112 +213,14 @@ bool plan_tokenize(parser *p, const char *line, size_t length, line_tokens *out)
         }
         token *t = &out->items[out->count];
         memset(t, 0, sizeof *t);
-        t->key = line + i;
-        t->column = (int)i + 1;
-        while (i < length && line[i] != '=' && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
-            if (line[i] == '"') {
-                plan_fail(p, (int)i + 1, "a quote inside a word; quote whole values: key=\"...\"");
-                return false;
-            }
-            if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) {
-                plan_fail(p, (int)i + 1, "control character 0x%02x in a word", (unsigned char)line[i]);
-                return false;
-            }
-            i++;
-        }
-        t->key_length = (size_t)(line + i - t->key);
+        if (!read_key(p, line, length, &i, t)) return false;
         out->count++;
         if (i < length && line[i] == '=') {
             if (t->key_length == 0) {
                 plan_fail(p, t->column, "'=' without a key before it; write key=value");
                 return false;
             }
-            i++;
-            t->value_column = (int)i + 1;
-            t->raw = line + i;
-            size_t capacity = length - i + 1;
-            if (capacity > CHAOS_PLAN_MAX_STRING + 1) capacity = CHAOS_PLAN_MAX_STRING + 1;
-            char *value = malloc(capacity);
-            if (!value) {
-                plan_fail(p, t->value_column, "out of memory");
-                return false;
-            }
-            t->value = value;
-            size_t used = 0;
-            if (i < length && line[i] == '"') {
-                i++;
-                bool closed = false;
-                while (i < length) {
-                    char d = line[i];
-                    if (d == '"') {
-                        closed = true;
-                        i++;
-                        break;
-                    }
-                    if ((unsigned char)d < 0x20 || d == 0x7f) {
-                        plan_fail(p, (int)i + 1, "control character 0x%02x inside quotes; write \\x%02x",
-                                  (unsigned char)d, (unsigned char)d);
-                        return false;
-                    }
-                    if (d == '\\') {
-                        if (i + 1 >= length) break;
-                        char e = line[i + 1];
-                        if (e == '\\' || e == '"') {
-                            d = e;
-                            i += 2;
-                        } else if (e == 'n') {
-                            d = '\n';
-                            i += 2;
-                        } else if (e == 't') {
-                            d = '\t';
-                            i += 2;
-                        } else if (e == 'x' && i + 3 < length && hex(line[i + 2]) >= 0 && hex(line[i + 3]) >= 0) {
-                            d = (char)(hex(line[i + 2]) * 16 + hex(line[i + 3]));
-                            if (d == 0) {
-                                plan_fail(p, (int)i + 1, "\\x00 in a value; values cannot hold NUL bytes");
-                                return false;
-                            }
-                            i += 4;
-                        } else {
-                            plan_fail(p, (int)i + 1, "unknown escape '\\%c'; use \\\\, \\\", \\n, \\t or \\xHH", e);
-                            return false;
-                        }
-                    } else {
-                        i++;
-                    }
-                    if (used + 1 >= capacity) {
-                        plan_fail(p, t->value_column, "value longer than %d bytes", CHAOS_PLAN_MAX_STRING);
-                        return false;
-                    }
-                    value[used++] = d;
-                }
-                if (!closed) {
-                    plan_fail(p, t->value_column, "unterminated quoted value; close it with \"");
-                    return false;
-                }
-                if (i < length && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
-                    plan_fail(p, (int)i + 1, "text right after a closing quote; separate words with a space");
-                    return false;
-                }
-            } else {
-                while (i < length && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') {
-                    if (line[i] == '"') {
-                        plan_fail(p, (int)i + 1,
-                                  "a quote inside an unquoted value; quote the whole value: key=\"...\"");
-                        return false;
-                    }
-                    if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f) {
-                        plan_fail(p, (int)i + 1, "control character 0x%02x in a value", (unsigned char)line[i]);
-                        return false;
-                    }
-                    if (used + 1 >= capacity) {
-                        plan_fail(p, t->value_column, "value longer than %d bytes", CHAOS_PLAN_MAX_STRING);
-                        return false;
-                    }
-                    value[used++] = line[i++];
-                }
-            }
-            value[used] = 0;
+            if (!read_value(p, line, length, &i, t)) return false;
         }
     }
     return true;
@@ -416,5 +464,36 @@ bool plan_set(parser *p, token *t, const char *const *names, const uint32_t *bit
         if (!*c) break;
         c++;
     }
+    return true;
+}
+
+/// Takes the token's decoded value (the caller frees it); the token keeps none.
+char *plan_take(token *t) {
+    char *value = t->value;
+    t->value = NULL;
+    return value;
+}
+
+/// The node number a token gives (as its value, or as the word itself), or false, having
+/// said why.
+bool plan_index(parser *p, token *t, const char *what, int32_t *out) {
+    uint64_t value;
+    const char *text = t->value ? t->value : NULL;
+    char word[32];
+    if (!text) {
+        if (t->key_length >= sizeof word) {
+            plan_fail(p, t->column, "%s must be a node number", what);
+            return false;
+        }
+        memcpy(word, t->key, t->key_length);
+        word[t->key_length] = 0;
+        text = word;
+    }
+    if (!plan_u64(text, &value) || value >= CHAOS_PLAN_MAX_NODES) {
+        plan_fail(p, t->value ? t->value_column : t->column, "%s must be a node number from 0 to %d", what,
+                  CHAOS_PLAN_MAX_NODES - 1);
+        return false;
+    }
+    *out = (int32_t)value;
     return true;
 }
