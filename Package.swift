@@ -56,7 +56,7 @@ let package = Package(
     targets: [
         .target(
             name: "ChaosKit",
-            dependencies: ["CChaosGrace", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CChaosRules", "CChaosGrace", .product(name: "Logging", package: "swift-log")],
             path: "Sources/3-SwiftAPI/ChaosKit",
             swiftSettings: strictSwift
         ),
@@ -67,8 +67,11 @@ let package = Package(
             path: "Sources/3-SwiftAPI/ChaosPoints",
             swiftSettings: strictSwift
         ),
+        // The rules both languages follow (seed derivation), in portable C every platform
+        // builds: ChaosKit and the engine read them from here.
+        .target(name: "CChaosRules", path: "Sources/1-Engine/CChaosRules"),
         // The one system fault engine (plain C): plans, decisions, paths, the fd table.
-        .target(name: "CChaosFaults", path: "Sources/1-Engine/CChaosFaults"),
+        .target(name: "CChaosFaults", dependencies: ["CChaosRules"], path: "Sources/1-Engine/CChaosFaults"),
         // The control endpoint of a `chaos run` program (plain C, over the engine): served by
         // the preload library inside the program, or by chaos run's seccomp supervisor.
         .target(name: "CChaosControl", dependencies: ["CChaosFaults"], path: "Sources/1-Engine/CChaosControl"),

@@ -13,32 +13,6 @@
 
 // MARK: - Draws
 
-// The same arithmetic as Swift's SeededRandom (SplitMix64), so that an entry draws the
-// same sequence whichever engine decides its calls.
-static const uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
-
-static uint64_t scramble(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static uint64_t derive(uint64_t seed, uint64_t value) { return scramble(scramble(seed) ^ (value + golden_gamma)); }
-
-uint64_t chaos_fault_entry_seed(uint64_t plan_seed, int32_t point) {
-    const char *name = chaos_fault_point_public_name(point);
-    uint64_t hash = 0xCBF29CE484222325ull; // FNV-1a, as Swift's stable hash of the point name
-    for (const unsigned char *c = (const unsigned char *)(name ? name : ""); *c; c++)
-        hash = (hash ^ *c) * 0x100000001B3ull;
-    return derive(plan_seed, hash);
-}
-
-double chaos_fault_draw(uint64_t entry_seed, uint64_t salt, uint64_t asked) {
-    // SeededRandom(seed: derive(entrySeed, asked, salt)).nextUnitInterval()
-    uint64_t seed = scramble(derive(entry_seed, asked) ^ (salt + golden_gamma));
-    return (double)(scramble(seed + golden_gamma) >> 11) * 0x1.0p-53;
-}
-
 // MARK: - Decisions
 
 enum { R_PASS = 0, R_ORIGINAL = 1, R_ACT = 2 };
@@ -455,6 +429,16 @@ int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns) {
     }
     default: return real_ns;
     }
+}
+
+int64_t chaos_fault_reading_ns(const chaos_outcome *outcome, int clock, int64_t real_ns) {
+    if (outcome->action == CHAOS_ACT_ORIGINAL) return real_ns;
+    if (outcome->action == CHAOS_ACT_VIRTUAL && chaos_vt_running()) return chaos_vt_reading_ns(clock);
+    int32_t source = chaos_clock_source(clock);
+    if (source != CHAOS_CLOCKSRC_MONOTONIC && source != CHAOS_CLOCKSRC_TAI)
+        return chaos_fault_apply_clock(outcome, real_ns);
+    int64_t wall = cf_real_ns(CLOCK_REALTIME);
+    return real_ns + chaos_fault_apply_clock(outcome, wall) - wall;
 }
 
 int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns) {

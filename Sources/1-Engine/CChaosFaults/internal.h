@@ -131,11 +131,13 @@ extern const cf_errno_name cf_errno_names[];
 const char *cf_errno_list(int32_t fn, char *buffer, size_t capacity, uint32_t mask_fns_of_point, uint32_t ops);
 bool cf_errno_known(int32_t err);
 
-// paths.c
+// raw.c
 int cf_raw_readlink_fd(int fd, char *out, size_t capacity);
 int64_t cf_real_ns(int clock);
-bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
 bool cf_special_path(const char *path);
+
+// paths.c
+bool cf_glob_component(const char *pattern, size_t plen, const char *text, size_t tlen, bool fold_case);
 
 // fd_table.c
 #include "chaos_fast_fd.h"

@@ -38,6 +38,7 @@
 #include "file_times.h"
 #include "syscalls.h"
 #include "tracee.h"
+#include "reply.h"
 #include "waits.h"
 
 #define PATH_CAPACITY 4096
@@ -48,15 +49,6 @@ static int64_t monotonic_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
-
-static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
-    struct seccomp_notif_resp answer = {
-        .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
-    // ENOENT: the thread is gone, or a signal interrupted its call: nobody waits.
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer);
-}
-
-static void go_on(int listener, uint64_t id) { respond(listener, id, 0, 0, 1); }
 
 // MARK: - Describing a call
 
@@ -166,7 +158,7 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     } else {
         count = a[2] < 64 ? (int)a[2] : 64;
         if (count > 0 && chaos_tracee_read(tid, a[1], segments, (size_t)count * sizeof segments[0]) != 0) {
-            respond(listener, n->id, -1, -EFAULT, 0);
+            chaos_reply(listener, n->id, -1, -EFAULT, 0);
             return;
         }
     }
@@ -180,7 +172,7 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     if (fd < 0 || (limit && !buffer)) {
         if (fd >= 0) close(fd);
         free(buffer);
-        go_on(listener, n->id); // cannot be cut here: the whole call runs
+        chaos_reply_go_on(listener, n->id); // cannot be cut here: the whole call runs
         return;
     }
     ssize_t moved = 0;
@@ -211,7 +203,7 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
     int error = errno;
     close(fd);
     free(buffer);
-    respond(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
+    chaos_reply(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
 }
 
 /// A short copy, carried out here with copies of both descriptors; an offset the call
@@ -227,7 +219,7 @@ static void answer_short_copy(int listener, const struct seccomp_notif *n, const
     int64_t source_offset = 0, target_offset = 0;
     if ((source_offset_at && chaos_tracee_read(tid, source_offset_at, &source_offset, sizeof source_offset) != 0) ||
         (target_offset_at && chaos_tracee_read(tid, target_offset_at, &target_offset, sizeof target_offset) != 0)) {
-        respond(listener, n->id, -1, -EFAULT, 0);
+        chaos_reply(listener, n->id, -1, -EFAULT, 0);
         return;
     }
     int target = chaos_tracee_borrow(tid, target_fd), source = chaos_tracee_borrow(tid, source_fd);
@@ -242,25 +234,15 @@ static void answer_short_copy(int listener, const struct seccomp_notif *n, const
     if (target >= 0) close(target);
     if (source >= 0) close(source);
     if (target < 0 || source < 0) {
-        go_on(listener, n->id); // cannot be cut here: the whole call runs
+        chaos_reply_go_on(listener, n->id); // cannot be cut here: the whole call runs
         return;
     }
     if (moved > 0 && source_offset_at) chaos_tracee_write(tid, source_offset_at, &source_offset, sizeof source_offset);
     if (moved > 0 && target_offset_at) chaos_tracee_write(tid, target_offset_at, &target_offset, sizeof target_offset);
-    respond(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
+    chaos_reply(listener, n->id, moved < 0 ? -1 : moved, moved < 0 ? -error : 0, 0);
 }
 
 // MARK: - Clocks
-
-int64_t chaos_answer_faked_reading(int clock, int64_t real, const chaos_outcome *o) {
-    if (o->action == CHAOS_ACT_ORIGINAL) return real;
-    if (o->action == CHAOS_ACT_VIRTUAL && chaos_vt_running()) return chaos_vt_reading_ns(clock);
-    int32_t source = chaos_clock_source(clock);
-    if (source != CHAOS_CLOCKSRC_MONOTONIC && source != CHAOS_CLOCKSRC_TAI) return chaos_fault_apply_clock(o, real);
-    // Clocks with their own origin move by the realtime clock's shift at this instant.
-    int64_t wall = chaos_fault_real_ns(CLOCK_REALTIME);
-    return real + chaos_fault_apply_clock(o, wall) - wall;
-}
 
 /// Reads the clock the call asks for, decides the reading and writes it into the thread.
 static void answer_clock(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
@@ -269,7 +251,7 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
     int clock = sc->shape == CHAOS_SHAPE_CLOCK ? (int)a[0] : CLOCK_REALTIME;
     struct timespec now;
     if (clock_gettime(clock, &now) != 0) {
-        respond(listener, n->id, -1, -errno, 0);
+        chaos_reply(listener, n->id, -1, -errno, 0);
         return;
     }
     int64_t value = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
@@ -278,7 +260,7 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
     int steady = call.clock_source == CHAOS_CLOCKSRC_MONOTONIC || call.clock_source == CHAOS_CLOCKSRC_TAI;
     if (!steady) call.real_ns = value;
     chaos_outcome o;
-    if (call.clock_source && chaos_fault_decide(&call, &o)) value = chaos_answer_faked_reading(clock, value, &o);
+    if (call.clock_source && chaos_fault_decide(&call, &o)) value = chaos_fault_reading_ns(&o, clock, value);
     int64_t seconds = value / 1000000000, rest = value % 1000000000;
     if (rest < 0) {
         rest += 1000000000;
@@ -299,11 +281,11 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
         time_t fake = (time_t)seconds;
         failed = a[0] && chaos_tracee_write(tid, a[0], &fake, sizeof fake) != 0;
         if (!failed) {
-            respond(listener, n->id, (int64_t)fake, 0, 0);
+            chaos_reply(listener, n->id, (int64_t)fake, 0, 0);
             return;
         }
     }
-    respond(listener, n->id, failed ? -1 : 0, failed ? -EFAULT : 0, 0);
+    chaos_reply(listener, n->id, failed ? -1 : 0, failed ? -EFAULT : 0, 0);
 }
 
 // MARK: - Delays
@@ -323,20 +305,18 @@ static int waiting_wake = -1;               // an eventfd told of each new wait 
 
 void chaos_answer_wake(int eventfd) { waiting_wake = eventfd; }
 
-void chaos_answer_go_on(int listener, uint64_t id) { go_on(listener, id); }
-
 /// Executes a decided call's outcome.
 static void act(int listener, const struct seccomp_notif *n, const chaos_outcome *o) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (o->action == CHAOS_ACT_FAIL)
-        respond(listener, n->id, o->ret, -o->err, 0);
+        chaos_reply(listener, n->id, o->ret, -o->err, 0);
     else if (o->action == CHAOS_ACT_SHORT && sc &&
              (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
         answer_short(listener, n, sc, o);
     else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY)
         answer_short_copy(listener, n, o);
     else
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
 }
 
 int chaos_answer_due(int listener) {
@@ -426,9 +406,9 @@ static void answer_io_uring(int listener, const struct seccomp_notif *n) {
         chaos_tree_event_record(&tree_event_count, tree_events, kind, (int32_t)n->pid, program);
     }
     if (io_uring_allowed)
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
     else
-        respond(listener, n->id, -1, -ENOSYS, 0);
+        chaos_reply(listener, n->id, -1, -ENOSYS, 0);
 }
 
 /// A futex wait or kernel timer the supervisor cannot translate (CHAOS_SHAPE_KEPT_DEADLINE):
@@ -453,7 +433,7 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
     int faked = chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) && o.action != CHAOS_ACT_ORIGINAL;
     int held = faked && o.action == CHAOS_ACT_VIRTUAL;
     if (!waits || !faked || (!held && !realtime_instant)) {
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     char program[PATH_MAX];
@@ -469,13 +449,13 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
                 program, what, why);
         chaos_tree_event_record(&tree_event_count, tree_events, CHAOS_TREE_DEADLINE_REAL, (int32_t)n->pid, program);
     }
-    go_on(listener, n->id);
+    chaos_reply_go_on(listener, n->id);
 }
 
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (!sc) {
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     if (sc->shape == CHAOS_SHAPE_IO_URING) {
@@ -489,7 +469,7 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     if (sc->shape == CHAOS_SHAPE_RENUMBER || sc->shape == CHAOS_SHAPE_EXEC) {
         if (sc->shape == CHAOS_SHAPE_EXEC) chaos_answer_note_exec(n);
         chaos_descriptors_forget();
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     if (sc->shape == CHAOS_SHAPE_CLOCK || sc->shape == CHAOS_SHAPE_TIMEOFDAY || sc->shape == CHAOS_SHAPE_TIME) {
@@ -519,7 +499,7 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
                             (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0) &&
                             chaos_fault_decide(&d.call, &o);
     if (!decided) {
-        go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     if (o.delay_ns <= 0) {

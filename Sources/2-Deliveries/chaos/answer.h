@@ -11,9 +11,6 @@
 /// `listener`: at once, or (with a delay) when `chaos_answer_due` finds it due.
 void chaos_answer(int listener, const struct seccomp_notif *notification);
 
-/// Lets call `id` go on as it is.
-void chaos_answer_go_on(int listener, uint64_t id);
-
 /// Names the eventfd to be told (written 1) whenever a call starts waiting out a delay,
 /// so that whoever calls `chaos_answer_due` looks again. Calls may be decided on one
 /// thread and their delays answered on another.
@@ -23,9 +20,6 @@ void chaos_answer_wake(int eventfd);
 /// one (-1: none waits).
 int chaos_answer_due(int listener);
 
-/// What clock `clock`, reading `real` ns, reads under outcome `o` of a clock entry: the
-/// virtual time, or the real reading shifted, frozen or scaled (clocks with their own
-/// origin, such as monotonic ones, move by the realtime clock's shift at this instant).
 /// An exec the filter trapped (`n`): says at once, and records, when it starts a
 /// set-user-ID or set-group-ID program, which gains no privileges under the filter.
 void chaos_answer_note_exec(const struct seccomp_notif *n);
@@ -36,7 +30,5 @@ void chaos_answer_allow_io_uring(int allowed);
 /// The tree's events this supervisor saw (io_uring set up or refused): how many there were
 /// in `*count`, the first CHAOS_TALLY_EVENTS of them returned.
 const chaos_tree_event *chaos_answer_tree_events(uint64_t *count);
-
-int64_t chaos_answer_faked_reading(int clock, int64_t real, const chaos_outcome *o);
 
 #endif

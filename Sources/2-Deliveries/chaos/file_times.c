@@ -23,14 +23,8 @@
 #include <unistd.h>
 
 #include "CChaosFaults.h"
-#include "answer.h"
+#include "reply.h"
 #include "tracee.h"
-
-static void respond(int listener, uint64_t id, int64_t value, int error, int go_on) {
-    struct seccomp_notif_resp answer = {
-        .id = id, .val = value, .error = error, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &answer); // ENOENT: nobody waits any more
-}
 
 /// How far file times move now (0: not at all), as the clock reads for the program.
 static int64_t shift_now(void) {
@@ -39,7 +33,7 @@ static int64_t shift_now(void) {
     if (!chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) || !o.stat_times || o.action == CHAOS_ACT_ORIGINAL)
         return 0;
     int64_t real = chaos_fault_real_ns(CLOCK_REALTIME);
-    return chaos_answer_faked_reading(CLOCK_REALTIME, real, &o) - real;
+    return chaos_fault_reading_ns(&o, CLOCK_REALTIME, real) - real;
 }
 
 static void shift_timespec(struct timespec *t, int64_t shift) {
@@ -77,7 +71,7 @@ static int directory_of(pid_t tid, int dirfd, int *owned) {
 void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
     int64_t shift = shift_now();
     if (!shift) {
-        chaos_answer_go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     pid_t tid = (pid_t)n->pid;
@@ -139,8 +133,8 @@ void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const 
         }
     }
     if (owned >= 0) close(owned);
-    respond(listener, n->id, result == 0 ? 0 : -1, result == 0 ? 0 : -error, 0);
+    chaos_reply(listener, n->id, result == 0 ? 0 : -1, result == 0 ? 0 : -error, 0);
     return;
 go_on:
-    chaos_answer_go_on(listener, n->id);
+    chaos_reply_go_on(listener, n->id);
 }

@@ -450,14 +450,23 @@ static int fast_run(int argc, char **argv, const char *tool, char *cache, size_t
 // targets and what those depend on, as Package.swift says; a test (LauncherSourcesTests)
 // holds these lists to the manifest.
 static const char *const tool_sources[] = {
-    "Sources/4-Tools/chaos-tool",           "Sources/3-SwiftAPI/ChaosKit",     "Sources/3-SwiftAPI/ChaosPoints",
-    "Sources/3-SwiftAPI/ChaosHooks",        "Sources/3-SwiftAPI/ChaosNetwork", "Sources/3-SwiftAPI/ChaosControl",
-    "Sources/3-SwiftAPI/CChaosGrace",       "Sources/3-SwiftAPI/CChaosELF",    "Sources/1-Engine/CChaosFaults",
-    "Sources/2-Deliveries/CChaosIntercept", "Sources/3-SwiftAPI/CFFI",         NULL,
+    "Sources/4-Tools/chaos-tool",
+    "Sources/3-SwiftAPI/ChaosKit",
+    "Sources/3-SwiftAPI/ChaosPoints",
+    "Sources/3-SwiftAPI/ChaosHooks",
+    "Sources/3-SwiftAPI/ChaosNetwork",
+    "Sources/3-SwiftAPI/ChaosControl",
+    "Sources/3-SwiftAPI/CChaosGrace",
+    "Sources/3-SwiftAPI/CChaosELF",
+    "Sources/1-Engine/CChaosFaults",
+    "Sources/1-Engine/CChaosRules",
+    "Sources/2-Deliveries/CChaosIntercept",
+    "Sources/3-SwiftAPI/CFFI",
+    NULL,
 };
-static const char *const preload_sources[] = {"Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosFaults",
-                                              "Sources/1-Engine/CChaosControl", "Sources/2-Deliveries/CChaosIntercept",
-                                              NULL};
+static const char *const preload_sources[] = {"Sources/2-Deliveries/CChaosPreload",   "Sources/1-Engine/CChaosFaults",
+                                              "Sources/1-Engine/CChaosRules",         "Sources/1-Engine/CChaosControl",
+                                              "Sources/2-Deliveries/CChaosIntercept", NULL};
 
 // Whether `chaos run` was given a preload library of its own (--preload, or the variable).
 static int preload_given(int argc, char **argv) {

@@ -42,6 +42,7 @@
 #include "chaos_control.h"
 #include "parent.h"
 #include "descriptors.h"
+#include "reply.h"
 #include "report.h"
 #include "syscalls.h"
 #include "tracee.h"
@@ -224,7 +225,7 @@ static void *server_main(void *context) {
                 server->execs[server->exec_count++] =
                     (typeof(server->execs[0])){notification->id, (pid_t)notification->pid};
             pthread_mutex_unlock(&server->lock);
-            if (!queued) chaos_answer_go_on(server->listener, notification->id);
+            if (!queued) chaos_reply_go_on(server->listener, notification->id);
             uint64_t one = 1;
             ssize_t told = write(server->wake, &one, sizeof one);
             (void)told; // an eventfd only refuses a write at 2^64 - 2 unread wakes
@@ -242,7 +243,7 @@ static void trace_execs(struct server *server, struct tracing *tracing) {
     pthread_mutex_lock(&server->lock);
     for (int i = 0; i < server->exec_count; i++) {
         watch_exec(tracing, server->execs[i].tid);
-        chaos_answer_go_on(server->listener, server->execs[i].id);
+        chaos_reply_go_on(server->listener, server->execs[i].id);
     }
     server->exec_count = 0;
     pthread_mutex_unlock(&server->lock);

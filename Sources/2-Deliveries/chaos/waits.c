@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "CChaosFaults.h"
-#include "answer.h"
+#include "reply.h"
 #include "tracee.h"
 
 #define NS 1000000000LL
@@ -61,9 +61,7 @@ static int64_t real_monotonic(void) {
 }
 
 static void respond(const struct hold *h, int64_t value, int go_on) {
-    struct seccomp_notif_resp answer = {
-        .id = h->call.id, .val = value, .flags = go_on ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0};
-    ioctl(h->listener, SECCOMP_IOCTL_NOTIF_SEND, &answer); // ENOENT: nobody waits any more
+    chaos_reply(h->listener, h->call.id, value, 0, go_on);
 }
 
 /// One look at the held call, waiting at most `slice_ms` for its descriptors.
@@ -186,7 +184,7 @@ static int sleep_hold(struct hold *h) {
     // Until the faked clock reads the target: the faked time left, scaled.
     struct timespec now;
     if (clock_gettime(clock, &now) != 0) return 0;
-    int64_t left = ns_of(&request) - chaos_answer_faked_reading(clock, ns_of(&now), &o);
+    int64_t left = ns_of(&request) - chaos_fault_reading_ns(&o, clock, ns_of(&now));
     return relative_sleep(h, &o, left > 0 ? left : 0);
 }
 
@@ -239,14 +237,14 @@ static int wait_hold(struct hold *h) {
 void chaos_waits_answer(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
     struct hold *h = atomic_load(&released) ? NULL : calloc(1, sizeof *h);
     if (!h) {
-        chaos_answer_go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         return;
     }
     *h = (struct hold){.listener = listener, .call = *n, .sc = sc};
     int held = sc->shape == CHAOS_SHAPE_SLEEP || sc->shape == CHAOS_SHAPE_CLOCK_SLEEP ? sleep_hold(h) : wait_hold(h);
     uint64_t id = n->id;
     if (!held || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) {
-        chaos_answer_go_on(listener, n->id);
+        chaos_reply_go_on(listener, n->id);
         for (int i = 0; i < h->watched_count; i++) close(h->watched[i].fd);
         free(h);
         return;

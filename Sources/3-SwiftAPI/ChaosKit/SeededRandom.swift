@@ -1,3 +1,7 @@
+// The arithmetic is CChaosRules': the C fault engine derives its entries' seeds and draws
+// with the same functions, so both languages' decisions of an entry agree.
+public import CChaosRules
+
 /// A small, fast, reproducible random number generator (SplitMix64).
 ///
 /// Every random choice ChaosKit makes comes from one of these, seeded from the `Chaos`
@@ -17,7 +21,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
 
     /// The next 64 random bits.
     @inlinable public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
+        state &+= chaos_rules_gamma
         return Self.mix(state)
     }
 
@@ -28,31 +32,27 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
 
     /// SplitMix64's finaliser: a bijective scramble of 64 bits.
     @inlinable static func mix(_ value: UInt64) -> UInt64 {
-        var z = value
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        chaos_rules_mix(value)
     }
 
     /// Combines seeds into one, so that every (seed, point, call, node) gets its own stream.
     /// Fixed arities rather than a variadic list: this runs on every chaotic call, and a
     /// variadic argument allocates an array.
     @inlinable static func derive(_ seed: UInt64, _ first: UInt64) -> UInt64 {
-        mix(mix(seed) ^ (first &+ 0x9E37_79B9_7F4A_7C15))
+        chaos_rules_derive(seed, first)
     }
 
     /// Combines a seed and two values into one (see ``derive(_:_:)``).
     @inlinable static func derive(_ seed: UInt64, _ first: UInt64, _ second: UInt64) -> UInt64 {
-        mix(derive(seed, first) ^ (second &+ 0x9E37_79B9_7F4A_7C15))
+        chaos_rules_derive2(seed, first, second)
     }
 
     /// A hash of `text` that is the same in every process (unlike `Hasher`), so seeds
     /// replay across runs.
     static func stableHash(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-        for byte in text.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        var text = text
+        return text.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chaos_rules_stable_hash($0.baseAddress, $0.count) }
         }
-        return hash
     }
 }

@@ -418,6 +418,13 @@ int chaos_fault_clock_constant(int64_t real_ns, int64_t *fake_ns);
 /// The reported time for `real_ns` under a clock outcome (ORIGINAL: unchanged).
 int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns);
 
+/// What clock `clock` (a clockid_t), reading `real_ns`, reads under `outcome` of a clock
+/// entry: unchanged for ORIGINAL; the virtual reading while virtual time runs; else the real
+/// reading shifted, frozen or scaled, where clocks with their own origin (monotonic, TAI)
+/// move by the realtime clock's shift at this instant. For a delivery that cannot tell one
+/// thread of the program from another (the seccomp supervisor): it has no exempt threads.
+int64_t chaos_fault_reading_ns(const chaos_outcome *outcome, int clock, int64_t real_ns);
+
 /// The real time at which a clock outcome reports `fake_ns` (for absolute sleeps); for a
 /// frozen clock, the real now plus how far `fake_ns` is past the frozen instant.
 int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns);
