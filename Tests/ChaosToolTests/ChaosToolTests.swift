@@ -41,6 +41,7 @@ import Testing
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
         let sources = [
             "Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosFaults", "Sources/1-Engine/CChaosControl",
+            "Sources/1-Engine/CChaosRules",
         ].flatMap { folder in
             let directory = root.appendingPathComponent(folder)
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
@@ -51,17 +52,24 @@ import Testing
         }
         let includes = [
             "Sources/2-Deliveries/CChaosPreload/include", "Sources/1-Engine/CChaosFaults/include",
-            "Sources/1-Engine/CChaosControl/include",
+            "Sources/1-Engine/CChaosControl/include", "Sources/1-Engine/CChaosRules/include",
             "Sources/2-Deliveries/CChaosIntercept", "Sources/2-Deliveries/CChaosIntercept/include",
         ]
         .flatMap { ["-I", root.appendingPathComponent($0).path] }
-        _ = try? run(
+        let built = try? run(
             "/usr/bin/env",
             ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + [
                 "-ldl", "-lpthread",
                 "-Wl,--version-script="
                     + root.appendingPathComponent("Sources/2-Deliveries/CChaosPreload/exports.map").path,
             ])
+        // The tests that use it then fail on a library that cannot be read; this says why.
+        if built?.status != 0 {
+            FileHandle.standardError.write(
+                Data(
+                    "cc could not build the preload library from its sources: \(built?.errors ?? "cc did not run")\n"
+                        .utf8))
+        }
         return output
     }()
 
