@@ -1,5 +1,6 @@
-// Virtual time's parts (virtual.c: the clock, sleepers, advancing, the watchdog, start and
-// stop; vt_timers.c; vt_threads.c; vt_proc.c) and what they share. Private to the engine.
+// Virtual time's parts (vt_state.c: the clock's words, the lock and what it guards; virtual.c:
+// sleepers, advancing, the watchdog, start and stop; vt_timers.c; vt_flow.c; vt_threads.c;
+// vt_proc.c) and what they share. Private to the engine.
 #ifndef CCHAOS_FAULTS_VIRTUAL_H
 #define CCHAOS_FAULTS_VIRTUAL_H
 
@@ -51,12 +52,14 @@ enum { VT_TIMERS = 64, VT_KNOWN = 512 };
 typedef int (*settime_fn)(int, int, const struct itimerspec *, struct itimerspec *);
 typedef int (*posix_settime_fn)(timer_t, int, const struct itimerspec *, struct itimerspec *);
 
-// virtual.c. Sleepers, timers and known deadlines are under cf_vt_lock.
+// vt_state.c. Sleepers, timers and known deadlines are under cf_vt_lock.
 extern pthread_mutex_t cf_vt_lock __attribute__((visibility("hidden")));
 extern pthread_cond_t cf_vt_changed __attribute__((visibility("hidden")));
 /// Wakes every wait on virtual time (cf_vt_changed's waiters and sleepers); under cf_vt_lock.
 void cf_vt_notify(void);
 extern pthread_once_t cf_vt_once __attribute__((visibility("hidden")));
+/// Counts notifications: sleepers wait on it with the futex system call (virtual.c).
+extern _Atomic uint32_t cf_vt_generation __attribute__((visibility("hidden")));
 extern vt_sleeper *cf_vt_sleepers __attribute__((visibility("hidden")));
 extern vt_timer cf_vt_timers[VT_TIMERS] __attribute__((visibility("hidden")));
 extern vt_known cf_vt_known[VT_KNOWN] __attribute__((visibility("hidden")));
