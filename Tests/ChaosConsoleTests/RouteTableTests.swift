@@ -39,7 +39,8 @@ import Testing
         await endpoint.finish()
     }
 
-    @Test func aChaosRunProgramsEndpointAnswersTheRoutesTheTableGivesIt() async throws {
+    @Test(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason))
+    func aChaosRunProgramsEndpointAnswersTheRoutesTheTableGivesIt() async throws {
         let child = try PreloadChild(profile: PreloadControlTests.harmless)
         defer { child.stop() }
         try await child.line(startingWith: "ok")
