@@ -10,8 +10,6 @@
 #include <errno.h>
 
 #if defined(__linux__)
-#include <dlfcn.h>
-#include <elf.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
@@ -22,31 +20,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#if defined(__x86_64__)
-#define CHAOS_R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define CHAOS_R_GLOB_DAT R_X86_64_GLOB_DAT
-#define CHAOS_R_ABS R_X86_64_64
-#elif defined(__aarch64__)
-#define CHAOS_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define CHAOS_R_GLOB_DAT R_AARCH64_GLOB_DAT
-#define CHAOS_R_ABS R_AARCH64_ABS64
-#elif defined(__i386__)
-#define CHAOS_R_JUMP_SLOT R_386_JMP_SLOT
-#define CHAOS_R_GLOB_DAT R_386_GLOB_DAT
-// R_386_32 keeps its addend in the slot (REL): after relocation it cannot be told from
-// symbol + offset, so 32-bit x86 data relocations are not indexed.
-#endif
-
-#if defined(__LP64__)
-#define CHAOS_R_SYM(i) ELF64_R_SYM(i)
-#define CHAOS_R_TYPE(i) ELF64_R_TYPE(i)
-#define CHAOS_ST_TYPE(i) ELF64_ST_TYPE(i)
-#else
-#define CHAOS_R_SYM(i) ELF32_R_SYM(i)
-#define CHAOS_R_TYPE(i) ELF32_R_TYPE(i)
-#define CHAOS_ST_TYPE(i) ELF32_ST_TYPE(i)
-#endif
 
 // MARK: - Page protection
 
