@@ -106,7 +106,7 @@ extension ChaosConsole {
         default:
             return failure(
                 .notFound, "notFound", subject: InputExcerpt.of(rawPath),
-                "no such route; there are \(ControlAPI.routeList())")
+                "no such route; there are \(ControlAPI.routeList)")
         }
     }
 

@@ -48,13 +48,8 @@ package final class Subscribers<Element: Sendable>: Sendable {
 
     /// Hands `value` to every subscriber.
     package func yield(_ value: Element) {
-        for continuation in snapshot() { continuation.yield(value) }
-    }
-
-    /// The continuations of the subscribers now, for a caller that delivers them itself (after
-    /// work it does under a lock of its own).
-    package func snapshot() -> [AsyncStream<Element>.Continuation] {
-        state.withLock { Array($0.continuations.values) }
+        let continuations = state.withLock { Array($0.continuations.values) }
+        for continuation in continuations { continuation.yield(value) }
     }
 
     /// Ends every subscriber's stream and refuses new subscribers from now on.
