@@ -313,12 +313,14 @@ extension ProcessWideHookTests {
             try #require(waited(returned))
             if !revertReturned { _ = waited(reverted) }
             #expect(answer.load(ordering: .relaxed) == 99)
-            // The section has ended: the next collect lets the entry and its block go.
-            RetiredObjects.shared.collect()
-            #expect(weakEntry == nil)
-            #expect(weakToken == nil)
+            // The section has ended: collecting lets the entry and its block go. It may take
+            // more than one collect, because another suite's call that was in a section when
+            // this entry was retired also holds its batch, for the microseconds it lasts.
+            #expect(settles {
+                RetiredObjects.shared.collect()
+                return weakEntry == nil && weakToken == nil
+            })
             #expect(released.count.load(ordering: .relaxed) == 1)
-            #expect(RetiredObjects.shared.waitingCount == 0)
         }
 
         @Test func blockThatRevertsItsOwnEntryRunsToTheEnd() throws {
@@ -341,9 +343,12 @@ extension ProcessWideHookTests {
             #expect(entryAliveAfterRevert.load(ordering: .relaxed) == 1)
             #expect(!hook.isPatched)
             #expect(chaos_fx_call_add(20, 22) == 42)
-            RetiredObjects.shared.collect()
-            #expect(!box.isAlive)
-            #expect(RetiredObjects.shared.waitingCount == 0)
+            // Its own call has ended, so collecting lets it go; as above, another suite's
+            // call running at retire time may hold the batch a little longer.
+            #expect(settles {
+                RetiredObjects.shared.collect()
+                return !box.isAlive
+            })
         }
 
         @Test func graceRecordWaitsForTheSectionsRunningWhenItWasTaken() throws {
