@@ -743,7 +743,6 @@ import Glibc
         #expect(chaos_fault_peek_clock(Int32(CHAOS_CLOCKSRC_REALTIME), &outcome) == 1)
         #expect(outcome.action == Int32(CHAOS_ACT_OFFSET.rawValue), "peeking does not advance the sequence")
         #expect(chaos_fault_apply_clock(&outcome, 50_000_000_000) == 40_000_000_000)
-        #expect(chaos_fault_invert_clock(&outcome, 40_000_000_000, 0) == 50_000_000_000)
         var call = chaos_call()
         call.point = Int32(CHAOS_POINT_CLOCK.rawValue)
         call.fn = Int32(CHAOS_FN_CLOCK_GETTIME.rawValue)
@@ -760,7 +759,59 @@ import Glibc
         speed.factor = 2
         speed.anchor_ns = 1000
         #expect(chaos_fault_apply_clock(&speed, 1500) == 2000)
-        #expect(chaos_fault_invert_clock(&speed, 2000, 0) == 1500)
+    }
+
+    /// The outcome layer both deliveries carry out (chaos_outcomes.h): what a sleep, a timed
+    /// wait's deadline and file times become under each kind of clock entry.
+    @Test func sleepsDeadlinesAndFileTimesFollowTheClockOutcome() throws {
+        defer { chaos_plan_clear() }
+        let second: Int64 = 1_000_000_000
+        var sleep = chaos_sleep()
+        var instant: Int64 = 0
+
+        // No clock entry: every sleep and deadline is left alone, file times too.
+        chaos_plan_clear()
+        #expect(chaos_outcome_sleep(CLOCK_REALTIME, 0, second, &sleep) == CHAOS_SLEEP_AS_ASKED)
+        #expect(chaos_outcome_real_deadline(CLOCK_REALTIME, 5 * second, &instant) == 0)
+        #expect(chaos_outcome_file_time_shift() == 0)
+
+        // An offset: a relative sleep is unchanged; an absolute one waits until the faked
+        // clock reads the target, so "faked now + 1 s" is one real second, not ten days.
+        try Self.install("chaos-plan 1\nentry clock\nnode 0 offset by=10d\n")
+        let tenDays = 10 * 86_400 * second
+        #expect(chaos_outcome_sleep(CLOCK_REALTIME, 0, second, &sleep) == CHAOS_SLEEP_AS_ASKED)
+        let fakedNow = chaos_fault_real_ns(CLOCK_REALTIME) + tenDays
+        #expect(chaos_outcome_sleep(CLOCK_REALTIME, 1, fakedNow + second, &sleep) == CHAOS_SLEEP_REAL)
+        #expect(sleep.ns > second / 2 && sleep.ns <= second, "left: \(sleep.ns) ns")
+        #expect(chaos_outcome_sleep(CLOCK_REALTIME, 1, fakedNow - second, &sleep) == CHAOS_SLEEP_REAL)
+        #expect(sleep.ns == 0, "a target the faked clock has passed is due at once")
+        #expect(chaos_outcome_real_deadline(CLOCK_REALTIME, fakedNow + second, &instant) == 1)
+        let realLeft = instant - chaos_fault_real_ns(CLOCK_REALTIME)
+        #expect(realLeft > second / 2 && realLeft <= second, "left: \(realLeft) ns")
+        let shift = chaos_outcome_file_time_shift()
+        #expect(abs(shift - tenDays) < second, "file times move with the clock: \(shift)")
+        // Monotonic clocks are not the entry's without monotonic=yes.
+        #expect(chaos_outcome_sleep(CLOCK_MONOTONIC, 1, second, &sleep) == CHAOS_SLEEP_AS_ASKED)
+        #expect(chaos_outcome_real_deadline(CLOCK_MONOTONIC, second, &instant) == 0)
+
+        // stat=no and sleep=no keep file times and sleeps real.
+        try Self.install("chaos-plan 1\nentry clock stat=no sleep=no\nnode 0 offset by=10d\n")
+        #expect(chaos_outcome_file_time_shift() == 0)
+        #expect(chaos_outcome_sleep(CLOCK_REALTIME, 1, fakedNow + second, &sleep) == CHAOS_SLEEP_AS_ASKED)
+
+        // Speed: a relative sleep of 4 s on any clock lasts 1 s at factor 4, and a remainder
+        // the kernel reports counts four times as long on the faked clock.
+        try Self.install("chaos-plan 1\nentry clock\nnode 0 speed factor=4\n")
+        #expect(chaos_outcome_sleep(CLOCK_MONOTONIC, 0, 4 * second, &sleep) == CHAOS_SLEEP_REAL)
+        #expect(sleep.ns == second && sleep.factor == 4)
+        #expect(chaos_outcome_virtual_timeout(second) == 0, "timeouts follow only virtual time")
+        var seconds: Int64 = -1
+        var nanoseconds: UInt32 = 900_000_000
+        chaos_outcome_shift_parts(&seconds, &nanoseconds, 200_000_000)
+        #expect(seconds == 0 && nanoseconds == 100_000_000)
+        var time = timespec(tv_sec: 0, tv_nsec: 100)
+        chaos_outcome_shift_timespec(&time, -200)
+        #expect(time.tv_sec == -1 && time.tv_nsec == 999_999_900)
     }
 
     @Test func fastClockReadingsCountOnEveryThreadAlsoAfterItExits() throws {

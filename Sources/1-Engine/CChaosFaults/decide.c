@@ -440,16 +440,3 @@ int64_t chaos_fault_reading_ns(const chaos_outcome *outcome, int clock, int64_t 
     int64_t wall = cf_real_ns(CLOCK_REALTIME);
     return real_ns + chaos_fault_apply_clock(outcome, wall) - wall;
 }
-
-int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns) {
-    switch (outcome->action) {
-    case CHAOS_ACT_OFFSET: return (int64_t)((uint64_t)fake_ns - (uint64_t)outcome->clock_ns);
-    case CHAOS_ACT_FROZEN:
-        return fake_ns <= outcome->clock_ns ? real_now_ns : real_now_ns + (fake_ns - outcome->clock_ns);
-    case CHAOS_ACT_SPEED:
-        if (outcome->factor <= 0) return real_now_ns;
-        return (int64_t)((uint64_t)outcome->anchor_ns +
-                         (uint64_t)round_ns((double)(fake_ns - outcome->anchor_ns) / outcome->factor));
-    default: return fake_ns;
-    }
-}

@@ -255,12 +255,10 @@ static void answer_clock(int listener, const struct seccomp_notif *n, const stru
         return;
     }
     int64_t value = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-    chaos_call call = {
-        .point = CHAOS_POINT_CLOCK, .fn = sc->fn, .fd = -1, .port = -1, .clock_source = chaos_clock_source(clock)};
-    int steady = call.clock_source == CHAOS_CLOCKSRC_MONOTONIC || call.clock_source == CHAOS_CLOCKSRC_TAI;
-    if (!steady) call.real_ns = value;
+    chaos_call call;
     chaos_outcome o;
-    if (call.clock_source && chaos_fault_decide(&call, &o)) value = chaos_fault_reading_ns(&o, clock, value);
+    if (chaos_outcome_decide_clock(sc->fn, clock, value, &call, &o))
+        value = chaos_outcome_reading_for_thread(&o, clock, value);
     int64_t seconds = value / 1000000000, rest = value % 1000000000;
     if (rest < 0) {
         rest += 1000000000;

@@ -1,5 +1,5 @@
 // File times under the seccomp delivery: what the preload's stat interceptors do
-// (interceptors/stat.inc). A clock entry shifts file times by default (stat=yes): a file
+// (interceptors/stat.inc), by the engine's rule (chaos_outcome_file_time_shift). A clock entry shifts file times by default (stat=yes): a file
 // written "now" must not look ten years newer than the clock. The kernel's answer to a
 // call that goes on cannot be changed afterwards, so the supervisor carries the call out
 // itself — through a copy of the thread's descriptor, or its working directory, so that
@@ -26,34 +26,6 @@
 #include "reply.h"
 #include "tracee.h"
 
-/// How far file times move now (0: not at all), as the clock reads for the program.
-static int64_t shift_now(void) {
-    if (!(chaos_fault_clock_flags() & CHAOS_CLOCK_FLAG_STAT)) return 0;
-    chaos_outcome o;
-    if (!chaos_fault_peek_clock(CHAOS_CLOCKSRC_REALTIME, &o) || !o.stat_times || o.action == CHAOS_ACT_ORIGINAL)
-        return 0;
-    int64_t real = chaos_fault_real_ns(CLOCK_REALTIME);
-    return chaos_fault_reading_ns(&o, CLOCK_REALTIME, real) - real;
-}
-
-static void shift_timespec(struct timespec *t, int64_t shift) {
-    int64_t ns = (int64_t)t->tv_sec * 1000000000 + t->tv_nsec + shift;
-    int64_t seconds = ns / 1000000000, rest = ns % 1000000000;
-    if (rest < 0) {
-        rest += 1000000000;
-        seconds -= 1;
-    }
-    t->tv_sec = (time_t)seconds;
-    t->tv_nsec = (long)rest;
-}
-
-static void shift_statx(struct statx_timestamp *t, int64_t shift) {
-    struct timespec moved = {(time_t)t->tv_sec, (long)t->tv_nsec};
-    shift_timespec(&moved, shift);
-    t->tv_sec = moved.tv_sec;
-    t->tv_nsec = (uint32_t)moved.tv_nsec;
-}
-
 /// A directory descriptor of this process that names what `dirfd` names for thread `tid`
 /// (AT_FDCWD: its working directory), in `*owned` when it must be closed; -1 when none.
 static int directory_of(pid_t tid, int dirfd, int *owned) {
@@ -69,7 +41,7 @@ static int directory_of(pid_t tid, int dirfd, int *owned) {
 }
 
 void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc) {
-    int64_t shift = shift_now();
+    int64_t shift = chaos_outcome_file_time_shift();
     if (!shift) {
         chaos_reply_go_on(listener, n->id);
         return;
@@ -115,10 +87,15 @@ void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const 
         result = statx(from, path, flags, (unsigned)a[3], &status);
         error = errno;
         if (result == 0) {
-            if (status.stx_mask & STATX_ATIME) shift_statx(&status.stx_atime, shift);
-            if (status.stx_mask & STATX_MTIME) shift_statx(&status.stx_mtime, shift);
-            if (status.stx_mask & STATX_CTIME) shift_statx(&status.stx_ctime, shift);
-            if (status.stx_mask & STATX_BTIME) shift_statx(&status.stx_btime, shift);
+            struct statx_timestamp *times[] = {&status.stx_atime, &status.stx_mtime, &status.stx_ctime,
+                                               &status.stx_btime};
+            unsigned masks[] = {STATX_ATIME, STATX_MTIME, STATX_CTIME, STATX_BTIME};
+            for (int i = 0; i < 4; i++) {
+                if (!(status.stx_mask & masks[i])) continue;
+                int64_t seconds = times[i]->tv_sec;
+                chaos_outcome_shift_parts(&seconds, &times[i]->tv_nsec, shift);
+                times[i]->tv_sec = seconds;
+            }
             if (chaos_tracee_write(tid, out, &status, sizeof status) != 0) result = -1, error = EFAULT;
         }
     } else {
@@ -126,9 +103,9 @@ void chaos_file_times_answer(int listener, const struct seccomp_notif *n, const 
         result = fstatat(from, path, &status, flags);
         error = errno;
         if (result == 0) {
-            shift_timespec(&status.st_atim, shift);
-            shift_timespec(&status.st_mtim, shift);
-            shift_timespec(&status.st_ctim, shift);
+            chaos_outcome_shift_timespec(&status.st_atim, shift);
+            chaos_outcome_shift_timespec(&status.st_mtim, shift);
+            chaos_outcome_shift_timespec(&status.st_ctim, shift);
             if (chaos_tracee_write(tid, out, &status, sizeof status) != 0) result = -1, error = EFAULT;
         }
     }

@@ -137,34 +137,8 @@ static void hold(struct hold *h) {
 
 static int64_t ns_of(const struct timespec *t) { return (int64_t)t->tv_sec * NS + t->tv_nsec; }
 
-/// The clock's outcome for a sleep or wait on clock source `source` now, as the preload's
-/// interceptors take it (counting nothing): 1 when a clock entry speaks for it.
-static int clock_now(int32_t source, chaos_outcome *o) {
-    uint32_t flags = chaos_fault_clock_flags();
-    if (!(flags & CHAOS_CLOCK_FLAG_SLEEP)) return 0;
-    if (source == CHAOS_CLOCKSRC_MONOTONIC && !(flags & CHAOS_CLOCK_FLAG_MONOTONIC)) return 0;
-    return chaos_fault_peek_clock(source, o) && o->action != CHAOS_ACT_ORIGINAL;
-}
-
-static int64_t virtual_after(int64_t ns) {
-    int64_t now = chaos_vt_monotonic_ns();
-    return ns > INT64_MAX - now ? INT64_MAX : now + ns;
-}
-
-/// Fills `h`'s deadline for a sleep of `ns` (relative) under outcome `o`; 0 when it is
-/// not held.
-static int relative_sleep(struct hold *h, const chaos_outcome *o, int64_t ns) {
-    if (o->action == CHAOS_ACT_VIRTUAL && chaos_vt_running()) {
-        h->virtual_deadline = virtual_after(ns);
-        return 1;
-    }
-    if (o->action != CHAOS_ACT_SPEED || o->factor <= 0) return 0;
-    double scaled = (double)ns / o->factor;
-    h->real_due = real_monotonic() + (scaled > 9e18 ? (int64_t)9e18 : (int64_t)scaled);
-    return 1;
-}
-
-/// Fills `h` for a sleep; 0 when the clock leaves it alone (or it cannot be read).
+/// Fills `h` for a sleep as the engine has it (chaos_outcome_sleep); 0 when the clock
+/// leaves it alone (or it cannot be read).
 static int sleep_hold(struct hold *h) {
     pid_t tid = (pid_t)h->call.pid;
     const __u64 *a = h->call.data.args;
@@ -173,19 +147,13 @@ static int sleep_hold(struct hold *h) {
     struct timespec request;
     if (chaos_tracee_read(tid, nano ? a[0] : a[2], &request, sizeof request) != 0) return 0;
     if (request.tv_sec < 0 || request.tv_nsec < 0 || request.tv_nsec >= NS) return 0; // the kernel's EINVAL
-    chaos_outcome o;
-    if (!absolute) return clock_now(CHAOS_CLOCKSRC_REALTIME, &o) && relative_sleep(h, &o, ns_of(&request));
-    int32_t source = chaos_clock_source(clock);
-    if (!source || !clock_now(source, &o)) return 0;
-    if (o.action == CHAOS_ACT_VIRTUAL && chaos_vt_running()) {
-        h->virtual_deadline = chaos_vt_to_monotonic(clock, ns_of(&request));
-        return 1;
+    if (!chaos_clock_source(clock)) return 0;
+    chaos_sleep s;
+    switch (chaos_outcome_sleep(clock, absolute, ns_of(&request), &s)) {
+    case CHAOS_SLEEP_VIRTUAL: h->virtual_deadline = s.ns; return 1;
+    case CHAOS_SLEEP_REAL: h->real_due = real_monotonic() + s.ns; return 1;
+    default: return 0;
     }
-    // Until the faked clock reads the target: the faked time left, scaled.
-    struct timespec now;
-    if (clock_gettime(clock, &now) != 0) return 0;
-    int64_t left = ns_of(&request) - chaos_fault_reading_ns(&o, clock, ns_of(&now));
-    return relative_sleep(h, &o, left > 0 ? left : 0);
 }
 
 /// Fills `h` for an epoll or poll wait; 0 when it is not held (no timeout, or not under
@@ -204,10 +172,8 @@ static int wait_hold(struct hold *h) {
         int ms = (int)a[h->sc->shape == CHAOS_SHAPE_EPOLL ? 3 : 2];
         timeout = ms < 0 ? -1 : (int64_t)ms * 1000000;
     }
-    chaos_outcome o;
-    if (timeout <= 0 || !chaos_vt_running() || !clock_now(CHAOS_CLOCKSRC_MONOTONIC, &o) ||
-        o.action != CHAOS_ACT_VIRTUAL)
-        return 0;
+    int64_t deadline = chaos_outcome_virtual_timeout(timeout);
+    if (!deadline) return 0;
     if (h->sc->shape == CHAOS_SHAPE_EPOLL) {
         int copy = chaos_tracee_borrow(tid, (int)a[0]);
         if (copy < 0) return 0;
@@ -230,7 +196,7 @@ static int wait_hold(struct hold *h) {
             h->watched[h->watched_count++] = (struct pollfd){copy, h->program[i].events, 0};
         }
     }
-    h->virtual_deadline = virtual_after(timeout);
+    h->virtual_deadline = deadline;
     return 1;
 }
 

@@ -425,10 +425,6 @@ int64_t chaos_fault_apply_clock(const chaos_outcome *outcome, int64_t real_ns);
 /// thread of the program from another (the seccomp supervisor): it has no exempt threads.
 int64_t chaos_fault_reading_ns(const chaos_outcome *outcome, int clock, int64_t real_ns);
 
-/// The real time at which a clock outcome reports `fake_ns` (for absolute sleeps); for a
-/// frozen clock, the real now plus how far `fake_ns` is past the frozen instant.
-int64_t chaos_fault_invert_clock(const chaos_outcome *outcome, int64_t fake_ns, int64_t real_now_ns);
-
 /// The real clock the engine reads for its own purposes (last_fire_ns, `anchor=start`).
 /// Default: the clock_gettime system call. A delivery that has the real function (from
 /// dlsym(RTLD_NEXT), or saved before hooking) can pass it here to save a system call per
@@ -440,6 +436,10 @@ void chaos_fault_set_real_clock(chaos_real_clock_fn function);
 /// The real time of clock id `clock` in ns, read with the system call itself (no
 /// interposer, no hook can change it).
 int64_t chaos_fault_real_ns(int clock);
+
+// MARK: - What a clock outcome means for a call (its own header)
+
+#include "chaos_outcomes.h"
 
 /// The deterministic draw behind probability nodes, in [0, 1): the same arithmetic as a
 /// ChaosKit `probability` modifier (SplitMix64 over the entry's seed, the node's salt and
