@@ -1,4 +1,5 @@
 import CChaosFaults
+import CChaosRules
 import ChaosKit
 import Foundation
 import Testing
@@ -86,8 +87,8 @@ import Testing
     }
 }
 
-/// One duration grammar: the control endpoint's `?by=` (C, duration.c) reads a text as
-/// DurationText does in a profile, on generated texts and their edge cases.
+/// One duration grammar, read by one reader (CChaosRules' span.c): what it takes and refuses,
+/// and that the control endpoint's `?by=` and a profile's DurationText see the same.
 @Suite struct DurationGrammarTests {
     /// 200 texts: compound units, fractions, signs, spaces, overflow and junk, from a fixed
     /// seed so a failure names a text that fails again.
@@ -119,30 +120,58 @@ import Testing
         return fixed
     }()
 
+    /// Texts and what they mean (nil: refused).
+    static let expected: [(text: String, nanoseconds: Int64?)] = [
+        ("1h30m", 5_400_000_000_000), ("1h 30m", 5_400_000_000_000), (" 2m ", 120_000_000_000),
+        ("250ms", 250_000_000), ("1.5s", 1_500_000_000), ("1.5d", 129_600_000_000_000),
+        ("2w", 1_209_600_000_000_000), ("+1h", 3_600_000_000_000), ("0s", 0), ("1µs", 1_000), ("1us", 1_000),
+        ("1\u{00A0}s", 1_000_000_000), ("1\u{2003}h", 3_600_000_000_000), ("0.5ns", 1), ("0.0000000004s", 0),
+        ("104166d", 8_999_942_400_000_000_000), ("104167d", nil), ("1h1h", 7_200_000_000_000),
+        // Refused: no unit, a sign other than +, calendar units, unknown units, junk, too long.
+        ("", nil), (" ", nil), ("+", nil), ("1", nil), ("-1h", nil), ("-0s", nil), ("30y", nil), ("1mo", nil),
+        ("1sec", nil), ("1H", nil), ("1,5s", nil), ("1.2.3s", nil), ("1e3s", nil), ("１s", nil), ("inf", nil),
+        ("1s€", nil), ("9000000000000000000ns", nil), ("5000000000000000000ns5000000000000000000ns", nil),
+    ]
+
+    @Test func theGrammarTakesWhatItDocumentsAndRefusesTheRest() {
+        for (text, nanoseconds) in Self.expected {
+            var read: Int64 = -1
+            let status = chaos_rules_parse_duration(text, &read)
+            #expect((status == 0 ? read : nil) == nanoseconds, "'\(text)'")
+            #expect(DurationText.parse(text) == nanoseconds.map { .nanoseconds($0) }, "'\(text)'")
+        }
+    }
+
+    @Test func offsetsTakeSignsAndCalendarUnitsThatDurationsRefuse() throws {
+        var span = chaos_span()
+        #expect(chaos_rules_parse_span("-1y2mo3d", 8, &span) == CHAOS_SPAN_OK)
+        #expect(span.negative == 1 && span.years == 1 && span.months == 2 && span.fixed_ns == 259_200_000_000_000)
+        #expect(chaos_rules_parse_span("1.5y", 4, &span) == CHAOS_SPAN_CALENDAR_FRACTION)
+        #expect(chaos_rules_parse_span("3 fortnights", 12, &span) == CHAOS_SPAN_UNKNOWN_UNIT)
+        let atFault = withUnsafeBytes(of: span.at_fault) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        #expect(atFault == "fortnights")
+        #expect(chaos_rules_parse_span("12", 2, &span) == CHAOS_SPAN_NO_UNIT)
+        // The Swift errors name what the reader found at fault.
+        #expect(throws: ChaosError.self) { try DurationText.duration("3 fortnights") }
+        do {
+            _ = try DurationText.duration("3fortnight")
+        } catch {
+            #expect(error.message.contains("unknown unit 'fortnight'"), "\(error.message)")
+        }
+    }
+
     @Test func theEndpointReadsDurationsAsProfilesDo() {
         #expect(Self.inputs.count == 200)
         var accepted = 0
         for text in Self.inputs {
             var nanoseconds: Int64 = 0
-            let c = chaos_parse_duration_text(text, &nanoseconds) == 0 ? nanoseconds : nil
+            let c = chaos_rules_parse_duration(text, &nanoseconds) == 0 ? nanoseconds : nil
             let swift = DurationText.parse(text)
-            guard let swift else {
-                #expect(c == nil, "'\(text)': C reads \(c.map(String.init) ?? "-"), Swift refuses it")
-                continue
-            }
-            accepted += 1
-            if swift >= .nanoseconds(Int64.max) {
-                #expect(c == Int64.max, "'\(text)': Swift reads \(swift), C \(c.map(String.init) ?? "refuses it")")
-            } else {
-                #expect(
-                    c.map { Duration.nanoseconds($0) } == swift,
-                    "'\(text)': Swift reads \(swift), C \(c.map(String.init) ?? "refuses it")")
-            }
+            #expect(c.map { Duration.nanoseconds($0) } == swift, "'\(text)': Swift \(swift.map { "\($0)" } ?? "refuses"), C \(c.map(String.init) ?? "refuses")")
+            if swift != nil { accepted += 1 }
         }
         // The generated texts are not all junk.
         #expect(accepted >= 40)
-        var nanoseconds: Int64 = 0
-        #expect(chaos_parse_duration_text("1h30m", &nanoseconds) == 0 && nanoseconds == 5_400_000_000_000)
     }
 }
 

@@ -2,6 +2,7 @@
 // of virtual time the worker carries out.
 #define _GNU_SOURCE
 #include "control.h"
+#include "CChaosRules.h"
 
 #if defined(__linux__)
 
@@ -157,7 +158,7 @@ static int advance_should_stop(void *unused) {
 /// or, stopped or cut short by its step limit, says where virtual time stays.
 HIDDEN void ctl_advance(answer *a, const char *by, const char *steps_text) {
     int64_t nanoseconds;
-    if (!by[0] || chaos_parse_duration_text(by, &nanoseconds) != 0) {
+    if (!by[0] || chaos_rules_parse_duration(by, &nanoseconds) != 0) {
         char subject[100];
         snprintf(subject, sizeof subject, "by=%.80s", by);
         ctl_fail(a, 400, "badRequest", subject,

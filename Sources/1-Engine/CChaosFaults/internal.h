@@ -115,12 +115,6 @@ extern const char *const cf_point_names[],
                                                                                         *const cf_clock_names[],
                                                                                             *const cf_kind_names[];
 extern const uint32_t cf_op_bits[], cf_family_bits[], cf_role_bits[], cf_clock_bits[];
-typedef struct cf_unit {
-    const char *name;
-    int64_t ns;
-    bool in_plan; ///< plan text takes it (every unit is a person's)
-} cf_unit;
-extern const cf_unit cf_units[];
 typedef struct cf_errno_name {
     const char *name;
     int32_t value;

@@ -8,6 +8,7 @@
 // Every array here is constant: nothing guards them.
 #define _GNU_SOURCE
 #include "internal.h"
+#include "CChaosRules.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -46,21 +47,8 @@ const char *const cf_kind_names[] = {"original", "pass",  "fail",  "short",     
                                      "times",    "delay", "ask",   "virtual",    "at",        NULL};
 _Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_AT + 2, "one name per node kind");
 
-// Plan text takes the units a program writes (no `µs`, no weeks); a person's text
-// (duration.c, Swift's DurationText) takes them all. A plan number without a unit is ns.
-const cf_unit cf_units[] = {
-    {"ns", 1, true},
-    {"us", 1000, true},
-    {"\xC2\xB5s", 1000, false},
-    {"ms", 1000000, true},
-    {"s", 1000000000ll, true},
-    {"m", 60000000000ll, true},
-    {"h", 3600000000000ll, true},
-    {"d", 86400000000000ll, true},
-    {"w", 604800000000000ll, false},
-    {NULL, 0, false},
-};
-
+// Units are CChaosRules' (chaos_rules_units): plan text takes the ones a program writes
+// (no `µs`, no weeks), a person's text all of them. A plan number without a unit is ns.
 // EWOULDBLOCK is EAGAIN here: listed after it, so a value's name is EAGAIN.
 const cf_errno_name cf_errno_names[] = {
     {"EPERM", EPERM},
@@ -162,10 +150,10 @@ const char *chaos_fault_table_name(int32_t table, int32_t index, int64_t *value)
     case CHAOS_TABLE_NODE_KINDS: names = cf_kind_names; break;
     case CHAOS_TABLE_UNITS:
     case CHAOS_TABLE_PLAN_UNITS:
-        for (const cf_unit *u = cf_units; u->name; u++) {
-            if (table == CHAOS_TABLE_PLAN_UNITS && !u->in_plan) continue;
+        for (const chaos_rules_time_unit *u = chaos_rules_units; u->name; u++) {
+            if (table == CHAOS_TABLE_PLAN_UNITS && !u->in_plan_text) continue;
             if (index-- > 0) continue;
-            if (value) *value = u->ns;
+            if (value) *value = u->nanoseconds;
             return u->name;
         }
         return NULL;

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "CChaosRules.h"
+
 // MARK: - Errors
 
 void plan_fail(parser *p, int column, const char *format, ...) {
@@ -408,8 +410,8 @@ bool plan_duration(const char *text, int64_t *out) {
     }
     if (digits == 0) return false;
     uint64_t unit = *c ? 0 : 1;
-    for (const cf_unit *u = cf_units; u->name && !unit; u++)
-        if (u->in_plan && strcmp(c, u->name) == 0) unit = (uint64_t)u->ns;
+    for (const chaos_rules_time_unit *u = chaos_rules_units; u->name && !unit; u++)
+        if (u->in_plan_text && strcmp(c, u->name) == 0) unit = (uint64_t)u->nanoseconds;
     if (!unit) return false;
     if (whole > (uint64_t)INT64_MAX / unit) return false;
     uint64_t value = whole * unit;

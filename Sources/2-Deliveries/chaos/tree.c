@@ -18,6 +18,7 @@
 
 #include "CChaosFaults.h"
 #include "report.h"
+#include "CChaosRules.h"
 
 void chaos_tree_adopt_orphans(void) { prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
@@ -127,7 +128,7 @@ int chaos_tree_wait_parse(const char *text, struct chaos_tree_wait *wait) {
     wait->bound_ns = 0;
     if (!text || !*text) return 0;
     int64_t nanoseconds = 0;
-    if (chaos_parse_duration_text(text, &nanoseconds) != 0 || nanoseconds <= 0) return -1;
+    if (chaos_rules_parse_duration(text, &nanoseconds) != 0 || nanoseconds <= 0) return -1;
     wait->bound_ns = nanoseconds;
     return 0;
 }

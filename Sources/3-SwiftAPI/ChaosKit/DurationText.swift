@@ -1,3 +1,5 @@
+import CChaosRules
+
 /// The one way ChaosKit writes spans of time as text: delays, latencies, timeouts and
 /// clock offsets all read this grammar.
 ///
@@ -68,12 +70,15 @@ public enum DurationText {
     }
 
     /// The fixed-length units of this grammar, with their length in nanoseconds; `mo` and
-    /// `y`, calendar units, have no fixed length. The C engine's table of names lists the
-    /// same (a test checks it), for the control endpoint's durations.
-    public static let fixedUnits: [(name: String, nanoseconds: Int64)] = [
-        ("ns", 1), ("us", 1_000), ("µs", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000),
-        ("h", 3_600_000_000_000), ("d", 86_400_000_000_000), ("w", 604_800_000_000_000),
-    ]
+    /// `y`, calendar units, have no fixed length. The grammar's own table (CChaosRules),
+    /// which the C engine's plan text and control endpoints read too.
+    public static let fixedUnits: [(name: String, nanoseconds: Int64)] = {
+        var units: [(name: String, nanoseconds: Int64)] = []
+        while let unit = chaos_rules_unit_at(units.count) {
+            units.append((String(cString: unit.pointee.name), unit.pointee.nanoseconds))
+        }
+        return units
+    }()
 
     /// A regular expression for a duration string, for JSON Schemas.
     public static let schemaPattern =
@@ -100,58 +105,40 @@ struct TimeSpanSyntax {
     /// The fixed-length part (weeks, days, hours … nanoseconds), unsigned.
     var fixed = Duration.zero
 
-    /// Reads `text`; `example` ends every error message.
+    /// Reads `text` with the grammar's one reader (CChaosRules' chaos_rules_parse_span);
+    /// `example` ends every error message.
     static func parse(_ text: String, example: String) throws(ChaosError) -> TimeSpanSyntax {
         let quoted = InputExcerpt.of(text)
-        // Spaces between parts are allowed ("1d 12h"), as a person would write them.
-        var rest = Substring(text.filter { !$0.isWhitespace })
-        var span = TimeSpanSyntax()
-        if rest.first == "-" {
-            span.negative = true
-            rest = rest.dropFirst()
-        } else if rest.first == "+" {
-            rest = rest.dropFirst()
+        var read = chaos_span()
+        var utf8 = Array(text.utf8)
+        utf8.append(0)
+        let fault = utf8.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chaos_rules_parse_span($0.baseAddress, bytes.count - 1, &read) }
         }
-        guard !rest.isEmpty else { throw ChaosError(.invalidProvider, "'\(quoted)' is empty; \(example)") }
-        while !rest.isEmpty {
-            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
-            rest = rest.dropFirst(number.count)
-            let unit = rest.prefix { $0.isLetter }
-            rest = rest.dropFirst(unit.count)
-            guard !number.isEmpty, let value = Double(number), value.isFinite else {
-                throw ChaosError(.invalidProvider, "'\(quoted)' is not a span of time; \(example)")
-            }
-            guard !unit.isEmpty else {
-                throw ChaosError(.invalidProvider, "'\(quoted)' needs a unit after \(number); \(example)")
-            }
-            switch unit {
-            case "y", "mo":
-                guard value.rounded() == value, value < 1_000_000 else {
-                    throw ChaosError(
-                        .invalidProvider, "'\(quoted)': years and months must be whole numbers; \(example)")
-                }
-                if unit == "y" { span.years += Int(value) } else { span.months += Int(value) }
-            default:
-                guard let scale = fixedUnits[String(unit)] else {
-                    let units = ["ns", "us", "ms", "s", "m", "h", "d", "w", "mo", "y"]
-                    throw ChaosError(
-                        .invalidProvider,
-                        "'\(quoted)' has an unknown unit '\(InputExcerpt.of(unit))'\(Suggestions.hint(for: String(unit), in: units)); units are \(units.joined(separator: ", "))"
-                    )
-                }
-                let nanoseconds = value * scale
-                guard nanoseconds < 9e18 else {
-                    throw ChaosError(.invalidProvider, "'\(quoted)' is too long; keep a span under 290 years")
-                }
-                span.fixed += .nanoseconds(Int64(nanoseconds.rounded()))
-            }
+        let atFault = withUnsafeBytes(of: read.at_fault) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        switch fault {
+        case CHAOS_SPAN_OK:
+            return TimeSpanSyntax(
+                negative: read.negative != 0, years: Int(read.years), months: Int(read.months),
+                fixed: .nanoseconds(read.fixed_ns))
+        case CHAOS_SPAN_EMPTY:
+            throw ChaosError(.invalidProvider, "'\(quoted)' is empty; \(example)")
+        case CHAOS_SPAN_NO_UNIT:
+            throw ChaosError(.invalidProvider, "'\(quoted)' needs a unit after \(atFault); \(example)")
+        case CHAOS_SPAN_UNKNOWN_UNIT:
+            let units = DurationText.fixedUnits.map(\.name).filter { $0.utf8.allSatisfy { $0 < 0x80 } } + ["mo", "y"]
+            throw ChaosError(
+                .invalidProvider,
+                "'\(quoted)' has an unknown unit '\(InputExcerpt.of(atFault))'\(Suggestions.hint(for: atFault, in: units)); units are \(units.joined(separator: ", "))"
+            )
+        case CHAOS_SPAN_CALENDAR_FRACTION:
+            throw ChaosError(.invalidProvider, "'\(quoted)': years and months must be whole numbers; \(example)")
+        case CHAOS_SPAN_TOO_LONG:
+            throw ChaosError(.invalidProvider, "'\(quoted)' is too long; keep a span under 290 years")
+        default:
+            throw ChaosError(.invalidProvider, "'\(quoted)' is not a span of time; \(example)")
         }
-        return span
     }
-
-    /// Nanoseconds per fixed-length unit.
-    private static let fixedUnits: [String: Double] = Dictionary(
-        uniqueKeysWithValues: DurationText.fixedUnits.map { ($0.name, Double($0.nanoseconds)) })
 }
 
 extension String {

@@ -318,13 +318,6 @@ uint32_t chaos_fault_clock_flags(void);
 /// Without a call, each install takes the current time.
 void chaos_fault_set_start_anchor(int64_t realtime_ns);
 
-/// A duration as a person writes it, in the grammar of ChaosKit's DurationText: one or more
-/// number-unit parts (`1h30m`, `1.5d`, `250ms`, `2w`; units ns, us, µs, ms, s, m, h, d, w),
-/// spaces anywhere, an optional `+`, never negative, no calendar units. Saturates at
-/// INT64_MAX nanoseconds. 0, or -1 when `text` is none (what the control endpoint's
-/// `?by=` takes, so that `chaos ctl advance 1h30m` means what it does in a profile).
-int chaos_parse_duration_text(const char *text, int64_t *nanoseconds);
-
 // MARK: - Virtual time (its own header)
 
 #include "chaos_virtual_time.h"

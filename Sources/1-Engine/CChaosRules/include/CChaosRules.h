@@ -1,7 +1,10 @@
 // The rules both languages of ChaosKit follow, written once, in portable C that every
-// platform builds (the Linux fault engine, CChaosFaults, is beside it): how a seed is
-// derived for an entry, a call and a draw. Swift's SeededRandom and the engine's decisions
-// both call these, so an entry draws the same numbers whichever of them decides its calls.
+// platform builds (the Linux fault engine, CChaosFaults, is beside it):
+// - how a seed is derived for an entry, a call and a draw: Swift's SeededRandom and the
+//   engine's decisions both call these, so an entry draws the same numbers whichever of
+//   them decides its calls;
+// - how a person writes a span of time (`250ms`, `1h30m`, `-2y`): Swift's DurationText and
+//   ClockOffset, and the control endpoints' `?by=`, all read it here.
 #ifndef CCHAOS_RULES_H
 #define CCHAOS_RULES_H
 
@@ -45,6 +48,53 @@ uint64_t chaos_rules_stable_hash(const char *bytes, size_t length);
 /// The seed of an entry on the point named `point_name` (`length` bytes) under a plan or
 /// `Chaos` seed.
 uint64_t chaos_rules_entry_seed(uint64_t seed, const char *point_name, size_t length);
+
+// MARK: - Spans of time as people write them
+
+/// A unit of the span grammar and its length; calendar units (`y`, `mo`) have none and are
+/// not listed.
+typedef struct chaos_rules_time_unit {
+    const char *name; ///< UTF-8 (`µs` is two bytes)
+    int64_t nanoseconds;
+    int in_plan_text; ///< plan text (written by programs) takes it too; `µs` and `w` are a person's
+} chaos_rules_time_unit;
+
+/// The fixed-length units, ending with a NULL name.
+extern const chaos_rules_time_unit chaos_rules_units[];
+
+/// The unit at `index` of chaos_rules_units, or NULL past the last (for Swift, which does
+/// not see an array of unknown length).
+const chaos_rules_time_unit *chaos_rules_unit_at(size_t index);
+
+/// What is wrong with a span (chaos_rules_parse_span).
+typedef enum chaos_span_fault {
+    CHAOS_SPAN_OK = 0,
+    CHAOS_SPAN_EMPTY,             ///< nothing but a sign and spaces
+    CHAOS_SPAN_NOT_A_SPAN,        ///< a part that does not start with a number, or a number that is not one
+    CHAOS_SPAN_NO_UNIT,           ///< a number without a unit after it; `at_fault` is the number
+    CHAOS_SPAN_UNKNOWN_UNIT,      ///< `at_fault` is the unit
+    CHAOS_SPAN_CALENDAR_FRACTION, ///< years or months that are not whole, or a million or more
+    CHAOS_SPAN_TOO_LONG,          ///< the fixed part reaches 9e18 ns (about 290 years)
+    CHAOS_SPAN_NO_MEMORY,
+} chaos_span_fault;
+
+/// A span read from text: a sign, calendar years and months, and a fixed length.
+typedef struct chaos_span {
+    int negative;
+    int64_t years, months;
+    int64_t fixed_ns;  ///< weeks, days … nanoseconds, unsigned
+    char at_fault[48]; ///< the number or unit a fault names (truncated, NUL-terminated)
+} chaos_span;
+
+/// Reads `text` (`length` bytes of UTF-8) in the span grammar: an optional sign (`+`, `-`),
+/// then one or more number-unit parts (`1h30m`, `1.5d`); spaces anywhere are dropped first
+/// ("1d 12h"). Units: those of chaos_rules_units, and `y`, `mo` (whole numbers). Each
+/// part is rounded to whole nanoseconds, half away from zero.
+chaos_span_fault chaos_rules_parse_span(const char *text, size_t length, chaos_span *out);
+
+/// A duration (a delay, a latency, a timeout, an advance): a span with no sign but `+` and
+/// no calendar units. 0 with its length in `*nanoseconds`; -1 when `text` is not one.
+int chaos_rules_parse_duration(const char *text, int64_t *nanoseconds);
 
 #ifdef __cplusplus
 }
