@@ -119,6 +119,50 @@ import Testing
         #expect(outcome.output.split(separator: "\n").count == 5, "\(provider): \(outcome)")
     }
 
+    /// Sleeps until 300 ms past what its realtime clock reads, with clock_nanosleep and
+    /// TIMER_ABSTIME, and prints how long that took by the real monotonic clock.
+    static let absoluteSleeper = """
+        #include <stdio.h>
+        #include <time.h>
+        int main(void) {
+            struct timespec at, start, end;
+            clock_gettime(CLOCK_REALTIME, &at);
+            at.tv_nsec += 300000000;
+            if (at.tv_nsec >= 1000000000) { at.tv_sec++; at.tv_nsec -= 1000000000; }
+            clock_gettime(CLOCK_MONOTONIC, &start);
+            int result = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL);
+            clock_gettime(CLOCK_MONOTONIC, &end);
+            printf("sleep %s %.3f\\n", result == 0 ? "slept" : "other",
+                   (end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+            return 0;
+        }
+        """
+
+    /// An absolute sleep waits until the faked clock reads its target, under both
+    /// deliveries: they share the engine's rule (chaos_outcome_sleep). The seccomp
+    /// supervisor once let it go on with the faked instant, which the kernel took for a real
+    /// one: ten days under +10d, no wait at all under -10d.
+    @Test(
+        .enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"),
+        arguments: [
+            #""item": "offset", "parameters": {"by": "+10d"}"#, #""item": "offset", "parameters": {"by": "-10d"}"#,
+            #""item": "frozen", "parameters": {"date": "2001-01-01T00:00:00Z"}"#,
+            #""item": "speed", "parameters": {"factor": 0.5}"#,
+        ], ["preload", "seccomp"])
+    func anAbsoluteSleepLastsWhatTheFakedClockHasLeft(provider: String, delivery: String) throws {
+        let options =
+            delivery == "seccomp"
+            ? ["--quiet", "--delivery", "seccomp"] : ["--quiet", "--preload", ChaosToolTests.preloadLibrary]
+        let outcome = try Self.runUnderClock(provider, Self.absoluteSleeper, named: "sleeper", options: options)
+        #expect(outcome.status == 0, "\(provider), \(delivery): \(outcome)")
+        let fields = outcome.output.split(separator: "\n").first?.split(separator: " ") ?? []
+        #expect(fields.count == 3 && fields[1] == "slept", "\(provider), \(delivery): \(outcome)")
+        // Under speed 0.5 the faked 300 ms take 600 ms of real time.
+        let least = provider.contains("speed") ? 0.5 : 0.25
+        let took = fields.count == 3 ? Double(fields[2]) ?? 0 : 0
+        #expect(took >= least, "\(provider), \(delivery): returned after \(took) s, before its deadline")
+    }
+
     /// Under the seccomp delivery the supervisor can neither wait on the program's futex or
     /// timer nor change the instant it passes: each process that waits until an instant of
     /// the faked clock, or under virtual time, is told at once that the wait keeps real

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 #include "chaos_fast_clock.h"
+#include "CChaosRules.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,12 +41,8 @@ static uint64_t tick(walk *w, cf_node *node) {
 }
 
 /// The step of a sequential node that its call `k` uses (the last one repeats).
-static int32_t step_at(const cf_node *node, uint64_t k) {
-    for (int32_t i = 0; i < node->count - 1; i++) {
-        if (k < node->weights[i]) return i;
-        k -= node->weights[i];
-    }
-    return node->count - 1;
+static inline int32_t step_at(const cf_node *node, uint64_t k) {
+    return chaos_rules_sequence_step(node->weights, node->count, k);
 }
 
 /// Whether node `index` takes the call: false only for a selector (a composite whose

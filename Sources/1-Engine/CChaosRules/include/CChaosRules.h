@@ -1,8 +1,8 @@
 // The rules both languages of ChaosKit follow, written once, in portable C that every
 // platform builds (the Linux fault engine, CChaosFaults, is beside it):
-// - how a seed is derived for an entry, a call and a draw: Swift's SeededRandom and the
-//   engine's decisions both call these, so an entry draws the same numbers whichever of
-//   them decides its calls;
+// - how a seed is derived for an entry, a call and a draw, and which step of a sequence a
+//   call takes: Swift's SeededRandom and CompiledNode and the engine's decisions all call
+//   these, so an entry draws and steps alike whichever of them decides its calls;
 // - how a person writes a span of time (`250ms`, `1h30m`, `-2y`): Swift's DurationText and
 //   ClockOffset, and the control endpoints' `?by=`, all read it here.
 #ifndef CCHAOS_RULES_H
@@ -39,6 +39,16 @@ static inline uint64_t chaos_rules_derive2(uint64_t seed, uint64_t first, uint64
 /// The first unit-interval draw (0 ..< 1) of a generator started at `seed`.
 static inline double chaos_rules_unit(uint64_t seed) {
     return (double)(chaos_rules_mix(seed + chaos_rules_gamma) >> 11) * 0x1.0p-53;
+}
+
+/// The step of a sequence (`count` steps, step i covering `spans[i]` calls, the last
+/// repeating) that its call `position` (from 0) uses.
+static inline int32_t chaos_rules_sequence_step(const uint64_t *spans, int32_t count, uint64_t position) {
+    for (int32_t i = 0; i < count - 1; i++) {
+        if (position < spans[i]) return i;
+        position -= spans[i];
+    }
+    return count - 1;
 }
 
 /// A hash of `length` bytes that is the same in every process and run (FNV-1a, 64 bits):

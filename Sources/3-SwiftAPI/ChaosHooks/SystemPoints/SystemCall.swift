@@ -6,6 +6,11 @@ import Glibc
 import Darwin
 #endif
 
+// The Swift faces of the engine's table of names (names.c). Their cases are Swift's own:
+// a public enum's cases are compile-time API, which no C table can declare. What each case
+// stands for in the engine — its bits, its plan and profile names — is read from the
+// engine, and SharedNameTableTests holds the case lists to the table's order and spelling.
+
 /// The kinds of system call the fault engine decides, one system point each.
 public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     /// `system.files`: opening, reading, writing, syncing, truncating, renaming, removing files.
@@ -49,10 +54,10 @@ public enum SocketFamily: String, Sendable, Hashable, CaseIterable {
 
     var bit: Int32 {
         switch self {
-        case .inet: 1
-        case .inet6: 2
-        case .unix: 4
-        case .other: 8
+        case .inet: Int32(CHAOS_FAMILY_INET)
+        case .inet6: Int32(CHAOS_FAMILY_INET6)
+        case .unix: Int32(CHAOS_FAMILY_UNIX)
+        case .other: Int32(CHAOS_FAMILY_OTHER)
         }
     }
 
@@ -73,9 +78,9 @@ public enum SocketRole: String, Sendable, Hashable, CaseIterable {
 
     var bit: Int32 {
         switch self {
-        case .client: 1
-        case .server: 2
-        case .other: 4
+        case .client: Int32(CHAOS_ROLE_CLIENT)
+        case .server: Int32(CHAOS_ROLE_SERVER)
+        case .other: Int32(CHAOS_ROLE_OTHER)
         }
     }
 
@@ -100,11 +105,11 @@ public enum ClockSource: String, Sendable, Hashable, CaseIterable {
 
     var bit: Int32 {
         switch self {
-        case .realtime: 1
-        case .realtimeCoarse: 2
-        case .tai: 4
-        case .realtimeAlarm: 8
-        case .monotonic: 16
+        case .realtime: Int32(CHAOS_CLOCKSRC_REALTIME)
+        case .realtimeCoarse: Int32(CHAOS_CLOCKSRC_REALTIME_COARSE)
+        case .tai: Int32(CHAOS_CLOCKSRC_TAI)
+        case .realtimeAlarm: Int32(CHAOS_CLOCKSRC_REALTIME_ALARM)
+        case .monotonic: Int32(CHAOS_CLOCKSRC_MONOTONIC)
         }
     }
 

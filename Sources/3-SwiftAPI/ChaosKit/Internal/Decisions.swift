@@ -1,9 +1,16 @@
+public import CChaosRules
 import Foundation
 public import Synchronization
 
 // How a call is decided by its entry's compiled tree, in Swift: the leaf that answers, the
-// step a sequence takes, what `times` and `probability` let through. The C engine's twin of
-// this file is CChaosFaults/decide.c; the conformance tests hold the two to one meaning.
+// step a sequence takes, what `times` and `probability` let through.
+//
+// Why Swift walks its own tree rather than the C engine's (CChaosFaults/decide.c): an app
+// point's leaves are typed Swift values (a `Result`, a thrown `Failure`, a block) and its
+// selectors are Swift predicates over typed arguments, which the C plan cannot hold; and
+// ChaosKit builds on Apple platforms, where the Linux engine does not. The arithmetic both
+// walks share — which step of a sequence a call takes, how seeds and draws derive — is
+// CChaosRules', called by both; the conformance tests hold the walks to one meaning.
 
 /// A typed provider tree made ready to run: every counting node (a sequence, `times`) has
 /// its own counter and every drawing node (a random leaf, `probability`) its own salt, so
@@ -14,10 +21,11 @@ public import Synchronization
     /// for a result that hands the call on).
     case leaf(ProviderLeaf<Result, Failure, Body>, salt: UInt64, acts: Bool)
     /// The steps, how many calls each covers (its ``ProviderTree/sequentialSpan(passesOn:)``)
-    /// and, for a step that is a selector, the conditions of the calls it takes; and the
-    /// calls the sequence has been asked about.
+    /// and, for a step that is a selector, the conditions of the calls it takes; the spans
+    /// again as the walk reads them; and the calls the sequence has been asked about.
     case sequential(
-        [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)], CallCounter, selective: Bool)
+        [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)], spans: [UInt64], CallCounter,
+        selective: Bool)
     case composite([(condition: ArgumentCondition<Arguments>, node: CompiledNode)], otherwise: CompiledNode)
     case modified(ModifierRuntime, CompiledNode)
 
@@ -45,7 +53,9 @@ public import Synchronization
                 let span = child.sequentialSpan(passesOn: passesOn)
                 return (node: CompiledNode(child, salt: &salt, passesOn: passesOn), span: span, selects: selects)
             }
-            self = .sequential(steps, CallCounter(), selective: steps.contains { $0.selects != nil })
+            self = .sequential(
+                steps, spans: steps.map { UInt64(max($0.span, 0)) }, CallCounter(),
+                selective: steps.contains { $0.selects != nil })
         case .composite(let branches, let otherwise):
             let compiled = branches.map {
                 (condition: $0.condition, node: CompiledNode($0.provider, salt: &salt, passesOn: passesOn))
@@ -68,16 +78,16 @@ public import Synchronization
         case .leaf(let leaf, let salt, let acts):
             // A delay acts even around the original: the call was slowed on purpose.
             return (leaf, salt, acts || delay != nil)
-        case .sequential(let steps, let counter, let selective):
+        case .sequential(let steps, let spans, let counter, let selective):
             guard selective else {
-                let step = steps[Self.step(at: counter.next(), of: steps)]
+                let step = steps[Self.step(at: counter.next(), spans: spans)]
                 return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
             }
             // A step that is a selector is asked only about the calls it takes: the others
             // pass on without moving the sequence.
             while true {
                 let position = counter.value.load(ordering: .relaxed)
-                let step = steps[Self.step(at: position, of: steps)]
+                let step = steps[Self.step(at: position, spans: spans)]
                 if let selects = step.selects, !selects.contains(where: { $0.test(arguments) }) {
                     return step.node.resolve(arguments, entrySeed: entrySeed, delay: &delay)
                 }
@@ -126,15 +136,11 @@ extension CompiledNode {
         }
     }
 
-    /// The step of a sequence that its call `position` uses (the last one repeats).
-    @inlinable static func step(
-        at position: Int, of steps: [(node: CompiledNode, span: Int, selects: [ArgumentCondition<Arguments>]?)]
-    ) -> Int {
-        var position = position
-        for index in steps.indices.dropLast() {
-            if position < steps[index].span { return index }
-            position -= steps[index].span
+    /// The step of a sequence that its call `position` uses (the last one repeats): the
+    /// engine's walk (CChaosRules), so both engines pick the same step.
+    @inlinable static func step(at position: Int, spans: [UInt64]) -> Int {
+        spans.withUnsafeBufferPointer {
+            Int(chaos_rules_sequence_step($0.baseAddress, Int32($0.count), UInt64(max(position, 0))))
         }
-        return steps.count - 1
     }
 }
