@@ -144,13 +144,9 @@ int chaos_plan_install(chaos_plan *plan) {
     if (has_virtual) cf_vt_plan_installed(1, virtual_at, flow);
     cf_spin_lock(&install_lock);
     uint32_t points = plan ? plan->points : 0, flags = 0;
-    for (int32_t e = 0; plan && e < plan->count; e++) {
-        const cf_entry *entry = &plan->entries[e];
-        if (entry->point != CHAOS_POINT_CLOCK) continue;
-        if (entry->monotonic) flags |= CHAOS_CLOCK_FLAG_MONOTONIC;
-        if (entry->stat_times) flags |= CHAOS_CLOCK_FLAG_STAT;
-        if (entry->sleeps) flags |= CHAOS_CLOCK_FLAG_SLEEP;
-    }
+    // The flags the seccomp filter is built from are the ones the deliveries act on.
+    for (int32_t e = 0; plan && e < plan->count; e++)
+        flags |= chaos_plan_entry_clock_flags(plan, e) & ~(uint32_t)CHAOS_CLOCK_FLAG_VIRTUAL;
     atomic_store(&clock_flags, flags);
     publish_fast_clock(plan);
     atomic_store(&cf_path_selectors, path_selector_ops(plan));

@@ -425,10 +425,11 @@ uint32_t chaos_plan_entry_clock_flags(const chaos_plan *plan, int32_t entry) {
     if (!plan || entry < 0 || entry >= plan->count || plan->entries[entry].point != CHAOS_POINT_CLOCK) return 0;
     const cf_entry *e = &plan->entries[entry];
     int virtual_time = chaos_plan_entry_has_kind(plan, entry, CHAOS_NODE_VIRTUAL);
-    int scaled = e->sleeps && chaos_plan_entry_has_kind(plan, entry, CHAOS_NODE_SPEED);
     uint32_t flags = 0;
     if (e->monotonic || virtual_time) flags |= CHAOS_CLOCK_FLAG_MONOTONIC;
-    if (scaled || virtual_time) flags |= CHAOS_CLOCK_FLAG_SLEEP;
+    // Every faked clock moves sleeps, not only speed: an absolute sleep waits until the
+    // faked clock reads its target (chaos_outcome_sleep).
+    if (e->sleeps || virtual_time) flags |= CHAOS_CLOCK_FLAG_SLEEP;
     if (virtual_time) flags |= CHAOS_CLOCK_FLAG_VIRTUAL;
     if (e->stat_times) flags |= CHAOS_CLOCK_FLAG_STAT;
     return flags;

@@ -31,8 +31,8 @@ uint64_t chaos_plan_seed(const chaos_plan *plan);
 
 /// What clock entry `entry` of `plan` asks of a delivery beyond readings, as the
 /// CHAOS_CLOCK_FLAG_* bits it would add once installed: MONOTONIC when it fakes monotonic
-/// clocks (monotonic=yes, or a virtual node), SLEEP only when its sleeps follow it (a speed
-/// node with sleep=yes, or a virtual node), VIRTUAL when it has a virtual node, STAT when
+/// clocks (monotonic=yes, or a virtual node), SLEEP when its sleeps follow it (sleep=yes,
+/// the default, or a virtual node; see chaos_outcome_sleep), VIRTUAL when it has a virtual node, STAT when
 /// it shifts file times (stat=yes); 0 for other points. A delivery that fixes what it
 /// traps before the program starts (the seccomp filter) asks this of a plan it has not
 /// installed.
