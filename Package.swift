@@ -75,13 +75,14 @@ let package = Package(
         // The control endpoint of a `chaos run` program (plain C, over the engine): served by
         // the preload library inside the program, or by chaos run's seccomp supervisor.
         .target(name: "CChaosControl", dependencies: ["CChaosFaults"], path: "Sources/1-Engine/CChaosControl"),
-        // The interceptors of both deliveries are one source (CChaosIntercept/interceptors.inc),
+        // The interceptors of both deliveries are one source, in a folder of their own that no
+        // target owns (Sources/2-Deliveries/Interceptors: interceptors.inc and its parts),
         // compiled here under the libc names and in CChaosIntercept under prefixed ones.
         .target(
             name: "CChaosPreload", dependencies: ["CChaosFaults", "CChaosControl"],
             path: "Sources/2-Deliveries/CChaosPreload",
             exclude: ["process_tree.inc", "exports.map"],
-            cSettings: [.headerSearchPath("../CChaosIntercept")],
+            cSettings: [.headerSearchPath("../Interceptors")],
             linkerSettings: [
                 .linkedLibrary("dl", .when(platforms: [.linux])),
                 .unsafeFlags(
@@ -96,7 +97,7 @@ let package = Package(
         // names, for ChaosHooks to rebind GOT and data slots to, and the `ask` answers.
         .target(
             name: "CChaosIntercept", dependencies: ["CChaosFaults"], path: "Sources/2-Deliveries/CChaosIntercept",
-            exclude: ["interceptors.inc", "interceptors"],
+            cSettings: [.headerSearchPath("../Interceptors")],
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
         .target(

@@ -167,7 +167,9 @@ import Testing
             var nanoseconds: Int64 = 0
             let c = chaos_rules_parse_duration(text, &nanoseconds) == 0 ? nanoseconds : nil
             let swift = DurationText.parse(text)
-            #expect(c.map { Duration.nanoseconds($0) } == swift, "'\(text)': Swift \(swift.map { "\($0)" } ?? "refuses"), C \(c.map(String.init) ?? "refuses")")
+            #expect(
+                c.map { Duration.nanoseconds($0) } == swift,
+                "'\(text)': Swift \(swift.map { "\($0)" } ?? "refuses"), C \(c.map(String.init) ?? "refuses")")
             if swift != nil { accepted += 1 }
         }
         // The generated texts are not all junk.
@@ -184,6 +186,7 @@ import Testing
         var checked = 0
         for folder in [
             "Sources/1-Engine/CChaosFaults", "Sources/2-Deliveries/CChaosIntercept",
+            "Sources/2-Deliveries/Interceptors",
             "Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosControl",
             "Sources/2-Deliveries/chaos",
         ] {

@@ -316,10 +316,11 @@ extension ProcessWideHookTests {
             // The section has ended: collecting lets the entry and its block go. It may take
             // more than one collect, because another suite's call that was in a section when
             // this entry was retired also holds its batch, for the microseconds it lasts.
-            #expect(settles {
-                RetiredObjects.shared.collect()
-                return weakEntry == nil && weakToken == nil
-            })
+            #expect(
+                settles {
+                    RetiredObjects.shared.collect()
+                    return weakEntry == nil && weakToken == nil
+                })
             #expect(released.count.load(ordering: .relaxed) == 1)
         }
 
@@ -345,10 +346,11 @@ extension ProcessWideHookTests {
             #expect(chaos_fx_call_add(20, 22) == 42)
             // Its own call has ended, so collecting lets it go; as above, another suite's
             // call running at retire time may hold the batch a little longer.
-            #expect(settles {
-                RetiredObjects.shared.collect()
-                return !box.isAlive
-            })
+            #expect(
+                settles {
+                    RetiredObjects.shared.collect()
+                    return !box.isAlive
+                })
         }
 
         @Test func graceRecordWaitsForTheSectionsRunningWhenItWasTaken() throws {

@@ -1,6 +1,6 @@
 // Interposition library for `chaos run` (LD_PRELOAD): a thin layer over CChaosFaults.
 //
-// The interceptors themselves are in Sources/2-Deliveries/CChaosIntercept/interceptors.inc, compiled
+// The interceptors themselves are in Sources/2-Deliveries/Interceptors/interceptors.inc, compiled
 // here under the libc names and in CChaosIntercept under prefixed names for the in-process
 // delivery: one source, so the two deliveries cannot drift. Each describes its call to
 // the engine (chaos_fault_decide) and executes the outcome: wait, then call the real
@@ -69,7 +69,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-// The interceptors (Sources/2-Deliveries/CChaosIntercept/interceptors.inc, shared with the in-process
+// The interceptors (Sources/2-Deliveries/Interceptors/interceptors.inc, shared with the in-process
 // delivery) under the libc names, exported; the real functions are the next definitions.
 #define IX(name) name
 #define IX_FN EXPORT

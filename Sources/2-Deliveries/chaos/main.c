@@ -461,12 +461,13 @@ static const char *const tool_sources[] = {
     "Sources/1-Engine/CChaosFaults",
     "Sources/1-Engine/CChaosRules",
     "Sources/2-Deliveries/CChaosIntercept",
+    "Sources/2-Deliveries/Interceptors",
     "Sources/3-SwiftAPI/CFFI",
     NULL,
 };
-static const char *const preload_sources[] = {"Sources/2-Deliveries/CChaosPreload",   "Sources/1-Engine/CChaosFaults",
-                                              "Sources/1-Engine/CChaosRules",         "Sources/1-Engine/CChaosControl",
-                                              "Sources/2-Deliveries/CChaosIntercept", NULL};
+static const char *const preload_sources[] = {"Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosFaults",
+                                              "Sources/1-Engine/CChaosRules",       "Sources/1-Engine/CChaosControl",
+                                              "Sources/2-Deliveries/Interceptors",  NULL};
 
 // Whether `chaos run` was given a preload library of its own (--preload, or the variable).
 static int preload_given(int argc, char **argv) {

@@ -2,7 +2,7 @@
 // in its own header. Include CChaosFaults.h, which includes this.
 //
 // Both deliveries carry out the same calls: the preload's interceptors inside the program
-// (CChaosIntercept/interceptors/clock.inc, waits.inc, stat.inc) and the seccomp supervisor
+// (Interceptors/interceptors/clock.inc, waits.inc, stat.inc) and the seccomp supervisor
 // outside it (chaos/answer.c, waits.c, file_times.c). Each reads the call's arguments in
 // its own way and writes the result back in its own way; what the call becomes — the
 // reading a clock reports, how long a sleep lasts and on which clock, when a timed wait
