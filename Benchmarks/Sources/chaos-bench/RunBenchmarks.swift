@@ -94,7 +94,11 @@ func runGroup() throws -> Group? {
     // 200,000 reads and writes of 64 bytes (~0.4 s): a write-heavy command whose cost is
     // its system calls, long enough that what is measured is the cost per call, not the
     // few milliseconds `chaos run` adds at start (chaos_run_date_ms measures those).
-    let write = [dd, "if=/dev/zero", "of=\(folder)/out", "bs=64", "count=200000", "status=none"]
+    // Each metric writes a file of its own: dd truncates the file it writes, and freeing
+    // the 12.8 MB another metric just wrote there cost the one after it several ms.
+    func write(_ file: String, count: Int = 200_000) -> [String] {
+        [dd, "if=/dev/zero", "of=\(folder)/\(file)", "bs=64", "count=\(count)", "status=none"]
+    }
 
     var metrics: [Metric] = []
     if let faketime = programOnPath("faketime") {
@@ -102,14 +106,13 @@ func runGroup() throws -> Group? {
     }
     metrics += [
         wholeProcess("chaos_run_date_ms", [chaos, "run", "--profile", clockProfile, "--", date]),
-        wholeProcess("plain_write_ms", write),
-        wholeProcess("chaos_run_write_ms", [chaos, "run", "--profile", filesProfile, "--"] + write),
+        wholeProcess("plain_write_ms", write("plain")),
+        wholeProcess("chaos_run_write_ms", [chaos, "run", "--profile", filesProfile, "--"] + write("preload")),
     ]
     // Every write a trap, against strace's fault injection on the same writes. strace is
     // given `-e trace=write` as well, its fastest form: without it, it traces every call.
     // Both deliveries pay a round trip to another process per write, so a quarter of the
     // command (50,000 writes) is enough to measure them.
-    let trappedWrite = [dd, "if=/dev/zero", "of=\(folder)/out", "bs=64", "count=50000", "status=none"]
     if let strace = programOnPath("strace") {
         metrics.append(
             wholeProcess(
@@ -118,12 +121,13 @@ func runGroup() throws -> Group? {
                     strace, "-f", "-o", "/dev/null", "--seccomp-bpf", "-e", "trace=write", "-e",
                     "inject=write:error=ENOSPC",
                     "-P", "/nonexistent/chaos-bench",
-                ] + trappedWrite))
+                ] + write("strace", count: 50_000)))
     }
     metrics.append(
         wholeProcess(
             "seccomp_write_ms",
-            [chaos, "run", "--quiet", "--delivery", "seccomp", "--profile", filesProfile, "--"] + trappedWrite))
+            [chaos, "run", "--quiet", "--delivery", "seccomp", "--profile", filesProfile, "--"]
+                + write("seccomp", count: 50_000)))
     if let goClock = try goClockProgram(folder) {
         metrics.append(goTimeNow(chaos: chaos, program: goClock, profile: clockProfile))
     }
