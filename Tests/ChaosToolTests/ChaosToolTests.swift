@@ -36,13 +36,12 @@ import Testing
     }
 
     /// The preload library built from its source by the C compiler, so the test does not
-    /// depend on which products `swift test` happened to build.
+    /// depend on which products `swift test` happened to build. Its folders are the
+    /// launcher's list (`preload_sources`), which LauncherSourcesTests holds to Package.swift.
     static let preloadLibrary: String = {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("chaos-preload-\(getpid()).so").path
-        let sources = [
-            "Sources/2-Deliveries/CChaosPreload", "Sources/1-Engine/CChaosFaults", "Sources/1-Engine/CChaosControl",
-            "Sources/1-Engine/CChaosRules",
-        ].flatMap { folder in
+        let folders = ((try? LauncherSourcesTests.launcherList("preload_sources")) ?? []).sorted()
+        let sources = folders.flatMap { folder in
             let directory = root.appendingPathComponent(folder)
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter {
                 $0.hasSuffix(".c")
@@ -50,12 +49,8 @@ import Testing
             .sorted()
             .map { directory.appendingPathComponent($0).path }
         }
-        let includes = [
-            "Sources/2-Deliveries/CChaosPreload/include", "Sources/1-Engine/CChaosFaults/include",
-            "Sources/1-Engine/CChaosControl/include", "Sources/1-Engine/CChaosRules/include",
-            "Sources/2-Deliveries/CChaosIntercept", "Sources/2-Deliveries/CChaosIntercept/include",
-        ]
-        .flatMap { ["-I", root.appendingPathComponent($0).path] }
+        let includes = folders.flatMap { [$0, $0 + "/include"] }
+            .flatMap { ["-I", root.appendingPathComponent($0).path] }
         let built = try? run(
             "/usr/bin/env",
             ["cc", "-shared", "-fPIC", "-O2", "-Wl,-z,defs"] + includes + ["-o", output] + sources + [
