@@ -5,7 +5,7 @@ struct ChaosCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chaos",
         abstract: "Runtime behaviour injection: wrong dates, odd strings, failing calls — on purpose, reversibly.",
-        subcommands: [Demo.self, Validate.self, List.self, Schema.self, Run.self, Explore.self, Ctl.self],
+        subcommands: [Demo.self, Validate.self, List.self, Schema.self, Run.self, Explore.self, Ctl.self, Export.self],
         defaultSubcommand: Demo.self
     )
 

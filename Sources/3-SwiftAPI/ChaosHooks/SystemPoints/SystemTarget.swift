@@ -56,17 +56,38 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     let families: Set<SocketFamily>
     /// The variable it names (`system.getenv`).
     let variableName: String?
+    /// What it selects, field by field, for other tools' forms of the same target (a
+    /// Chaos Mesh manifest): the plan text stays the one the engine reads.
+    let selection: Selection
+
+    /// The fields a target selects by; nil: not selected by that field.
+    struct Selection: Sendable, Hashable {
+        /// `system.files`: the resolved path or glob.
+        var path: String?
+        /// `system.files`: the operations.
+        var operations: Set<FileOperationKind>?
+        /// `system.connect`, `system.accept`: the address or CIDR block.
+        var host: String?
+        /// `system.connect`, `system.accept`: the port.
+        var port: Int?
+        /// `system.clock`: the clocks.
+        var clocks: Set<ClockSource>?
+        /// `system.send`, `system.recv`: the roles.
+        var roles: Set<SocketRole>?
+    }
 
     /// The conditions, as the plan writes them.
     public var description: String { planText }
 
     private init(
-        _ point: SystemPointKind, _ words: [String], families: Set<SocketFamily> = [], variableName: String? = nil
+        _ point: SystemPointKind, _ words: [String], families: Set<SocketFamily> = [], variableName: String? = nil,
+        selection: Selection = Selection()
     ) {
         self.point = point
         self.planText = words.joined(separator: " ")
         self.families = families
         self.variableName = variableName
+        self.selection = selection
     }
 
     /// File calls on `path` — a file or directory and everything below it (by whole
@@ -79,7 +100,12 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         -> SystemTarget
     {
         var words: [String] = []
-        if let path { words.append(PlanText.word("path", try PathPattern.resolve(path))) }
+        var selection = Selection(operations: operations)
+        if let path {
+            let resolved = try PathPattern.resolve(path)
+            selection.path = resolved
+            words.append(PlanText.word("path", resolved))
+        }
         if let operations {
             guard !operations.isEmpty else {
                 throw ChaosError(
@@ -90,7 +116,7 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
             words.append(
                 "ops=" + FileOperationKind.allCases.filter(operations.contains).map(\.rawValue).joined(separator: ","))
         }
-        return SystemTarget(.files, words)
+        return SystemTarget(.files, words, selection: selection)
     }
 
     /// Connections (`connect`) to `host` — an IPv4 or IPv6 address, or a CIDR block such as
@@ -126,7 +152,7 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
             }
             words.append("role=" + SocketRole.allCases.filter(roles.contains).map(\.rawValue).joined(separator: ","))
         }
-        return SystemTarget(point, words, families: families ?? [.inet, .inet6])
+        return SystemTarget(point, words, families: families ?? [.inet, .inet6], selection: Selection(roles: roles))
     }
 
     /// Name lookups of host names matching `pattern` (`*` and `?` wildcards, any case).
@@ -158,7 +184,8 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
                 "no clocks given; name at least one of \(ClockSource.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         return SystemTarget(
-            .clock, ["clock=" + ClockSource.allCases.filter(sources.contains).map(\.rawValue).joined(separator: ",")])
+            .clock, ["clock=" + ClockSource.allCases.filter(sources.contains).map(\.rawValue).joined(separator: ",")],
+            selection: Selection(clocks: sources))
     }
 
     private static func addressed(_ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?)
@@ -180,7 +207,8 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
             }
             words.append("port=\(port)")
         }
-        return SystemTarget(point, words, families: families ?? [.inet, .inet6])
+        return SystemTarget(
+            point, words, families: families ?? [.inet, .inet6], selection: Selection(host: host, port: port))
     }
 
     private static func familyWord(_ families: Set<SocketFamily>?, _ point: SystemPointKind) throws(ChaosError)
