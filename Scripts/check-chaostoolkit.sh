@@ -10,8 +10,9 @@
 # isolation: no network needed for it). PYTHON names the interpreter (default python3);
 # CHECK_CHAOSTOOLKIT_KEEP=1 keeps the work folder (journals, logs) for a look afterwards.
 #
-# 1. compiles the example's refusal profiles to fault plans with ChaosKit's launcher (a
-#    chaos run program's endpoint takes plans; the extension does not run ChaosKit);
+# 1. compiles the example's refusal profiles to fault plans with `chaos validate --for run
+#    --print-plan` (a chaos run program's endpoint takes plans; the extension does not run
+#    ChaosKit);
 # 2. starts a backend, the example service under `chaos run` with CHAOS_CONTROL=unix, and
 #    ConsoleClockDemo, in a private endpoint directory;
 # 3. runs examples/experiment.json: status completed, not deviated, both entries fired;
@@ -95,9 +96,9 @@ unset CHAOS_CONTROL CHAOS_PROFILE CHAOS CHAOS_SEED
 
 step "compiling the refusal profiles to fault plans with ChaosKit's chaos"
 for name in refused-once refused; do
-    env -u CHAOS_CONTROL "$BUILD/chaos" run --quiet --profile "$EXAMPLES/profiles/$name.json" -- \
-        printenv CHAOS_PLAN_TEXT >"$WORK/$name.plan" 2>"$WORK/compile-$name.log" ||
-        fail "chaos run could not compile $EXAMPLES/profiles/$name.json (see above)"
+    "$BUILD/chaos" validate --for run --print-plan "$EXAMPLES/profiles/$name.json" \
+        >"$WORK/$name.plan" 2>"$WORK/compile-$name.log" ||
+        fail "chaos validate could not compile $EXAMPLES/profiles/$name.json: $(cat "$WORK/compile-$name.log")"
     [ "$(head -n 1 "$WORK/$name.plan")" = "chaos-plan 1" ] ||
         fail "compiling $name.json gave no fault plan: $(head -c 200 "$WORK/$name.plan")"
 done

@@ -37,9 +37,9 @@ def apply_profile(target: Any, profile: Any, allow_pending: bool = False) -> Lis
                 f"{endpoint.describe()} takes compiled fault plans (text/x-chaos-plan), not JSON "
                 "profiles: a chaos run program has no profile compiler, and the compiler is "
                 "ChaosKit's Swift tool, which this extension does not run. Give a plan file "
-                "instead: compile the profile with ChaosKit's launcher, e.g. `chaos run --quiet "
-                "--profile PROFILE.json -- printenv CHAOS_PLAN_TEXT > PROFILE.plan` (what "
-                "Scripts/check-chaostoolkit.sh does), or apply it with `chaos ctl apply PID PROFILE.json`"
+                "instead: compile the profile with `chaoskit validate --for run --print-plan "
+                "PROFILE.json > PROFILE.plan` (what Scripts/check-chaostoolkit.sh does), or apply "
+                "it with `chaoskit ctl apply PID PROFILE.json`"
             )
         if form == "plan" and not endpoint.is_chaos_run:
             raise ActivityFailed(

@@ -23,11 +23,36 @@ struct Validate: ParsableCommand {
         help: "The delivery the profile is meant for: app (in a Swift program) or run (chaos run).")
     var delivery: Delivery = .app
 
+    @Flag(
+        name: .customLong("print-plan"),
+        help: """
+            With --for run and one profile: print the fault plan chaos run would execute (its seed \
+            the profile's, else a fresh one), for a chaos run program's control endpoint, which \
+            takes plans, not JSON (e.g. a Chaos Toolkit experiment's apply_profile).
+            """)
+    var printPlan = false
+
     @Argument(help: "Profile files (JSON); - reads one from standard input.")
     var files: [String]
 
+    func validate() throws {
+        if printPlan && (delivery != .run || files.count != 1) {
+            throw ValidationError("--print-plan takes --for run and one profile")
+        }
+    }
+
     func run() throws {
         BuiltInPoints.register()
+        if printPlan {
+            do {
+                let compiled = try SystemRunPlan.compile(try ChaosProfile.load(contentsOfFile: files[0]))
+                print(compiled.text(seed: compiled.seed ?? UInt64.random(in: .min ... .max)), terminator: "")
+            } catch {
+                printError("\(error)")
+                throw ExitCode(1)
+            }
+            return
+        }
         var failed = false
         for file in files {
             do {
