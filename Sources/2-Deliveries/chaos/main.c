@@ -497,7 +497,25 @@ static int ensure_built(int argc, char **argv, const char *tool, int preload) {
     return 1;
 }
 
+// `--version`: what Scripts/install wrote beside the launcher (VERSION: the version and
+// the commit it was built from); a launcher without it runs from a build folder.
+static int print_version(void) {
+    char directory[PATH_MAX], file[PATH_MAX], text[256] = "";
+    if (self_directory(directory, sizeof directory) && joined(file, sizeof file, directory, "VERSION")) {
+        FILE *version = fopen(file, "re");
+        if (version) {
+            size_t got = fread(text, 1, sizeof text - 1, version);
+            fclose(version);
+            text[got] = 0;
+            text[strcspn(text, "\n")] = 0;
+        }
+    }
+    printf("chaoskit %s\n", text[0] ? text : "(a development build: run from a build folder, not installed)");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) return print_version();
     char tool[PATH_MAX];
     if (!tool_path(tool, sizeof tool)) {
         fprintf(stderr, "chaos: cannot find chaos-tool beside this program; set CHAOS_TOOL\n");
