@@ -65,11 +65,17 @@ public func runToEnd(
     }
     stdin.fileHandleForWriting.write(input)
     try? stdin.fileHandleForWriting.close()
-    let clock = ContinuousClock()
-    let giveUp = clock.now + bound
+    // The bound is counted in polls of 10 ms, not read from a clock: other suites in this
+    // process move its clocks (virtual time advanced by hours, monotonic offsets), and a
+    // clock read here once jumped past the bound at once and killed a healthy program.
+    let polls = bound.components.seconds * 100 + bound.components.attoseconds / 10_000_000_000_000_000
+    var polled: Int64 = 0
     // Both: once Foundation has reaped the process its pid may be another's (pid_max can be
     // 32768), and until it has, an ended process is a zombie, which is not running.
-    while process.isRunning && processIsRunning(pid) && clock.now < giveUp { usleep(10_000) }
+    while process.isRunning && processIsRunning(pid) && polled < polls {
+        usleep(10_000)
+        polled += 1
+    }
     if process.isRunning && processIsRunning(pid) { kill(pid, SIGKILL) }
     let seconds = Double(leftoverGrace.components.seconds) + Double(leftoverGrace.components.attoseconds) / 1e18
     if group.wait(timeout: .now() + seconds) == .timedOut {
