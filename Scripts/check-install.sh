@@ -31,6 +31,8 @@ cd /
 version="$("${plain[@]}" chaoskit --version)"
 [[ "$version" == "chaoskit $(cat "$checkout/VERSION") (commit "* ]] || fail "chaoskit --version said '$version'"
 if "${plain[@]}" sh -c 'command -v chaos' >/dev/null; then fail "an install without --with-chaos-name put chaos on the PATH"; fi
+usage="$("${plain[@]}" chaoskit --help 2>&1 | grep -m1 "USAGE:" || true)"
+[[ "$usage" == *"USAGE: chaoskit"* ]] || fail "chaoskit --help does not say its own name: $usage"
 
 year="$("${plain[@]}" chaoskit run --quiet --profile "$checkout/Examples/Profiles/thirty-years-ago.json" -- date -u +%Y)"
 [ "$year" = "$(($(date -u +%Y) - 30))" ] || fail "date under thirty-years-ago.json said $year"
@@ -56,6 +58,6 @@ cd "$work/explore"
 status=0
 explored="$("${plain[@]}" chaoskit explore --every system.files --budget 20 --setup 'echo hi > a' \
     --check 'cmp -s a b' -- cp a b 2>&1)" || status=$?
-[ "$status" = 1 ] && grep -q "replay: chaos run --profile" <<<"$explored" ||
+[ "$status" = 1 ] && grep -q "replay: chaoskit run --profile" <<<"$explored" ||
     fail "chaoskit explore found no failing placement of cp (status $status): $explored"
 echo "check-install: $version runs from / without Swift: run, ctl list and explore"

@@ -56,7 +56,7 @@ import Testing
                 "kind: \"NetworkChaos\"",
             ], "\(outcome.output)")
         for expected in [
-            "timeOffset: \"-240h\"", "errno: 28", "path: \"/data/db/**\"", "delay: \"150ms\"", "percent: 25",
+            "timeOffset: \"-240h\"", "errno: 28", "path: \"/data/db/**/*\"", "delay: \"150ms\"", "percent: 25",
             "latency: \"1500ms\"", "- \"10.0.0.0/8\"", "volumePath: \"/data\"",
         ] {
             #expect(outcome.output.contains(expected), "\(expected) missing from \(outcome.output)")

@@ -541,6 +541,10 @@ int main(int argc, char **argv) {
             setenv("CHAOS_LAUNCHER", self, 1);
         }
     }
+    // Installed, the launcher is `chaoskit` (Chaos Toolkit's command is `chaos`): the tool's
+    // help and the commands it suggests then say the name that was typed.
+    const char *typed = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+    if (strcmp(typed, "chaoskit") == 0) setenv("CHAOS_TOOL_NAME", typed, 1);
     execv(tool, argv);
     fprintf(stderr, "chaos: cannot run %s: %s%s\n", tool, strerror(errno),
             errno == ENOENT ? " (build it with `swift build`, or install it beside this program)" : "");

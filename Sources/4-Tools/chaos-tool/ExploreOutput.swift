@@ -20,7 +20,7 @@ struct ExploreOutput {
     /// fresh directory set up as the run's was (relative paths of the space name files there).
     func replayCommand(_ index: Int) -> String {
         let program = [Explore.resolvedProgram(self.program[0])] + self.program.dropFirst()
-        return (["chaos", "run", "--profile", Explore.absolute(replayPath(index)), "--"] + program)
+        return ([ToolName.typed, "run", "--profile", Explore.absolute(replayPath(index)), "--"] + program)
             .map(Self.shellWord).joined(separator: " ")
     }
 

@@ -272,8 +272,10 @@ public struct ChaosMeshExport: Sendable {
             guard path.hasPrefix(volume == "/" ? "/" : volume + "/") || path == volume else {
                 throw ExportRefusal(reason: "its path \(path) is not under the volume \(volume) (--volume-path)")
             }
-            // A path selects a file or directory and everything below it; IOChaos takes a glob.
-            spec["path"] = .string(path.contains("*") || path.contains("?") ? path : path + "/**")
+            // IOChaos takes a glob; a plain path is taken as a directory, whose files at any
+            // depth Chaos Mesh's own examples select with `/**/*`. A single file is written
+            // as a glob in the profile (`/data/db.sqlite*`), which passes through unchanged.
+            spec["path"] = .string(path.contains("*") || path.contains("?") ? path : path + "/**/*")
         }
         if let operations = target?.operations, operations.count < FileOperationKind.allCases.count {
             let names = FileOperationKind.allCases.filter(operations.contains).flatMap(methods)
