@@ -78,6 +78,20 @@ import Testing
         }
         """
 
+    /// The clock entries every deadline test runs under: offsets both ways, a frozen clock,
+    /// and time at half speed.
+    static let fakedClocks = [
+        #""item": "offset", "parameters": {"by": "+10d"}"#, #""item": "offset", "parameters": {"by": "-10d"}"#,
+        #""item": "frozen", "parameters": {"date": "2001-01-01T00:00:00Z"}"#,
+        #""item": "speed", "parameters": {"factor": 0.5}"#,
+    ]
+
+    /// The least real time a wait of 300 ms of the faked clock may take under `provider`:
+    /// under speed 0.5 they take 600 ms of real time.
+    static func leastRealSeconds(_ provider: String) -> Double {
+        provider.contains("speed") ? 0.5 : 0.25
+    }
+
     /// `source` compiled and run under `chaos run` (with `options`, e.g. a delivery) and a
     /// profile of one `system.clock` entry of `provider`, within a liveness bound of 60 s:
     /// an untranslated deadline ten days away would hang there.
@@ -98,18 +112,13 @@ import Testing
 
     @Test(
         .enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"),
-        arguments: [
-            #""item": "offset", "parameters": {"by": "+10d"}"#, #""item": "offset", "parameters": {"by": "-10d"}"#,
-            #""item": "frozen", "parameters": {"date": "2001-01-01T00:00:00Z"}"#,
-            #""item": "speed", "parameters": {"factor": 0.5}"#,
-        ])
+        arguments: fakedClocks)
     func aTimedWaitLastsWhatTheProgramAskedForUnderAFakedClock(provider: String) throws {
         let outcome = try Self.runUnderClock(
             provider, Self.waiter, named: "waiter", flags: ["-pthread"],
             options: ["--quiet", "--preload", ChaosToolTests.preloadLibrary])
         #expect(outcome.status == 0, "\(provider): \(outcome)")
-        // Under speed 0.5 the faked 300 ms take 600 ms of real time.
-        let least = provider.contains("speed") ? 0.5 : 0.25
+        let least = Self.leastRealSeconds(provider)
         for line in outcome.output.split(separator: "\n") {
             let fields = line.split(separator: " ")
             #expect(fields.count == 3 && fields[1] == "timedout", "\(provider): \(line)")
@@ -144,11 +153,7 @@ import Testing
     /// one: ten days under +10d, no wait at all under -10d.
     @Test(
         .enabled(if: ReachTests.which("cc") != nil && ReachTests.which("timeout") != nil, "no cc or timeout"),
-        arguments: [
-            #""item": "offset", "parameters": {"by": "+10d"}"#, #""item": "offset", "parameters": {"by": "-10d"}"#,
-            #""item": "frozen", "parameters": {"date": "2001-01-01T00:00:00Z"}"#,
-            #""item": "speed", "parameters": {"factor": 0.5}"#,
-        ], ["preload", "seccomp"])
+        arguments: fakedClocks, ["preload", "seccomp"])
     func anAbsoluteSleepLastsWhatTheFakedClockHasLeft(provider: String, delivery: String) throws {
         let options =
             delivery == "seccomp"
@@ -157,8 +162,7 @@ import Testing
         #expect(outcome.status == 0, "\(provider), \(delivery): \(outcome)")
         let fields = outcome.output.split(separator: "\n").first?.split(separator: " ") ?? []
         #expect(fields.count == 3 && fields[1] == "slept", "\(provider), \(delivery): \(outcome)")
-        // Under speed 0.5 the faked 300 ms take 600 ms of real time.
-        let least = provider.contains("speed") ? 0.5 : 0.25
+        let least = Self.leastRealSeconds(provider)
         let took = fields.count == 3 ? Double(fields[2]) ?? 0 : 0
         #expect(took >= least, "\(provider), \(delivery): returned after \(took) s, before its deadline")
     }
