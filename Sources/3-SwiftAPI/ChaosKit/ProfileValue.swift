@@ -61,7 +61,7 @@ public enum ProfileValue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `value` as JSON: whole numbers without a fraction.
-    static func numberText(_ value: Double) -> String {
+    package static func numberText(_ value: Double) -> String {
         // Whole numbers up to 2^53 (every seed a profile can carry exactly) print as integers.
         value.rounded() == value && abs(value) <= 9_007_199_254_740_992 ? String(Int64(value)) : String(value)
     }

@@ -427,14 +427,15 @@ enum YAMLText {
         switch value {
         case .null: "null"
         case .bool(let flag): flag ? "true" : "false"
-        case .number(let number):
-            number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        case .number(let number): ProfileValue.numberText(number)
         case .string(let string): quoted(string)
         case .object: "{}"
         case .array: "[]"
         }
     }
 
+    /// Not ProfileValue.quoted: a JSON string literal is a YAML double-quoted scalar except
+    /// for DEL, which JSON leaves raw and YAML does not allow unescaped.
     private static func quoted(_ string: String) -> String {
         var out = "\""
         for scalar in string.unicodeScalars {
