@@ -24,7 +24,7 @@ static bool address_matches(const cf_case *c, const chaos_call *call) {
 bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path, int special, bool *named) {
     if (c->ops) {
         const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
-        if (!info || !(info->op & c->ops)) return false;
+        if (!info || !(cf_call_ops(call, info) & c->ops)) return false;
     }
     if (c->families && !(c->families & (uint32_t)call->family)) return false;
     if (c->roles && !(c->roles & (uint32_t)call->role)) return false;

@@ -101,6 +101,11 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->anchor_ns = node->ns;
         return R_ACT;
     case CHAOS_NODE_VIRTUAL: out->action = CHAOS_ACT_VIRTUAL; return R_ACT;
+    case CHAOS_NODE_POWER_LOSS:
+        if (!may_act(w) || !info || !(cf_call_ops(w->call, info) & CF_CHANGE_OPS)) return R_PASS;
+        out->action = CHAOS_ACT_POWER_LOSS;
+        out->torn = node->torn;
+        return R_ACT;
     case CHAOS_NODE_SET:
         out->action = CHAOS_ACT_SET;
         out->value = node->value;
@@ -183,6 +188,7 @@ static void reset(chaos_outcome *out) {
     out->monotonic = 0;
     out->stat_times = 0;
     out->ask_id = 0;
+    out->torn = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -212,6 +218,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_FAIL:
     case CHAOS_NODE_SHORT:
     case CHAOS_NODE_ORIGINAL:
+    case CHAOS_NODE_POWER_LOSS:
     case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY:
@@ -404,6 +411,23 @@ __attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int
         return 0;
     }
     return decide(&call, out, false);
+}
+
+int chaos_fault_power_watches(const char *path) {
+    if (!path || !((atomic_load_explicit(&cf_active_points, memory_order_acquire) >> CHAOS_POINT_FILES) & 1)) return 0;
+    int watches = 0;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load_explicit(&cf_active_plan, memory_order_acquire);
+    for (int32_t e = 0; plan && e < plan->count && !watches; e++) {
+        const cf_entry *entry = &plan->entries[e];
+        if (entry->point != CHAOS_POINT_FILES) continue;
+        bool power = false;
+        for (int32_t i = 0; i < entry->count && !power; i++) power = entry->nodes[i].kind == CHAOS_NODE_POWER_LOSS;
+        uint8_t seen[CHAOS_PLAN_MAX_NODES] = {0};
+        watches = power && could_act(entry, 0, path, cf_special_path(path), false, seen);
+    }
+    cf_read_leave(parity);
+    return watches;
 }
 
 int chaos_fault_peek_clock(int32_t clock_source, chaos_outcome *out) {

@@ -45,6 +45,7 @@ typedef struct cf_node {
     int64_t ns; ///< delay, offset, frozen, speed anchor
     double factor;
     int32_t anchor_start;
+    int32_t torn; ///< power-loss: torn=yes
     int64_t ret;
     int32_t err;
     int32_t has_err;
@@ -55,6 +56,15 @@ typedef struct cf_node {
     _Atomic uint64_t counter;
     _Atomic uint64_t *shared; ///< where the counter lives when a process tree shares it (NULL: `counter`)
 } cf_node;
+
+/// The operations that change what a file system holds: power is lost only at these.
+#define CF_CHANGE_OPS \
+    (CHAOS_OP_WRITE | CHAOS_OP_TRUNCATE | CHAOS_OP_RENAME | CHAOS_OP_UNLINK | CHAOS_OP_MKDIR | CHAOS_OP_CREATE)
+
+/// The operations `call` is (its function's, and "create" for an open that creates).
+static inline uint32_t cf_call_ops(const chaos_call *call, const chaos_fn_info *info) {
+    return info->op | (call->creates && info->op == CHAOS_OP_OPEN ? CHAOS_OP_CREATE : 0);
+}
 
 typedef struct cf_entry {
     int32_t line;

@@ -24,10 +24,10 @@ const char *const cf_point_public_names[] = {"system.files",  "system.connect", 
 _Static_assert(sizeof cf_point_public_names / sizeof cf_point_public_names[0] == CHAOS_POINT_COUNT + 1,
                "one per point");
 
-const char *const cf_op_names[] = {"open",   "read",   "write", "sync",  "truncate",
-                                   "rename", "unlink", "mkdir", "close", NULL};
-const uint32_t cf_op_bits[] = {CHAOS_OP_OPEN,   CHAOS_OP_READ,   CHAOS_OP_WRITE, CHAOS_OP_SYNC, CHAOS_OP_TRUNCATE,
-                               CHAOS_OP_RENAME, CHAOS_OP_UNLINK, CHAOS_OP_MKDIR, CHAOS_OP_CLOSE};
+const char *const cf_op_names[] = {"open",   "read",  "write", "sync",   "truncate", "rename",
+                                   "unlink", "mkdir", "close", "create", NULL};
+const uint32_t cf_op_bits[] = {CHAOS_OP_OPEN,   CHAOS_OP_READ,   CHAOS_OP_WRITE, CHAOS_OP_SYNC,  CHAOS_OP_TRUNCATE,
+                               CHAOS_OP_RENAME, CHAOS_OP_UNLINK, CHAOS_OP_MKDIR, CHAOS_OP_CLOSE, CHAOS_OP_CREATE};
 _Static_assert(sizeof cf_op_bits / sizeof cf_op_bits[0] + 1 == sizeof cf_op_names / sizeof cf_op_names[0],
                "one bit per operation");
 
@@ -42,10 +42,10 @@ const uint32_t cf_clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTI
                                   CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
 
 // Indexed by CHAOS_NODE_*.
-const char *const cf_kind_names[] = {"original", "pass",  "fail",  "short",      "offset",    "frozen",
-                                     "speed",    "set",   "unset", "sequential", "composite", "probability",
-                                     "times",    "delay", "ask",   "virtual",    "at",        NULL};
-_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_AT + 2, "one name per node kind");
+const char *const cf_kind_names[] = {
+    "original",  "pass",        "fail",  "short", "offset", "frozen",  "speed", "set",        "unset", "sequential",
+    "composite", "probability", "times", "delay", "ask",    "virtual", "at",    "power-loss", NULL};
+_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_POWER_LOSS + 2, "one name per node kind");
 
 // Units are CChaosRules' (chaos_rules_units): plan text takes the ones a program writes
 // (no `µs`, no weeks), a person's text all of them. A plan number without a unit is ns.

@@ -30,6 +30,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_FAIL: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
+    case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;
     case CHAOS_NODE_OFFSET:
     case CHAOS_NODE_FROZEN:
     case CHAOS_NODE_SPEED:
@@ -42,7 +43,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
 
 static const char *kinds_for(int32_t point) {
     switch (point) {
-    case CHAOS_POINT_FILES:
+    case CHAOS_POINT_FILES: return "fail, short, delay or power-loss";
     case CHAOS_POINT_SEND:
     case CHAOS_POINT_RECV: return "fail, short or delay";
     case CHAOS_POINT_CONNECT:
@@ -222,6 +223,12 @@ static bool check_leaves(parser *p, const cf_entry *entry, const reach *r) {
             plan_fail(p, node->column,
                       "a short transfer needs read or write calls, but only %s reach this node; add ops=read or "
                       "ops=write to its case",
+                      op_list(r->ops_in[i], ops, sizeof ops));
+            return false;
+        } else if (node->kind == CHAOS_NODE_POWER_LOSS && !(r->ops_in[i] & CF_CHANGE_OPS)) {
+            plan_fail(p, node->column,
+                      "power is lost at a call that changes a file, but only %s reach this node; add "
+                      "ops=write,truncate,rename,unlink,mkdir,create to its case",
                       op_list(r->ops_in[i], ops, sizeof ops));
             return false;
         } else if ((node->kind == CHAOS_NODE_SET || node->kind == CHAOS_NODE_UNSET) && !r->named[i]) {

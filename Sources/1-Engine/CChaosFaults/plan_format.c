@@ -127,6 +127,9 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 else
                     put(&w, " anchor=%lld", (long long)node->ns);
                 break;
+            case CHAOS_NODE_POWER_LOSS:
+                if (node->torn) put(&w, " torn=yes");
+                break;
             case CHAOS_NODE_VIRTUAL:
                 if (node->ns) put(&w, " at=%lld", (long long)node->ns);
                 if (node->anchor_start) put(&w, " flow=yes");

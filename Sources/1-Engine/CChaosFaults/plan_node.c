@@ -77,12 +77,13 @@ static const char *const delay_keys[] = {"by", "child", NULL};
 static const char *const ask_keys[] = {"id", NULL};
 static const char *const virtual_keys[] = {"at", "flow", NULL};
 static const char *const calls_keys[] = {"calls", "child", NULL};
+static const char *const power_loss_keys[] = {"torn", NULL};
 static const char *const *const node_keys[] = {
     no_keys,    no_keys,    fail_keys, short_keys,      by_keys,        at_keys,
     speed_keys, set_keys,   no_keys,   sequential_keys, composite_keys, probability_keys,
-    times_keys, delay_keys, ask_keys,  virtual_keys,    calls_keys,
+    times_keys, delay_keys, ask_keys,  virtual_keys,    calls_keys,     power_loss_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_AT + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_POWER_LOSS + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -96,7 +97,8 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
     for (const char *const *k = node_keys[kind]; *k; k++) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
-                        (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0));
+                        (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0)) ||
+                        strcmp(*k, "torn") == 0;
         if (!optional && !plan_find(t, 3, *k)) {
             plan_fail(p, 0, "%s needs %s=...", what, *k);
             return false;
@@ -181,6 +183,16 @@ static bool read_virtual(parser *p, line_tokens *t, cf_node *node) {
     if ((k = plan_find(t, 3, "flow")) && !plan_yes_no(k->value, &node->anchor_start)) {
         plan_fail(p, k->value_column,
                   "flow is yes (virtual time also runs at real pace) or no (it moves only when advanced)");
+        return false;
+    }
+    return true;
+}
+
+static bool read_power_loss(parser *p, line_tokens *t, cf_node *node) {
+    token *k;
+    if ((k = plan_find(t, 3, "torn")) && !plan_yes_no(k->value, &node->torn)) {
+        plan_fail(p, k->value_column,
+                  "torn is yes (the last unsynced write of each file keeps a prefix of its sectors) or no");
         return false;
     }
     return true;
@@ -372,6 +384,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_DELAY] = read_delay,
     [CHAOS_NODE_ASK] = read_ask,
     [CHAOS_NODE_AT] = read_at,
+    [CHAOS_NODE_POWER_LOSS] = read_power_loss,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

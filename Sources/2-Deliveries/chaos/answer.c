@@ -36,6 +36,7 @@
 #include "CChaosFaults.h"
 #include "descriptors.h"
 #include "file_times.h"
+#include "power.h"
 #include "syscalls.h"
 #include "tracee.h"
 #include "reply.h"
@@ -111,10 +112,22 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
     switch (sc->shape) {
     case CHAOS_SHAPE_PATH:
         if (named_path(tid, sc->fn, AT_FDCWD, a[0], d->path) != 0) return 0;
+        call->creates = (sc->op & CHAOS_OP_OPEN) && chaos_power_creates(n);
         break;
     case CHAOS_SHAPE_PATH_AT:
         if (named_path(tid, sc->fn, (int)a[0], a[1], d->path) != 0) return 0;
+        call->creates = (sc->op & CHAOS_OP_OPEN) && chaos_power_creates(n);
         break;
+    case CHAOS_SHAPE_LINK: {
+        // The new name: link's second path, linkat's fourth (from its third, a directory),
+        // symlink's second, symlinkat's third (from its second).
+        int at = n->data.nr == SYS_linkat || n->data.nr == SYS_symlinkat;
+        int link_call = n->data.nr == SYS_linkat;
+        int dirfd = !at ? AT_FDCWD : (int)a[link_call ? 2 : 1];
+        uint64_t name = !at ? a[1] : a[link_call ? 3 : 2];
+        if (named_path(tid, sc->fn, dirfd, name, d->path) != 0) return 0;
+        break;
+    }
     case CHAOS_SHAPE_UNLINK_AT:
         if ((int)a[2] & AT_REMOVEDIR) call->fn = CHAOS_FN_RMDIR;
         if (named_path(tid, call->fn, (int)a[0], a[1], d->path) != 0) return 0;
@@ -311,7 +324,7 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
     else if (o->action == CHAOS_ACT_SHORT && sc &&
              (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
         answer_short(listener, n, sc, o);
-    else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY)
+    else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY && n->data.nr != SYS_splice)
         answer_short_copy(listener, n, o);
     else
         chaos_reply_go_on(listener, n->id);
@@ -484,6 +497,16 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         chaos_file_times_answer(listener, n, sc);
         return;
     }
+    if (sc->shape == CHAOS_SHAPE_MAP || sc->shape == CHAOS_SHAPE_SYNC_ALL) {
+        chaos_call none = {.fd = -1};
+        chaos_outcome original = {.action = CHAOS_ACT_ORIGINAL};
+        if (sc->shape == CHAOS_SHAPE_MAP)
+            chaos_power_note_map(n);
+        else
+            chaos_power_note(n, sc, &none, &original);
+        chaos_reply_go_on(listener, n->id);
+        return;
+    }
     static struct described d; // one thread: reused, too big for a small stack frame
     uint64_t id = n->id;
     chaos_outcome o;
@@ -491,11 +514,17 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     // descriptors are named through /proc, and a thread id is not reused unseen (clone).
     int from_memory =
         sc->shape != CHAOS_SHAPE_FD && sc->shape != CHAOS_SHAPE_TRANSFER && sc->shape != CHAOS_SHAPE_VECTOR;
-    int decided = sc->shape == CHAOS_SHAPE_COPY
-                      ? decide_copy(n, sc, &d, &o)
-                      : describe(n, sc, &d) &&
-                            (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0) &&
-                            chaos_fault_decide(&d.call, &o);
+    int described = sc->shape == CHAOS_SHAPE_COPY ||
+                    (describe(n, sc, &d) && (!from_memory || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0));
+    int decided =
+        sc->shape == CHAOS_SHAPE_COPY ? decide_copy(n, sc, &d, &o) : described && chaos_fault_decide(&d.call, &o);
+    if (!decided) o = (chaos_outcome){.action = CHAOS_ACT_ORIGINAL, .entry = -1};
+    if (decided && o.action == CHAOS_ACT_POWER_LOSS) {
+        chaos_power_lose(n, &d.call, &o); // never answered: its process is gone
+        return;
+    }
+    // Before it goes on: the log keeps what undoes it.
+    if (described && chaos_power_active()) chaos_power_note(n, sc, &d.call, &o);
     if (!decided) {
         chaos_reply_go_on(listener, n->id);
         return;

@@ -25,6 +25,7 @@
 
 #include "development.h"
 #include "parent.h"
+#include "power.h"
 #include "supervise.h"
 #include "tree.h"
 
@@ -188,10 +189,24 @@ static char choose_delivery(char **argv, const char *plan_text, const struct run
     // (the filter needs no_new_privs): not the program the user asked for.
     if (reach == CHAOS_UNREACHED_CLASS || reach == CHAOS_UNREACHED_SETUID || (asked_preload && reach != CHAOS_REACHED))
         return unreached(argv, file, chaos_reach_reason(reach), options->allow_unreached) ? 0 : 'n';
-    if (!asked_seccomp && reach == CHAOS_REACHED) return 'p';
     char why[512];
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(plan_text, strlen(plan_text), &error);
+    // Power loss must see every change to a file, and the preload library misses writes the
+    // C library makes inside itself (stdio flushing): a rollback that misses writes lies.
+    int power = plan && chaos_power_planned(plan);
+    if (power && asked_preload) {
+        chaos_plan_free(plan);
+        fprintf(stderr,
+                "chaos run: a power-loss entry needs every write the program makes, and the preload delivery does "
+                "not see writes inside the C library (stdio flushes); leave out --delivery preload (power loss runs "
+                "under the seccomp delivery)\n");
+        return 0;
+    }
+    if (!asked_seccomp && !power && reach == CHAOS_REACHED) {
+        chaos_plan_free(plan);
+        return 'p';
+    }
     if (!plan)
         snprintf(why, sizeof why, "its plan is damaged (%s); run again with --no-cache", error.message);
     else if (!chaos_seccomp_available())

@@ -115,6 +115,8 @@ int chaos_parent_finish(const struct chaos_report_run *run, struct chaos_report_
                     run->still_running ? ", judged while processes of the tree still ran" : "");
         return 125;
     }
+    // Power lost: the tree was killed on purpose, which the exit code says as a kill would.
+    if (run->power_loss) return 128 + SIGKILL;
     return end_like(run->status);
 }
 

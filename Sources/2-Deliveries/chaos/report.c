@@ -99,6 +99,10 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
         fprintf(out, "],\"treeEventCount\":%llu", (unsigned long long)run->event_count);
     }
     if (run->processes) fprintf(out, ",\"processes\":%llu", (unsigned long long)run->processes);
+    if (run->power_loss) {
+        fprintf(out, ",\"powerLoss\":");
+        json_string(out, run->power_loss);
+    }
     if (run->still_running) {
         fprintf(out, ",\"stillRunning\":{\"count\":%d,\"processes\":", run->still_running);
         json_string(out, run->running ? run->running : "");
@@ -149,6 +153,7 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
             fprintf(stderr, ": seen %llu, acted %llu%s\n", (unsigned long long)e->seen, (unsigned long long)e->acted,
                     e->acted ? "" : "  <- NEVER ACTED");
         }
+        if (run->power_loss) fprintf(stderr, "  %s\n", run->power_loss);
         if (run->applied_later)
             fprintf(stderr, "  and %llu %s applied through chaos ctl while it ran: not counted in this report\n",
                     (unsigned long long)run->applied_later, run->applied_later == 1 ? "entry" : "entries");

@@ -33,6 +33,7 @@ struct chaos_report_run {
     int waited_out;                 ///< 1: it stopped waiting for them at --wait-tree's bound
     uint64_t processes;             ///< processes that decided from counters the tree shares (0: unknown)
     int places_calls;               ///< some entry places its fault by count (times, sequential, probability)
+    const char *power_loss;         ///< where power was lost and what was rolled back (NULL: it was not)
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

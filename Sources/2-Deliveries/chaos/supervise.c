@@ -41,6 +41,7 @@
 #include "answer.h"
 #include "chaos_control.h"
 #include "parent.h"
+#include "power.h"
 #include "descriptors.h"
 #include "reply.h"
 #include "report.h"
@@ -386,6 +387,7 @@ static int finish(struct chaos_report_run *run, const struct chaos_report_option
     }
     run->seed = chaos_fault_seed();
     run->events = chaos_answer_tree_events(&run->event_count);
+    run->power_loss = chaos_power_report();
     int code = chaos_parent_finish(run, entries, entries && labels ? count : 0, options);
     free(entries);
     free(labels);
@@ -404,6 +406,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     }
     int control = chaos_control_wanted(getenv);
     if (control) chaos_control_adopt(plan);
+    chaos_power_start(plan);
     chaos_plan_install(plan);
     chaos_descriptors_remember_inherited();
     struct sock_filter instructions[MOST_INSTRUCTIONS];

@@ -80,6 +80,25 @@ static const struct chaos_syscall table[] = {
     FILES(__NR_mkdir, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH),
 #endif
     FILES(__NR_mkdirat, CHAOS_FN_MKDIR, CHAOS_OP_MKDIR, CHAOS_SHAPE_PATH_AT),
+#ifdef __NR_link
+    FILES(__NR_link, CHAOS_FN_LINK, CHAOS_OP_CREATE, CHAOS_SHAPE_LINK),
+    FILES(__NR_symlink, CHAOS_FN_SYMLINK, CHAOS_OP_CREATE, CHAOS_SHAPE_LINK),
+#endif
+    FILES(__NR_linkat, CHAOS_FN_LINK, CHAOS_OP_CREATE, CHAOS_SHAPE_LINK),
+    FILES(__NR_symlinkat, CHAOS_FN_SYMLINK, CHAOS_OP_CREATE, CHAOS_SHAPE_LINK),
+    FILES(__NR_truncate, CHAOS_FN_TRUNCATE, CHAOS_OP_TRUNCATE, CHAOS_SHAPE_PATH),
+    // A splice into a file is a copy's write (its arguments are laid out as copy_file_range's).
+    FILES(__NR_splice, CHAOS_FN_COPY_FILE_RANGE, CHAOS_OP_WRITE, CHAOS_SHAPE_COPY),
+    // What power loss must also see: syncs of everything, and files mapped shared.
+    {.number = __NR_sync, .point = CHAOS_POINT_FILES, .fn = -1, .shape = CHAOS_SHAPE_SYNC_ALL, .power = 1},
+    {.number = __NR_syncfs, .point = CHAOS_POINT_FILES, .fn = -1, .shape = CHAOS_SHAPE_SYNC_ALL, .power = 1},
+    {.number = __NR_mmap,
+     .point = CHAOS_POINT_FILES,
+     .fn = -1,
+     .shape = CHAOS_SHAPE_MAP,
+     .power = 1,
+     .flag_argument = 3,
+     .flag_mask = 0x01 /* MAP_SHARED, and MAP_SHARED_VALIDATE */},
     {.number = __NR_connect, .point = CHAOS_POINT_CONNECT, .fn = CHAOS_FN_CONNECT, .shape = CHAOS_SHAPE_CONNECT},
     {.number = __NR_clock_gettime,
      .point = CHAOS_POINT_CLOCK,
@@ -243,34 +262,51 @@ const struct chaos_syscall *chaos_syscall_find(int number) {
     return NULL;
 }
 
-/// Which rows of the table `plan` needs: a bit per row.
-static uint64_t needed_rows(const chaos_plan *plan) {
+/// A set of rows of the table: a bit per row.
+typedef struct rows {
+    uint64_t bits[2];
+} rows;
+_Static_assert(TABLE_COUNT <= 128, "a bit per row");
+
+static inline int has_row(rows set, int i) { return set.bits[i / 64] >> (i % 64) & 1; }
+
+/// Which rows of the table `plan` needs.
+static rows needed_rows(const chaos_plan *plan) {
     uint32_t ops = 0, points = 0, clock_flags = 0;
+    int power = 0;
     for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
         int32_t point = chaos_plan_entry_point(plan, e);
         points |= 1u << point;
         if (point == CHAOS_POINT_FILES) ops |= chaos_plan_entry_ops(plan, e);
         clock_flags |= chaos_plan_entry_clock_flags(plan, e);
+        power |= chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_POWER_LOSS);
     }
-    uint64_t rows = 0;
+    // Power loss keeps what undoes every change, and must see what makes changes durable.
+    if (power)
+        ops |= CHAOS_OP_WRITE | CHAOS_OP_TRUNCATE | CHAOS_OP_RENAME | CHAOS_OP_UNLINK | CHAOS_OP_MKDIR |
+               CHAOS_OP_CREATE | CHAOS_OP_OPEN | CHAOS_OP_SYNC;
+    rows set = {{0, 0}};
     for (int i = 0; i < TABLE_COUNT; i++) {
         const struct chaos_syscall *call = &table[i];
         int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op)) &&
-                        (clock_flags & call->needs) == call->needs;
+                        (clock_flags & call->needs) == call->needs && (!call->power || power);
         // Every exec: the supervisor says when a set-user-ID program loses its privileges.
         int for_descriptors = call->shape == CHAOS_SHAPE_EXEC;
         int for_io_uring =
             call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
-        if (for_point || for_descriptors || for_io_uring) rows |= 1ull << i;
+        if (for_point || for_descriptors || for_io_uring) set.bits[i / 64] |= 1ull << (i % 64);
     }
-    return rows;
+    return set;
 }
 
-int chaos_syscall_trapped(const chaos_plan *plan) { return __builtin_popcountll(needed_rows(plan)); }
+int chaos_syscall_trapped(const chaos_plan *plan) {
+    rows set = needed_rows(plan);
+    return __builtin_popcountll(set.bits[0]) + __builtin_popcountll(set.bits[1]);
+}
 
 // The rows the installed filter traps, and whether it traps monotonic clock readings:
 // set once, before the program starts.
-static uint64_t filtered_rows;
+static rows filtered_rows;
 static int filtered_monotonic;
 
 /// Whether some clock entry of `plan` fakes monotonic clocks.
@@ -281,7 +317,9 @@ static int fakes_monotonic(const chaos_plan *plan) {
 }
 
 int chaos_syscall_covers(const chaos_plan *plan) {
-    return (needed_rows(plan) & ~filtered_rows) == 0 && (filtered_monotonic || !fakes_monotonic(plan));
+    rows needed = needed_rows(plan);
+    return (needed.bits[0] & ~filtered_rows.bits[0]) == 0 && (needed.bits[1] & ~filtered_rows.bits[1]) == 0 &&
+           (filtered_monotonic || !fakes_monotonic(plan));
 }
 
 int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int capacity) {
@@ -291,8 +329,8 @@ int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int ca
     (void)capacity;
     return -1;
 #else
-    uint64_t rows = needed_rows(plan);
-    filtered_rows = rows;
+    rows set = needed_rows(plan);
+    filtered_rows = set;
     int monotonic = filtered_monotonic = fakes_monotonic(plan);
     // Realtime clock ids always; monotonic ones when an entry fakes them.
     static const int realtime[] = {CLOCK_REALTIME, CLOCK_REALTIME_COARSE, CLOCK_TAI, CLOCK_REALTIME_ALARM};
@@ -312,7 +350,7 @@ int chaos_syscall_filter(const chaos_plan *plan, struct sock_filter *out, int ca
     EMIT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
     int clock_row = -1;
     for (int i = 0; i < TABLE_COUNT; i++) {
-        if (!(rows >> i & 1)) continue;
+        if (!has_row(set, i)) continue;
         if (table[i].shape == CHAOS_SHAPE_CLOCK) {
             clock_row = i;
             continue;

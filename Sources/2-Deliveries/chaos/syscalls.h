@@ -38,6 +38,9 @@ enum chaos_shape {
     /// the supervisor can neither wait on the program's futex or timer nor change the
     /// instant it passes, so it says that such a wait keeps real time.
     CHAOS_SHAPE_KEPT_DEADLINE,
+    CHAOS_SHAPE_LINK,     ///< link, linkat, symlink, symlinkat: the new name is the call's path
+    CHAOS_SHAPE_SYNC_ALL, ///< sync, syncfs: everything written is durable (power loss)
+    CHAOS_SHAPE_MAP,      ///< mmap with MAP_SHARED: a writable mapping of a file power loss cannot follow
 };
 
 /// One trapped system call.
@@ -52,6 +55,7 @@ struct chaos_syscall {
     uint32_t needs; ///< clock calls: the CHAOS_CLOCK_FLAG_* an entry must have for it to be trapped
     int flag_argument;  ///< with `flag_mask`: the argument whose bits decide
     uint32_t flag_mask; ///< non-zero: trapped only when the argument has one of these bits
+    int power;          ///< 1: trapped only for a plan that loses power (its syncs and mappings)
 };
 
 /// The trapped call of system call `number`, or NULL.

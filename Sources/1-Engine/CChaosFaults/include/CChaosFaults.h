@@ -62,7 +62,9 @@ enum {
     CHAOS_OP_UNLINK = 1u << 6,   ///< "unlink": unlink, unlinkat (also with AT_REMOVEDIR)
     CHAOS_OP_MKDIR = 1u << 7,    ///< "mkdir": mkdir, mkdirat
     CHAOS_OP_CLOSE = 1u << 8,    ///< "close": close, fclose of a stream with nothing left to write
-    CHAOS_OP_ALL_FILES = (1u << 9) - 1
+    CHAOS_OP_CREATE = 1u << 9,   ///< "create": an open that creates or truncates (O_CREAT, O_TRUNC, O_TMPFILE),
+                                 ///< creat, link, symlink; such an open is an "open" call too
+    CHAOS_OP_ALL_FILES = (1u << 10) - 1
 };
 
 /// Every function a delivery may report (`chaos_call.fn`). The errno table is per
@@ -115,6 +117,9 @@ typedef enum chaos_fn {
     CHAOS_FN_TIME,
     CHAOS_FN_TIMESPEC_GET,
     CHAOS_FN_FTIME,
+    CHAOS_FN_LINK,     ///< link, linkat (the seccomp delivery)
+    CHAOS_FN_SYMLINK,  ///< symlink, symlinkat (the seccomp delivery)
+    CHAOS_FN_TRUNCATE, ///< truncate by path (the seccomp delivery)
     CHAOS_FN_COUNT
 } chaos_fn;
 
@@ -193,24 +198,27 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_VIRTUAL = 15,     ///< "virtual": clock reads the process's virtual time (`at=` its realtime start,
                                  ///< default now; `flow=yes`: it also runs at real pace); monotonic clocks and
     ///< sleeps follow it too. Installing it starts virtual time; a plan without it stops it.
-    CHAOS_NODE_AT = 16, ///< "at": child at the listed calls reaching it (`calls=2,5`, counted from 1; `none`:
-                        ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
+    CHAOS_NODE_AT = 16,         ///< "at": child at the listed calls reaching it (`calls=2,5`, counted from 1; `none`:
+                                ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
+    CHAOS_NODE_POWER_LOSS = 17, ///< "power-loss": power is lost at a call that changes a file (`torn=yes`: the
+                                ///< last unsynced write of each file keeps a seeded prefix of its sectors)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
 typedef enum chaos_action {
-    CHAOS_ACT_ORIGINAL = 0, ///< call the real function (after the delay, if any)
-    CHAOS_ACT_FAIL = 2,     ///< return `ret` with errno `err` without calling the real function
-    CHAOS_ACT_SHORT = 3,    ///< call the real function with the byte count cut to `max_bytes` (0: half, >= 1)
-    CHAOS_ACT_OFFSET = 4,   ///< clock: report real + clock_ns
-    CHAOS_ACT_FROZEN = 5,   ///< clock: report clock_ns
-    CHAOS_ACT_SPEED = 6,    ///< clock: report anchor_ns + (real - anchor_ns) * factor
-    CHAOS_ACT_SET = 7,      ///< getenv: answer `value` (lives as long as the process)
-    CHAOS_ACT_UNSET = 8,    ///< getenv: answer NULL
-    CHAOS_ACT_ASK = 9,      ///< an `ask` node decided: the delivery asks whoever answers `ask_id` (in-process: the
-                            ///< registered chaos_ask_fn) and executes that answer; the preload library, which has
-                            ///< no one to ask, calls the original
-    CHAOS_ACT_VIRTUAL = 10, ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
+    CHAOS_ACT_ORIGINAL = 0,    ///< call the real function (after the delay, if any)
+    CHAOS_ACT_FAIL = 2,        ///< return `ret` with errno `err` without calling the real function
+    CHAOS_ACT_SHORT = 3,       ///< call the real function with the byte count cut to `max_bytes` (0: half, >= 1)
+    CHAOS_ACT_OFFSET = 4,      ///< clock: report real + clock_ns
+    CHAOS_ACT_FROZEN = 5,      ///< clock: report clock_ns
+    CHAOS_ACT_SPEED = 6,       ///< clock: report anchor_ns + (real - anchor_ns) * factor
+    CHAOS_ACT_SET = 7,         ///< getenv: answer `value` (lives as long as the process)
+    CHAOS_ACT_UNSET = 8,       ///< getenv: answer NULL
+    CHAOS_ACT_ASK = 9,         ///< an `ask` node decided: the delivery asks whoever answers `ask_id` (in-process: the
+                               ///< registered chaos_ask_fn) and executes that answer; the preload library, which has
+                               ///< no one to ask, calls the original
+    CHAOS_ACT_VIRTUAL = 10,    ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
+    CHAOS_ACT_POWER_LOSS = 11, ///< files: the call does not complete; power is lost (chaos_durability.h)
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -343,6 +351,7 @@ typedef struct chaos_call {
     int32_t clock_source;   ///< clock: CHAOS_CLOCKSRC_* bit of the reading
     int64_t real_ns;        ///< clock: the reading's real CLOCK_REALTIME (0: unknown), which then
                             ///< stamps the counters instead of a second reading of the clock
+    int32_t creates;        ///< files: 1 for an open that creates or truncates (a "create" call too)
 } chaos_call;
 
 /// What to do with a call.
@@ -360,6 +369,7 @@ typedef struct chaos_outcome {
     int32_t monotonic;  ///< clock: 1 when the deciding entry also fakes monotonic clocks
     int32_t stat_times; ///< clock: 1 when the deciding entry shifts file times (default)
     uint32_t ask_id;    ///< ASK: the `id=` of the ask node that decided
+    int32_t torn;       ///< POWER_LOSS: 1 when the last unsynced write of each file is torn
 } chaos_outcome;
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the
@@ -503,6 +513,11 @@ int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts)
 #include "chaos_tally.h"
 #include "chaos_reach.h"
 #include "chaos_notice.h"
+#include "chaos_durability.h"
+
+/// Whether a `power-loss` node of the active plan could act on a change to `path`: the
+/// delivery then keeps what undoes each change there (chaos_durability.h).
+int chaos_fault_power_watches(const char *path);
 
 /// Drops a reference to `counts` (NULL: nothing).
 void chaos_counts_release(chaos_counts *counts);

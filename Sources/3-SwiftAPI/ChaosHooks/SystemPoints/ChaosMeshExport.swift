@@ -246,6 +246,7 @@ public struct ChaosMeshExport: Sendable {
         case .unlink: ["unlink", "rmdir"]
         case .mkdir: ["mkdir"]
         case .close: ["release"]
+        case .create: ["create", "link", "symlink"]
         }
     }
 

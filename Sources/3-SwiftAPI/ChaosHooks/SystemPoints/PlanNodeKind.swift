@@ -4,6 +4,7 @@
 enum PlanNodeKind: String, CaseIterable, CustomStringConvertible {
     case original, pass, fail, short, offset, frozen, speed, set, unset
     case sequential, composite, probability, times, delay, ask, virtual, at
+    case powerLoss = "power-loss"
 
     var description: String { rawValue }
 }

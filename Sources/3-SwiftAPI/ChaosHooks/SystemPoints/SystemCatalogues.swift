@@ -29,6 +29,12 @@ enum SystemCatalogues {
                 if let problem = outcome.problem(on: point) {
                     throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem)
                 }
+                if case .powerLoss = outcome {
+                    throw ChaosError(
+                        .invalidProvider, subject: point.pointName,
+                        "power loss needs every change to the files recorded outside the program, which the hooks in this process cannot do; run the program under `chaos run` (the seccomp delivery)"
+                    )
+                }
             },
             typicalFaults: typicalFaults(point)
         )
@@ -37,7 +43,7 @@ enum SystemCatalogues {
     /// What an exploration of every point places on `point` (`chaos explore --every`).
     private static func typicalFaults(_ point: SystemPointKind) -> [String] {
         switch point {
-        case .files: ["enospc", "eio"]
+        case .files: ["enospc", "eio"]  // power-loss is tried when a space names it
         case .connect: ["refused", "reset"]
         case .accept: ["aborted"]
         case .send, .recv: ["reset"]
@@ -59,6 +65,30 @@ enum SystemCatalogues {
                 short("short-read", "reads return fewer bytes than asked", point, operations: [.read]),
                 short("short-write", "writes take fewer bytes than given", point, operations: [.write]),
                 latency(point),
+                CatalogueItem(
+                    "power-loss",
+                    "power is lost at a call that changes a file under path: the program's tree is killed and every change not made durable (fsync of the file; of its directory for names) is rolled back (chaos run only)",
+                    parameters: [
+                        .string(
+                            "path",
+                            "a file or directory (and what is below it, by whole components) or a glob; every file when not given",
+                            optional: true),
+                        .boolean(
+                            "torn",
+                            "the last unsynced write of each file keeps a seeded prefix of its 512-byte sectors",
+                            default: false),
+                    ]
+                ) { parameters in
+                    let path = parameters.has("path") ? try parameters.string("path") : nil
+                    let changes: Set<FileOperationKind> = [.write, .truncate, .rename, .unlink, .mkdir, .create]
+                    let target: SystemTarget
+                    do throws(ChaosError) {
+                        target = try .files(path: path, operations: changes)
+                    } catch {
+                        throw parameters.invalid(error.message, parameter: "path")
+                    }
+                    return .on(target, .constant(.powerLoss(torn: try parameters.bool("torn"))))
+                },
             ]
         case .connect:
             return [

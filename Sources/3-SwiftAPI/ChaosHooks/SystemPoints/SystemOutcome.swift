@@ -45,6 +45,12 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     case set(String)
     /// `getenv` answers NULL: the variable is not set.
     case unset
+    /// Power is lost at this call, which changes a file (`system.files`, under `chaos run`):
+    /// the call does not complete, the program's whole tree is killed, and every change
+    /// that was not durable (fsync of the file, of its directory for names) is rolled
+    /// back. With `torn`, the last unsynced write of each file keeps a seeded prefix of its
+    /// 512-byte sectors.
+    case powerLoss(torn: Bool)
 
     /// Time runs `factor` times as fast from now on.
     public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
@@ -77,6 +83,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
                 + (flowing ? ", flowing)" : ")")
         case .set(let value): "set(\(value.debugDescription))"
         case .unset: "unset"
+        case .powerLoss(let torn): torn ? "power-loss(torn)" : "power-loss"
         }
     }
 
@@ -128,6 +135,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             return value.utf8.contains(0) ? "a getenv answer cannot contain a NUL byte" : nil
         case .unset:
             return point == .getenv ? nil : "only system.getenv answers unset"
+        case .powerLoss:
+            return point == .files ? nil : "power is lost at a call that changes a file: only system.files loses it"
         }
     }
 }

@@ -226,6 +226,7 @@ struct SystemPlanCompiler {
                     + (flowing ? " flow=yes" : "")
             case .set(let value): return "\(PlanNodeKind.set) " + PlanText.word("value", value)
             case .unset: return PlanNodeKind.unset.rawValue
+            case .powerLoss(let torn): return PlanNodeKind.powerLoss.rawValue + (torn ? " torn=yes" : "")
             }
         }
     }

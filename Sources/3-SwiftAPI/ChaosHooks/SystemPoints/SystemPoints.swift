@@ -355,6 +355,9 @@ enum SystemOutcomeAnswer {
             out.pointee.value = chaos_fault_intern(value)
         case .unset:
             out.pointee.action = Int32(CHAOS_ACT_UNSET.rawValue)
+        case .powerLoss:
+            // Refused when applied in-process (SystemCatalogues' result check): no answer here.
+            return false
         }
         return true
     }
