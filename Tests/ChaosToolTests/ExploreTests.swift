@@ -307,6 +307,56 @@ import Testing
         try Self.expectExactReplays(workspace, found, program: buggy, "python")
     }
 
+    // MARK: Power loss: every crash point of a save through a temporary file and rename
+
+    /// The save acknowledges (`ack`, outside the files that lose power, as a reply to a
+    /// client would be) once it is done; after an acknowledgement the new state must
+    /// survive, before it the old or the new one.
+    static let ackedCheck =
+        #"if [ -e ack ]; then [ "$(cat data/f)" = new ]; else c=$(cat data/f); [ "$c" = old ] || [ "$c" = new ]; fi"#
+
+    @Test func powerLossAtEveryCrashPointFindsTheUnsyncedRenameAndNothingInTheSyncedOne() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let space =
+            #"{"entries": [{"point": "system.files", "provider": {"item": "power-loss", "parameters": {"path": "data"}}}]}"#
+        let setup = ["--setup", "mkdir data && printf old > data/f", "--check", Self.ackedCheck]
+        let unsafe = try workspace.explore(
+            "unsynced", space: space, options: setup,
+            program: [
+                "/bin/sh", "-c",
+                "printf new > data/f.tmp && mv data/f.tmp data/f && echo done > ack && echo x > data/after",
+            ])
+        #expect(unsafe.status == 1, "\(unsafe)")
+        // Power lost after the acknowledgement: the rename was never made durable.
+        #expect(!unsafe.failingCalls().isEmpty, "\(unsafe)")
+        #expect(unsafe.outcome.output.contains("power lost at change"), "\(unsafe)")
+        #expect(unsafe.outcome.output.contains("rename"), "\(unsafe)")
+        let safe = try workspace.explore(
+            "synced", space: space, options: setup,
+            program: [
+                "/bin/sh", "-c",
+                "printf new > data/f.tmp && sync data/f.tmp && mv data/f.tmp data/f && sync data && echo done > ack && echo x > data/after",
+            ])
+        #expect(safe.status == 0, "\(safe)")
+        #expect(safe.failures.isEmpty, "\(safe)")
+        // Every change of the save is a crash point, the syncs make none.
+        #expect((safe.baselineCalls.first ?? 0) >= 5, "\(safe)")
+        #expect(safe.placements == safe.baselineCalls.first, "\(safe)")
+    }
+
+    @Test func aPowerLossSpaceWithoutACheckIsRefused() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let explored = try workspace.explore(
+            "unchecked",
+            space:
+                #"{"entries": [{"point": "system.files", "provider": {"item": "power-loss", "parameters": {"path": "."}}}]}"#,
+            program: ["/bin/sh", "-c", "echo x > f"])
+        #expect(explored.status == 125, "\(explored)")
+        #expect(explored.outcome.errors.contains("give --check"), "\(explored)")
+    }
+
     /// A static Go program: the seccomp delivery carries every placement.
     @Test(.enabled(if: ReachTests.which("go") != nil, "no Go toolchain (apt install golang-go)"))
     func aStaticGoSaverThatDropsWriteErrorsIsCaughtAndItsFixIsClean() throws {

@@ -126,6 +126,12 @@ struct Explore: ParsableCommand {
             printError("chaos explore: \(error)")
             throw ExitCode(125)
         }
+        if space.losesPower, check == nil {
+            printError(
+                "chaos explore: a power-loss entry kills the program at every crash point, so only a check can tell a crash point that loses data; give --check with the program's recovery and an integrity check, e.g. --check 'sqlite3 db \"PRAGMA integrity_check\" | grep -qx ok'"
+            )
+            throw ExitCode(125)
+        }
         let seed = self.seed ?? space.seed ?? UInt64.random(in: 0..<(1 << 53))
         if self.seed == nil, space.seed == nil {
             printError("chaos explore: seed \(seed) (replay the exploration with --seed \(seed))")

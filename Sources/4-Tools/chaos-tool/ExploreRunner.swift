@@ -20,17 +20,26 @@ struct ExploreRunResult: Sendable {
     var lastActs: [Int: String] = [:]
     var acted: [Int: Int] = [:]
     var seconds = 0.0
+    /// Where power was lost and what was rolled back, when a power-loss entry acted: the
+    /// program was killed on purpose, and only the check (its recovery) judges the run.
+    var powerLoss: String?
 
     /// Whether the run fails the program: a non-zero exit, a signal, a timeout, or a check
-    /// that fails afterwards.
+    /// that fails afterwards. After a power loss, only the check counts.
     var failed: Bool {
-        timedOut || signal != nil || exitStatus != 0 || checkTimedOut || (checkStatus ?? 0) != 0
+        let ended = powerLoss != nil ? false : timedOut || signal != nil || exitStatus != 0
+        return ended || checkTimedOut || (checkStatus ?? 0) != 0
     }
 
     /// What went wrong, in one line: how it ended and the last line of standard error.
     func outcome(timeout: Double) -> String {
         var what: String
-        if timedOut {
+        if let powerLoss {
+            what =
+                checkTimedOut
+                ? "the check timed out" : (checkStatus ?? 0) != 0 ? "the check failed (exit \(checkStatus!))" : "passed"
+            what = "\(powerLoss); then \(what)"
+        } else if timedOut {
             what = "timed out after \(ExploreRunner.seconds(timeout))"
         } else if let signal {
             what = "killed by \(ExploreRunner.signalName(signal))"
@@ -186,6 +195,11 @@ struct ExploreRunner: Sendable {
             // No report: the run was killed before the launcher wrote one (a timeout).
             if result.timedOut { return }
             throw ExploreRunnerError(description: "chaos run wrote no report to \(path); \(result.lastLine)")
+        }
+        result.powerLoss = Self.string(after: "\"powerLoss\":", in: text).map { sentence in
+            // Paths as the run saw them: ./name in its scratch directory.
+            sentence.replacingOccurrences(
+                of: #"\#(root)/worker-[0-9]+/scratch/"#, with: "./", options: .regularExpression)
         }
         for object in text.components(separatedBy: "{\"entry\":").dropFirst() {
             guard let number = Self.integer(in: object, at: object.startIndex),

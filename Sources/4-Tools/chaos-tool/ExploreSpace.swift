@@ -61,6 +61,7 @@ struct ExploreSpace {
         }
         defer { _ = chdir(started) }
         let plan = try SystemRunPlan.compile(placed)
+        losesPower = plan.losesPower
         lines = RunPlanFile.text(of: plan).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var placementLines: [Int: Int] = [:]
         var current: Int?
@@ -108,6 +109,9 @@ struct ExploreSpace {
                 )
             })
     }
+
+    /// Whether some candidate loses power: only a check can judge its runs.
+    let losesPower: Bool
 
     /// A run's plan with its call lists left open.
     struct PlanTemplate: Sendable {

@@ -30,6 +30,14 @@ public struct SystemRunPlan: Sendable, Equatable {
     /// need its seed to be replayed.
     public var draws: Bool { body.contains(" probability p=") }
 
+    /// Whether some entry loses power (a `power-loss` item): its runs end with the program
+    /// killed on purpose, and what it left on disk is the program's recovery to judge.
+    public var losesPower: Bool {
+        body.split(separator: "\n").contains { line in
+            line.hasPrefix("node ") && line.split(separator: " ").dropFirst(2).first == Substring(PlanNodeKind.powerLoss.rawValue)
+        }
+    }
+
     /// The whole plan text with `seed`.
     public func text(seed: UInt64) -> String {
         "chaos-plan 1\nseed \(seed)\n" + body
