@@ -34,7 +34,8 @@ public struct SystemRunPlan: Sendable, Equatable {
     /// killed on purpose, and what it left on disk is the program's recovery to judge.
     public var losesPower: Bool {
         body.split(separator: "\n").contains { line in
-            line.hasPrefix("node ") && line.split(separator: " ").dropFirst(2).first == Substring(PlanNodeKind.powerLoss.rawValue)
+            line.hasPrefix("node ")
+                && line.split(separator: " ").dropFirst(2).first == Substring(PlanNodeKind.powerLoss.rawValue)
         }
     }
 
