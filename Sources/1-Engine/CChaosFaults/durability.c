@@ -337,6 +337,10 @@ int chaos_durability_rename(const char *from, const char *to, unsigned flags) {
     return 0;
 }
 
+void chaos_durability_missed(const char *name, const char *why) {
+    note_keep_failure("changes to %s cannot be undone: %s", name, why);
+}
+
 int chaos_durability_shared_map(const char *name) {
     if (strstr(shared_names, name)) return 0;
     size_t used = strlen(shared_names);

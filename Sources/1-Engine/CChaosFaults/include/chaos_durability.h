@@ -49,6 +49,10 @@ int chaos_durability_remove(const char *path);
 /// `from` is about to be renamed to `to` (renameat2's `flags`: RENAME_EXCHANGE swaps).
 int chaos_durability_rename(const char *from, const char *to, unsigned flags);
 
+/// Changes to `name` were made where the caller could not see them (`why`): the log cannot
+/// undo them, which power loss says as a failure.
+void chaos_durability_missed(const char *name, const char *why);
+
 /// A writable shared mapping of `name`: its pages are out of the log's sight, so they are
 /// treated as durable; the report names the file. 1 the first time a name is seen.
 int chaos_durability_shared_map(const char *name);

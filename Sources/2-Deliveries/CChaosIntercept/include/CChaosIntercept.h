@@ -89,6 +89,15 @@ void chaos_fault_set_ask(chaos_ask_fn fn);
 /// Calls that had something to do (an outcome other than a plain original, before asking).
 unsigned long chaos_intercept_chaotic_calls(void);
 
+/// Starts recording, in the engine's undo log (chaos_durability.h), every change the
+/// bound files interceptors see to what is under `path` (absolute): 0, or -1 when a
+/// recording runs already or the path is not absolute. Power loss in this process.
+int chaos_in_power_start(const char *path);
+
+/// Ends the recording: with `lose`, power is lost (what was not durable is rolled back,
+/// `out` says what), else everything stays as it is.
+void chaos_in_power_stop(int lose, int torn, uint64_t seed, chaos_power_summary *out);
+
 #ifdef __cplusplus
 }
 #endif

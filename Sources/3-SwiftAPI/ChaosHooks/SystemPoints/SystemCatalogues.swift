@@ -32,7 +32,7 @@ enum SystemCatalogues {
                 if case .powerLoss = outcome {
                     throw ChaosError(
                         .invalidProvider, subject: point.pointName,
-                        "power loss needs every change to the files recorded outside the program, which the hooks in this process cannot do; run the program under `chaos run` (the seccomp delivery)"
+                        "an entry cannot lose this process's power: the process would have to die with it; record with FileSystemPowerLoss and call losePower() instead, or run the program under `chaos run`"
                     )
                 }
             },

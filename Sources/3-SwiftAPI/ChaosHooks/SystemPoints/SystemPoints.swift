@@ -121,6 +121,8 @@ final class InProcessDelivery: Sendable {
         /// The engine's counts of each entry it decided calls for: every plan that compiles
         /// the entry counts into the same ones.
         var counts: [InstalledEntryReference: EngineCounts] = [:]
+        /// A FileSystemPowerLoss records: the files interceptors stay bound for it.
+        var recordingPowerLoss = false
     }
 
     private let state = Locked(State())
@@ -154,21 +156,7 @@ final class InProcessDelivery: Sendable {
     func activate(_ kind: SystemPointKind) throws(ChaosError) {
         #if os(Linux)
         try state.withLock { (state: inout State) throws(ChaosError) in
-            chaos_fault_set_ask(systemAsk)
-            var fresh: [SymbolRebinding] = []
-            for (symbol, target) in Self.interceptors(for: kind) where state.bound[symbol] == nil {
-                fresh.append(try SymbolRebinding(symbol: symbol, rawTarget: target))
-            }
-            do throws(ChaosError) {
-                // One walk and one batch of writes; a symbol nothing loaded imports is skipped.
-                for rebinding in try SymbolRebinding.apply(together: fresh, isOptional: { _ in true }) {
-                    state.bound[rebinding.symbol] = rebinding
-                }
-            } catch {
-                throw ChaosError(
-                    error.kind, subject: kind.pointName,
-                    "could not hook \(error.subject ?? "a function"): \(error.message)")
-            }
+            try bind(kind, &state)
             state.active.insert(kind)
         }
         #else
@@ -178,21 +166,77 @@ final class InProcessDelivery: Sendable {
         #endif
     }
 
+    /// Binds the files interceptors for a FileSystemPowerLoss, which records through them
+    /// whatever entries are applied; false when another one records already.
+    func startRecordingPowerLoss(_ start: () -> Bool) throws(ChaosError) -> Bool {
+        #if os(Linux)
+        try state.withLock { (state: inout State) throws(ChaosError) -> Bool in
+            guard !state.recordingPowerLoss else { return false }
+            try bind(.files, &state)
+            guard start() else {
+                unbindUnneeded(&state)
+                return false
+            }
+            state.recordingPowerLoss = true
+            return true
+        }
+        #else
+        throw ChaosError(
+            .unsupportedPlatform, subject: "FileSystemPowerLoss",
+            "power loss in this process needs Linux and glibc; run the program under chaos run")
+        #endif
+    }
+
+    /// Ends the recording (`stop` ends the engine's side) and unbinds what no point needs.
+    func stopRecordingPowerLoss(_ stop: () -> Void) {
+        state.withLock { state in
+            stop()
+            state.recordingPowerLoss = false
+            unbindUnneeded(&state)
+        }
+    }
+
+    #if os(Linux)
+    private func bind(_ kind: SystemPointKind, _ state: inout State) throws(ChaosError) {
+        chaos_fault_set_ask(systemAsk)
+        var fresh: [SymbolRebinding] = []
+        for (symbol, target) in Self.interceptors(for: kind) where state.bound[symbol] == nil {
+            fresh.append(try SymbolRebinding(symbol: symbol, rawTarget: target))
+        }
+        do throws(ChaosError) {
+            // One walk and one batch of writes; a symbol nothing loaded imports is skipped.
+            for rebinding in try SymbolRebinding.apply(together: fresh, isOptional: { _ in true }) {
+                state.bound[rebinding.symbol] = rebinding
+            }
+        } catch {
+            throw ChaosError(
+                error.kind, subject: kind.pointName,
+                "could not hook \(error.subject ?? "a function"): \(error.message)")
+        }
+    }
+    #endif
+
     /// Takes `kind` out of the plan and unbinds what no other active point needs.
     func deactivate(_ kind: SystemPointKind) {
         state.withLock { state in
             state.active.remove(kind)
             install(&state)
-            let needed = Set(state.active.flatMap { Self.interceptors(for: $0).map(\.symbol) })
-            let unneeded = state.bound.filter { !needed.contains($0.key) }
-            do throws(ChaosError) {
-                try SymbolRebinding.revert(together: Array(unneeded.values))
-            } catch {
-                Self.logger.warning(
-                    "reverting \(kind.pointName)'s functions reported a problem", metadata: ["error": "\(error)"])
-            }
-            for symbol in unneeded.keys { state.bound[symbol] = nil }
+            unbindUnneeded(&state)
         }
+    }
+
+    /// Unbinds the interceptors no active point (nor a recording power loss) needs.
+    private func unbindUnneeded(_ state: inout State) {
+        let kinds = state.recordingPowerLoss ? state.active.union([.files]) : state.active
+        let needed = Set(kinds.flatMap { Self.interceptors(for: $0).map(\.symbol) })
+        let unneeded = state.bound.filter { !needed.contains($0.key) }
+        do throws(ChaosError) {
+            try SymbolRebinding.revert(together: Array(unneeded.values))
+        } catch {
+            Self.logger.warning(
+                "reverting system functions reported a problem", metadata: ["error": "\(error)"])
+        }
+        for symbol in unneeded.keys { state.bound[symbol] = nil }
     }
 
     /// Compiles every active point's entries again and installs the plan.
