@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "power.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +19,7 @@
 
 #include "descriptors.h"
 #include "tracee.h"
+#include "tree.h"
 
 #ifndef O_TMPFILE
 #define O_TMPFILE (020000000 | O_DIRECTORY)
@@ -222,60 +222,12 @@ void chaos_power_note_map(const struct seccomp_notif *n) {
 
 // MARK: - Losing power
 
-/// Reads the parent and state of process `pid`; 0, or -1 when it has gone.
-static int process_state(pid_t pid, pid_t *parent, char *state) {
-    char name[64], text[512];
-    snprintf(name, sizeof name, "/proc/%d/stat", (int)pid);
-    int file = open(name, O_RDONLY | O_CLOEXEC);
-    if (file < 0) return -1;
-    ssize_t length = read(file, text, sizeof text - 1);
-    close(file);
-    if (length <= 0) return -1;
-    text[length] = 0;
-    char *end = strrchr(text, ')'); // the command may hold spaces and parentheses
-    if (!end || sscanf(end + 1, " %c %d", state, parent) != 2) return -1;
-    return 0;
-}
-
-/// Sends SIGKILL to every descendant of this process that still runs; how many there were.
-static int kill_descendants(void) {
-    enum { MOST = 4096 };
-    static pid_t pids[MOST], parents[MOST];
-    static char states[MOST];
-    int count = 0;
-    DIR *proc = opendir("/proc");
-    if (!proc) return 0;
-    struct dirent *entry;
-    while ((entry = readdir(proc)) && count < MOST) {
-        pid_t pid = (pid_t)atoi(entry->d_name);
-        if (pid <= 0 || process_state(pid, &parents[count], &states[count]) != 0) continue;
-        pids[count++] = pid;
-    }
-    closedir(proc);
-    pid_t self = getpid();
-    int running = 0;
-    for (int i = 0; i < count; i++) {
-        // Up the parent chain (a few steps: trees are shallow; bounded against cycles).
-        pid_t up = parents[i];
-        for (int steps = 0; up > 1 && up != self && steps < 64; steps++) {
-            int found = -1;
-            for (int j = 0; j < count && found < 0; j++)
-                if (pids[j] == up) found = j;
-            up = found < 0 ? 0 : parents[found];
-        }
-        if (up != self || pids[i] == self || states[i] == 'Z' || states[i] == 'X') continue;
-        kill(pids[i], SIGKILL);
-        running++;
-    }
-    return running;
-}
-
 void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, const chaos_outcome *outcome) {
     lost = 1;
     // Its end first: nothing may change a file while it is rolled back. Calls already let
     // through finish before their process is a zombie.
     struct timespec pause = {0, 1000000};
-    for (int rounds = 0; kill_descendants() > 0 && rounds < 30000; rounds++) nanosleep(&pause, NULL);
+    for (int rounds = 0; chaos_tree_kill(SIGKILL) && rounds < 30000; rounds++) nanosleep(&pause, NULL);
     chaos_entry_counters counters;
     uint64_t index = chaos_fault_counters(outcome->entry, &counters) == 0 ? counters.last_fire_call + 1 : 0;
     chaos_power_summary summary;

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,10 @@ static int read_process(const char *pid_text, struct process *out) {
     return 1;
 }
 
-/// One look at /proc: the descendants of this process but `except`, live ones in `out`;
-/// returns how many live, or -1 when one had ended (the tree changed while it was read).
-static int look(pid_t except, char *out, size_t capacity) {
+/// One look at /proc: the descendants of this process but `except`, live ones in `out`
+/// (each sent `signal_number` unless it is 0); returns how many live, or -1 when one had
+/// ended (the tree changed while it was read).
+static int look(pid_t except, char *out, size_t capacity, int signal_number) {
     out[0] = 0;
     DIR *directory = opendir("/proc");
     if (!directory) return 0;
@@ -97,12 +99,18 @@ static int look(pid_t except, char *out, size_t capacity) {
             continue;
         }
         running++;
+        if (signal_number) kill(processes[i].pid, signal_number);
         int wrote = snprintf(out + used, capacity - used, "%s%d %s", used ? ", " : "", (int)processes[i].pid,
                              processes[i].name);
         if (wrote > 0 && (size_t)wrote < capacity - used) used += (size_t)wrote;
     }
     free(processes);
-    return changed ? -1 : running;
+    return changed && !signal_number ? -1 : running; // ended ones are not to be signalled
+}
+
+int chaos_tree_kill(int signal_number) {
+    char names[4096];
+    return look(0, names, sizeof names, signal_number) > 0;
 }
 
 int chaos_tree_running(pid_t except, char *out, size_t capacity) {
@@ -110,11 +118,11 @@ int chaos_tree_running(pid_t except, char *out, size_t capacity) {
     // exits as its child starts): it is looked at again, a millisecond later, until two
     // looks agree (an ended child nobody has reaped yet changes nothing).
     char previous[4096] = "";
-    int running = look(except, out, capacity);
+    int running = look(except, out, capacity, 0);
     for (int attempt = 0; attempt < 20 && running < 0; attempt++) {
         snprintf(previous, sizeof previous, "%s", out);
         usleep(1000);
-        running = look(except, out, capacity);
+        running = look(except, out, capacity, 0);
         if (running < 0 && strcmp(previous, out) == 0) running = -2;
     }
     if (running >= 0) return running;

@@ -18,6 +18,10 @@ int chaos_tree_has_children(void);
 /// "4102 mydaemon, 4103 sh" in `out`; returns how many there are.
 int chaos_tree_running(pid_t except, char *out, size_t capacity);
 
+/// Sends `signal_number` (not 0) to every descendant of this process still running (ended
+/// ones, zombies included, are left alone); 1 when there was one, 0 when none is left.
+int chaos_tree_kill(int signal_number);
+
 /// How long `chaos run` waits for the tree after the program ended: --wait-tree's
 /// DURATION, or the bound --require-fired implies.
 struct chaos_tree_wait {
