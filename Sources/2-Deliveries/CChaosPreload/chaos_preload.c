@@ -90,6 +90,22 @@ static void say(const char *a, const char *b, const char *c) {
         if (parts[i]) syscall(SYS_write, 2, parts[i], strlen(parts[i]));
 }
 
+/// Whether this library can carry `plan` (one it starts with, or one `chaos ctl` applies):
+/// power loss must see every write, and writes libc makes inside itself (stdio flushes)
+/// pass no interceptor here, so a rollback would miss them.
+static int preload_carries(const chaos_plan *plan, char *why, size_t capacity) {
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++) {
+        if (!chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_POWER_LOSS)) continue;
+        snprintf(why, capacity,
+                 "entry %d loses power, which needs every write the program makes, and the preload library does not "
+                 "see writes inside the C library (stdio flushes); run the program with power-loss entries from the "
+                 "start, so that chaos run chooses the seccomp delivery",
+                 e + 1);
+        return -1;
+    }
+    return 0;
+}
+
 /// Reads a plan file with raw system calls; NULL (and a message) when it cannot.
 static char *read_plan_file(const char *path, size_t *length) {
     int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
@@ -204,16 +220,22 @@ __attribute__((constructor)) static void chaos_preload_init(void) {
         text = owned;
         origin = path;
     }
+    if (control) chaos_control_check_plans(preload_carries);
     if (!text) {
         if (control) chaos_control_start(get, quiet_thread);
         return;
     }
     chaos_plan_error error;
     chaos_plan *plan = chaos_plan_parse(text, length, &error);
+    char refusal[512];
     if (!plan) {
         char where[96];
         snprintf(where, sizeof where, " line %d, column %d: ", error.line, error.column);
         say(origin, where, error.message);
+        _exit(125);
+    }
+    if (preload_carries(plan, refusal, sizeof refusal) != 0) {
+        say(origin, ": ", refusal);
         _exit(125);
     }
     if (chaos_plan_needs_start_anchor(plan)) { // speed anchor=start: one anchor for the process tree
