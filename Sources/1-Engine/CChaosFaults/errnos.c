@@ -124,12 +124,10 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_TIME] = POINT("time", "time", CHAOS_POINT_CLOCK, 0, 0),
     [CHAOS_FN_TIMESPEC_GET] = POINT("timespec_get", "timespec_get", CHAOS_POINT_CLOCK, 0, 0),
     [CHAOS_FN_FTIME] = POINT("ftime", "ftime", CHAOS_POINT_CLOCK, 0, 0),
-    [CHAOS_FN_LINK] =
-        FILES("link", "link linkat (the seccomp delivery)", CHAOS_OP_CREATE, 0, EACCES, EBADF, EDQUOT, EEXIST, EFAULT,
-              EIO, ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS, EXDEV),
-    [CHAOS_FN_SYMLINK] =
-        FILES("symlink", "symlink symlinkat (the seccomp delivery)", CHAOS_OP_CREATE, 0, EACCES, EBADF, EDQUOT, EEXIST,
-              EFAULT, EIO, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS),
+    [CHAOS_FN_LINK] = FILES("link", "link linkat", CHAOS_OP_CREATE, 0, EACCES, EBADF, EDQUOT, EEXIST, EFAULT, EIO,
+                            ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS, EXDEV),
+    [CHAOS_FN_SYMLINK] = FILES("symlink", "symlink symlinkat", CHAOS_OP_CREATE, 0, EACCES, EBADF, EDQUOT, EEXIST,
+                               EFAULT, EIO, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS),
     [CHAOS_FN_TRUNCATE] =
         FILES("truncate", "truncate truncate64 (the seccomp delivery)", CHAOS_OP_TRUNCATE, 0, EACCES, EFAULT, EFBIG,
               EINTR, EINVAL, EIO, EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOTDIR, EPERM, EROFS, ETXTBSY),

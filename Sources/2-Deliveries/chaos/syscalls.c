@@ -292,6 +292,8 @@ static rows needed_rows(const chaos_plan *plan) {
         clock_flags |= chaos_plan_entry_clock_flags(plan, e);
         power |= chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_POWER_LOSS);
     }
+    // A creating open is an open: "create" entries need the open rows.
+    if (ops & CHAOS_OP_CREATE) ops |= CHAOS_OP_OPEN;
     // Power loss keeps what undoes every change, and must see what makes changes durable.
     if (power)
         ops |= CHAOS_OP_WRITE | CHAOS_OP_TRUNCATE | CHAOS_OP_RENAME | CHAOS_OP_UNLINK | CHAOS_OP_MKDIR |

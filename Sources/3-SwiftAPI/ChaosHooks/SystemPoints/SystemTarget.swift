@@ -28,8 +28,8 @@ public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
     case mkdir
     /// `close`, and `fclose` with nothing left to write.
     case close
-    /// An open that creates or truncates (`O_CREAT`, `O_TRUNC`, `O_TMPFILE`), `creat`, and
-    /// under the seccomp delivery `link` and `symlink`. Such an open is an `open` call too.
+    /// An open that creates or truncates (`O_CREAT`, `O_TRUNC`, `O_TMPFILE`), `creat`,
+    /// `link` and `symlink`. Such an open is an `open` call too.
     case create
 
     var bit: UInt32 { UInt32(1) << UInt32(Self.allCases.firstIndex(of: self)!) }
