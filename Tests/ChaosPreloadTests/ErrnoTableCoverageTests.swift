@@ -228,6 +228,12 @@ import Glibc
         SYMBOL(int, rmdir, (const char *));
         SYMBOL(int, mkdir, (const char *, mode_t));
         SYMBOL(int, mkdirat, (int, const char *, mode_t));
+        SYMBOL(int, link, (const char *, const char *));
+        SYMBOL(int, linkat, (int, const char *, int, const char *, int));
+        SYMBOL(int, symlink, (const char *, const char *));
+        SYMBOL(int, symlinkat, (const char *, int, const char *));
+        SYMBOL(int, truncate, (const char *, off_t));
+        SYMBOL(int, truncate64, (const char *, off_t));
         SYMBOL(int, close, (int));
 
         #define SETUP 1000
@@ -479,6 +485,17 @@ import Glibc
             }
             if (IS("mkdir", "mkdir")) { errno = 0; return by_value(c_mkdir(path, 0755)); }
             if (IS("mkdir", "mkdirat")) { errno = 0; return by_value(c_mkdirat(AT_FDCWD, path, 0755)); }
+            // files / link, symlink (the new name is the row's), truncate by name
+            if (IS("link", "link") || IS("link", "linkat")) {
+                int source = raw_open(other, O_WRONLY | O_CREAT);
+                NEED(source >= 0 && close(source) == 0);
+                errno = 0;
+                return by_value(strcmp(name, "link") == 0 ? c_link(other, path) : c_linkat(AT_FDCWD, other, AT_FDCWD, path, 0));
+            }
+            if (IS("symlink", "symlink")) { errno = 0; return by_value(c_symlink("target", path)); }
+            if (IS("symlink", "symlinkat")) { errno = 0; return by_value(c_symlinkat("target", AT_FDCWD, path)); }
+            if (IS("truncate", "truncate")) { READER; return by_value(c_truncate(path, 0)); }
+            if (IS("truncate", "truncate64")) { READER; return by_value(c_truncate64(path, 0)); }
             // files / close
             if (IS("close", "close")) { FD(reader()); return by_value(c_close(fd)); }
             if (IS("fclose", "fclose")) { STREAM("r"); return c_fclose(f) == 0 ? 0 : errno; }

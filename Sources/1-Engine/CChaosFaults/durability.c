@@ -36,7 +36,7 @@ struct file {
     char *name;                       ///< its path when first met, for the report
     int pending;                      ///< its data records still live
     int references;                   ///< name records that may bring it back
-    int undone;                       ///< counted in this power loss
+    int64_t writes;                   ///< writes and truncations since its last sync (appends need no record each)
     int64_t last_offset, last_length; ///< its last write not yet durable (length 0: none)
 };
 
@@ -213,6 +213,7 @@ int chaos_durability_write(const char *reopen, const char *name, int64_t offset,
     if (offset < 0) offset = size;
     if (length <= 0) return 0;
     struct file *f = &files[file];
+    f->writes++;
     f->last_offset = offset;
     f->last_length = length;
     if (offset >= size && f->pending) return 0; // a pure append: the older records undo it
@@ -227,6 +228,7 @@ int chaos_durability_truncate(const char *reopen, const char *name, int64_t size
                           strerror(errno));
         return -1;
     }
+    files[file].writes++;
     if (size >= now && files[file].pending) return 0; // growing: the older records undo it
     return keep_data(file, size < now ? size : now, size < now ? now - size : 0, now);
 }
@@ -247,13 +249,14 @@ void chaos_durability_synced(const char *reopen) {
     }
     if (!S_ISDIR(info.st_mode))
         for (int i = 0; i < file_count; i++)
-            if (files[i].device == info.st_dev && files[i].inode == info.st_ino) files[i].last_length = 0;
+            if (files[i].device == info.st_dev && files[i].inode == info.st_ino)
+                files[i].last_length = files[i].writes = 0;
 }
 
 void chaos_durability_synced_all(void) {
     for (int i = 0; i < record_count; i++)
         if (records[i].live) drop(&records[i]);
-    for (int i = 0; i < file_count; i++) files[i].last_length = 0;
+    for (int i = 0; i < file_count; i++) files[i].last_length = files[i].writes = 0;
 }
 
 /// Notes the directory holding `path` as one whose sync makes `r` durable.
@@ -456,12 +459,12 @@ void chaos_durability_lose_power(int torn, uint64_t seed, chaos_power_summary *o
         if (ftruncate(f->keeper, r->old_size) != 0 ||
             (r->length && pwrite(f->keeper, r->old, r->length, r->offset) != (ssize_t)r->length))
             failed(out, "cannot undo a write to %s: %s", f->name, strerror(errno));
-        out->writes++;
-        if (!f->undone) {
-            f->undone = 1;
+    }
+    for (int i = 0; i < file_count; i++)
+        if (files[i].pending) {
+            out->writes += (uint64_t)files[i].writes;
             out->files++;
         }
-    }
     for (int i = 0; kept && kept_length && i < file_count; i++) {
         if (!kept_length[i]) continue;
         if (pwrite(files[i].keeper, kept[i], kept_length[i], files[i].last_offset) != (ssize_t)kept_length[i])
@@ -475,16 +478,17 @@ void chaos_durability_lose_power(int torn, uint64_t seed, chaos_power_summary *o
         switch (r->kind) {
         case DATA: break;
         case CREATE:
+            if (!r->path) break; // out of memory when it was kept
             clear_name(r->path);
             out->creates++;
             break;
         case REMOVE:
-            if (names_moved(r, r->path)) break; // the removal failed
+            if (!r->path || names_moved(r, r->path)) break; // the removal failed
             restore_named(r, r->path, out);
             out->removes++;
             break;
         case RENAME:
-            if (!names_moved(r, r->path2)) break; // the rename failed
+            if (!r->path || !r->path2 || !names_moved(r, r->path2)) break; // the rename failed
             if (r->exchange ? renameat2(AT_FDCWD, r->path2, AT_FDCWD, r->path, 2) != 0 : rename(r->path2, r->path) != 0)
                 failed(out, "cannot rename %s back to %s: %s", r->path2, r->path, strerror(errno));
             else if (r->mode)

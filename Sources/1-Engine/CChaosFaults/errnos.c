@@ -128,9 +128,8 @@ static const fn_row table[CHAOS_FN_COUNT] = {
                             ELOOP, EMLINK, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS, EXDEV),
     [CHAOS_FN_SYMLINK] = FILES("symlink", "symlink symlinkat", CHAOS_OP_CREATE, 0, EACCES, EBADF, EDQUOT, EEXIST,
                                EFAULT, EIO, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS),
-    [CHAOS_FN_TRUNCATE] =
-        FILES("truncate", "truncate truncate64 (the seccomp delivery)", CHAOS_OP_TRUNCATE, 0, EACCES, EFAULT, EFBIG,
-              EINTR, EINVAL, EIO, EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOTDIR, EPERM, EROFS, ETXTBSY),
+    [CHAOS_FN_TRUNCATE] = FILES("truncate", "truncate truncate64", CHAOS_OP_TRUNCATE, 0, EACCES, EFAULT, EFBIG, EINTR,
+                                EINVAL, EIO, EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOTDIR, EPERM, EROFS, ETXTBSY),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {

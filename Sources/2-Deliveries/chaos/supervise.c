@@ -486,8 +486,9 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     }
     run.status = status;
     run.never_started = !tracing.started;
-    chaos_tree_note_running(&run, 0);
+    // After the answering thread: a power loss it is carrying out ends the whole tree first.
     server_stop(&server, &tracing);
+    chaos_tree_note_running(&run, 0);
     chaos_answer_wake(-1);
     close(server.wake);
     chaos_waits_release(); // what the program left running sleeps in real time from here

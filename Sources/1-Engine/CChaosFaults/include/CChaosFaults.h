@@ -63,8 +63,7 @@ enum {
     CHAOS_OP_MKDIR = 1u << 7,    ///< "mkdir": mkdir, mkdirat
     CHAOS_OP_CLOSE = 1u << 8,    ///< "close": close, fclose of a stream with nothing left to write
     CHAOS_OP_CREATE = 1u << 9,   ///< "create": an open that creates or truncates (O_CREAT, O_TRUNC, O_TMPFILE),
-                                 ///< creat, link, symlink; such an open is an "open" call too (truncate by path:
-                                 ///< the seccomp delivery only, as "truncate")
+                                 ///< creat, link, symlink; such an open is an "open" call too
     CHAOS_OP_ALL_FILES = (1u << 10) - 1
 };
 
@@ -120,7 +119,7 @@ typedef enum chaos_fn {
     CHAOS_FN_FTIME,
     CHAOS_FN_LINK,     ///< link, linkat
     CHAOS_FN_SYMLINK,  ///< symlink, symlinkat
-    CHAOS_FN_TRUNCATE, ///< truncate by path (the seccomp delivery)
+    CHAOS_FN_TRUNCATE, ///< truncate by path
     CHAOS_FN_COUNT
 } chaos_fn;
 

@@ -18,7 +18,7 @@ public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
     case write
     /// `fsync`, `fdatasync`, `sync_file_range`.
     case sync
-    /// `ftruncate`, `fallocate`, `posix_fallocate`.
+    /// `ftruncate`, `truncate`, `fallocate`, `posix_fallocate`.
     case truncate
     /// `rename`, `renameat`, `renameat2`.
     case rename
