@@ -396,6 +396,47 @@ extension ProcessWideHookTests {
             }
         }
 
+        /// `"errno": "any"` in-process: the engine draws each call's errno from the entry's
+        /// seed among those write can return, so the same seed fails the same way.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
+        func anyErrnoDrawsFromTheSeedAmongWhatWriteCanReturn() throws {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaoskit-any-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("file").path
+            func errnos(seed: UInt64) throws -> [Int32] {
+                var seen: [Int32] = []
+                try withApplied(
+                    ProfileEntry(
+                        point: "system.files",
+                        .catalogue(
+                            "fail",
+                            ProfileParameters([
+                                "errno": .string("any"), "path": .string(directory.path),
+                                "operations": .array([.string("write")]),
+                            ]))),
+                    seed: seed
+                ) {
+                    let fd = open(path, O_WRONLY | O_CREAT, 0o644)
+                    defer { close(fd) }
+                    for _ in 0..<30 {
+                        errno = 0
+                        seen.append(write(fd, "x", 1) == -1 ? errno : 0)
+                    }
+                }
+                return seen
+            }
+            var allowed = [Int32](repeating: 0, count: 64)
+            let count = Int(chaos_fault_errnos(Int32(CHAOS_FN_WRITE.rawValue), &allowed, 64))
+            let first = try errnos(seed: 11)
+            #expect(first.allSatisfy { allowed.prefix(count).contains($0) }, "\(first)")
+            #expect(Set(first).count >= 4, "\(first)")
+            #expect(try errnos(seed: 11) == first)
+            #expect(try errnos(seed: 12) != first)
+        }
+
         /// `Chaos.explore` over a system point: process-wide, so one placement at a time; the
         /// fault engine counts the calls the entry targets, and places the fault at each.
         @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))

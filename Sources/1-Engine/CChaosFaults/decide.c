@@ -75,6 +75,17 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         // A function that cannot return this errno is left alone (libfiu's rule).
         if (w->entry->point == CHAOS_POINT_DNS) {
             if (!chaos_fault_errno_allowed(w->call->fn, (int32_t)node->ret)) return R_PASS;
+        } else if (node->any_errno) {
+            // Drawn from the entry's seed and call index, among what this call can return.
+            int32_t codes[64];
+            int count = chaos_fault_errnos(w->call->fn, codes, 64);
+            if (count <= 0) return R_PASS;
+            if (count > 64) count = 64;
+            uint64_t draw = chaos_rules_derive2(w->entry->seed, w->index, (uint64_t)(node - w->entry->nodes));
+            out->action = CHAOS_ACT_FAIL;
+            out->ret = node->ret;
+            out->err = codes[draw % (uint64_t)count];
+            return R_ACT;
         } else if (!chaos_fault_errno_allowed(w->call->fn, node->err)) {
             return R_PASS;
         }

@@ -49,6 +49,7 @@ typedef struct cf_node {
     int64_t ret;
     int32_t err;
     int32_t has_err;
+    int32_t any_errno; ///< fail: errno=any, drawn per call among those the call can return
     int32_t has_ret;
     int64_t max;
     const char *value; ///< interned at install (never freed); before, owned_value

@@ -181,6 +181,10 @@ static bool check_fail(parser *p, const cf_entry *entry, const cf_node *node, ui
                       cf_errno_list(CHAOS_POINT_DNS, list, sizeof list, 0, 0));
             return false;
         }
+        if (node->any_errno) {
+            plan_fail(p, node->err_column, "errno=any is for system calls; a dns fail names its EAI code in ret=");
+            return false;
+        }
         if (node->has_err && node->ret != EAI_SYSTEM) {
             plan_fail(p, node->err_column, "errno= goes with ret=EAI_SYSTEM only (other EAI codes carry no errno)");
             return false;
@@ -196,6 +200,7 @@ static bool check_fail(parser *p, const cf_entry *entry, const cf_node *node, ui
         plan_fail(p, node->err_column, "%s calls fail with ret=-1 (leave ret out)", point);
         return false;
     }
+    if (node->any_errno) return true; // each call draws among the errnos it can return
     if (any_fn_allows(entry->point, ops_in, node->err)) return true;
     const char *name = chaos_fault_errno_name(node->err);
     if (entry->point == CHAOS_POINT_FILES) {

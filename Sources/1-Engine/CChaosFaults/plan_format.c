@@ -101,7 +101,9 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             put(&w, "node %d %s", i, cf_kind_names[node->kind]);
             switch (node->kind) {
             case CHAOS_NODE_FAIL: {
-                if (node->has_err) {
+                if (node->any_errno) {
+                    put(&w, " errno=any");
+                } else if (node->has_err) {
                     const char *name = chaos_fault_errno_name(node->err);
                     if (name)
                         put(&w, " errno=%s", name);

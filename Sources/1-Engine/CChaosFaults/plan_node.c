@@ -112,13 +112,15 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
 static bool read_fail(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     if ((k = plan_find(t, 3, "errno"))) {
-        node->err = chaos_fault_errno_value(k->value);
+        node->any_errno = strcmp(k->value, "any") == 0;
+        node->err = node->any_errno ? 0 : chaos_fault_errno_value(k->value);
         node->has_err = 1;
         node->err_column = k->value_column;
-        if (node->err <= 0) {
-            plan_fail(p, k->value_column,
-                      "'%s' is not an errno this engine knows; write a name such as ENOSPC, EIO or ECONNREFUSED",
-                      k->value);
+        if (node->err <= 0 && !node->any_errno) {
+            plan_fail(
+                p, k->value_column,
+                "'%s' is not an errno this engine knows; write a name such as ENOSPC, EIO or ECONNREFUSED, or any",
+                k->value);
             return false;
         }
     }

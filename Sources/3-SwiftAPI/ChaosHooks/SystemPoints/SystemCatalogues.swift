@@ -257,10 +257,21 @@ enum SystemCatalogues {
         CatalogueItem(
             "fail", "calls fail with a chosen errno (one the call can return)",
             parameters: [
-                .string("errno", "the errno, e.g. \"EROFS\"")
+                .string(
+                    "errno",
+                    "the errno, e.g. \"EROFS\", or \"any\": drawn per call, from the seed, among those the call can return"
+                )
             ] + targetParameters(point, defaultOperations: operations)
         ) { parameters in
             let name = try parameters.string("errno")
+            if name == "any" {
+                guard point != .dns else {
+                    throw parameters.invalid(
+                        "errno \"any\" is for system calls; getaddrinfo fails with an EAI code: use the item \"fail\" with \"code\"",
+                        parameter: "errno")
+                }
+                return try targeted(point, parameters, .constant(.failWithAnyErrno))
+            }
             let narrowed =
                 try point == .files
                 ? FileOperationKind.bits(fileOperations(parameters) ?? Set(FileOperationKind.allCases)) : nil

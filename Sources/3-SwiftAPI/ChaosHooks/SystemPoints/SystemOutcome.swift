@@ -24,6 +24,10 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Fail with -1 (NULL for `fopen`, an error flag for stdio) and this `errno`, without
     /// making the call. A function that cannot return this errno is left alone.
     case fail(errno: Int32)
+    /// Fail with -1 and an errno drawn for each call, from the entry's seed and the call's
+    /// index, among those the function can really return (libfiu's default): the same seed
+    /// replays the same errnos.
+    case failWithAnyErrno
     /// Name resolution fails with this `EAI_*` code (`system.getaddrinfo`).
     case resolverFailure(code: Int32)
     /// Reads and writes move at most this many bytes (nil: half of what was asked, at
@@ -73,6 +77,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .real: "real"
         case .pass: "pass"
         case .fail(let code): "fail(\(SystemErrno.name(code)))"
+        case .failWithAnyErrno: "fail(any errno)"
         case .resolverFailure(let code): "fail(\(SystemErrno.name(code)))"
         case .short(let max): max.map { "short(\($0) bytes)" } ?? "short"
         case .offset(let ns, _): "offset(\(DurationText.format(.nanoseconds(ns))))"
@@ -110,6 +115,13 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             guard chaos_fault_errno_name(code) != nil, SystemFunctions.allows(code, on: point) else {
                 return
                     "no function of \(point.pointName) returns errno \(SystemErrno.name(code)); choose one of: \(SystemFunctions.errnoNames(of: point).joined(separator: ", "))"
+            }
+            return nil
+        case .failWithAnyErrno:
+            guard point != .dns, point != .getenv, point != .clock else {
+                return point == .dns
+                    ? "\(point.pointName) fails with an EAI code: use .resolverFailure(code: EAI_AGAIN)"
+                    : "\(point.pointName) cannot fail a call; use its own outcomes"
             }
             return nil
         case .resolverFailure(let code):

@@ -209,6 +209,7 @@ struct SystemPlanCompiler {
             case .real: return PlanNodeKind.original.rawValue
             case .pass: return PlanNodeKind.pass.rawValue
             case .fail(let code): return "\(PlanNodeKind.fail) errno=\(SystemErrno.name(code))"
+            case .failWithAnyErrno: return "\(PlanNodeKind.fail) errno=any"
             case .resolverFailure(let code): return "\(PlanNodeKind.fail) ret=\(SystemErrno.name(code))"
             case .short(let max): return max.map { "\(PlanNodeKind.short) max=\($0)" } ?? PlanNodeKind.short.rawValue
             case .offset(let ns, let scope):

@@ -2,6 +2,7 @@ import CChaosFaults
 import CChaosIntercept
 @_spi(Hooks) public import ChaosKit
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -373,6 +374,16 @@ enum SystemOutcomeAnswer {
             out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
             out.pointee.ret = -1
             out.pointee.err = code
+        case .failWithAnyErrno:
+            // Answered by Swift (a block or a scope around it), where no entry seed reaches:
+            // drawn in the order this process answers such calls.
+            var codes = [Int32](repeating: 0, count: 64)
+            let count = min(Int(chaos_fault_errnos(call.functionCode, &codes, 64)), 64)
+            guard count > 0 else { return false }
+            let index = SystemAnswers.nextAnyErrnoDraw()
+            out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
+            out.pointee.ret = -1
+            out.pointee.err = codes[Int(chaos_fault_draw(0, UInt64(call.functionCode), index) * Double(count))]
         case .resolverFailure(let code):
             guard chaos_fault_errno_allowed(call.functionCode, code) != 0 else { return false }
             out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
@@ -411,5 +422,15 @@ extension SystemTarget {
     /// Whether `path` is under `/dev`, `/proc` or `/sys`.
     static func isUnderSpecialDirectory(_ path: String) -> Bool {
         ["/dev", "/proc", "/sys"].contains { path == $0 || path.hasPrefix($0 + "/") }
+    }
+}
+
+/// What Swift answers for system points needs of its own between calls.
+enum SystemAnswers {
+    /// How many `failWithAnyErrno` answers Swift has drawn in this process: each draws the next.
+    private static let anyErrnoDraws = Atomic<UInt64>(0)
+
+    static func nextAnyErrnoDraw() -> UInt64 {
+        anyErrnoDraws.add(1, ordering: .relaxed).oldValue
     }
 }
