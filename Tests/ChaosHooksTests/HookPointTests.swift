@@ -396,6 +396,41 @@ extension ProcessWideHookTests {
             }
         }
 
+        /// `corrupt` in-process: a read returns its bytes with `bytes` of them flipped at the
+        /// offset given; a write stores them so, and the caller's own buffer is left alone.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
+        func corruptChangesTheBytesAReadReturnsAndAWriteStores() throws {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaoskit-corrupt-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("file").path
+            let original = [UInt8](repeating: 0x41, count: 64)
+            try Data(original).write(to: URL(fileURLWithPath: path))
+            let entry = ProfileEntry(
+                point: "system.files",
+                .catalogue(
+                    "corrupt",
+                    ProfileParameters([
+                        "path": .string(directory.path), "offset": .number(10), "bytes": .number(3),
+                    ])))
+            var read = [UInt8](repeating: 0, count: 64)
+            var written = [UInt8](repeating: 0x42, count: 64)
+            try withApplied(entry) {
+                let fd = open(path, O_RDWR)
+                defer { close(fd) }
+                #expect(Glibc.read(fd, &read, 64) == 64)
+                #expect(pwrite(fd, &written, 64, 0) == 64)
+            }
+            let changed = read.indices.filter { read[$0] != original[$0] }
+            #expect(changed == [10, 11, 12], "\(read)")
+            #expect(changed.allSatisfy { read[$0] == ~original[$0] })
+            #expect(written.allSatisfy { $0 == 0x42 }, "the caller's buffer is its own")
+            let stored = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            #expect(stored.indices.filter { stored[$0] != 0x42 } == [10, 11, 12], "\(stored)")
+        }
+
         /// `"errno": "any"` in-process: the engine draws each call's errno from the entry's
         /// seed among those write can return, so the same seed fails the same way.
         @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))

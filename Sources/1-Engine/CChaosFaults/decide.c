@@ -112,6 +112,17 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->anchor_ns = node->ns;
         return R_ACT;
     case CHAOS_NODE_VIRTUAL: out->action = CHAOS_ACT_VIRTUAL; return R_ACT;
+    case CHAOS_NODE_CORRUPT:
+        // Bytes that pass through the program's buffers; a copy between descriptors does not.
+        if (!may_act(w) || !info || !info->transfers || w->call->fn == CHAOS_FN_COPY_FILE_RANGE ||
+            w->call->fn == CHAOS_FN_SENDFILE)
+            return R_PASS;
+        out->action = CHAOS_ACT_CORRUPT;
+        out->corrupt_bytes = (int64_t)node->n;
+        out->corrupt_offset = node->corrupt_offset;
+        out->corrupt_with = node->corrupt_with;
+        out->corrupt_seed = chaos_rules_derive2(w->entry->seed, w->index, (uint64_t)(node - w->entry->nodes));
+        return R_ACT;
     case CHAOS_NODE_POWER_LOSS:
         if (!may_act(w) || !info || !(cf_call_ops(w->call, info) & CF_CHANGE_OPS)) return R_PASS;
         out->action = CHAOS_ACT_POWER_LOSS;
@@ -200,6 +211,10 @@ static void reset(chaos_outcome *out) {
     out->stat_times = 0;
     out->ask_id = 0;
     out->torn = 0;
+    out->corrupt_with = 0;
+    out->corrupt_bytes = 0;
+    out->corrupt_offset = 0;
+    out->corrupt_seed = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -230,6 +245,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_SHORT:
     case CHAOS_NODE_ORIGINAL:
     case CHAOS_NODE_POWER_LOSS:
+    case CHAOS_NODE_CORRUPT:
     case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY:

@@ -6,6 +6,7 @@
 
 #include "CChaosFaults.h"
 #include "internal.h"
+#include "CChaosRules.h"
 
 #define NS 1000000000LL
 
@@ -137,4 +138,28 @@ void chaos_outcome_shift_timespec(struct timespec *time, int64_t shift_ns) {
     chaos_outcome_shift_parts(&seconds, &nanoseconds, shift_ns);
     time->tv_sec = (time_t)seconds;
     time->tv_nsec = (long)nanoseconds;
+}
+
+void chaos_outcome_corrupt(const chaos_outcome *o, unsigned char *bytes, size_t length) {
+    if (!o || o->action != CHAOS_ACT_CORRUPT || !bytes || length == 0) return;
+    uint64_t count = (uint64_t)o->corrupt_bytes;
+    for (uint64_t i = 0; i < count; i++) {
+        size_t at;
+        if (o->corrupt_offset >= 0) {
+            if ((uint64_t)o->corrupt_offset + i >= length) break;
+            at = (size_t)((uint64_t)o->corrupt_offset + i);
+        } else {
+            at = (size_t)(chaos_rules_derive(o->corrupt_seed, 2 * i) % length);
+        }
+        unsigned char was = bytes[at];
+        switch (o->corrupt_with) {
+        case CHAOS_CORRUPT_ZERO: bytes[at] = 0; break;
+        case CHAOS_CORRUPT_RANDOM: {
+            unsigned char drawn = (unsigned char)chaos_rules_derive(o->corrupt_seed, 2 * i + 1);
+            bytes[at] = drawn == was ? (unsigned char)(drawn ^ 0x80) : drawn;
+            break;
+        }
+        default: bytes[at] = (unsigned char)~was; break;
+        }
+    }
 }

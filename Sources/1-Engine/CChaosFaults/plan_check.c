@@ -31,6 +31,8 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;
+    case CHAOS_NODE_CORRUPT:
+        return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_OFFSET:
     case CHAOS_NODE_FROZEN:
     case CHAOS_NODE_SPEED:
@@ -43,9 +45,9 @@ static bool kind_allowed(int32_t point, int32_t kind) {
 
 static const char *kinds_for(int32_t point) {
     switch (point) {
-    case CHAOS_POINT_FILES: return "fail, short, delay or power-loss";
+    case CHAOS_POINT_FILES: return "fail, short, corrupt, delay or power-loss";
     case CHAOS_POINT_SEND:
-    case CHAOS_POINT_RECV: return "fail, short or delay";
+    case CHAOS_POINT_RECV: return "fail, short, corrupt or delay";
     case CHAOS_POINT_CONNECT:
     case CHAOS_POINT_ACCEPT:
     case CHAOS_POINT_DNS: return "fail or delay";
@@ -227,6 +229,13 @@ static bool check_leaves(parser *p, const cf_entry *entry, const reach *r) {
                    !(r->ops_in[i] & (CHAOS_OP_READ | CHAOS_OP_WRITE))) {
             plan_fail(p, node->column,
                       "a short transfer needs read or write calls, but only %s reach this node; add ops=read or "
+                      "ops=write to its case",
+                      op_list(r->ops_in[i], ops, sizeof ops));
+            return false;
+        } else if (node->kind == CHAOS_NODE_CORRUPT && entry->point == CHAOS_POINT_FILES &&
+                   !(r->ops_in[i] & (CHAOS_OP_READ | CHAOS_OP_WRITE))) {
+            plan_fail(p, node->column,
+                      "corrupted bytes need read or write calls, but only %s reach this node; add ops=read or "
                       "ops=write to its case",
                       op_list(r->ops_in[i], ops, sizeof ops));
             return false;

@@ -129,6 +129,13 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 else
                     put(&w, " anchor=%lld", (long long)node->ns);
                 break;
+            case CHAOS_NODE_CORRUPT: {
+                static const char *const ways[] = {"flip", "zero", "random"};
+                if (node->n != 1) put(&w, " bytes=%llu", (unsigned long long)node->n);
+                if (node->corrupt_offset >= 0) put(&w, " offset=%lld", (long long)node->corrupt_offset);
+                if (node->corrupt_with > 0) put(&w, " with=%s", ways[node->corrupt_with]);
+                break;
+            }
             case CHAOS_NODE_POWER_LOSS:
                 if (node->torn) put(&w, " torn=yes");
                 break;

@@ -78,12 +78,13 @@ static const char *const ask_keys[] = {"id", NULL};
 static const char *const virtual_keys[] = {"at", "flow", NULL};
 static const char *const calls_keys[] = {"calls", "child", NULL};
 static const char *const power_loss_keys[] = {"torn", NULL};
+static const char *const corrupt_keys[] = {"bytes", "offset", "with", NULL};
 static const char *const *const node_keys[] = {
-    no_keys,    no_keys,    fail_keys, short_keys,      by_keys,        at_keys,
-    speed_keys, set_keys,   no_keys,   sequential_keys, composite_keys, probability_keys,
-    times_keys, delay_keys, ask_keys,  virtual_keys,    calls_keys,     power_loss_keys,
+    no_keys,  no_keys,      fail_keys,       short_keys,      by_keys,          at_keys,    speed_keys,
+    set_keys, no_keys,      sequential_keys, composite_keys,  probability_keys, times_keys, delay_keys,
+    ask_keys, virtual_keys, calls_keys,      power_loss_keys, corrupt_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_POWER_LOSS + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_CORRUPT + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -98,7 +99,7 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
                         (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0)) ||
-                        strcmp(*k, "torn") == 0;
+                        strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT;
         if (!optional && !plan_find(t, 3, *k)) {
             plan_fail(p, 0, "%s needs %s=...", what, *k);
             return false;
@@ -196,6 +197,38 @@ static bool read_power_loss(parser *p, line_tokens *t, cf_node *node) {
         plan_fail(p, k->value_column,
                   "torn is yes (the last unsynced write of each file keeps a prefix of its sectors) or no");
         return false;
+    }
+    return true;
+}
+
+static bool read_corrupt(parser *p, line_tokens *t, cf_node *node) {
+    token *k;
+    node->n = 1;
+    node->corrupt_offset = -1;
+    if ((k = plan_find(t, 3, "bytes")) && (!plan_u64(k->value, &node->n) || node->n < 1 || node->n > 65536)) {
+        plan_fail(p, k->value_column, "bytes is how many bytes of each call change, from 1 to 65536");
+        return false;
+    }
+    uint64_t offset;
+    if ((k = plan_find(t, 3, "offset"))) {
+        if (!plan_u64(k->value, &offset) || offset > (uint64_t)INT64_MAX) {
+            plan_fail(p, k->value_column,
+                      "offset is where in each call's bytes the change starts, from 0 (leave it out for positions "
+                      "drawn from the seed)");
+            return false;
+        }
+        node->corrupt_offset = (int64_t)offset;
+    }
+    if ((k = plan_find(t, 3, "with"))) {
+        static const char *const ways[] = {"flip", "zero", "random"};
+        node->corrupt_with = -1;
+        for (int32_t i = 0; i < 3; i++)
+            if (strcmp(k->value, ways[i]) == 0) node->corrupt_with = i;
+        if (node->corrupt_with < 0) {
+            plan_fail(p, k->value_column,
+                      "with is flip (every bit of the byte inverted), zero, or random (a byte drawn from the seed)");
+            return false;
+        }
     }
     return true;
 }
@@ -387,6 +420,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_ASK] = read_ask,
     [CHAOS_NODE_AT] = read_at,
     [CHAOS_NODE_POWER_LOSS] = read_power_loss,
+    [CHAOS_NODE_CORRUPT] = read_corrupt,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

@@ -156,8 +156,9 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
 
 // MARK: - Carrying out a short transfer
 
-/// Moves at most the outcome's share of the call's bytes, here, and answers with what
-/// moved. A vector call moves its bytes through its first buffers, as a short transfer may.
+/// Moves at most the outcome's share of the call's bytes (all of them, up to MOST_EMULATED,
+/// when it corrupts them), here, and answers with what moved. A vector call moves its bytes
+/// through its first buffers, as a short transfer may.
 static void answer_short(int listener, const struct seccomp_notif *n, const struct chaos_syscall *sc,
                          const chaos_outcome *o) {
     pid_t tid = (pid_t)n->pid;
@@ -176,7 +177,7 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
         }
     }
     for (int i = 0; i < count; i++) total += segments[i].iov_len;
-    size_t limit = chaos_outcome_short_count(o, total);
+    size_t limit = o->action == CHAOS_ACT_CORRUPT ? total : chaos_outcome_short_count(o, total);
     if (limit > MOST_EMULATED) limit = MOST_EMULATED;
     int64_t offset = (int64_t)a[3]; // pread64's offset, preadv's low word (the whole offset here)
     int positioned = sc->positioned && offset != -1;
@@ -197,9 +198,11 @@ static void answer_short(int listener, const struct seccomp_notif *n, const stru
                 break;
             gathered += take;
         }
+        chaos_outcome_corrupt(o, (unsigned char *)buffer, gathered);
         moved = positioned ? pwrite(fd, buffer, gathered, offset) : write(fd, buffer, gathered);
     } else {
         moved = positioned ? pread(fd, buffer, limit, offset) : read(fd, buffer, limit);
+        if (moved > 0) chaos_outcome_corrupt(o, (unsigned char *)buffer, (size_t)moved);
         size_t scattered = 0;
         for (int i = 0; moved > 0 && i < count && scattered < (size_t)moved; i++) {
             size_t put =
@@ -321,7 +324,7 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
     if (o->action == CHAOS_ACT_FAIL)
         chaos_reply(listener, n->id, o->ret, -o->err, 0);
-    else if (o->action == CHAOS_ACT_SHORT && sc &&
+    else if ((o->action == CHAOS_ACT_SHORT || o->action == CHAOS_ACT_CORRUPT) && sc &&
              (sc->shape == CHAOS_SHAPE_TRANSFER || sc->shape == CHAOS_SHAPE_VECTOR))
         answer_short(listener, n, sc, o);
     else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY && n->data.nr != SYS_splice)

@@ -202,6 +202,8 @@ typedef enum chaos_node_kind {
                                 ///< never), else pass: one fault placed at the K-th targeted call (`chaos explore`)
     CHAOS_NODE_POWER_LOSS = 17, ///< "power-loss": power is lost at a call that changes a file (`torn=yes`: the
                                 ///< last unsynced write of each file keeps a seeded prefix of its sectors)
+    CHAOS_NODE_CORRUPT = 18,    ///< "corrupt": the bytes a read returns or a write stores are changed (`bytes=N`
+                                ///< per call, at `offset=K` or seeded positions, `with=flip|zero|random`)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -219,6 +221,7 @@ typedef enum chaos_action {
                                ///< no one to ask, calls the original
     CHAOS_ACT_VIRTUAL = 10,    ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
     CHAOS_ACT_POWER_LOSS = 11, ///< files: the call does not complete; power is lost (chaos_durability.h)
+    CHAOS_ACT_CORRUPT = 12,    ///< the call moves its bytes changed: chaos_outcome_corrupt
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -356,21 +359,28 @@ typedef struct chaos_call {
 
 /// What to do with a call.
 typedef struct chaos_outcome {
-    int32_t action;     ///< chaos_action
-    int32_t entry;      ///< index of the deciding entry, -1 when none acted
-    int64_t delay_ns;   ///< wait this long first (sum of the delay nodes passed)
-    int64_t ret;        ///< FAIL: the return value (-1, or an EAI_* code for dns)
-    int32_t err;        ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
-    int64_t max_bytes;  ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
-    int64_t clock_ns;   ///< OFFSET: shift; FROZEN: the instant
-    double factor;      ///< SPEED: rate
-    int64_t anchor_ns;  ///< SPEED: the real instant time is scaled from
-    const char *value;  ///< SET: the answer (never freed)
-    int32_t monotonic;  ///< clock: 1 when the deciding entry also fakes monotonic clocks
-    int32_t stat_times; ///< clock: 1 when the deciding entry shifts file times (default)
-    uint32_t ask_id;    ///< ASK: the `id=` of the ask node that decided
-    int32_t torn;       ///< POWER_LOSS: 1 when the last unsynced write of each file is torn
+    int32_t action;         ///< chaos_action
+    int32_t entry;          ///< index of the deciding entry, -1 when none acted
+    int64_t delay_ns;       ///< wait this long first (sum of the delay nodes passed)
+    int64_t ret;            ///< FAIL: the return value (-1, or an EAI_* code for dns)
+    int32_t err;            ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
+    int64_t max_bytes;      ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
+    int64_t clock_ns;       ///< OFFSET: shift; FROZEN: the instant
+    double factor;          ///< SPEED: rate
+    int64_t anchor_ns;      ///< SPEED: the real instant time is scaled from
+    const char *value;      ///< SET: the answer (never freed)
+    int32_t monotonic;      ///< clock: 1 when the deciding entry also fakes monotonic clocks
+    int32_t stat_times;     ///< clock: 1 when the deciding entry shifts file times (default)
+    uint32_t ask_id;        ///< ASK: the `id=` of the ask node that decided
+    int32_t torn;           ///< POWER_LOSS: 1 when the last unsynced write of each file is torn
+    int32_t corrupt_with;   ///< CORRUPT: CHAOS_CORRUPT_* (flip, zero, random)
+    int64_t corrupt_bytes;  ///< CORRUPT: how many bytes of the call's transfer change (>= 1)
+    int64_t corrupt_offset; ///< CORRUPT: where in the transfer they start (-1: positions drawn)
+    uint64_t corrupt_seed;  ///< CORRUPT: the draws of this call (positions, random bytes)
 } chaos_outcome;
+
+/// What a corrupted byte becomes.
+enum { CHAOS_CORRUPT_FLIP = 0, CHAOS_CORRUPT_ZERO = 1, CHAOS_CORRUPT_RANDOM = 2 };
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the
 /// first whose tree ends in something other than `pass` decides. Returns 1 when the

@@ -11,6 +11,7 @@
 #ifndef CCHAOS_FAULTS_OUTCOMES_H
 #define CCHAOS_FAULTS_OUTCOMES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -90,6 +91,12 @@ void chaos_outcome_shift_timespec(struct timespec *time, int64_t shift_ns);
 
 /// Moves a time kept as seconds and nanoseconds (statx's timestamps) by `shift_ns`.
 void chaos_outcome_shift_parts(int64_t *seconds, uint32_t *nanoseconds, int64_t shift_ns);
+
+/// Changes `length` bytes at `bytes` (one call's transfer: what a read returned, or a copy
+/// of what a write stores) as a CORRUPT outcome says: its `corrupt_bytes` bytes from its
+/// offset (clipped to the transfer) or at positions drawn from its seed, each flipped,
+/// zeroed or replaced by a drawn byte (never the same byte again).
+void chaos_outcome_corrupt(const chaos_outcome *outcome, unsigned char *bytes, size_t length);
 
 #ifdef __cplusplus
 }

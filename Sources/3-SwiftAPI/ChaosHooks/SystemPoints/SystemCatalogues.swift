@@ -64,6 +64,7 @@ enum SystemCatalogues {
                 anyFailure(point),
                 short("short-read", "reads return fewer bytes than asked", point, operations: [.read]),
                 short("short-write", "writes take fewer bytes than given", point, operations: [.write]),
+                corrupt("reads return, and writes store, some bytes changed", point, operations: [.read, .write]),
                 latency(point),
                 CatalogueItem(
                     "power-loss",
@@ -120,6 +121,7 @@ enum SystemCatalogues {
                 failure("broken-pipe", "the peer has gone (EPIPE)", EPIPE, point),
                 anyFailure(point),
                 short("short", "sends take fewer bytes than given", point),
+                corrupt("sends carry some bytes changed", point),
                 latency(point),
             ]
         case .recv:
@@ -127,6 +129,7 @@ enum SystemCatalogues {
                 failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
                 anyFailure(point),
                 short("short", "receives return fewer bytes than asked", point),
+                corrupt("receives return some bytes changed", point),
                 latency(point),
             ]
         case .dns:
@@ -303,6 +306,34 @@ enum SystemCatalogues {
         ) { parameters in
             let maxBytes = parameters.has("maxBytes") ? try parameters.int("maxBytes") : nil
             return try targeted(point, parameters, .constant(.short(maxBytes: maxBytes)))
+        }
+    }
+
+    /// `corrupt`: bytes of each call changed, from the seed.
+    private static func corrupt(
+        _ summary: String, _ point: SystemPointKind, operations: [FileOperationKind]? = nil
+    ) -> CatalogueItem<SystemProvider> {
+        CatalogueItem(
+            "corrupt", summary,
+            parameters: [
+                .integer("bytes", "how many bytes of each call change", default: 1, range: 1...65536),
+                .integer(
+                    "offset",
+                    "where in each call's bytes the change starts (positions drawn from the seed when not given)",
+                    range: 0...Int(Int32.max), optional: true),
+                .string(
+                    "with", "what a changed byte becomes: flip (every bit inverted), zero or random", default: "flip"),
+            ] + targetParameters(point, defaultOperations: operations)
+        ) { parameters in
+            let way = try parameters.string("with")
+            guard let with = Corruption(rawValue: way) else {
+                throw parameters.invalid(
+                    "'\(way.prefix(40))' is not one of flip, zero, random\(Suggestions.hint(for: way, in: Corruption.allCases.map(\.rawValue)))",
+                    parameter: "with")
+            }
+            let offset = parameters.has("offset") ? try parameters.int("offset") : nil
+            return try targeted(
+                point, parameters, .constant(.corrupt(bytes: try parameters.int("bytes"), offset: offset, with: with)))
         }
     }
 

@@ -33,6 +33,10 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Reads and writes move at most this many bytes (nil: half of what was asked, at
     /// least one): a short transfer callers must handle.
     case short(maxBytes: Int?)
+    /// The bytes the call moves are changed: `bytes` of each read's result or each write's
+    /// data, from `offset` in the call's transfer (nil: at positions drawn from the seed),
+    /// each changed as `with` says. Replays exactly from the seed.
+    case corrupt(bytes: Int, offset: Int?, with: Corruption)
     /// The clock reads the real time plus this many nanoseconds (negative: the past).
     case offset(nanoseconds: Int64, scope: ClockScope = .default)
     /// The clock reads this instant (nanoseconds since 1970).
@@ -80,6 +84,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .failWithAnyErrno: "fail(any errno)"
         case .resolverFailure(let code): "fail(\(SystemErrno.name(code)))"
         case .short(let max): max.map { "short(\($0) bytes)" } ?? "short"
+        case .corrupt(let bytes, let offset, let with):
+            "corrupt(\(bytes) byte\(bytes == 1 ? "" : "s")\(offset.map { " at \($0)" } ?? ""), \(with.rawValue))"
         case .offset(let ns, _): "offset(\(DurationText.format(.nanoseconds(ns))))"
         case .frozen(let ns, _): "frozen(\(ISO8601Date.format(Date(timeIntervalSince1970: Double(ns) / 1e9))))"
         case .speed(let factor, _, _): "speed(×\(factor))"
@@ -137,6 +143,13 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             }
             if let max, max < 1 { return "short(maxBytes: \(max)) moves nothing; give 1 or more, or nil for half" }
             return nil
+        case .corrupt(let bytes, let offset, _):
+            guard point == .files || point == .send || point == .recv else {
+                return "only reads and writes (system.files, system.send, system.recv) move bytes to corrupt"
+            }
+            guard (1...65536).contains(bytes) else { return "corrupt(bytes: \(bytes)) changes 1 to 65536 bytes a call" }
+            if let offset, offset < 0 { return "corrupt(offset: \(offset)) is before the call's first byte" }
+            return nil
         case .offset, .frozen, .virtual:
             return point == .clock ? nil : "only system.clock answers a time"
         case .speed(let factor, _, _):
@@ -149,6 +162,25 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             return point == .getenv ? nil : "only system.getenv answers unset"
         case .powerLoss:
             return point == .files ? nil : "power is lost at a call that changes a file: only system.files loses it"
+        }
+    }
+}
+
+/// What a corrupted byte becomes.
+public enum Corruption: String, Sendable, Hashable, CaseIterable {
+    /// Every bit inverted.
+    case flip
+    /// Zero.
+    case zero
+    /// A byte drawn from the seed (never the same byte again).
+    case random
+
+    /// CHAOS_CORRUPT_* of the engine.
+    var engineValue: Int32 {
+        switch self {
+        case .flip: Int32(CHAOS_CORRUPT_FLIP)
+        case .zero: Int32(CHAOS_CORRUPT_ZERO)
+        case .random: Int32(CHAOS_CORRUPT_RANDOM)
         }
     }
 }

@@ -212,6 +212,9 @@ struct SystemPlanCompiler {
             case .failWithAnyErrno: return "\(PlanNodeKind.fail) errno=any"
             case .resolverFailure(let code): return "\(PlanNodeKind.fail) ret=\(SystemErrno.name(code))"
             case .short(let max): return max.map { "\(PlanNodeKind.short) max=\($0)" } ?? PlanNodeKind.short.rawValue
+            case .corrupt(let bytes, let offset, let with):
+                return "\(PlanNodeKind.corrupt) bytes=\(bytes)" + (offset.map { " offset=\($0)" } ?? "")
+                    + " with=\(with.rawValue)"
             case .offset(let ns, let scope):
                 scopes.append(scope)
                 return "\(PlanNodeKind.offset) by=\(ns)"

@@ -23,7 +23,7 @@ import Darwin
 ///
 /// | point | functions | catalogue items |
 /// |---|---|---|
-/// | `system.files` | open…creat, fopen, read/pread/readv/preadv, write/pwrite/writev/pwritev, stdio writes and flushes, fsync/fdatasync/sync_file_range, ftruncate/truncate/fallocate, rename, unlink/rmdir, mkdir, link, symlink, close, copy_file_range, sendfile | `eio`, `enospc`, `eacces`, `fail` {errno}, `short-read`, `short-write`, `latency`; each with `path` and `operations`; `power-loss` {path, torn} under `chaos run` (``FileSystemPowerLoss`` in-process) |
+/// | `system.files` | open…creat, fopen, read/pread/readv/preadv, write/pwrite/writev/pwritev, stdio writes and flushes, fsync/fdatasync/sync_file_range, ftruncate/truncate/fallocate, rename, unlink/rmdir, mkdir, link, symlink, close, copy_file_range, sendfile | `eio`, `enospc`, `eacces`, `fail` {errno or any}, `short-read`, `short-write`, `corrupt`, `latency`; each with `path` and `operations`; `power-loss` {path, torn} under `chaos run` (``FileSystemPowerLoss`` in-process) |
 /// | `system.connect` | connect | `refused`, `timeout` {after}, `reset`, `unreachable`, `fail`, `latency`; with `host`, `port`, `families` |
 /// | `system.accept` | accept, accept4 | `aborted`, `fail`, `latency` |
 /// | `system.send`, `system.recv` | send/sendto/sendmsg, recv/recvfrom/recvmsg, and reads and writes on sockets | `reset`, `broken-pipe` (send), `fail`, `short`, `latency`; with `families`, `roles` |
@@ -391,6 +391,14 @@ enum SystemOutcomeAnswer {
         case .short(let max):
             out.pointee.action = Int32(CHAOS_ACT_SHORT.rawValue)
             out.pointee.max_bytes = Int64(max ?? 0)
+        case .corrupt(let bytes, let offset, let with):
+            // Answered by Swift, where no entry seed reaches: drawn in the order this process
+            // answers such calls.
+            out.pointee.action = Int32(CHAOS_ACT_CORRUPT.rawValue)
+            out.pointee.corrupt_bytes = Int64(bytes)
+            out.pointee.corrupt_offset = Int64(offset ?? -1)
+            out.pointee.corrupt_with = with.engineValue
+            out.pointee.corrupt_seed = SystemAnswers.nextAnyErrnoDraw() &* 0x9E37_79B9_7F4A_7C15
         case .offset(let ns, _):
             out.pointee.action = Int32(CHAOS_ACT_OFFSET.rawValue)
             out.pointee.clock_ns = ns
@@ -427,7 +435,8 @@ extension SystemTarget {
 
 /// What Swift answers for system points needs of its own between calls.
 enum SystemAnswers {
-    /// How many `failWithAnyErrno` answers Swift has drawn in this process: each draws the next.
+    /// How many drawn answers (`failWithAnyErrno`, `corrupt`) Swift has made in this
+    /// process: each draws the next.
     private static let anyErrnoDraws = Atomic<UInt64>(0)
 
     static func nextAnyErrnoDraw() -> UInt64 {
