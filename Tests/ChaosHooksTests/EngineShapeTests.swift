@@ -50,6 +50,9 @@ import Testing
         let clocks = Self.table(CHAOS_TABLE_CLOCKS)
         #expect(clocks.map(\.name) == ClockSource.allCases.map(\.rawValue))
         #expect(clocks.map(\.value) == ClockSource.allCases.map { Int64($0.bit) })
+        let kinds = Self.table(CHAOS_TABLE_DESCRIPTOR_KINDS)
+        #expect(kinds.map(\.name) == DescriptorKind.allCases.map(\.rawValue))
+        #expect(kinds.map(\.value) == DescriptorKind.allCases.map { Int64($0.bit) })
     }
 
     @Test func nodeKindsAreTheTables() {

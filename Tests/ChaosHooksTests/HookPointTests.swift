@@ -431,6 +431,36 @@ extension ProcessWideHookTests {
             #expect(stored.indices.filter { stored[$0] != 0x42 } == [10, 11, 12], "\(stored)")
         }
 
+        /// A descriptor named by kind: reads from a pipe fail, reads from a file do not.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
+        func aPipeNamedByItsKindFailsAndAFileDoesNot() throws {
+            SystemPoints.register()
+            var ends: [Int32] = [0, 0]
+            #expect(pipe(&ends) == 0)
+            defer {
+                close(ends[0])
+                close(ends[1])
+            }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("chaoskit-kind-\(getpid())").path
+            try Data("file".utf8).write(to: URL(fileURLWithPath: file))
+            defer { unlink(file) }
+            let entry = ProfileEntry(
+                point: "system.files",
+                .catalogue(
+                    "eio",
+                    ProfileParameters(["kinds": .array([.string("pipe")]), "operations": .array([.string("read")])])))
+            var buffer = [UInt8](repeating: 0, count: 8)
+            try withApplied(entry) {
+                #expect(Glibc.write(ends[1], "p", 1) == 1)
+                errno = 0
+                #expect(Glibc.read(ends[0], &buffer, 8) == -1 && errno == EIO)
+                let fd = open(file, O_RDONLY)
+                defer { close(fd) }
+                #expect(Glibc.read(fd, &buffer, 8) == 4)
+            }
+            #expect(Glibc.read(ends[0], &buffer, 8) == 1, "reverted: the byte is still there")
+        }
+
         /// `"errno": "any"` in-process: the engine draws each call's errno from the entry's
         /// seed among those write can return, so the same seed fails the same way.
         @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))

@@ -26,6 +26,14 @@ bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path,
         const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
         if (!info || !(cf_call_ops(call, info) & c->ops)) return false;
     }
+    if (c->fds || c->descriptor_kinds) {
+        // Descriptors named by number or kind: a call on one names it as a path would.
+        if (call->fd < 0) return false;
+        if (c->fds && (call->fd > 63 || !(c->fds >> call->fd & 1))) return false;
+        int32_t kind = call->descriptor_kind ? call->descriptor_kind : chaos_descriptor_kind(call->fd);
+        if (c->descriptor_kinds && !(c->descriptor_kinds & (uint32_t)kind)) return false;
+        if (!c->path) *named = true;
+    }
     if (c->families && !(c->families & (uint32_t)call->family)) return false;
     if (c->roles && !(c->roles & (uint32_t)call->role)) return false;
     if (c->clocks && !(c->clocks & (uint32_t)call->clock_source)) return false;

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -258,8 +261,13 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_COMPOSITE:
         for (int32_t i = 0; i < node->count; i++) {
             const cf_case *c = &node->cases[i];
-            bool hit = !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path));
-            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL, seen)) return true;
+            // A call on a descriptor that is no file (path NULL) is only for cases naming
+            // descriptors; a case naming them may take any descriptor, special ones too.
+            bool descriptors = c->fds || c->descriptor_kinds;
+            bool hit = path ? !c->path || chaos_path_match(c->path, path, special && !cf_special_path(path))
+                            : descriptors && !c->path;
+            if (hit && could_act(entry, c->child, path, special, named || c->path != NULL || descriptors, seen))
+                return true;
         }
         return node->otherwise >= 0 && could_act(entry, node->otherwise, path, special, named, seen);
     default: return false;
@@ -305,10 +313,21 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     char buffer[4096];
     const char *path = call->path;
     int special = call->special;
-    if (call->point == CHAOS_POINT_FILES && !path) {
+    bool descriptor_only = false; // a call on a descriptor that is no file: pipes, ttys' kin
+    bool selectors = atomic_load_explicit(&cf_descriptor_selectors, memory_order_acquire);
+    if (call->point == CHAOS_POINT_FILES && !path && call->descriptor_kind) {
+        // A delivery outside the program described a descriptor that is no file.
+        if (!selectors) return 0;
+        descriptor_only = true;
+    } else if (call->point == CHAOS_POINT_FILES && !path) {
         int family = 0, role = 0;
-        if (chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role) != CHAOS_FD_FILE) return 0;
-        path = buffer;
+        int kind = chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role);
+        if (kind == CHAOS_FD_FILE)
+            path = buffer;
+        else if (kind == CHAOS_FD_OTHER && selectors)
+            descriptor_only = true;
+        else
+            return 0;
     } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
         special = 1; // /dev, /proc, /sys: only cases whose path names them act
     }
@@ -318,7 +337,8 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
     for (int32_t e = 0; plan && e < plan->count; e++) {
         cf_entry *entry = &plan->entries[e];
         if (entry->point != call->point || !reaches(entry, call)) continue;
-        if (call->point == CHAOS_POINT_FILES) { // only calls on paths the entry can act on reach it
+        if (descriptor_only && !entry->names_descriptors) continue; // no path: only `fd=`/`kind=` name it
+        if (call->point == CHAOS_POINT_FILES) {                     // only calls on paths the entry can act on reach it
             uint8_t visited[CHAOS_PLAN_MAX_NODES] = {0};
             bool in_scope = could_act(entry, 0, path, special, false, visited);
             if (!in_scope && call->path2) {
@@ -434,10 +454,27 @@ __attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int
         call.fn = socket_fn;
         call.family = family;
         call.role = role;
+    } else if (kind == CHAOS_FD_OTHER && files &&
+               atomic_load_explicit(&cf_descriptor_selectors, memory_order_acquire)) {
+        call.point = CHAOS_POINT_FILES; // a pipe or the like: only `fd=`/`kind=` cases name it
+        call.fn = file_fn;
     } else {
         return 0;
     }
     return decide(&call, out, false);
+}
+
+int chaos_fault_names_descriptors(void) { return atomic_load_explicit(&cf_descriptor_selectors, memory_order_acquire); }
+
+int32_t chaos_descriptor_kind(int fd) {
+    struct stat info;
+    if (fd < 0 || syscall(SYS_fstat, fd, &info) != 0) return 0;
+    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
+    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
+    if (S_ISSOCK(info.st_mode)) return 0;
+    struct termios terminal;
+    if (S_ISCHR(info.st_mode) && syscall(SYS_ioctl, fd, TCGETS, &terminal) == 0) return CHAOS_DESCRIPTOR_TTY;
+    return CHAOS_DESCRIPTOR_OTHER;
 }
 
 int chaos_fault_power_watches(const char *path) {

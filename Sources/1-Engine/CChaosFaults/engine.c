@@ -22,6 +22,7 @@ _Atomic uint64_t cf_plan_generation;
 /// of other calls cannot meet a selector, so physical.c resolves them cheaply. Written
 /// under install_lock before the plan is published.
 _Atomic uint32_t cf_path_selectors;
+_Atomic int cf_descriptor_selectors; // set while installing a plan, under install_lock
 // Serializes installs (a spin lock: installs are rare and short).
 static _Atomic int install_lock;
 // Set by a delivery before it installs (atomics: read by install and decisions).
@@ -107,6 +108,21 @@ static uint32_t path_selector_ops(const chaos_plan *plan) {
     return ops;
 }
 
+/// Whether a files case of `plan` names descriptors (`fd=`, `kind=`); marks each entry
+/// that has one.
+static int names_descriptors(chaos_plan *plan) {
+    int any = 0;
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        cf_entry *entry = &plan->entries[e];
+        for (int32_t i = 0; entry->point == CHAOS_POINT_FILES && i < entry->count; i++) {
+            const cf_node *node = &entry->nodes[i];
+            for (int32_t c = 0; node->kind == CHAOS_NODE_COMPOSITE && c < node->count; c++)
+                if (node->cases[c].fds || node->cases[c].descriptor_kinds) entry->names_descriptors = any = 1;
+        }
+    }
+    return any;
+}
+
 int chaos_plan_install(chaos_plan *plan) {
     if (plan && plan == atomic_load(&cf_active_plan)) return -1; // already active: it must not be freed
     if (plan) {
@@ -150,6 +166,7 @@ int chaos_plan_install(chaos_plan *plan) {
     atomic_store(&clock_flags, flags);
     publish_fast_clock(plan);
     atomic_store(&cf_path_selectors, path_selector_ops(plan));
+    atomic_store(&cf_descriptor_selectors, names_descriptors(plan));
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
                          1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT;
     cf_fd_tracking_set((points & fd_points) != 0);

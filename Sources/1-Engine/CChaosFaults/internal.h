@@ -24,9 +24,11 @@ typedef struct cf_case {
     uint8_t address[16];
     int32_t address_length;
     int32_t prefix_bits;
-    char *host;   ///< dns: host glob
-    int32_t port; ///< -1: any
-    char *name;   ///< getenv: variable name
+    char *host;                ///< dns: host glob
+    int32_t port;              ///< -1: any
+    char *name;                ///< getenv: variable name
+    uint64_t fds;              ///< files: descriptors 0–63 named by `fd=` (bit per number; 0: any)
+    uint32_t descriptor_kinds; ///< files: CHAOS_DESCRIPTOR_* of `kind=` (0: any)
 } cf_case;
 
 typedef struct cf_node {
@@ -77,6 +79,7 @@ typedef struct cf_entry {
     int32_t monotonic;
     int32_t stat_times;
     int32_t sleeps;
+    int32_t names_descriptors; ///< files: a case has `fd=` or `kind=` (set at install)
     int32_t count;
     cf_node *nodes;
     uint64_t seed;                  ///< what its probability nodes draw from
@@ -170,6 +173,11 @@ const char *cf_intern(const char *text);
 
 // engine.c
 extern _Atomic uint32_t cf_path_selectors __attribute__((visibility("hidden")));
+/// Whether the active plan has a files case with `fd=` or `kind=`: then calls on descriptors
+/// that are no file (pipes, ttys) are decided too.
+extern _Atomic int cf_descriptor_selectors __attribute__((visibility("hidden")));
+extern const char *const cf_descriptor_kind_names[] __attribute__((visibility("hidden")));
+extern const uint32_t cf_descriptor_kind_bits[] __attribute__((visibility("hidden")));
 extern _Atomic(chaos_plan *) cf_active_plan __attribute__((visibility("hidden")));
 int64_t cf_now_realtime(void);
 

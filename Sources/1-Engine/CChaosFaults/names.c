@@ -31,6 +31,10 @@ const uint32_t cf_op_bits[] = {CHAOS_OP_OPEN,   CHAOS_OP_READ,   CHAOS_OP_WRITE,
 _Static_assert(sizeof cf_op_bits / sizeof cf_op_bits[0] + 1 == sizeof cf_op_names / sizeof cf_op_names[0],
                "one bit per operation");
 
+const char *const cf_descriptor_kind_names[] = {"file", "pipe", "tty", "other", NULL};
+const uint32_t cf_descriptor_kind_bits[] = {CHAOS_DESCRIPTOR_FILE, CHAOS_DESCRIPTOR_PIPE, CHAOS_DESCRIPTOR_TTY,
+                                            CHAOS_DESCRIPTOR_OTHER};
+
 const char *const cf_family_names[] = {"inet", "inet6", "unix", "other", NULL};
 const uint32_t cf_family_bits[] = {CHAOS_FAMILY_INET, CHAOS_FAMILY_INET6, CHAOS_FAMILY_UNIX, CHAOS_FAMILY_OTHER};
 
@@ -142,6 +146,10 @@ const char *chaos_fault_table_name(int32_t table, int32_t index, int64_t *value)
     case CHAOS_TABLE_ROLES:
         names = cf_role_names;
         bits = cf_role_bits;
+        break;
+    case CHAOS_TABLE_DESCRIPTOR_KINDS:
+        names = cf_descriptor_kind_names;
+        bits = cf_descriptor_kind_bits;
         break;
     case CHAOS_TABLE_CLOCKS:
         names = cf_clock_names;

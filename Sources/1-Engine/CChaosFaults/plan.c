@@ -202,7 +202,7 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
         plan_fail(p, t->count < 2 ? 0 : t->items[1].column, "write: case <child node> [condition=value...]");
         return false;
     }
-    static const char *const files_keys[] = {"path", "ops", NULL};
+    static const char *const files_keys[] = {"path", "ops", "fd", "kind", NULL};
     static const char *const address_keys[] = {"host", "port", "family", NULL};
     static const char *const stream_keys[] = {"family", "role", NULL};
     static const char *const dns_keys[] = {"host", NULL};
@@ -245,6 +245,22 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     if ((k = plan_find(t, 2, "ops")) &&
         !plan_set(p, k, cf_op_names, cf_op_bits, CHAOS_OP_ALL_FILES, &c->ops, "operation"))
         return false;
+    if ((k = plan_find(t, 2, "kind")) && !plan_set(p, k, cf_descriptor_kind_names, cf_descriptor_kind_bits,
+                                                   CHAOS_DESCRIPTOR_ANY, &c->descriptor_kinds, "descriptor kind"))
+        return false;
+    if ((k = plan_find(t, 2, "fd"))) {
+        for (const char *at = k->value; *at;) {
+            char *end = NULL;
+            long number = *at >= '0' && *at <= '9' ? strtol(at, &end, 10) : -1;
+            if (number < 0 || number > 63 || !end || (*end && *end != ',')) {
+                plan_fail(p, k->value_column + (int)(at - k->value),
+                          "fd is a comma list of descriptor numbers from 0 to 63, e.g. 0 or 1,2");
+                return false;
+            }
+            c->fds |= 1ull << number;
+            at = *end ? end + 1 : end;
+        }
+    }
     if ((k = plan_find(t, 2, "family")) &&
         !plan_set(p, k, cf_family_names, cf_family_bits, CHAOS_FAMILY_ANY, &c->families, "family"))
         return false;

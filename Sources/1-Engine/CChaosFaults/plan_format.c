@@ -175,6 +175,15 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 put(&w, "case %d", k->child);
                 if (k->path) put_string(&w, "path", k->path);
                 put_set(&w, "ops", k->ops, cf_op_names, cf_op_bits);
+                if (k->fds) {
+                    put(&w, " fd=");
+                    for (int fd = 0, first = 1; fd < 64; fd++)
+                        if (k->fds >> fd & 1) {
+                            put(&w, "%s%d", first ? "" : ",", fd);
+                            first = 0;
+                        }
+                }
+                put_set(&w, "kind", k->descriptor_kinds, cf_descriptor_kind_names, cf_descriptor_kind_bits);
                 if (k->has_address) {
                     char address[64];
                     inet_ntop(k->address_length == 4 ? AF_INET : AF_INET6, k->address, address, sizeof address);

@@ -27,6 +27,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
@@ -69,15 +70,39 @@ static int named_path(pid_t tid, int32_t fn, int dirfd, uint64_t path_arg, char 
     return chaos_path_reached(fn, AT_FDCWD, absolute, out, PATH_CAPACITY) < 0 ? -1 : 0;
 }
 
+/// The CHAOS_DESCRIPTOR_* bit of descriptor `fd` of `tid` (0: a socket, or not open).
+static int32_t descriptor_kind(pid_t tid, int fd) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+    struct stat info;
+    if (stat(link, &info) != 0 || S_ISSOCK(info.st_mode)) return 0;
+    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
+    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
+    if (!S_ISCHR(info.st_mode)) return CHAOS_DESCRIPTOR_OTHER;
+    // A terminal: the pseudo-terminal slaves and the consoles, by their major numbers.
+    unsigned major_number = major(info.st_rdev);
+    return (major_number >= 136 && major_number <= 143) || major_number == 4 || major_number == 5
+               ? CHAOS_DESCRIPTOR_TTY
+               : CHAOS_DESCRIPTOR_OTHER;
+}
+
 /// Describes a call on descriptor `fd` (its point and fn already in `d->call`); 1 when it
-/// is a file. Sockets stay with the preload delivery (send and recv entries).
+/// is a file, or when the plan names descriptors (`fd=`, `kind=`) and it is a pipe or the
+/// like. Sockets stay with the preload delivery (send and recv entries).
 static int descriptor_call(pid_t tid, int fd, struct described *d) {
     const char *path = NULL;
     int special = 0;
-    if (chaos_descriptors_lookup(tid, fd, &path, &special) != 1) return 0;
-    d->call.special = special;
-    d->call.path = path;
-    return 1;
+    int kind = chaos_descriptors_lookup(tid, fd, &path, &special);
+    d->call.fd = fd;
+    if (kind == 1) {
+        d->call.special = special;
+        d->call.path = path;
+        if (chaos_fault_names_descriptors()) d->call.descriptor_kind = descriptor_kind(tid, fd);
+        return 1;
+    }
+    if (kind != 0 || !chaos_fault_names_descriptors()) return 0;
+    d->call.descriptor_kind = descriptor_kind(tid, fd);
+    return d->call.descriptor_kind != 0;
 }
 
 /// The target and source descriptors of a copy.

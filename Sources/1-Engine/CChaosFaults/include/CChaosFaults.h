@@ -160,16 +160,17 @@ const char *chaos_fault_op_name(uint32_t op);
 
 /// The engine's tables of names (names.c), for the Swift side to check its own against.
 typedef enum chaos_table {
-    CHAOS_TABLE_POINTS = 0,        ///< value: CHAOS_POINT_*
-    CHAOS_TABLE_OPERATIONS = 1,    ///< value: CHAOS_OP_* bit
-    CHAOS_TABLE_FAMILIES = 2,      ///< value: CHAOS_FAMILY_* bit
-    CHAOS_TABLE_ROLES = 3,         ///< value: CHAOS_ROLE_* bit
-    CHAOS_TABLE_CLOCKS = 4,        ///< value: CHAOS_CLOCKSRC_* bit
-    CHAOS_TABLE_NODE_KINDS = 5,    ///< value: CHAOS_NODE_*
-    CHAOS_TABLE_UNITS = 6,         ///< duration units a person writes; value: nanoseconds
-    CHAOS_TABLE_PLAN_UNITS = 7,    ///< the units plan text takes; value: nanoseconds
-    CHAOS_TABLE_ERRNOS = 8,        ///< errno and EAI names; value: the number
-    CHAOS_TABLE_PUBLIC_POINTS = 9, ///< "system.files" …: the points' names in ChaosKit; value: CHAOS_POINT_*
+    CHAOS_TABLE_POINTS = 0,            ///< value: CHAOS_POINT_*
+    CHAOS_TABLE_OPERATIONS = 1,        ///< value: CHAOS_OP_* bit
+    CHAOS_TABLE_FAMILIES = 2,          ///< value: CHAOS_FAMILY_* bit
+    CHAOS_TABLE_ROLES = 3,             ///< value: CHAOS_ROLE_* bit
+    CHAOS_TABLE_CLOCKS = 4,            ///< value: CHAOS_CLOCKSRC_* bit
+    CHAOS_TABLE_NODE_KINDS = 5,        ///< value: CHAOS_NODE_*
+    CHAOS_TABLE_UNITS = 6,             ///< duration units a person writes; value: nanoseconds
+    CHAOS_TABLE_PLAN_UNITS = 7,        ///< the units plan text takes; value: nanoseconds
+    CHAOS_TABLE_ERRNOS = 8,            ///< errno and EAI names; value: the number
+    CHAOS_TABLE_PUBLIC_POINTS = 9,     ///< "system.files" …: the points' names in ChaosKit; value: CHAOS_POINT_*
+    CHAOS_TABLE_DESCRIPTOR_KINDS = 10, ///< value: CHAOS_DESCRIPTOR_* bit
 } chaos_table;
 
 /// The `index`-th name of `table` (from 0), with its value in `*value` (may be NULL); NULL
@@ -236,6 +237,23 @@ enum {
 /// Socket roles for `role=` conditions (bits): a socket this process connected (client),
 /// one it got from accept (server), or any other (e.g. socketpair, inherited).
 enum { CHAOS_ROLE_CLIENT = 1, CHAOS_ROLE_SERVER = 2, CHAOS_ROLE_OTHER = 4, CHAOS_ROLE_ANY = 7 };
+
+/// Kinds of descriptor for `kind=` conditions of files cases (bits): what a descriptor is
+/// open on, so that pipes, ttys and inherited descriptors can be named without a path.
+enum {
+    CHAOS_DESCRIPTOR_FILE = 1,  ///< a regular file or a directory
+    CHAOS_DESCRIPTOR_PIPE = 2,  ///< a pipe or FIFO
+    CHAOS_DESCRIPTOR_TTY = 4,   ///< a terminal
+    CHAOS_DESCRIPTOR_OTHER = 8, ///< another device, an eventfd, an anonymous inode…
+    CHAOS_DESCRIPTOR_ANY = 15
+};
+
+/// The CHAOS_DESCRIPTOR_* bit of descriptor `fd` of this process (one fstat); 0 when it is
+/// not open or is a socket (sockets have the send and recv points).
+int32_t chaos_descriptor_kind(int fd);
+
+/// Whether the active plan has a files case with `fd=` or `kind=` (one atomic load).
+int chaos_fault_names_descriptors(void);
 
 /// Clock sources for `clock=` conditions (bits).
 enum {
@@ -338,23 +356,26 @@ void chaos_fault_set_start_anchor(int64_t realtime_ns);
 /// One intercepted call, as the delivery describes it. Zero-initialize, then fill what
 /// the point uses; everything else is ignored.
 typedef struct chaos_call {
-    int32_t point;          ///< chaos_point
-    int32_t fn;             ///< chaos_fn (selects the op and the errno table)
-    int32_t fd;             ///< files/sockets: the descriptor (-1 for path-only calls)
-    const char *path;       ///< files: absolute path (see chaos_path_reached); NULL: take fd's
-    const char *path2;      ///< files: rename's second path (an entry matches when either does)
-    int32_t special;        ///< files: 1 for a descriptor 0–2 the process inherited (only its exact path
-                            ///< matches); /dev, /proc and /sys are recognized from the path itself
-    int32_t family;         ///< sockets: CHAOS_FAMILY_* of the socket / address
-    int32_t role;           ///< send/recv: CHAOS_ROLE_* of the socket
-    const uint8_t *address; ///< connect/accept: peer address bytes (4 or 16), NULL when unknown
-    int32_t address_length; ///< 4 (IPv4) or 16 (IPv6)
-    int32_t port;           ///< connect: peer port; accept: local port (-1 when unknown)
-    const char *name;       ///< getenv: the variable; dns: the host name
-    int32_t clock_source;   ///< clock: CHAOS_CLOCKSRC_* bit of the reading
-    int64_t real_ns;        ///< clock: the reading's real CLOCK_REALTIME (0: unknown), which then
-                            ///< stamps the counters instead of a second reading of the clock
-    int32_t creates;        ///< files: 1 for an open that creates or truncates (a "create" call too)
+    int32_t point;           ///< chaos_point
+    int32_t fn;              ///< chaos_fn (selects the op and the errno table)
+    int32_t fd;              ///< files/sockets: the descriptor (-1 for path-only calls)
+    const char *path;        ///< files: absolute path (see chaos_path_reached); NULL: take fd's
+    const char *path2;       ///< files: rename's second path (an entry matches when either does)
+    int32_t special;         ///< files: 1 for a descriptor 0–2 the process inherited (only its exact path
+                             ///< matches); /dev, /proc and /sys are recognized from the path itself
+    int32_t family;          ///< sockets: CHAOS_FAMILY_* of the socket / address
+    int32_t role;            ///< send/recv: CHAOS_ROLE_* of the socket
+    const uint8_t *address;  ///< connect/accept: peer address bytes (4 or 16), NULL when unknown
+    int32_t address_length;  ///< 4 (IPv4) or 16 (IPv6)
+    int32_t port;            ///< connect: peer port; accept: local port (-1 when unknown)
+    const char *name;        ///< getenv: the variable; dns: the host name
+    int32_t clock_source;    ///< clock: CHAOS_CLOCKSRC_* bit of the reading
+    int64_t real_ns;         ///< clock: the reading's real CLOCK_REALTIME (0: unknown), which then
+                             ///< stamps the counters instead of a second reading of the clock
+    int32_t creates;         ///< files: 1 for an open that creates or truncates (a "create" call too)
+    int32_t descriptor_kind; ///< files, on a descriptor: its CHAOS_DESCRIPTOR_* bit. 0: the engine looks `fd`
+                             ///< up in this process when it needs to; a delivery outside the program sets it,
+                             ///< with `fd` the program's number and `path` NULL for one that is no file
 } chaos_call;
 
 /// What to do with a call.

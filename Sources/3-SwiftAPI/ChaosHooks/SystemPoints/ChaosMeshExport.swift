@@ -256,6 +256,9 @@ public struct ChaosMeshExport: Sendable {
         guard let volume = options.volumePath else {
             throw ExportRefusal(reason: "IOChaos needs the mount point of the volume it acts on: give --volume-path")
         }
+        if target?.descriptor != nil || target?.descriptorKinds != nil {
+            throw ExportRefusal(reason: "IOChaos selects files by path; it cannot name descriptors (descriptor, kinds)")
+        }
         var spec: [String: ProfileValue] = ["volumePath": .string(volume)]
         switch fault {
         case .leaf(.constant(.fail(let code))):

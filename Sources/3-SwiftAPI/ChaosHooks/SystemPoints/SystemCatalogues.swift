@@ -404,6 +404,13 @@ enum SystemCatalogues {
                         "operations", .strings, "which \(operations)",
                         requirement: .defaulted(.array(defaults.map { .string($0.rawValue) })))
                 } ?? .strings("operations", "which \(operations) (all when not given)"),
+                .integer(
+                    "descriptor", "a descriptor by number (0: standard input), whatever it is open on", range: 0...63,
+                    optional: true),
+                .strings(
+                    "kinds",
+                    "descriptors by what they are open on: \(DescriptorKind.allCases.map(\.rawValue).joined(separator: ", ")) (pipes and terminals have no path to name)"
+                ),
             ]
         case .connect, .accept:
             return [
@@ -447,10 +454,13 @@ enum SystemCatalogues {
         switch point {
         case .files:
             let operations = try fileOperations(parameters)
-            guard parameters.has("path") || operations != nil else { return nil }
+            let descriptor = parameters.has("descriptor") ? try parameters.int("descriptor") : nil
+            let kinds = try choices(parameters, "kinds", DescriptorKind.self)
+            guard parameters.has("path") || operations != nil || descriptor != nil || kinds != nil else { return nil }
             let path = parameters.has("path") ? try parameters.string("path") : nil
-            return try located(path != nil ? "path" : "operations") { () throws(ChaosError) in
-                try .files(path: path, operations: operations)
+            return try located(path != nil ? "path" : descriptor != nil ? "descriptor" : "operations") {
+                () throws(ChaosError) in
+                try .files(path: path, operations: operations, descriptor: descriptor, kinds: kinds)
             }
         case .connect, .accept:
             let families = try choices(parameters, "families", SocketFamily.self)

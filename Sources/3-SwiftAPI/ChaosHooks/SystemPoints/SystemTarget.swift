@@ -39,6 +39,28 @@ public enum FileOperationKind: String, Sendable, Hashable, CaseIterable {
     }
 }
 
+/// What a descriptor is open on, for `system.files` entries that name descriptors rather
+/// than paths: standard input from a pipe, a terminal, an inherited descriptor.
+public enum DescriptorKind: String, Sendable, Hashable, CaseIterable {
+    /// A regular file or a directory.
+    case file
+    /// A pipe or FIFO.
+    case pipe
+    /// A terminal.
+    case tty
+    /// Another device, an eventfd, an anonymous inode…
+    case other
+
+    var bit: Int32 {
+        switch self {
+        case .file: Int32(CHAOS_DESCRIPTOR_FILE)
+        case .pipe: Int32(CHAOS_DESCRIPTOR_PIPE)
+        case .tty: Int32(CHAOS_DESCRIPTOR_TTY)
+        case .other: Int32(CHAOS_DESCRIPTOR_OTHER)
+        }
+    }
+}
+
 /// The calls a system entry aims at, in terms the fault engine matches itself: a path
 /// pattern and operations, a peer address and port, a socket family or role, a host name,
 /// a variable, a clock.
@@ -69,6 +91,9 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         var path: String?
         /// `system.files`: the operations.
         var operations: Set<FileOperationKind>?
+        /// `system.files`: the descriptor number, and the kinds of descriptor.
+        var descriptor: Int?
+        var descriptorKinds: Set<DescriptorKind>?
         /// `system.connect`, `system.accept`: the address or CIDR block.
         var host: String?
         /// `system.connect`, `system.accept`: the port.
@@ -99,11 +124,34 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     /// A relative path is taken from the current directory, and the path is resolved the
     /// way the kernel walks it (links followed, `..` after them): it selects a file or
     /// directory, so calls reach it through any name (Docs/FaultPlan.md, "Paths").
-    public static func files(path: String? = nil, operations: Set<FileOperationKind>? = nil) throws(ChaosError)
-        -> SystemTarget
-    {
+    ///
+    /// `descriptor` names a descriptor by number (0 is standard input) and `kinds` by what it
+    /// is open on, whatever its path: pipes, terminals and inherited descriptors, which no
+    /// path names, are reached this way.
+    public static func files(
+        path: String? = nil, operations: Set<FileOperationKind>? = nil, descriptor: Int? = nil,
+        kinds: Set<DescriptorKind>? = nil
+    ) throws(ChaosError) -> SystemTarget {
         var words: [String] = []
-        var selection = Selection(operations: operations)
+        var selection = Selection(operations: operations, descriptor: descriptor, descriptorKinds: kinds)
+        if let descriptor {
+            guard (0...63).contains(descriptor) else {
+                throw ChaosError(
+                    .invalidProvider, subject: "system.files",
+                    "descriptor \(descriptor) is out of reach; name one from 0 to 63")
+            }
+            words.append("fd=\(descriptor)")
+        }
+        if let kinds {
+            guard !kinds.isEmpty else {
+                throw ChaosError(
+                    .invalidProvider, subject: "system.files",
+                    "no kinds given; name at least one of \(DescriptorKind.allCases.map(\.rawValue).joined(separator: ", "))"
+                )
+            }
+            words.append(
+                "kind=" + DescriptorKind.allCases.filter(kinds.contains).map(\.rawValue).joined(separator: ","))
+        }
         if let path {
             let resolved = try PathPattern.resolve(path)
             selection.path = resolved
