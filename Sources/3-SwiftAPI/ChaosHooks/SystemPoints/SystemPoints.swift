@@ -22,7 +22,7 @@ import Darwin
 ///
 /// | point | functions | catalogue items |
 /// |---|---|---|
-/// | `system.files` | open…creat, fopen, read/pread/readv/preadv, write/pwrite/writev/pwritev, stdio writes and flushes, fsync/fdatasync/sync_file_range, ftruncate/fallocate, rename, unlink/rmdir, mkdir, close, copy_file_range, sendfile | `eio`, `enospc`, `eacces`, `fail` {errno}, `short-read`, `short-write`, `latency`; each with `path` and `operations` |
+/// | `system.files` | open…creat, fopen, read/pread/readv/preadv, write/pwrite/writev/pwritev, stdio writes and flushes, fsync/fdatasync/sync_file_range, ftruncate/fallocate, rename, unlink/rmdir, mkdir, close, copy_file_range, sendfile | `eio`, `enospc`, `eacces`, `fail` {errno}, `short-read`, `short-write`, `latency`; each with `path` and `operations`; `power-loss` {path, torn}, under `chaos run` only (Docs/PowerLoss.md) |
 /// | `system.connect` | connect | `refused`, `timeout` {after}, `reset`, `unreachable`, `fail`, `latency`; with `host`, `port`, `families` |
 /// | `system.accept` | accept, accept4 | `aborted`, `fail`, `latency` |
 /// | `system.send`, `system.recv` | send/sendto/sendmsg, recv/recvfrom/recvmsg, and reads and writes on sockets | `reset`, `broken-pipe` (send), `fail`, `short`, `latency`; with `families`, `roles` |
