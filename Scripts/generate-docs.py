@@ -52,6 +52,7 @@ GUIDES = [
     ("Network", "ChaosNetwork"),
     ("Console", "ChaosConsole"),
     ("Explore", "ChaosKit"),
+    ("PowerLoss", "ChaosKit"),
     ("Safety", "ChaosKit"),
 ]
 # The pages of Docs/ written there, with no article, and why.

@@ -49,12 +49,13 @@ func wholeProcessNanoseconds(_ arguments: [String]) -> UInt64? {
     return status == 0 ? elapsed : nil
 }
 
-/// A whole-process figure: `arguments` run to the end, each repetition; a run that fails
-/// ends the benchmark (its figure would measure the wrong thing).
-func wholeProcess(_ name: String, _ arguments: [String]) -> Metric {
+/// A whole-process figure: `arguments` run to the end, each repetition, after `prepare`
+/// (untimed); a run that fails ends the benchmark (its figure would measure the wrong thing).
+func wholeProcess(_ name: String, _ arguments: [String], prepare: @escaping () -> Void = {}) -> Metric {
     Metric(name: name, unit: .milliseconds, iterations: 1) { n in
         var total: UInt64 = 0
         for _ in 0..<n {
+            prepare()
             guard let elapsed = wholeProcessNanoseconds(arguments) else {
                 // A figure for a run that failed would measure the wrong thing.
                 FileHandle.standardError.write(
@@ -128,11 +129,59 @@ func runGroup() throws -> Group? {
             "seccomp_write_ms",
             [chaos, "run", "--quiet", "--delivery", "seccomp", "--profile", filesProfile, "--"]
                 + write("seccomp", count: 50_000)))
+    metrics += try powerLossMetrics(chaos: chaos, dd: dd, folder: folder)
     if let goClock = try goClockProgram(folder) {
         metrics.append(goTimeNow(chaos: chaos, program: goClock, profile: clockProfile))
     }
     // Whole-process figures are medians of at least 15 alternating runs (the contract).
     return Group(name: "run", metrics: metrics, minimumRepetitions: 15)
+}
+
+/// The power-loss figures: `dd` of 50,000 blocks of 64 bytes (as `seccomp_write_ms`) under a
+/// `power-loss` entry on its output directory placed past its last change (`at` a call it
+/// never reaches: power is never lost, the run exits 0, and the log is kept throughout),
+/// against the same `dd` under a `power-loss` entry on a path it never touches. Both runs
+/// trap the same calls through the same filter, so the ratio is the log's cost alone
+/// (main.swift derives `power_loss_append_ratio` and `power_loss_overwrite_ratio`).
+func powerLossMetrics(chaos: String, dd: String, folder: String) throws -> [Metric] {
+    let output = folder + "/power-loss"
+    try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+    func profile(_ name: String, path: String) throws -> String {
+        let file = folder + "/" + name
+        try Data(
+            #"{"entries": [{"point": "system.files", "provider": {"item": "power-loss", "parameters": {"path": "\#(path)"}, "at": [1000000]}}]}"#
+                .utf8
+        ).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+    let here = try profile("power-loss-here.json", path: output)
+    let elsewhere = try profile("power-loss-elsewhere.json", path: "/nonexistent/chaos-bench")
+    let blocks = 50_000
+    func run(_ profile: String, _ ddArguments: [String]) -> [String] {
+        [chaos, "run", "--quiet", "--delivery", "seccomp", "--profile", profile, "--", dd, "if=/dev/zero"]
+            + ddArguments + ["bs=64", "count=\(blocks)", "status=none"]
+    }
+    // Appends: dd creates its file afresh each run (removed untimed before), so every write
+    // lands past the end. The log keeps the file's old size once; later appends cost no read
+    // of the file, only naming the write (its descriptor's position, the file's identity).
+    let appended = [output + "/append-here", output + "/append-elsewhere"]
+    func append(_ file: String) -> () -> Void { { unlink(file) } }
+    // Overwrites: dd writes over a file of the same size in place (conv=notrunc), so every
+    // write replaces bytes that exist. The log reads and keeps the 64 old bytes of each write
+    // (a pread and an allocation) until a sync makes it durable, which dd never asks for:
+    // 50,000 records, 3.2 MB of old bytes, held to the end. Information, no budget.
+    let overwritten = [output + "/overwrite-here", output + "/overwrite-elsewhere"]
+    for file in overwritten {
+        try Data(count: 64 * blocks).write(to: URL(fileURLWithPath: file))
+    }
+    return [
+        wholeProcess(
+            "power_loss_append_ms", run(here, ["of=\(appended[0])"]), prepare: append(appended[0])),
+        wholeProcess(
+            "power_loss_append_elsewhere_ms", run(elsewhere, ["of=\(appended[1])"]), prepare: append(appended[1])),
+        wholeProcess("power_loss_overwrite_ms", run(here, ["of=\(overwritten[0])", "conv=notrunc"])),
+        wholeProcess("power_loss_overwrite_elsewhere_ms", run(elsewhere, ["of=\(overwritten[1])", "conv=notrunc"])),
+    ]
 }
 
 /// A static Go program that reads `time.Now()` N times (its argument) and prints how long

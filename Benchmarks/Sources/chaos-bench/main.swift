@@ -64,16 +64,9 @@ for (name, build) in builders where filter == nil || filter == name {
     if !json {
         print("== \(group.name)")
         for (metric, value) in measured {
-            print(metric.padding(toLength: 32, withPad: " ", startingAt: 0), String(format: "%12.2f", value))
+            print(metric.padding(toLength: 34, withPad: " ", startingAt: 0), String(format: "%12.2f", value))
         }
     }
-}
-
-// Derived: how much faster two jobs explore the same space than one.
-if let jobs1 = results.first(where: { $0.0 == "explore_jobs1_ms" })?.1,
-    let jobs2 = results.first(where: { $0.0 == "explore_jobs2_ms" })?.1, jobs2 > 0
-{
-    results.append(("explore_jobs2_speedup", jobs1 / jobs2))
 }
 
 @MainActor func ratio(_ a: String, _ b: String) -> Double? {
@@ -83,6 +76,18 @@ if let jobs1 = results.first(where: { $0.0 == "explore_jobs1_ms" })?.1,
         let y = (figures.first(where: { $0.0 == b }) ?? results.first(where: { $0.0 == b }))?.1, y > 0
     else { return nil }
     return x / y
+}
+
+// Derived metrics: one figure over another its group measured interleaved with it.
+let derived = [
+    // How much faster two jobs explore the same space than one.
+    ("explore_jobs2_speedup", "explore_jobs1_ms", "explore_jobs2_ms"),
+    // What power loss's log costs a run that appends, and one that overwrites in place.
+    ("power_loss_append_ratio", "power_loss_append_ms", "power_loss_append_elsewhere_ms"),
+    ("power_loss_overwrite_ratio", "power_loss_overwrite_ms", "power_loss_overwrite_elsewhere_ms"),
+]
+for (name, a, b) in derived {
+    if let value = ratio(a, b) { results.append((name, value)) }
 }
 
 if !json {
@@ -123,6 +128,11 @@ if !json {
         ),
         ("explore_run_ms / chaos_run_ms (<= 1.2)", ratio("explore_run_ms", "chaos_run_ms")),
         ("explore_jobs2_speedup (>= 1.6)", results.first(where: { $0.0 == "explore_jobs2_speedup" })?.1),
+        ("power_loss_append_ratio (<= 1.5)", results.first(where: { $0.0 == "power_loss_append_ratio" })?.1),
+        (
+            "power_loss_overwrite_ratio (information)",
+            results.first(where: { $0.0 == "power_loss_overwrite_ratio" })?.1
+        ),
     ]
     print("== budgets")
     for (label, value) in budgets {

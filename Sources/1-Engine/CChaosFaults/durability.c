@@ -202,22 +202,50 @@ static int keep_data(int file, int64_t offset, int64_t length, int64_t size) {
     return 0;
 }
 
-int chaos_durability_write(const char *reopen, const char *name, int64_t offset, int64_t length) {
-    int64_t size = 0;
-    int file = file_of(reopen, name, &size);
-    if (file < 0) {
+int chaos_durability_file(const char *reopen, const char *name) {
+    int file = file_of(reopen, name, NULL);
+    if (file < 0)
         note_keep_failure("cannot open %s to keep what its writes overwrite: %s", name ? name : reopen,
                           strerror(errno));
+    return file;
+}
+
+int chaos_durability_write_to(int file, const char *reopen, int64_t offset, int64_t length) {
+    if (file < 0 || file >= file_count) return -1;
+    struct file *f = &files[file];
+    struct stat info;
+    // Its size through the log's own descriptor: no path to walk. A descriptor closed while
+    // the file had nothing to undo is opened again, if `reopen` is still this file.
+    if (f->keeper < 0) {
+        int keeper = open(reopen, O_RDWR | O_CLOEXEC);
+        if (keeper >= 0 && (fstat(keeper, &info) != 0 || info.st_dev != f->device || info.st_ino != f->inode)) {
+            close(keeper);
+            keeper = -1;
+            errno = ESTALE;
+        }
+        if (keeper < 0) {
+            note_keep_failure("cannot open %s to keep what its writes overwrite: %s", f->name, strerror(errno));
+            return -1;
+        }
+        f->keeper = keeper;
+    }
+    if (fstat(f->keeper, &info) != 0) {
+        note_keep_failure("cannot keep what a write overwrites in %s: %s", f->name, strerror(errno));
         return -1;
     }
+    int64_t size = (int64_t)info.st_size;
     if (offset < 0) offset = size;
     if (length <= 0) return 0;
-    struct file *f = &files[file];
     f->writes++;
     f->last_offset = offset;
     f->last_length = length;
     if (offset >= size && f->pending) return 0; // a pure append: the older records undo it
     return keep_data(file, offset, length, size);
+}
+
+int chaos_durability_write(const char *reopen, const char *name, int64_t offset, int64_t length) {
+    int file = chaos_durability_file(reopen, name);
+    return file < 0 ? -1 : chaos_durability_write_to(file, reopen, offset, length);
 }
 
 int chaos_durability_truncate(const char *reopen, const char *name, int64_t size) {

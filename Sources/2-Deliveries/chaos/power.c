@@ -37,9 +37,12 @@ int chaos_power_planned(const chaos_plan *plan) {
     return 0;
 }
 
+static void forget_held(void);
+
 void chaos_power_start(const chaos_plan *plan) {
     active = chaos_power_planned(plan);
     chaos_durability_reset();
+    forget_held(); // its handles were the emptied log's
 }
 
 /// The log holds a descriptor on each file with changes to undo: the supervisor may hold
@@ -54,21 +57,72 @@ static void allow_descriptors(void) {
 
 int chaos_power_active(void) { return active && !lost; }
 
-/// The position and status flags of descriptor `fd` of `tid` (its fdinfo); 0, or -1.
-static int descriptor_state(pid_t tid, int fd, int64_t *position, unsigned *flags) {
-    char name[64], text[512];
-    snprintf(name, sizeof name, "/proc/%d/fdinfo/%d", (int)tid, fd);
-    int file = open(name, O_RDONLY | O_CLOEXEC);
-    if (file < 0) return -1;
-    ssize_t length = read(file, text, sizeof text - 1);
-    close(file);
-    if (length <= 0) return -1;
-    text[length] = 0;
-    char *pos = strstr(text, "pos:"), *flag = strstr(text, "flags:");
-    if (!pos || !flag) return -1;
-    *position = strtoll(pos + 4, NULL, 10);
-    *flags = (unsigned)strtoul(flag + 6, NULL, 8);
-    return 0;
+// What a write needs of its descriptor: its position and flags, live, and which file of the
+// log it is. Naming them afresh for every write (opening /proc/TID/fdinfo/N, reading and
+// closing it, and a stat through /proc/TID/fd/N for the file) took four calls into /proc,
+// about 9 us a write, more than the trap itself (a dd of small appends took 2.6 times as
+// long as under a power-loss entry elsewhere). So each (thread, descriptor) written to
+// keeps its fdinfo open, read again from its start for each write (the kernel writes it
+// anew, so the position and flags are always the current ones), and the log's handle on
+// its file, valid while the fdinfo names the same mount and inode. A number that comes to
+// name another file (close, dup2, exec; io_uring, unseen) shows another inode there, and
+// is named again. An fdinfo held open keeps none of the program's files open.
+#define HELD_SLOTS 256 // direct-mapped; a collision only costs naming the descriptor again
+
+/// A descriptor written to.
+struct held {
+    pid_t tid; ///< 0: empty
+    int fd;
+    int info;                        ///< this process's descriptor on /proc/TID/fdinfo/N (-1: none)
+    unsigned long long mount, inode; ///< the file `file` is, as the fdinfo names it
+    int file;                        ///< the log's handle on it (-1: not known)
+};
+
+// The answering thread's own, like the log.
+static struct held held[HELD_SLOTS];
+
+static void forget_held(void) {
+    for (int i = 0; i < HELD_SLOTS; i++) {
+        if (held[i].tid && held[i].info >= 0) close(held[i].info);
+        held[i] = (struct held){.info = -1, .file = -1};
+    }
+}
+
+/// The state of a descriptor, as its fdinfo says it.
+struct descriptor_state {
+    int64_t position;
+    unsigned flags;
+    unsigned long long mount, inode;
+};
+
+/// Reads `h`'s fdinfo (opening it first when it is not open); 0, or -1.
+static int read_state(struct held *h, struct descriptor_state *out) {
+    char text[512];
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (h->info < 0) {
+            char name[64];
+            snprintf(name, sizeof name, "/proc/%d/fdinfo/%d", (int)h->tid, h->fd);
+            h->info = open(name, O_RDONLY | O_CLOEXEC);
+            if (h->info < 0) return -1;
+        }
+        ssize_t length = pread(h->info, text, sizeof text - 1, 0);
+        if (length > 0) {
+            text[length] = 0;
+            char *pos = strstr(text, "pos:"), *flag = strstr(text, "flags:"), *mount = strstr(text, "mnt_id:"),
+                 *inode = strstr(text, "ino:");
+            if (!pos || !flag) return -1;
+            out->position = strtoll(pos + 4, NULL, 10);
+            out->flags = (unsigned)strtoul(flag + 6, NULL, 8);
+            out->mount = mount ? strtoull(mount + 7, NULL, 10) : 0;
+            out->inode = inode ? strtoull(inode + 4, NULL, 10) : 0;
+            return 0;
+        }
+        // Its thread has ended (the id may be another thread's now) or the number is closed:
+        // open it again once.
+        close(h->info);
+        h->info = -1;
+    }
+    return -1;
 }
 
 /// The bytes a transfer moves: its count, or the sum of its vector's lengths.
@@ -85,14 +139,23 @@ static int64_t transfer_length(pid_t tid, const struct chaos_syscall *sc, const 
 /// A write-like call on descriptor `fd`: `length` bytes at `offset` (-1: at the file's
 /// position, or its end under O_APPEND).
 static void note_write(pid_t tid, int fd, const char *path, int64_t offset, int64_t length) {
-    int64_t position = 0;
-    unsigned flags = 0;
-    if (descriptor_state(tid, fd, &position, &flags) != 0) return;
-    if (flags & (O_SYNC | O_DSYNC)) return; // durable once it returns
-    if (offset < 0) offset = (flags & O_APPEND) ? -1 : position;
+    struct held *h = &held[((uint32_t)tid * 2654435761u ^ (uint32_t)fd) % HELD_SLOTS];
+    if (h->tid != tid || h->fd != fd) {
+        if (h->tid && h->info >= 0) close(h->info);
+        *h = (struct held){.tid = tid, .fd = fd, .info = -1, .file = -1};
+    }
+    struct descriptor_state state;
+    if (read_state(h, &state) != 0) return;
+    if (state.flags & (O_SYNC | O_DSYNC)) return; // durable once it returns
+    if (offset < 0) offset = (state.flags & O_APPEND) ? -1 : state.position;
     char reopen[64];
     snprintf(reopen, sizeof reopen, "/proc/%d/fd/%d", (int)tid, fd);
-    chaos_durability_write(reopen, path, offset, length);
+    if (h->file < 0 || !state.inode || h->mount != state.mount || h->inode != state.inode) {
+        h->file = chaos_durability_file(reopen, path);
+        h->mount = state.mount;
+        h->inode = state.inode;
+    }
+    if (h->file >= 0) chaos_durability_write_to(h->file, reopen, offset, length);
 }
 
 /// The flags an open asks for (openat2: the first field of its open_how).
@@ -224,6 +287,7 @@ void chaos_power_note_map(const struct seccomp_notif *n) {
 
 void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, const chaos_outcome *outcome) {
     lost = 1;
+    forget_held();
     // Its end first: nothing may change a file while it is rolled back. Calls already let
     // through finish before their process is a zombie.
     struct timespec pause = {0, 1000000};

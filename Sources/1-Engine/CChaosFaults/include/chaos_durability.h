@@ -30,6 +30,16 @@ void chaos_durability_reset(void);
 /// it overwrites cannot be kept (said at power loss).
 int chaos_durability_write(const char *reopen, const char *name, int64_t offset, int64_t length);
 
+/// The log's handle on the file `reopen` opens, called `name` (opened for keeping when it is
+/// new), for chaos_durability_write_to: a caller that knows which file a descriptor is
+/// writes to it without naming it again. Valid until the log is emptied (reset, power
+/// loss). -1 when it cannot be kept (said at power loss).
+int chaos_durability_file(const char *reopen, const char *name);
+
+/// chaos_durability_write to the file `file` (chaos_durability_file), which `reopen` opens
+/// when the log must open it again. 0, or -1.
+int chaos_durability_write_to(int file, const char *reopen, int64_t offset, int64_t length);
+
 /// The file `reopen` opens becomes `size` bytes long (ftruncate, truncate, O_TRUNC).
 int chaos_durability_truncate(const char *reopen, const char *name, int64_t size);
 
