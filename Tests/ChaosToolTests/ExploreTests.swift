@@ -340,9 +340,27 @@ import Testing
             ])
         #expect(safe.status == 0, "\(safe)")
         #expect(safe.failures.isEmpty, "\(safe)")
-        // Every change of the save is a crash point, the syncs make none.
+        // Every change of the save is a crash point, the syncs make none; and one more: the
+        // program has ended.
         #expect((safe.baselineCalls.first ?? 0) >= 5, "\(safe)")
-        #expect(safe.placements == safe.baselineCalls.first, "\(safe)")
+        #expect(safe.placements == (safe.baselineCalls.first ?? 0) + 1, "\(safe)")
+    }
+
+    /// A save that acknowledges after its last change: only a power loss once the program
+    /// has ended shows that the acknowledged rename was never made durable.
+    @Test func powerLossAfterTheProgramEndedFindsAnAcknowledgementPastTheLastChange() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let space =
+            #"{"entries": [{"point": "system.files", "provider": {"item": "power-loss", "parameters": {"path": "data"}}}]}"#
+        let explored = try workspace.explore(
+            "acknowledged-last", space: space,
+            options: ["--setup", "mkdir data && printf old > data/f", "--check", Self.ackedCheck],
+            program: ["/bin/sh", "-c", "printf new > data/f.tmp && mv data/f.tmp data/f && echo done > ack"])
+        #expect(explored.status == 1, "\(explored)")
+        let changes = explored.baselineCalls.first ?? 0
+        #expect(explored.failingCalls() == [changes + 1], "\(explored)")
+        #expect(explored.outcome.output.contains("after the program ended"), "\(explored)")
     }
 
     @Test func aPowerLossSpaceWithoutACheckIsRefused() throws {

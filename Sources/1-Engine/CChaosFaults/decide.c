@@ -464,6 +464,23 @@ __attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int
     return decide(&call, out, false);
 }
 
+int chaos_fault_power_at(int32_t entry, uint64_t call) {
+    int placed = 0;
+    unsigned parity = cf_read_enter();
+    chaos_plan *plan = atomic_load_explicit(&cf_active_plan, memory_order_acquire);
+    if (plan && entry >= 0 && entry < plan->count) {
+        const cf_entry *e = &plan->entries[entry];
+        for (int32_t i = 0; i < e->count && !placed; i++) {
+            const cf_node *node = &e->nodes[i];
+            if (node->kind != CHAOS_NODE_AT || node->child < 0 || e->nodes[node->child].kind != CHAOS_NODE_POWER_LOSS)
+                continue;
+            for (int32_t k = 0; k < node->count && !placed; k++) placed = node->weights[k] == call;
+        }
+    }
+    cf_read_leave(parity);
+    return placed;
+}
+
 int chaos_fault_names_descriptors(void) { return atomic_load_explicit(&cf_descriptor_selectors, memory_order_acquire); }
 
 int32_t chaos_descriptor_kind(int fd) {

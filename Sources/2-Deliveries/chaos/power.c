@@ -311,4 +311,25 @@ void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, con
     fprintf(stderr, "chaos run: %s\n", report);
 }
 
+void chaos_power_at_exit(void) {
+    if (!chaos_power_active()) return;
+    for (int32_t e = 0; e < chaos_fault_entry_count(); e++) {
+        chaos_entry_counters counters;
+        if (chaos_fault_counters(e, &counters) != 0 || !chaos_fault_power_at(e, counters.seen + 1)) continue;
+        lost = 1;
+        forget_held();
+        struct timespec pause = {0, 1000000};
+        for (int rounds = 0; chaos_tree_kill(SIGKILL) && rounds < 30000; rounds++) nanosleep(&pause, NULL);
+        chaos_power_summary summary;
+        chaos_durability_lose_power(0, chaos_fault_seed() ^ (counters.seen + 1), &summary);
+        char rolled[512];
+        chaos_power_summary_sentence(&summary, rolled, sizeof rolled);
+        snprintf(report, sizeof report,
+                 "power lost at change %llu, after the program ended (its last change was %llu): %s",
+                 (unsigned long long)(counters.seen + 1), (unsigned long long)counters.seen, rolled);
+        fprintf(stderr, "chaos run: %s\n", report);
+        return;
+    }
+}
+
 const char *chaos_power_report(void) { return lost ? report : NULL; }

@@ -35,6 +35,11 @@ void chaos_power_note_map(const struct seccomp_notif *n);
 /// waits until nothing of it runs, rolls back and says what it did.
 void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, const chaos_outcome *outcome);
 
+/// The program's tree has ended without a power loss: a power-loss entry placed one change
+/// past the last one it saw (`chaos explore`'s last crash point) loses power now, after
+/// every change, killing what the tree left running first.
+void chaos_power_at_exit(void);
+
 /// The sentence of a power loss for the report ("power lost at write 57 of db/wal: …"), or
 /// NULL when power was not lost.
 const char *chaos_power_report(void);

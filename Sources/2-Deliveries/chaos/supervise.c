@@ -488,6 +488,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     run.never_started = !tracing.started;
     // After the answering thread: a power loss it is carrying out ends the whole tree first.
     server_stop(&server, &tracing);
+    chaos_power_at_exit();
     chaos_tree_note_running(&run, 0);
     chaos_answer_wake(-1);
     close(server.wake);

@@ -257,8 +257,10 @@ struct Exploration: Sendable {
                 description: "no entry of the space targets a call the program makes; nothing to explore")
         }
         let runTimeout = timeout ?? max(10, 10 * baseline.seconds)
+        // Power loss is also tried once the program has ended: one change past its last.
+        let placeable = zip(space.candidates, counts).map { $0.losesPower && $1 > 0 ? $1 + 1 : $1 }
         let singles = ExplorePlacements.spread(
-            ExplorePlacements.singles(counts: counts), budget: budget ?? .max, seed: seed)
+            ExplorePlacements.singles(counts: placeable), budget: budget ?? .max, seed: seed)
         var placements = singles.map { Placement(faults: [$0]) }
         var outcomes = try runAll(placements, timeout: runTimeout, label: "placements")
         var pairsSkipped = 0
@@ -275,7 +277,10 @@ struct Exploration: Sendable {
         var runs = 1 + placements.count
         var notReached = 0
         for (placement, result) in zip(placements, outcomes) {
-            let acted = placement.faults.allSatisfy { (result.acted[space.candidates[$0.candidate].number] ?? 0) > 0 }
+            // Power lost once the program had ended acted too, though no call was its own.
+            let acted =
+                result.powerLoss != nil
+                || placement.faults.allSatisfy { (result.acted[space.candidates[$0.candidate].number] ?? 0) > 0 }
             if !acted { notReached += 1 }
             guard result.failed else { continue }
             runs += 1

@@ -18,6 +18,9 @@ struct ExploreSpace {
         let entry: ChaosProfile.Entry
         /// The compiled plan's line that holds the entry's call list.
         let placementLine: Int
+        /// Whether it loses power: it is also placed one change past the last, which means
+        /// when the program has ended (a program that says "saved" after its last change).
+        let losesPower: Bool
     }
 
     let candidates: [Candidate]
@@ -64,12 +67,15 @@ struct ExploreSpace {
         losesPower = plan.losesPower
         lines = RunPlanFile.text(of: plan).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var placementLines: [Int: Int] = [:]
+        var powerEntries: Set<Int> = []
         var current: Int?
         for (index, line) in lines.enumerated() {
             if line.hasPrefix("entry ") {
                 current = Self.profileNumber(inEntryLine: line)
             } else if let number = current, line.hasPrefix("node "), line.contains(" at calls=1 child=") {
                 placementLines[number] = index
+            } else if let number = current, SystemRunPlan.isPowerLossNode(line) {
+                powerEntries.insert(number)
             }
         }
         var candidates: [Candidate] = []
@@ -81,7 +87,10 @@ struct ExploreSpace {
                         .invalidProvider, subject: profile.entries[number - 1].pointName,
                         "explore cannot place this entry at one call (its compiled plan has no placement)"))
             }
-            candidates.append(Candidate(number: number, entry: profile.entries[number - 1], placementLine: line))
+            candidates.append(
+                Candidate(
+                    number: number, entry: profile.entries[number - 1], placementLine: line,
+                    losesPower: powerEntries.contains(number)))
         }
         self.candidates = candidates
         self.seed = profile.seed

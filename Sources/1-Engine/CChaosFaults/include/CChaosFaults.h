@@ -252,6 +252,11 @@ enum {
 /// not open or is a socket (sockets have the send and recv points).
 int32_t chaos_descriptor_kind(int fd);
 
+/// Whether entry `entry` of the active plan loses power at its call `call` (counted from 1)
+/// by an `at` node above a `power-loss` node: `chaos explore` places power loss one call past
+/// the last change a run makes, which means "when the program has ended".
+int chaos_fault_power_at(int32_t entry, uint64_t call);
+
 /// Whether the active plan has a files case with `fd=` or `kind=` (one atomic load).
 int chaos_fault_names_descriptors(void);
 

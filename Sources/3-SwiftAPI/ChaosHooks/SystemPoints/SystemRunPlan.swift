@@ -33,10 +33,13 @@ public struct SystemRunPlan: Sendable, Equatable {
     /// Whether some entry loses power (a `power-loss` item): its runs end with the program
     /// killed on purpose, and what it left on disk is the program's recovery to judge.
     public var losesPower: Bool {
-        body.split(separator: "\n").contains { line in
-            line.hasPrefix("node ")
-                && line.split(separator: " ").dropFirst(2).first == Substring(PlanNodeKind.powerLoss.rawValue)
-        }
+        body.split(separator: "\n").contains { Self.isPowerLossNode(String($0)) }
+    }
+
+    /// Whether `line` of a plan is a `power-loss` node (`node 2 power-loss torn=yes`).
+    public static func isPowerLossNode(_ line: String) -> Bool {
+        let words = line.split(separator: " ")
+        return words.first == "node" && words.count > 2 && words[2] == Substring(PlanNodeKind.powerLoss.rawValue)
     }
 
     /// The whole plan text with `seed`.
