@@ -121,6 +121,28 @@ import Testing
         }
     }
 
+    /// corrupt becomes IOChaos's mistake where the two mean the same (one byte, drawn, zero
+    /// or random bytes), and is refused with the difference otherwise.
+    @Test(.enabled(if: canValidate, "python3 lacks jsonschema or yaml (pip install jsonschema pyyaml)"))
+    func corruptBecomesAMistakeWhereTheyMeanTheSame() throws {
+        let outcome = try Self.export(
+            """
+            {"entries": [
+              {"point": "system.files", "provider": {"item": "corrupt", "parameters": {"path": "/data/db", "with": "zero"}}},
+              {"point": "system.files", "provider": {"item": "corrupt", "parameters": {"path": "/data/db"}}},
+              {"point": "system.files", "provider": {"item": "corrupt", "parameters": {"path": "/data/db", "with": "random", "bytes": 4}}}
+            ]}
+            """, ["--selector", "app=db", "--volume-path", "/data", "--allow-partial"])
+        #expect(outcome.status == 0, "\(outcome)")
+        for expected in ["action: \"mistake\"", "filling: \"zero\"", "maxOccurrences: 1", "maxLength: 1"] {
+            #expect(outcome.output.contains(expected), "\(expected) missing from \(outcome.output)")
+        }
+        #expect(outcome.errors.contains("entry #2") && outcome.errors.contains("flip"), "\(outcome.errors)")
+        #expect(outcome.errors.contains("entry #3") && outcome.errors.contains("exactly N bytes"), "\(outcome.errors)")
+        let validated = try Self.validate(outcome.output)
+        #expect(validated.status == 0 && validated.output.contains("1 manifests valid"), "\(validated)")
+    }
+
     @Test func aBadSelectorOrNoFormatIsRefusedWithWhatToWrite() throws {
         let noFormat = try ChaosToolTests.chaos(["export", "--selector", "app=api", "/dev/null"])
         #expect(noFormat.status != 0 && noFormat.errors.contains("--chaos-mesh"), "\(noFormat)")

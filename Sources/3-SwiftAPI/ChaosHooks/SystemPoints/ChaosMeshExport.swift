@@ -267,8 +267,29 @@ public struct ChaosMeshExport: Sendable {
         case .modified(.delay(let wait), let child) where Self.isReal(child):
             spec["action"] = .string("latency")
             spec["delay"] = .string(GoDuration.single(wait.wholeNanosecondsForPlan))
+        case .leaf(.constant(.corrupt(let bytes, let offset, let with))):
+            // IOChaos's mistake changes 1 to maxOccurrences segments of up to maxLength bytes,
+            // at places of its own: the same only for one byte, at a drawn place, zeroed or random.
+            guard with != .flip else {
+                throw ExportRefusal(reason: "corrupt with flip: IOChaos's mistake fills zero or random bytes only")
+            }
+            guard offset == nil else {
+                throw ExportRefusal(reason: "corrupt at an offset: IOChaos's mistake picks its own places")
+            }
+            guard bytes == 1 else {
+                throw ExportRefusal(
+                    reason:
+                        "corrupt of \(bytes) bytes a call: IOChaos's mistake changes 1 to N segments, not exactly N bytes"
+                )
+            }
+            spec["action"] = .string("mistake")
+            spec["mistake"] = .object([
+                "filling": .string(with.rawValue), "maxOccurrences": .number(1), "maxLength": .number(1),
+            ])
         case .leaf(.constant(let outcome)):
-            throw ExportRefusal(reason: "\(outcome): IOChaos fails calls with an errno or delays them, nothing else")
+            throw ExportRefusal(
+                reason:
+                    "\(outcome): IOChaos fails calls with an errno, delays them or corrupts their bytes, nothing else")
         default:
             throw unsupported(fault, "IOChaos")
         }
