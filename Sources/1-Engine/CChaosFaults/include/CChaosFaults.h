@@ -238,28 +238,6 @@ enum {
 /// one it got from accept (server), or any other (e.g. socketpair, inherited).
 enum { CHAOS_ROLE_CLIENT = 1, CHAOS_ROLE_SERVER = 2, CHAOS_ROLE_OTHER = 4, CHAOS_ROLE_ANY = 7 };
 
-/// Kinds of descriptor for `kind=` conditions of files cases (bits): what a descriptor is
-/// open on, so that pipes, ttys and inherited descriptors can be named without a path.
-enum {
-    CHAOS_DESCRIPTOR_FILE = 1,  ///< a regular file or a directory
-    CHAOS_DESCRIPTOR_PIPE = 2,  ///< a pipe or FIFO
-    CHAOS_DESCRIPTOR_TTY = 4,   ///< a terminal
-    CHAOS_DESCRIPTOR_OTHER = 8, ///< another device, an eventfd, an anonymous inode…
-    CHAOS_DESCRIPTOR_ANY = 15
-};
-
-/// The CHAOS_DESCRIPTOR_* bit of descriptor `fd` of this process (one fstat); 0 when it is
-/// not open or is a socket (sockets have the send and recv points).
-int32_t chaos_descriptor_kind(int fd);
-
-/// Whether entry `entry` of the active plan loses power at its call `call` (counted from 1)
-/// by an `at` node above a `power-loss` node: `chaos explore` places power loss one call past
-/// the last change a run makes, which means "when the program has ended".
-int chaos_fault_power_at(int32_t entry, uint64_t call);
-
-/// Whether the active plan has a files case with `fd=` or `kind=` (one atomic load).
-int chaos_fault_names_descriptors(void);
-
 /// Clock sources for `clock=` conditions (bits).
 enum {
     CHAOS_CLOCKSRC_REALTIME = 1,        ///< CLOCK_REALTIME, gettimeofday, time, timespec_get, ftime
@@ -550,10 +528,6 @@ int chaos_plan_count_into(chaos_plan *plan, int32_t entry, chaos_counts *counts)
 #include "chaos_reach.h"
 #include "chaos_notice.h"
 #include "chaos_durability.h"
-
-/// Whether a `power-loss` node of the active plan could act on a change to `path`: the
-/// delivery then keeps what undoes each change there (chaos_durability.h).
-int chaos_fault_power_watches(const char *path);
 
 /// Drops a reference to `counts` (NULL: nothing).
 void chaos_counts_release(chaos_counts *counts);

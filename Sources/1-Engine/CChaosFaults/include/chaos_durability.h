@@ -22,6 +22,15 @@
 extern "C" {
 #endif
 
+/// Whether a `power-loss` node of the active plan could act on a change to `path`: the
+/// delivery then keeps what undoes each change there (chaos_durability.h).
+int chaos_fault_power_watches(const char *path);
+
+/// Whether entry `entry` of the active plan loses power at its call `call` (counted from 1)
+/// by an `at` node above a `power-loss` node: `chaos explore` places power loss one call past
+/// the last change a run makes, which means "when the program has ended".
+int chaos_fault_power_at(int32_t entry, uint64_t call);
+
 /// Empties the log: everything on disk now counts as durable.
 void chaos_durability_reset(void);
 

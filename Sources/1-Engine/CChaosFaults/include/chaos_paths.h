@@ -56,6 +56,23 @@ enum {
     CHAOS_FD_OTHER = 3,   ///< pipe, eventfd, anonymous inode…: outside file matches
 };
 
+/// Kinds of descriptor for `kind=` conditions of files cases (bits): what a descriptor is
+/// open on, so that pipes, ttys and inherited descriptors can be named without a path.
+enum {
+    CHAOS_DESCRIPTOR_FILE = 1,  ///< a regular file or a directory
+    CHAOS_DESCRIPTOR_PIPE = 2,  ///< a pipe or FIFO
+    CHAOS_DESCRIPTOR_TTY = 4,   ///< a terminal
+    CHAOS_DESCRIPTOR_OTHER = 8, ///< another device, an eventfd, an anonymous inode…
+    CHAOS_DESCRIPTOR_ANY = 15
+};
+
+/// The CHAOS_DESCRIPTOR_* bit of descriptor `fd` of this process (one fstat); 0 when it is
+/// not open or is a socket (sockets have the send and recv points).
+int32_t chaos_descriptor_kind(int fd);
+
+/// Whether the active plan has a files case with `fd=` or `kind=` (one atomic load).
+int chaos_fault_names_descriptors(void);
+
 /// Records that `fd` was just opened on the absolute folded `path` (NULL: not a path).
 void chaos_fd_opened(int fd, int kind, const char *path);
 
