@@ -15,6 +15,7 @@
 #include "chaos_durability.h"
 #include "CChaosRules.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -391,14 +392,34 @@ static void failed(chaos_power_summary *out, const char *format, ...) {
     }
 }
 
-/// Removes whatever is at `path` now (a file, a link, an empty directory).
+static void clear_name(const char *path);
+
+/// Removes what directory `path` holds. A directory whose own name was never durable is
+/// gone at power loss with everything under it, whatever was synced inside it.
+static void clear_contents(const char *path) {
+    DIR *directory = opendir(path);
+    if (!directory) return;
+    struct dirent *item;
+    char inner[PATH_MAX];
+    while ((item = readdir(directory))) {
+        if (strcmp(item->d_name, ".") == 0 || strcmp(item->d_name, "..") == 0) continue;
+        if (snprintf(inner, sizeof inner, "%s/%s", path, item->d_name) >= (int)sizeof inner) continue;
+        clear_name(inner);
+    }
+    closedir(directory);
+}
+
+/// Removes whatever is at `path` now (a file, a link, a directory with what it holds).
 static void clear_name(const char *path) {
     struct stat info;
     if (lstat(path, &info) != 0) return;
-    if (S_ISDIR(info.st_mode))
-        rmdir(path);
-    else
+    if (!S_ISDIR(info.st_mode)) {
         unlink(path);
+        return;
+    }
+    if (rmdir(path) == 0 || errno != ENOTEMPTY) return;
+    clear_contents(path);
+    rmdir(path);
 }
 
 /// Whether `path` names the file `r` removed or renamed.
