@@ -63,8 +63,7 @@ public func runToEnd(
             group.leave()
         }
     }
-    stdin.fileHandleForWriting.write(input)
-    try? stdin.fileHandleForWriting.close()
+    feed(stdin, input)
     // The bound is counted in polls of 10 ms, not read from a clock: other suites in this
     // process move its clocks (virtual time advanced by hours, monotonic offsets), and a
     // clock read here once jumped past the bound at once and killed a healthy program.
@@ -94,6 +93,23 @@ public func runToEnd(
         status: process.terminationStatus, stdout: output.withLock { $0 },
         stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self)
     )
+}
+
+/// Writes `input` to `pipe` and closes it. The program may have ended (a power loss at its
+/// first change) before it read a byte: the write then fails with EPIPE, and the SIGPIPE
+/// that comes with it would end this whole test process. It is blocked on this thread
+/// while writing, and taken if it came; the write's failure is the program's business.
+private func feed(_ pipe: Pipe, _ input: Data) {
+    var pipeSignal = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&pipeSignal)
+    sigaddset(&pipeSignal, SIGPIPE)
+    pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    if !input.isEmpty { try? pipe.fileHandleForWriting.write(contentsOf: input) }
+    try? pipe.fileHandleForWriting.close()
+    var now = timespec(tv_sec: 0, tv_nsec: 0)
+    while sigtimedwait(&pipeSignal, nil, &now) == SIGPIPE {}
 }
 
 /// Whether process `pid` exists and has not ended (a zombie has ended).
