@@ -42,7 +42,7 @@ import Darwin
 /// pointers copied at run time or fetched with `dlsym`, direct system calls, and
 /// statically linked programs.
 public enum SystemPoints: LazyPointSource {
-    /// File calls: see ``FileOperationKind`` and ``SystemTarget/files(path:operations:)``.
+    /// File calls: see ``FileOperationKind`` and ``SystemTarget/files(path:operations:descriptor:kinds:)``.
     public static let files = makePoint(.files)
     /// `connect(2)`.
     public static let connect = makePoint(.connect)
