@@ -13,7 +13,7 @@ import Glibc
 /// plainly on the same folder, replays its WAL. With the default settings (fsync,
 /// synchronous_commit) every acknowledged row is there at every crash point; with
 /// fsync=off some crash point loses one: the item finds what it is meant to find.
-@Suite(.serialized) struct PowerLossPostgresTests {
+@Suite(.serialized, .disabled(if: Sanitizers.thread, Sanitizers.sweepReason)) struct PowerLossPostgresTests {
     /// The folder of the newest Debian PostgreSQL (/usr/lib/postgresql/VERSION/bin), or the
     /// one `postgres` on PATH lives in; nil when none has every program the test runs.
     static let programs: String? = {

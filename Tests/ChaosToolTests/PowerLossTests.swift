@@ -14,7 +14,7 @@ import Glibc
 /// the other that a program which syncs what it must survives at every crash point. A
 /// crash point is placed with `"at": [k]` for k = 1, 2, … until a run ends by itself
 /// (the program finished before its k-th change).
-@Suite(.serialized) struct PowerLossTests {
+@Suite(.serialized, .disabled(if: Sanitizers.thread, Sanitizers.sweepReason)) struct PowerLossTests {
     /// A folder under the temporary directory, removed at the end.
     struct Workspace {
         let folder: String

@@ -173,6 +173,13 @@ public enum Sanitizers {
     public static let preloadReason: Comment =
         "under --sanitize=thread libChaosPreload.so is built with ThreadSanitizer and cannot be loaded into other programs"
 
+    /// Why sweeps of whole programs over every crash point are skipped under ThreadSanitizer:
+    /// dozens of `chaos run`s of sqlite3, redis or PostgreSQL test no Swift thread of this
+    /// process, and their load starved the in-process endpoints other suites time; the plain
+    /// run executes them in full (the supervisor's own threads run under it elsewhere).
+    public static let sweepReason: Comment =
+        "a sweep of whole programs over every crash point runs in the plain test run; under ThreadSanitizer it only loads the machine"
+
     /// Why long single-threaded fuzz loops are skipped under ThreadSanitizer: they find no
     /// races and take minutes there; the plain run executes them in full.
     public static let fuzzReason: Comment =
