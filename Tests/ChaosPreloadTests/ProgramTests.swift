@@ -367,9 +367,12 @@ import Glibc
         }
         let day = "-86400"
         let shifted = try shifts(monotonic: false)
-        for name in ["realtime", "realtime_coarse", "tai", "gettimeofday", "time", "timespec_get", "ftime"] {
+        for name in ["realtime", "realtime_coarse", "tai", "gettimeofday", "timespec_get", "ftime"] {
             #expect(shifted[name] == day, "\(name): \(shifted)")
         }
+        // time() counts whole seconds of a clock that may lag the precise one by a tick: at a
+        // second's turn it reads one less.
+        #expect(["-86400", "-86401"].contains(shifted["time"] ?? ""), "time: \(shifted)")
         // CLOCK_REALTIME_ALARM needs an RTC with alarms; where the kernel has one it moves too.
         #expect(shifted["realtime_alarm"] == day || shifted["realtime_alarm"] == "unsupported", "\(shifted)")
         #expect(
@@ -379,7 +382,9 @@ import Glibc
         #expect(both["monotonic"] == day && both["boottime"] == day && both["realtime"] == day, "\(both)")
         // Without the preload nothing moves (so the comparisons above can fail).
         let plain = try Preload.plain([probe])
-        #expect(plain.lines.contains("realtime 0") && plain.lines.contains("time 0"), "\(plain)")
+        #expect(
+            plain.lines.contains("realtime 0") && (plain.lines.contains("time 0") || plain.lines.contains("time -1")),
+            "\(plain)")
     }
 
     @Test(.enabled(if: Needs.program("python3"), "python3 is not installed (.ci/install-system-test-deps installs it)"))
