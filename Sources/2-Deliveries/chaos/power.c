@@ -285,23 +285,19 @@ void chaos_power_note_map(const struct seccomp_notif *n) {
 
 // MARK: - Losing power
 
-void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, const chaos_outcome *outcome) {
+/// Power is lost: ends the tree, rolls back, and says so, `where` being where it was lost.
+static void lose_power(const char *where, int torn, uint64_t seed) {
     lost = 1;
     forget_held();
     // Its end first: nothing may change a file while it is rolled back. Calls already let
     // through finish before their process is a zombie.
     struct timespec pause = {0, 1000000};
     for (int rounds = 0; chaos_tree_kill(SIGKILL) && rounds < 30000; rounds++) nanosleep(&pause, NULL);
-    chaos_entry_counters counters;
-    uint64_t index = chaos_fault_counters(outcome->entry, &counters) == 0 ? counters.last_fire_call + 1 : 0;
     chaos_power_summary summary;
-    chaos_durability_lose_power(outcome->torn, chaos_fault_seed() ^ index, &summary);
-    const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
+    chaos_durability_lose_power(torn, seed, &summary);
     char rolled[512];
     chaos_power_summary_sentence(&summary, rolled, sizeof rolled);
-    int used = snprintf(report, sizeof report, "power lost at change %llu, %s of %s by process %u: %s",
-                        (unsigned long long)index, info ? info->name : "a call", call->path ? call->path : "?", n->pid,
-                        rolled);
+    int used = snprintf(report, sizeof report, "power lost at %s: %s", where, rolled);
     if (summary.shared_maps && used > 0 && (size_t)used < sizeof report)
         used += snprintf(report + used, sizeof report - (size_t)used,
                          "; pages of %s, mapped shared and writable, counted as durable", summary.shared_names);
@@ -311,23 +307,25 @@ void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, con
     fprintf(stderr, "chaos run: %s\n", report);
 }
 
+void chaos_power_lose(const struct seccomp_notif *n, const chaos_call *call, const chaos_outcome *outcome) {
+    chaos_entry_counters counters;
+    uint64_t index = chaos_fault_counters(outcome->entry, &counters) == 0 ? counters.last_fire_call + 1 : 0;
+    const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
+    char where[4200];
+    snprintf(where, sizeof where, "change %llu, %s of %s by process %u", (unsigned long long)index,
+             info ? info->name : "a call", call->path ? call->path : "?", n->pid);
+    lose_power(where, outcome->torn, chaos_fault_seed() ^ index);
+}
+
 void chaos_power_at_exit(void) {
     if (!chaos_power_active()) return;
     for (int32_t e = 0; e < chaos_fault_entry_count(); e++) {
         chaos_entry_counters counters;
         if (chaos_fault_counters(e, &counters) != 0 || !chaos_fault_power_at(e, counters.seen + 1)) continue;
-        lost = 1;
-        forget_held();
-        struct timespec pause = {0, 1000000};
-        for (int rounds = 0; chaos_tree_kill(SIGKILL) && rounds < 30000; rounds++) nanosleep(&pause, NULL);
-        chaos_power_summary summary;
-        chaos_durability_lose_power(0, chaos_fault_seed() ^ (counters.seen + 1), &summary);
-        char rolled[512];
-        chaos_power_summary_sentence(&summary, rolled, sizeof rolled);
-        snprintf(report, sizeof report,
-                 "power lost at change %llu, after the program ended (its last change was %llu): %s",
-                 (unsigned long long)(counters.seen + 1), (unsigned long long)counters.seen, rolled);
-        fprintf(stderr, "chaos run: %s\n", report);
+        char where[160];
+        snprintf(where, sizeof where, "change %llu, after the program ended (its last change was %llu)",
+                 (unsigned long long)(counters.seen + 1), (unsigned long long)counters.seen);
+        lose_power(where, 0, chaos_fault_seed() ^ (counters.seen + 1));
         return;
     }
 }
