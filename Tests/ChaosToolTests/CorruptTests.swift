@@ -169,7 +169,11 @@ import Glibc
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { if server.isRunning { server.terminate() } }
+        // SIGKILL: s_server outlived the SIGTERM of terminate() and stayed behind, orphaned.
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
         // Ready once it accepts: under load s_server takes a while to listen.
         var ready = false
         for _ in 0..<200 where !ready {
