@@ -431,6 +431,60 @@ extension ProcessWideHookTests {
             #expect(stored.indices.filter { stored[$0] != 0x42 } == [10, 11, 12], "\(stored)")
         }
 
+        /// `system.stat` in-process: stat, fstat and Foundation see the attributes an entry
+        /// names, a file beside it keeps its own, `enoent` hides the file, and revert restores.
+        @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
+        func statAnswersTheAttributesAnEntryNames() throws {
+            SystemPoints.register()
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "chaoskit-stat-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("named").path
+            let beside = directory.appendingPathComponent("beside").path
+            try Data("six b\n".utf8).write(to: URL(fileURLWithPath: path))
+            try Data("six b\n".utf8).write(to: URL(fileURLWithPath: beside))
+            func status(_ path: String) -> stat? {
+                var answer = stat()
+                return lstat(path, &answer) == 0 ? answer : nil  // stat's name is its struct's in Swift
+            }
+            let before = try #require(status(path))
+            let entry = ProfileEntry(
+                point: "system.stat",
+                .catalogue(
+                    "attributes",
+                    ProfileParameters([
+                        "path": .string(path), "size": .number(1_048_576), "mtime": .string("2001-02-03T04:05:06Z"),
+                        "mode": .string("600"), "nlink": .number(7),
+                    ])))
+            try withApplied(entry) {
+                let seen = try #require(status(path))
+                #expect(seen.st_size == 1 << 20)
+                #expect(seen.st_mtim.tv_sec == 981_173_106)
+                #expect(seen.st_mode == S_IFREG | 0o600)
+                #expect(seen.st_nlink == 7)
+                #expect(seen.st_ino == before.st_ino, "what the entry does not name stays the file's")
+                let fd = open(path, O_RDONLY)
+                defer { close(fd) }
+                var byDescriptor = stat()
+                #expect(fstat(fd, &byDescriptor) == 0)
+                #expect(byDescriptor.st_size == 1 << 20, "fstat names the file it was opened on")
+                let attributes = try FileManager.default.attributesOfItem(atPath: path)
+                #expect((attributes[.size] as? NSNumber)?.intValue == 1 << 20)
+                #expect(status(beside)?.st_size == 6)
+            }
+            #expect(status(path)?.st_size == 6, "reverted: the file's own size")
+            let hidden = ProfileEntry(
+                point: "system.stat", .catalogue("enoent", ProfileParameters(["path": .string(path)])))
+            try withApplied(hidden) {
+                var answer = stat()
+                #expect(lstat(path, &answer) == -1 && errno == ENOENT)
+                #expect(!FileManager.default.fileExists(atPath: path))
+                #expect(status(beside) != nil)
+            }
+            #expect(FileManager.default.fileExists(atPath: path))
+        }
+
         /// A descriptor named by kind: reads from a pipe fail, reads from a file do not.
         @Test(.disabled(if: Sanitizers.thread, Sanitizers.threadReason))
         func aPipeNamedByItsKindFailsAndAFileDoesNot() throws {

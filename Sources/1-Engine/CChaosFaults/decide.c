@@ -34,9 +34,12 @@ typedef struct walk {
     int64_t delay;
 } walk;
 
-/// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
-/// only when a path condition named it on the way.
-static bool may_act(const walk *w) { return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named; }
+/// Whether calls at `point` are aimed at files by path: files and stat.
+static inline bool on_paths(int32_t point) { return point == CHAOS_POINT_FILES || point == CHAOS_POINT_STAT; }
+
+/// Whether a files or stat leaf may act: a special target (/dev, /proc, /sys, inherited
+/// 0–2) only when a path condition named it on the way.
+static bool may_act(const walk *w) { return !on_paths(w->entry->point) || !w->special || w->named; }
 
 static uint64_t tick(walk *w, cf_node *node) {
     return w->peek ? atomic_load_explicit(cf_node_counter(node), memory_order_relaxed)
@@ -115,6 +118,11 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->anchor_ns = node->ns;
         return R_ACT;
     case CHAOS_NODE_VIRTUAL: out->action = CHAOS_ACT_VIRTUAL; return R_ACT;
+    case CHAOS_NODE_ATTRIBUTES:
+        if (!may_act(w)) return R_PASS;
+        out->action = CHAOS_ACT_ATTRIBUTES;
+        out->attributes = node->attributes;
+        return R_ACT;
     case CHAOS_NODE_CORRUPT:
         // Bytes that pass through the program's buffers; a copy between descriptors does not.
         if (!may_act(w) || !info || !info->transfers || w->call->fn == CHAOS_FN_COPY_FILE_RANGE ||
@@ -218,6 +226,7 @@ static void reset(chaos_outcome *out) {
     out->corrupt_bytes = 0;
     out->corrupt_offset = 0;
     out->corrupt_seed = 0;
+    out->attributes.set = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -249,6 +258,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_ORIGINAL:
     case CHAOS_NODE_POWER_LOSS:
     case CHAOS_NODE_CORRUPT:
+    case CHAOS_NODE_ATTRIBUTES:
     case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY:
@@ -319,7 +329,7 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         // A delivery outside the program described a descriptor that is no file.
         if (!selectors) return 0;
         descriptor_only = true;
-    } else if (call->point == CHAOS_POINT_FILES && !path) {
+    } else if (on_paths(call->point) && !path) {
         int family = 0, role = 0;
         int kind = chaos_fd_lookup(call->fd, buffer, sizeof buffer, &special, &family, &role);
         if (kind == CHAOS_FD_FILE)
@@ -328,7 +338,7 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             descriptor_only = true;
         else
             return 0;
-    } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
+    } else if (on_paths(call->point) && cf_special_path(path)) {
         special = 1; // /dev, /proc, /sys: only cases whose path names them act
     }
     int result = 0;
@@ -338,7 +348,7 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
         cf_entry *entry = &plan->entries[e];
         if (entry->point != call->point || !reaches(entry, call)) continue;
         if (descriptor_only && !entry->names_descriptors) continue; // no path: only `fd=`/`kind=` name it
-        if (call->point == CHAOS_POINT_FILES) {                     // only calls on paths the entry can act on reach it
+        if (on_paths(call->point)) {                                // only calls on paths the entry can act on reach it
             uint8_t visited[CHAOS_PLAN_MAX_NODES] = {0};
             bool in_scope = could_act(entry, 0, path, special, false, visited);
             if (!in_scope && call->path2) {
@@ -351,8 +361,7 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             // Not the entry's call: a match's original ends the walk (as it would have,
             // uncounted), but leaves a special target to later entries, as `original` does.
             const cf_node *root = &entry->nodes[0];
-            if (entry->nodes[root->otherwise].kind == CHAOS_NODE_ORIGINAL &&
-                (entry->point != CHAOS_POINT_FILES || !special))
+            if (entry->nodes[root->otherwise].kind == CHAOS_NODE_ORIGINAL && (!on_paths(entry->point) || !special))
                 break;
             continue;
         }

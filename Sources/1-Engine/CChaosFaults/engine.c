@@ -168,7 +168,7 @@ int chaos_plan_install(chaos_plan *plan) {
     atomic_store(&cf_path_selectors, path_selector_ops(plan));
     atomic_store(&cf_descriptor_selectors, names_descriptors(plan));
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
-                         1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT;
+                         1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT | 1u << CHAOS_POINT_STAT;
     cf_fd_tracking_set((points & fd_points) != 0);
     chaos_plan *old = atomic_exchange(&cf_active_plan, plan);
     atomic_store(&cf_active_points, points);

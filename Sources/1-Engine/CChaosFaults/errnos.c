@@ -130,6 +130,11 @@ static const fn_row table[CHAOS_FN_COUNT] = {
                                EFAULT, EIO, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM, ENOSPC, ENOTDIR, EPERM, EROFS),
     [CHAOS_FN_TRUNCATE] = FILES("truncate", "truncate truncate64", CHAOS_OP_TRUNCATE, 0, EACCES, EFAULT, EFBIG, EINTR,
                                 EINVAL, EIO, EISDIR, ELOOP, ENAMETOOLONG, ENOENT, ENOTDIR, EPERM, EROFS, ETXTBSY),
+    [CHAOS_FN_STAT] = POINT("stat",
+                            "stat stat64 lstat lstat64 fstat fstat64 fstatat fstatat64 statx __xstat __lxstat __fxstat "
+                            "__fxstatat (and their 64 forms)",
+                            CHAOS_POINT_STAT, 0, EACCES, EBADF, EFAULT, EINVAL, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM,
+                            ENOTDIR, EOVERFLOW),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {

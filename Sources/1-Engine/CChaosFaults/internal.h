@@ -47,9 +47,10 @@ typedef struct cf_node {
     int64_t ns; ///< delay, offset, frozen, speed anchor
     double factor;
     int32_t anchor_start;
-    int32_t torn;           ///< power-loss: torn=yes
-    int32_t corrupt_with;   ///< corrupt: CHAOS_CORRUPT_*
-    int64_t corrupt_offset; ///< corrupt: offset= (-1: drawn positions); its bytes= is `n`
+    int32_t torn;                ///< power-loss: torn=yes
+    int32_t corrupt_with;        ///< corrupt: CHAOS_CORRUPT_*
+    int64_t corrupt_offset;      ///< corrupt: offset= (-1: drawn positions); its bytes= is `n`
+    chaos_attributes attributes; ///< attributes: what stat answers instead
     int64_t ret;
     int32_t err;
     int32_t has_err;

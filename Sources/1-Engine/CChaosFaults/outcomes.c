@@ -2,6 +2,7 @@
 // deliveries learn what a reading reports, how a sleep is carried out, when a timed wait
 // ends and how far file times move. Stateless beyond the active plan and virtual time.
 #define _GNU_SOURCE
+#include <sys/stat.h>
 #include <time.h>
 
 #include "CChaosFaults.h"
@@ -161,5 +162,39 @@ void chaos_outcome_corrupt(const chaos_outcome *o, unsigned char *bytes, size_t 
         }
         default: bytes[at] = (unsigned char)~was; break;
         }
+    }
+}
+
+void chaos_outcome_attributes(const chaos_outcome *o, struct stat *s) {
+    if (!o || o->action != CHAOS_ACT_ATTRIBUTES || !s) return;
+    const chaos_attributes *a = &o->attributes;
+    if (a->set & CHAOS_ATTRIBUTE_SIZE) s->st_size = (off_t)a->size;
+    if (a->set & CHAOS_ATTRIBUTE_MTIME) {
+        s->st_mtim.tv_sec = (time_t)(a->mtime_ns / NS - (a->mtime_ns % NS < 0));
+        s->st_mtim.tv_nsec = (long)((a->mtime_ns % NS + NS) % NS);
+    }
+    if (a->set & CHAOS_ATTRIBUTE_MODE) s->st_mode = (s->st_mode & S_IFMT) | (mode_t)a->mode;
+    if (a->set & CHAOS_ATTRIBUTE_NLINK) s->st_nlink = (nlink_t)a->nlink;
+}
+
+void chaos_outcome_attributes_statx(const chaos_outcome *o, struct statx *s) {
+    if (!o || o->action != CHAOS_ACT_ATTRIBUTES || !s) return;
+    const chaos_attributes *a = &o->attributes;
+    if (a->set & CHAOS_ATTRIBUTE_SIZE) {
+        s->stx_size = (uint64_t)a->size;
+        s->stx_mask |= STATX_SIZE;
+    }
+    if (a->set & CHAOS_ATTRIBUTE_MTIME) {
+        s->stx_mtime.tv_sec = a->mtime_ns / NS - (a->mtime_ns % NS < 0);
+        s->stx_mtime.tv_nsec = (uint32_t)((a->mtime_ns % NS + NS) % NS);
+        s->stx_mask |= STATX_MTIME;
+    }
+    if (a->set & CHAOS_ATTRIBUTE_MODE) {
+        s->stx_mode = (uint16_t)((s->stx_mode & S_IFMT) | a->mode);
+        s->stx_mask |= STATX_MODE;
+    }
+    if (a->set & CHAOS_ATTRIBUTE_NLINK) {
+        s->stx_nlink = a->nlink > UINT32_MAX ? UINT32_MAX : (uint32_t)a->nlink;
+        s->stx_mask |= STATX_NLINK;
     }
 }

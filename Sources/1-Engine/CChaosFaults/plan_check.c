@@ -31,6 +31,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;
+    case CHAOS_NODE_ATTRIBUTES: return point == CHAOS_POINT_STAT;
     case CHAOS_NODE_CORRUPT:
         return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_OFFSET:
@@ -52,6 +53,7 @@ static const char *kinds_for(int32_t point) {
     case CHAOS_POINT_ACCEPT:
     case CHAOS_POINT_DNS: return "fail or delay";
     case CHAOS_POINT_GETENV: return "set or unset";
+    case CHAOS_POINT_STAT: return "fail, delay or attributes";
     default: return "offset, frozen, speed or virtual";
     }
 }

@@ -136,6 +136,14 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 if (node->corrupt_with > 0) put(&w, " with=%s", ways[node->corrupt_with]);
                 break;
             }
+            case CHAOS_NODE_ATTRIBUTES: {
+                const chaos_attributes *a = &node->attributes;
+                if (a->set & CHAOS_ATTRIBUTE_SIZE) put(&w, " size=%lld", (long long)a->size);
+                if (a->set & CHAOS_ATTRIBUTE_MTIME) put(&w, " mtime=%lld", (long long)a->mtime_ns);
+                if (a->set & CHAOS_ATTRIBUTE_MODE) put(&w, " mode=%o", (unsigned)a->mode);
+                if (a->set & CHAOS_ATTRIBUTE_NLINK) put(&w, " nlink=%llu", (unsigned long long)a->nlink);
+                break;
+            }
             case CHAOS_NODE_POWER_LOSS:
                 if (node->torn) put(&w, " torn=yes");
                 break;

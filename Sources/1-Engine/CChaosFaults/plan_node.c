@@ -79,12 +79,13 @@ static const char *const virtual_keys[] = {"at", "flow", NULL};
 static const char *const calls_keys[] = {"calls", "child", NULL};
 static const char *const power_loss_keys[] = {"torn", NULL};
 static const char *const corrupt_keys[] = {"bytes", "offset", "with", NULL};
+static const char *const attributes_keys[] = {"size", "mtime", "mode", "nlink", NULL};
 static const char *const *const node_keys[] = {
-    no_keys,  no_keys,      fail_keys,       short_keys,      by_keys,          at_keys,    speed_keys,
-    set_keys, no_keys,      sequential_keys, composite_keys,  probability_keys, times_keys, delay_keys,
-    ask_keys, virtual_keys, calls_keys,      power_loss_keys, corrupt_keys,
+    no_keys,  no_keys,      fail_keys,       short_keys,      by_keys,          at_keys,         speed_keys,
+    set_keys, no_keys,      sequential_keys, composite_keys,  probability_keys, times_keys,      delay_keys,
+    ask_keys, virtual_keys, calls_keys,      power_loss_keys, corrupt_keys,     attributes_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_CORRUPT + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_ATTRIBUTES + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -99,7 +100,7 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
                         (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0)) ||
-                        strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT;
+                        strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT || kind == CHAOS_NODE_ATTRIBUTES;
         if (!optional && !plan_find(t, 3, *k)) {
             plan_fail(p, 0, "%s needs %s=...", what, *k);
             return false;
@@ -229,6 +230,48 @@ static bool read_corrupt(parser *p, line_tokens *t, cf_node *node) {
                       "with is flip (every bit of the byte inverted), zero, or random (a byte drawn from the seed)");
             return false;
         }
+    }
+    return true;
+}
+
+static bool read_attributes(parser *p, line_tokens *t, cf_node *node) {
+    token *k;
+    chaos_attributes *a = &node->attributes;
+    if ((k = plan_find(t, 3, "size"))) {
+        if (!plan_i64(k->value, &a->size) || a->size < 0) {
+            plan_fail(p, k->value_column, "size is a number of bytes, 0 or more");
+            return false;
+        }
+        a->set |= CHAOS_ATTRIBUTE_SIZE;
+    }
+    if ((k = plan_find(t, 3, "mtime"))) {
+        if (!plan_duration(k->value, &a->mtime_ns)) {
+            plan_fail(p, k->value_column, "'%s' is not an instant; write the time since 1970, e.g. 946684799s",
+                      k->value);
+            return false;
+        }
+        a->set |= CHAOS_ATTRIBUTE_MTIME;
+    }
+    if ((k = plan_find(t, 3, "mode"))) {
+        char *end = NULL;
+        unsigned long mode = strtoul(k->value, &end, 8);
+        if (!k->value[0] || !end || *end || mode > 07777 || k->value[0] == '-') {
+            plan_fail(p, k->value_column, "mode is permission bits in octal, from 0 to 7777, e.g. 644");
+            return false;
+        }
+        a->mode = (uint32_t)mode;
+        a->set |= CHAOS_ATTRIBUTE_MODE;
+    }
+    if ((k = plan_find(t, 3, "nlink"))) {
+        if (!plan_u64(k->value, &a->nlink)) {
+            plan_fail(p, k->value_column, "nlink is a number of hard links, 0 or more");
+            return false;
+        }
+        a->set |= CHAOS_ATTRIBUTE_NLINK;
+    }
+    if (!a->set) {
+        plan_fail(p, 0, "an attributes node needs at least one of size=, mtime=, mode=, nlink=");
+        return false;
     }
     return true;
 }
@@ -421,6 +464,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_AT] = read_at,
     [CHAOS_NODE_POWER_LOSS] = read_power_loss,
     [CHAOS_NODE_CORRUPT] = read_corrupt,
+    [CHAOS_NODE_ATTRIBUTES] = read_attributes,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

@@ -167,6 +167,10 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
     case CHAOS_SHAPE_FD:
     case CHAOS_SHAPE_TRANSFER:
     case CHAOS_SHAPE_VECTOR: return descriptor_call(tid, (int)a[0], d);
+    case CHAOS_SHAPE_STAT:
+    case CHAOS_SHAPE_FSTAT:
+    case CHAOS_SHAPE_STAT_AT:
+    case CHAOS_SHAPE_STATX: return chaos_file_times_describe(n, sc, call, d->path, sizeof d->path);
     case CHAOS_SHAPE_CONNECT: {
         size_t length = a[2] < sizeof d->address ? (size_t)a[2] : sizeof d->address;
         if (!a[1] || chaos_tracee_read(tid, a[1], d->address, length) != 0) return 0;
@@ -354,6 +358,8 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
         answer_short(listener, n, sc, o);
     else if (o->action == CHAOS_ACT_SHORT && sc && sc->shape == CHAOS_SHAPE_COPY && n->data.nr != SYS_splice)
         answer_short_copy(listener, n, o);
+    else if (sc && chaos_syscall_stats(sc))
+        chaos_file_times_answer(listener, n, sc, o); // its answer: times shifted, attributes named
     else
         chaos_reply_go_on(listener, n->id);
 }
@@ -520,9 +526,8 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
         chaos_waits_answer(listener, n, sc);
         return;
     }
-    if (sc->shape == CHAOS_SHAPE_STAT || sc->shape == CHAOS_SHAPE_FSTAT || sc->shape == CHAOS_SHAPE_STAT_AT ||
-        sc->shape == CHAOS_SHAPE_STATX) {
-        chaos_file_times_answer(listener, n, sc);
+    if (chaos_syscall_stats(sc) && !chaos_fault_point_active(CHAOS_POINT_STAT)) {
+        chaos_file_times_answer(listener, n, sc, NULL);
         return;
     }
     if (sc->shape == CHAOS_SHAPE_MAP || sc->shape == CHAOS_SHAPE_SYNC_ALL) {
@@ -554,7 +559,10 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     // Before it goes on: the log keeps what undoes it.
     if (described && chaos_power_active()) chaos_power_note(n, sc, &d.call, &o);
     if (!decided) {
-        chaos_reply_go_on(listener, n->id);
+        if (chaos_syscall_stats(sc))
+            chaos_file_times_answer(listener, n, sc, NULL);
+        else
+            chaos_reply_go_on(listener, n->id);
         return;
     }
     if (o.delay_ns <= 0) {

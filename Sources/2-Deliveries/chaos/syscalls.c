@@ -205,7 +205,8 @@ static const struct chaos_syscall table[] = {
      .op = 1,
      .shape = CHAOS_SHAPE_POLL,
      .needs = CHAOS_CLOCK_FLAG_VIRTUAL},
-// File times move with the clock (stat=yes, the default): the supervisor carries these out.
+// File times move with the clock (stat=yes, the default), and the stat point answers them:
+// the supervisor carries these out.
 #ifdef __NR_stat
     {.number = __NR_stat,
      .point = CHAOS_POINT_CLOCK,
@@ -303,11 +304,15 @@ static rows needed_rows(const chaos_plan *plan) {
         const struct chaos_syscall *call = &table[i];
         int for_point = (points >> call->point & 1) && (call->point != CHAOS_POINT_FILES || (ops & call->op)) &&
                         (clock_flags & call->needs) == call->needs && (!call->power || power);
+        // fstat names a file by its descriptor, which the supervisor remembers until the
+        // number changes hands.
+        int for_stat =
+            (chaos_syscall_stats(call) || call->shape == CHAOS_SHAPE_RENUMBER) && (points >> CHAOS_POINT_STAT & 1);
         // Every exec: the supervisor says when a set-user-ID program loses its privileges.
         int for_descriptors = call->shape == CHAOS_SHAPE_EXEC;
         int for_io_uring =
             call->shape == CHAOS_SHAPE_IO_URING && (points & (1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_CONNECT));
-        if (for_point || for_descriptors || for_io_uring) set.bits[i / 64] |= 1ull << (i % 64);
+        if (for_point || for_stat || for_descriptors || for_io_uring) set.bits[i / 64] |= 1ull << (i % 64);
     }
     return set;
 }

@@ -58,6 +58,12 @@ struct chaos_syscall {
     int power;          ///< 1: trapped only for a plan that loses power (its syncs and mappings)
 };
 
+/// Whether `call` is of the stat family (the clock's file times and the stat point).
+static inline int chaos_syscall_stats(const struct chaos_syscall *call) {
+    return call->shape == CHAOS_SHAPE_STAT || call->shape == CHAOS_SHAPE_FSTAT || call->shape == CHAOS_SHAPE_STAT_AT ||
+           call->shape == CHAOS_SHAPE_STATX;
+}
+
 /// The trapped call of system call `number`, or NULL.
 const struct chaos_syscall *chaos_syscall_find(int number);
 

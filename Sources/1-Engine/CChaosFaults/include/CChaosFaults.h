@@ -47,7 +47,8 @@ typedef enum chaos_point {
     CHAOS_POINT_DNS = 5,     ///< "dns": getaddrinfo, gethostbyname, gethostbyname2, gethostbyname_r
     CHAOS_POINT_GETENV = 6,  ///< "getenv": getenv, secure_getenv
     CHAOS_POINT_CLOCK = 7,   ///< "clock": realtime readings (and monotonic when opted in)
-    CHAOS_POINT_COUNT = 8
+    CHAOS_POINT_STAT = 8,    ///< "stat": stat, lstat, fstat, fstatat, statx (attributes a file seems to have)
+    CHAOS_POINT_COUNT = 9
 } chaos_point;
 
 /// File operations (bits). An entry's `ops=` condition is a set of these; every
@@ -120,6 +121,7 @@ typedef enum chaos_fn {
     CHAOS_FN_LINK,     ///< link, linkat
     CHAOS_FN_SYMLINK,  ///< symlink, symlinkat
     CHAOS_FN_TRUNCATE, ///< truncate by path
+    CHAOS_FN_STAT,     ///< the stat family (stat point)
     CHAOS_FN_COUNT
 } chaos_fn;
 
@@ -205,6 +207,8 @@ typedef enum chaos_node_kind {
                                 ///< last unsynced write of each file keeps a seeded prefix of its sectors)
     CHAOS_NODE_CORRUPT = 18,    ///< "corrupt": the bytes a read returns or a write stores are changed (`bytes=N`
                                 ///< per call, at `offset=K` or seeded positions, `with=flip|zero|random`)
+    CHAOS_NODE_ATTRIBUTES = 19, ///< "attributes": stat answers `size=`, `mtime=` (ns since 1970), `mode=` (octal
+                                ///< permission bits), `nlink=` instead of the file's own (chaos_outcome_attributes)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -223,6 +227,7 @@ typedef enum chaos_action {
     CHAOS_ACT_VIRTUAL = 10,    ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
     CHAOS_ACT_POWER_LOSS = 11, ///< files: the call does not complete; power is lost (chaos_durability.h)
     CHAOS_ACT_CORRUPT = 12,    ///< the call moves its bytes changed: chaos_outcome_corrupt
+    CHAOS_ACT_ATTRIBUTES = 13, ///< stat: the call goes on; its answer then says what `attributes` names
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -361,30 +366,43 @@ typedef struct chaos_call {
                              ///< with `fd` the program's number and `path` NULL for one that is no file
 } chaos_call;
 
+/// What a stat answer says instead of the file's own attributes: the fields `set` names.
+typedef struct chaos_attributes {
+    uint32_t set;     ///< CHAOS_ATTRIBUTE_* bits
+    uint32_t mode;    ///< permission bits (07777); the file type stays the file's
+    int64_t size;     ///< bytes
+    int64_t mtime_ns; ///< modification time, ns since 1970
+    uint64_t nlink;   ///< hard links
+} chaos_attributes;
+
 /// What to do with a call.
 typedef struct chaos_outcome {
-    int32_t action;         ///< chaos_action
-    int32_t entry;          ///< index of the deciding entry, -1 when none acted
-    int64_t delay_ns;       ///< wait this long first (sum of the delay nodes passed)
-    int64_t ret;            ///< FAIL: the return value (-1, or an EAI_* code for dns)
-    int32_t err;            ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
-    int64_t max_bytes;      ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
-    int64_t clock_ns;       ///< OFFSET: shift; FROZEN: the instant
-    double factor;          ///< SPEED: rate
-    int64_t anchor_ns;      ///< SPEED: the real instant time is scaled from
-    const char *value;      ///< SET: the answer (never freed)
-    int32_t monotonic;      ///< clock: 1 when the deciding entry also fakes monotonic clocks
-    int32_t stat_times;     ///< clock: 1 when the deciding entry shifts file times (default)
-    uint32_t ask_id;        ///< ASK: the `id=` of the ask node that decided
-    int32_t torn;           ///< POWER_LOSS: 1 when the last unsynced write of each file is torn
-    int32_t corrupt_with;   ///< CORRUPT: CHAOS_CORRUPT_* (flip, zero, random)
-    int64_t corrupt_bytes;  ///< CORRUPT: how many bytes of the call's transfer change (>= 1)
-    int64_t corrupt_offset; ///< CORRUPT: where in the transfer they start (-1: positions drawn)
-    uint64_t corrupt_seed;  ///< CORRUPT: the draws of this call (positions, random bytes)
+    int32_t action;              ///< chaos_action
+    int32_t entry;               ///< index of the deciding entry, -1 when none acted
+    int64_t delay_ns;            ///< wait this long first (sum of the delay nodes passed)
+    int64_t ret;                 ///< FAIL: the return value (-1, or an EAI_* code for dns)
+    int32_t err;                 ///< FAIL: errno (0 for dns codes other than EAI_SYSTEM)
+    int64_t max_bytes;           ///< SHORT: the most bytes to move (0: half of what was asked, >= 1)
+    int64_t clock_ns;            ///< OFFSET: shift; FROZEN: the instant
+    double factor;               ///< SPEED: rate
+    int64_t anchor_ns;           ///< SPEED: the real instant time is scaled from
+    const char *value;           ///< SET: the answer (never freed)
+    int32_t monotonic;           ///< clock: 1 when the deciding entry also fakes monotonic clocks
+    int32_t stat_times;          ///< clock: 1 when the deciding entry shifts file times (default)
+    uint32_t ask_id;             ///< ASK: the `id=` of the ask node that decided
+    int32_t torn;                ///< POWER_LOSS: 1 when the last unsynced write of each file is torn
+    int32_t corrupt_with;        ///< CORRUPT: CHAOS_CORRUPT_* (flip, zero, random)
+    int64_t corrupt_bytes;       ///< CORRUPT: how many bytes of the call's transfer change (>= 1)
+    int64_t corrupt_offset;      ///< CORRUPT: where in the transfer they start (-1: positions drawn)
+    uint64_t corrupt_seed;       ///< CORRUPT: the draws of this call (positions, random bytes)
+    chaos_attributes attributes; ///< ATTRIBUTES: what the answer says instead
 } chaos_outcome;
 
 /// What a corrupted byte becomes.
 enum { CHAOS_CORRUPT_FLIP = 0, CHAOS_CORRUPT_ZERO = 1, CHAOS_CORRUPT_RANDOM = 2 };
+
+/// The fields an `attributes` node names (chaos_attributes.set).
+enum { CHAOS_ATTRIBUTE_SIZE = 1, CHAOS_ATTRIBUTE_MTIME = 2, CHAOS_ATTRIBUTE_MODE = 4, CHAOS_ATTRIBUTE_NLINK = 8 };
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the
 /// first whose tree ends in something other than `pass` decides. Returns 1 when the

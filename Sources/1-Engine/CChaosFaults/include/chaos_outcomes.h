@@ -98,6 +98,17 @@ void chaos_outcome_shift_parts(int64_t *seconds, uint32_t *nanoseconds, int64_t 
 /// zeroed or replaced by a drawn byte (never the same byte again).
 void chaos_outcome_corrupt(const chaos_outcome *outcome, unsigned char *bytes, size_t length);
 
+struct stat;
+struct statx;
+
+/// Writes over a stat answer what an ATTRIBUTES outcome names (size, mtime, permission
+/// bits, link count), after any clock shift of its times: the fields named win. Nothing
+/// for another outcome. `struct stat64` has `struct stat`'s layout on 64-bit Linux.
+void chaos_outcome_attributes(const chaos_outcome *outcome, struct stat *answer);
+
+/// chaos_outcome_attributes for statx's answer; a field named is also marked in its mask.
+void chaos_outcome_attributes_statx(const chaos_outcome *outcome, struct statx *answer);
+
 #ifdef __cplusplus
 }
 #endif

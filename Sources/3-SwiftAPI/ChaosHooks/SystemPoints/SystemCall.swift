@@ -29,6 +29,9 @@ public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     case getenv = 6
     /// `system.clock`: realtime clock readings, file times and sleeps.
     case clock = 7
+    /// `system.stat`: `stat`, `lstat`, `fstat`, `fstatat`, `statx`: the attributes a file
+    /// seems to have (size, modification time, permissions, links), or a failure.
+    case stat = 8
 
     /// The profile name of the point, e.g. `"system.files"`.
     public var pointName: String { String(cString: chaos_fault_point_public_name(rawValue)) }
@@ -197,7 +200,7 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
 
     private static func hasDescriptor(_ kind: SystemPointKind) -> Bool {
         switch kind {
-        case .files, .connect, .accept, .send, .recv: true
+        case .files, .connect, .accept, .send, .recv, .stat: true
         case .dns, .getenv, .clock: false
         }
     }

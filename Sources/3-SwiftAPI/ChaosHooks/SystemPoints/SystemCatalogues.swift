@@ -48,7 +48,7 @@ enum SystemCatalogues {
         case .accept: ["aborted"]
         case .send, .recv: ["reset"]
         case .dns: ["dns-failure"]
-        case .getenv, .clock: []
+        case .getenv, .clock, .stat: []
         }
     }
 
@@ -239,7 +239,46 @@ enum SystemCatalogues {
                     return try targeted(point, parameters, real.isEmpty ? jumped : .sequential(real + [jumped]))
                 },
             ]
+        case .stat:
+            return [
+                CatalogueItem(
+                    "attributes",
+                    "stat answers these attributes instead of the file's own (the ones not given stay the file's; a given mtime wins over a clock entry's shift)",
+                    parameters: [
+                        .integer("size", "the size in bytes", range: 0...Int.max, optional: true),
+                        .date("mtime", "the modification time", optional: true),
+                        .string(
+                            "mode", "the permission bits in octal, e.g. \"600\" (the file type stays)", optional: true),
+                        .integer("nlink", "the number of hard links", range: 0...Int(Int32.max), optional: true),
+                    ] + targetParameters(point)
+                ) { parameters in
+                    let attributes = FileAttributes(
+                        size: parameters.has("size") ? Int64(try parameters.int("size")) : nil,
+                        modified: parameters.has("mtime") ? try parameters.date("mtime") : nil,
+                        permissions: parameters.has("mode") ? try permissionBits(parameters) : nil,
+                        links: parameters.has("nlink") ? UInt64(try parameters.int("nlink")) : nil)
+                    if let problem = attributes.problem { throw parameters.invalid(problem) }
+                    return try targeted(point, parameters, .constant(.attributes(attributes)))
+                },
+                failure("enoent", "the file seems not to exist (ENOENT)", ENOENT, point),
+                failure("eacces", "permission to look at the file is denied (EACCES)", EACCES, point),
+                anyFailure(point),
+                latency(point),
+            ]
         }
+    }
+
+    /// The `mode` parameter: permission bits written in octal ("600", "0644", "0o755").
+    private static func permissionBits(_ parameters: ProfileParameters) throws(ChaosError) -> UInt16 {
+        let text = try parameters.string("mode")
+        var digits = Substring(text)
+        if digits.hasPrefix("0o") { digits = digits.dropFirst(2) }
+        guard !digits.isEmpty, digits.count <= 5, let bits = UInt16(digits, radix: 8), bits <= 0o7777 else {
+            throw parameters.invalid(
+                "'\(text.prefix(40))' is not permission bits; write them in octal, from 0 to 7777, e.g. \"644\"",
+                parameter: "mode")
+        }
+        return bits
     }
 
     /// An item failing the calls it aims at with `code`.
@@ -439,6 +478,13 @@ enum SystemCatalogues {
             return [.string("name", "the variable", optional: true)]
         case .clock:
             return []
+        case .stat:
+            return [
+                .string(
+                    "path",
+                    "a file or directory (and what is below it, by whole components) or a glob (*, ?, **), as the program names it; every file when not given",
+                    optional: true)
+            ]
         }
     }
 
@@ -488,6 +534,10 @@ enum SystemCatalogues {
         case .clock:
             guard let clocks = try choices(parameters, "clocks", ClockSource.self) else { return nil }
             return try located("clocks") { () throws(ChaosError) in try .clocks(clocks) }
+        case .stat:
+            guard parameters.has("path") else { return nil }
+            let path = try parameters.string("path")
+            return try located("path") { () throws(ChaosError) in try .stat(path: path) }
         }
     }
 

@@ -59,6 +59,10 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// back. With `torn`, the last unsynced write of each file keeps a seeded prefix of its
     /// 512-byte sectors.
     case powerLoss(torn: Bool)
+    /// A stat call answers what `attributes` names instead of the file's own (`system.stat`):
+    /// a size, a modification time, permission bits, a link count. The fields it does not
+    /// name stay the file's, and a named time wins over a clock entry's shift of file times.
+    case attributes(FileAttributes)
 
     /// Time runs `factor` times as fast from now on.
     public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
@@ -95,6 +99,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .set(let value): "set(\(value.debugDescription))"
         case .unset: "unset"
         case .powerLoss(let torn): torn ? "power-loss(torn)" : "power-loss"
+        case .attributes(let attributes): "attributes(\(attributes))"
         }
     }
 
@@ -162,7 +167,68 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             return point == .getenv ? nil : "only system.getenv answers unset"
         case .powerLoss:
             return point == .files ? nil : "power is lost at a call that changes a file: only system.files loses it"
+        case .attributes(let attributes):
+            guard point == .stat else { return "only system.stat answers attributes" }
+            return attributes.problem
         }
+    }
+}
+
+/// What a stat call answers instead of a file's own attributes (`system.stat`); nil fields
+/// stay the file's.
+public struct FileAttributes: Sendable, Hashable, CustomStringConvertible {
+    /// The size in bytes.
+    public var size: Int64?
+    /// The modification time, in nanoseconds since 1970.
+    public var modifiedNanosecondsSince1970: Int64?
+    /// The permission bits (`0o644`); the file's type stays its own.
+    public var permissions: UInt16?
+    /// The number of hard links.
+    public var links: UInt64?
+
+    /// Attributes naming the given fields.
+    public init(
+        size: Int64? = nil, modified: Date? = nil, permissions: UInt16? = nil, links: UInt64? = nil
+    ) {
+        self.size = size
+        self.modifiedNanosecondsSince1970 = modified.map { Int64(($0.timeIntervalSince1970 * 1e9).rounded()) }
+        self.permissions = permissions
+        self.links = links
+    }
+
+    /// `size 0, mtime 2001-01-01T00:00:00Z, mode 0600, nlink 2`.
+    public var description: String {
+        var parts: [String] = []
+        if let size { parts.append("size \(size)") }
+        if let modifiedNanosecondsSince1970 {
+            let date = Date(timeIntervalSince1970: Double(modifiedNanosecondsSince1970) / 1e9)
+            parts.append("mtime \(ISO8601Date.format(date))")
+        }
+        if let permissions { parts.append("mode 0" + String(permissions, radix: 8)) }
+        if let links { parts.append("nlink \(links)") }
+        return parts.joined(separator: ", ")
+    }
+
+    /// Why the engine cannot answer these, or nil.
+    var problem: String? {
+        if size == nil, modifiedNanosecondsSince1970 == nil, permissions == nil, links == nil {
+            return "attributes name nothing; give at least one of size, modified, permissions, links"
+        }
+        if let size, size < 0 { return "a size of \(size) bytes is below zero" }
+        if let permissions, permissions > 0o7777 {
+            return "permissions 0\(String(permissions, radix: 8)) are more than permission bits (0 to 07777)"
+        }
+        return nil
+    }
+
+    /// The `attributes` node's words.
+    var planWords: String {
+        var words = [PlanNodeKind.attributes.rawValue]
+        if let size { words.append("size=\(size)") }
+        if let modifiedNanosecondsSince1970 { words.append("mtime=\(modifiedNanosecondsSince1970)") }
+        if let permissions { words.append("mode=" + String(permissions, radix: 8)) }
+        if let links { words.append("nlink=\(links)") }
+        return words.joined(separator: " ")
     }
 }
 

@@ -231,6 +231,7 @@ struct SystemPlanCompiler {
             case .set(let value): return "\(PlanNodeKind.set) " + PlanText.word("value", value)
             case .unset: return PlanNodeKind.unset.rawValue
             case .powerLoss(let torn): return PlanNodeKind.powerLoss.rawValue + (torn ? " torn=yes" : "")
+            case .attributes(let attributes): return attributes.planWords
             }
         }
     }

@@ -30,6 +30,7 @@ import Darwin
 /// | `system.getaddrinfo` | getaddrinfo, gethostbyname* | `dns-failure`, `temporary-failure`, `fail` {code}, `latency`; with `host` |
 /// | `system.getenv` | getenv, secure_getenv | `set` {name, value}, `unset` {name} |
 /// | `system.clock` | every realtime clock id, gettimeofday, time, timespec_get, ftime; file times; sleeps under speed | `offset`, `frozen`, `speed`, `jump`; with `clocks`, `monotonic`, `fileTimes`, `sleeps` |
+/// | `system.stat` | stat, lstat, fstat, fstatat, statx (and glibc's older `__xstat` names) | `attributes` {size, mtime, mode, nlink}, `enoent`, `eacces`, `fail`, `latency`; with `path` |
 ///
 /// Entries on one point stack: the newest decides, and where it does not act (a call it
 /// does not aim at, a probability that misses, `times` used up) the next older one does.
@@ -58,6 +59,8 @@ public enum SystemPoints: LazyPointSource {
     public static let getenv = makePoint(.getenv)
     /// The wall clock (`Date()`, `clock_gettime`, `gettimeofday`, `time` …), file times, sleeps.
     public static let clock = makePoint(.clock)
+    /// The attributes files seem to have: `stat`, `lstat`, `fstat`, `fstatat`, `statx`.
+    public static let stat = makePoint(.stat)
 
     /// The point of `kind`.
     public static func point(for kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
@@ -70,6 +73,7 @@ public enum SystemPoints: LazyPointSource {
         case .dns: getaddrinfo
         case .getenv: getenv
         case .clock: clock
+        case .stat: stat
         }
     }
 
@@ -354,7 +358,9 @@ private let systemAsk: chaos_ask_fn = { call, _, _, out in
     let systemCall = SystemCall(call.pointee)
     // A target a fault must name (the program's own stdout, /dev, /proc) is left alone
     // when Swift decides: only a compiled path condition can name it.
-    if kind == .files, systemCall.isProtected || (systemCall.path.map(SystemTarget.isUnderSpecialDirectory) ?? false) {
+    if kind == .files || kind == .stat,
+        systemCall.isProtected || (systemCall.path.map(SystemTarget.isUnderSpecialDirectory) ?? false)
+    {
         return 0
     }
     return SystemOutcomeAnswer.fill(out, with: SystemPoints.point(for: kind)(systemCall), for: systemCall) ? 1 : 0
@@ -421,6 +427,26 @@ enum SystemOutcomeAnswer {
         case .powerLoss:
             // Refused when applied in-process (SystemCatalogues' result check): no answer here.
             return false
+        case .attributes(let attributes):
+            var engine = chaos_attributes()
+            if let size = attributes.size {
+                engine.set |= UInt32(CHAOS_ATTRIBUTE_SIZE)
+                engine.size = size
+            }
+            if let modified = attributes.modifiedNanosecondsSince1970 {
+                engine.set |= UInt32(CHAOS_ATTRIBUTE_MTIME)
+                engine.mtime_ns = modified
+            }
+            if let permissions = attributes.permissions {
+                engine.set |= UInt32(CHAOS_ATTRIBUTE_MODE)
+                engine.mode = UInt32(permissions)
+            }
+            if let links = attributes.links {
+                engine.set |= UInt32(CHAOS_ATTRIBUTE_NLINK)
+                engine.nlink = links
+            }
+            out.pointee.action = Int32(CHAOS_ACT_ATTRIBUTES.rawValue)
+            out.pointee.attributes = engine
         }
         return true
     }

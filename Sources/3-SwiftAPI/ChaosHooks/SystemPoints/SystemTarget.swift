@@ -170,6 +170,15 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         return SystemTarget(.files, words, selection: selection)
     }
 
+    /// Stat calls (`system.stat`) on `path`: a file or directory and everything below it, or
+    /// a glob, as ``files(path:operations:descriptor:kinds:)`` takes it, except that the
+    /// name is matched as the program wrote it (folded, links not followed). `fstat` of a
+    /// descriptor is matched by the path the descriptor was opened on.
+    public static func stat(path: String) throws(ChaosError) -> SystemTarget {
+        let resolved = try PathPattern.resolve(path)
+        return SystemTarget(.stat, [PlanText.word("path", resolved)], selection: Selection(path: resolved))
+    }
+
     /// Connections (`connect`) to `host` — an IPv4 or IPv6 address, or a CIDR block such as
     /// `10.0.0.0/8` — and `port`, on sockets of `families` (IPv4 and IPv6 when nil).
     public static func connections(to host: String? = nil, port: Int? = nil, families: Set<SocketFamily>? = nil)
