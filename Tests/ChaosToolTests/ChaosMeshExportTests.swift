@@ -143,6 +143,28 @@ import Testing
         #expect(validated.status == 0 && validated.output.contains("1 manifests valid"), "\(validated)")
     }
 
+    /// A stat entry's attributes become IOChaos's attrOverride (perm as its number, mtime as
+    /// seconds and nanoseconds); its failures fail Chaos Mesh's getattr.
+    @Test(.enabled(if: canValidate, "python3 lacks jsonschema or yaml (pip install jsonschema pyyaml)"))
+    func statAttributesBecomeAnAttrOverride() throws {
+        let outcome = try Self.export(
+            """
+            {"entries": [
+              {"point": "system.stat", "provider": {"item": "attributes", "parameters": {"path": "/data/db", "size": 0, "mode": "600", "mtime": "2001-02-03T04:05:06Z", "nlink": 2}}},
+              {"point": "system.stat", "provider": {"item": "enoent", "parameters": {"path": "/data/gone"}}}
+            ]}
+            """, ["--selector", "app=db", "--volume-path", "/data"])
+        #expect(outcome.status == 0, "\(outcome)")
+        for expected in [
+            "action: \"attrOverride\"", "perm: 384", "size: 0", "nlink: 2", "sec: 981173106", "nsec: 0",
+            "path: \"/data/db/**/*\"", "action: \"fault\"", "errno: 2", "- \"getattr\"",
+        ] {
+            #expect(outcome.output.contains(expected), "\(expected) missing from \(outcome.output)")
+        }
+        let validated = try Self.validate(outcome.output)
+        #expect(validated.status == 0 && validated.output.contains("2 manifests valid"), "\(validated)")
+    }
+
     @Test func aBadSelectorOrNoFormatIsRefusedWithWhatToWrite() throws {
         let noFormat = try ChaosToolTests.chaos(["export", "--selector", "app=api", "/dev/null"])
         #expect(noFormat.status != 0 && noFormat.errors.contains("--chaos-mesh"), "\(noFormat)")

@@ -153,7 +153,7 @@ public struct ChaosMeshExport: Sendable {
         }
         var percent: Int?
         if let p = probability {
-            guard point == .files else {
+            guard point == .files || point == .stat else {
                 throw ExportRefusal(reason: "a probability: only IOChaos has a percentage of calls")
             }
             guard !profileSeeded else {
@@ -168,7 +168,8 @@ public struct ChaosMeshExport: Sendable {
         }
         switch point {
         case .clock: return ("TimeChaos", try timeSpec(fault, target))
-        case .files: return ("IOChaos", try ioSpec(fault, target, percent: percent, options: options))
+        case .files, .stat:
+            return ("IOChaos", try ioSpec(fault, target, percent: percent, options: options, stat: point == .stat))
         case .connect: return ("NetworkChaos", try networkSpec(fault, target))
         case .dns:
             throw ExportRefusal(
@@ -178,7 +179,7 @@ public struct ChaosMeshExport: Sendable {
         default:
             throw ExportRefusal(
                 reason:
-                    "Chaos Mesh has no kind for \(point.pointName); the export covers system.clock offsets, system.files errnos and latencies, and system.connect latencies"
+                    "Chaos Mesh has no kind for \(point.pointName); the export covers system.clock offsets, system.files errnos and latencies, system.stat attributes, and system.connect latencies"
             )
         }
     }
@@ -250,8 +251,9 @@ public struct ChaosMeshExport: Sendable {
         }
     }
 
+    /// IOChaos for a files entry, or for a stat entry (`stat`: Chaos Mesh's `getattr`).
     private static func ioSpec(
-        _ fault: Tree, _ target: SystemTarget.Selection?, percent: Int?, options: Options
+        _ fault: Tree, _ target: SystemTarget.Selection?, percent: Int?, options: Options, stat: Bool
     ) throws(ExportRefusal) -> [String: ProfileValue] {
         guard let volume = options.volumePath else {
             throw ExportRefusal(reason: "IOChaos needs the mount point of the volume it acts on: give --volume-path")
@@ -286,10 +288,26 @@ public struct ChaosMeshExport: Sendable {
             spec["mistake"] = .object([
                 "filling": .string(with.rawValue), "maxOccurrences": .number(1), "maxLength": .number(1),
             ])
+        case .leaf(.constant(.attributes(let attributes))):
+            spec["action"] = .string("attrOverride")
+            var attr: [String: ProfileValue] = [:]
+            if let size = attributes.size { attr["size"] = .number(Double(size)) }
+            if let modified = attributes.modifiedNanosecondsSince1970 {
+                let (seconds, rest) = modified.quotientAndRemainder(dividingBy: 1_000_000_000)
+                let negative = rest < 0
+                attr["mtime"] = .object([
+                    "sec": .number(Double(negative ? seconds - 1 : seconds)),
+                    "nsec": .number(Double(negative ? rest + 1_000_000_000 : rest)),
+                ])
+            }
+            if let permissions = attributes.permissions { attr["perm"] = .number(Double(permissions)) }
+            if let links = attributes.links { attr["nlink"] = .number(Double(links)) }
+            spec["attr"] = .object(attr)
         case .leaf(.constant(let outcome)):
             throw ExportRefusal(
                 reason:
-                    "\(outcome): IOChaos fails calls with an errno, delays them or corrupts their bytes, nothing else")
+                    "\(outcome): IOChaos fails calls with an errno, delays them, corrupts their bytes or overrides attributes, nothing else"
+            )
         default:
             throw unsupported(fault, "IOChaos")
         }
@@ -302,7 +320,9 @@ public struct ChaosMeshExport: Sendable {
             // as a glob in the profile (`/data/db.sqlite*`), which passes through unchanged.
             spec["path"] = .string(path.contains("*") || path.contains("?") ? path : path + "/**/*")
         }
-        if let operations = target?.operations, operations.count < FileOperationKind.allCases.count {
+        if stat, spec["action"] != .string("attrOverride") {
+            spec["methods"] = .array([.string("getattr")])
+        } else if let operations = target?.operations, operations.count < FileOperationKind.allCases.count {
             let names = FileOperationKind.allCases.filter(operations.contains).flatMap(methods)
             spec["methods"] = .array(names.map(ProfileValue.string))
         }
