@@ -209,6 +209,61 @@ static int probe_paths(report *r, int argc, const char *const *argv) {
     return 0;
 }
 
+/// `key=SIZE,MODE,LINKS,MTIME` (mode: permission bits in octal) for a stat answer, or
+/// `key=-1/ERRNO`.
+static void attributes(report *r, const char *key, int result, int code, const struct stat *s) {
+    if (result != 0)
+        item(r, key, "-1/%s", errno_name(code));
+    else
+        item(r, key, "%lld,%o,%lu,%lld", (long long)s->st_size, (unsigned)(s->st_mode & 07777),
+             (unsigned long)s->st_nlink, (long long)s->st_mtim.tv_sec);
+}
+
+/// stat DIR: DIR/io/s ("abc", mode 644, modified at 1,000,000,000 s) through stat, lstat,
+/// fstat, fstatat and statx, then the sibling DIR/io2/s, made alike, through stat.
+static int probe_stat(report *r, int argc, const char *const *argv) {
+    if (argc != 1) return usage(r, "stat DIR");
+    char path[PATH_MAX], sibling[PATH_MAX];
+    joined(path, sizeof path, argv[0], "io/s");
+    joined(sibling, sizeof sibling, argv[0], "io2/s");
+    for (int i = 0; i < 2; i++) {
+        int fd = open(i ? sibling : path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "abc", 3) != 3) return usage(r, "stat DIR (with DIR/io and DIR/io2)");
+        fchmod(fd, 0644);
+        struct timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
+        futimens(fd, times);
+        close(fd);
+    }
+    struct stat s;
+    int result;
+    errno = 0;
+    result = stat(path, &s);
+    attributes(r, "stat", result, errno, &s);
+    result = lstat(path, &s);
+    attributes(r, "lstat", result, errno, &s);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    result = fd < 0 ? -1 : fstat(fd, &s);
+    attributes(r, "fstat", result, errno, &s);
+    if (fd >= 0) close(fd);
+    int directory = open(argv[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    result = fstatat(directory, "io/s", &s, 0);
+    attributes(r, "fstatat", result, errno, &s);
+    if (directory >= 0) close(directory);
+    struct statx x;
+    result = statx(AT_FDCWD, path, 0, STATX_BASIC_STATS, &x);
+    if (result == 0) {
+        memset(&s, 0, sizeof s);
+        s.st_size = (off_t)x.stx_size;
+        s.st_mode = x.stx_mode;
+        s.st_nlink = x.stx_nlink;
+        s.st_mtim.tv_sec = x.stx_mtime.tv_sec;
+    }
+    attributes(r, "statx", result, errno, &s);
+    result = stat(sibling, &s);
+    attributes(r, "sibling-stat", result, errno, &s);
+    return 0;
+}
+
 /// glob DIR: one byte written to each file that a pattern may or may not match.
 static int probe_glob(report *r, int argc, const char *const *argv) {
     if (argc != 1) return usage(r, "glob DIR");
@@ -876,6 +931,8 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
         status = probe_glob(&r, argc, argv);
     else if (strcmp(name, "descriptors") == 0)
         status = probe_descriptors(&r, argc, argv);
+    else if (strcmp(name, "stat") == 0)
+        status = probe_stat(&r, argc, argv);
     else if (strcmp(name, "stdio") == 0)
         status = probe_stdio(&r, argc, argv);
     else if (strcmp(name, "stdio-reads") == 0)
@@ -903,8 +960,9 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strncmp(name, "sqlite-", 7) == 0)
         status = probe_sqlite(&r, name, argc, argv);
     else
-        status = usage(&r, "files, paths, glob, descriptors, stdio, stdio-reads, names, writes, draws, script, getenv, "
-                           "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+        status = usage(
+            &r, "files, paths, glob, descriptors, stat, stdio, stdio-reads, names, writes, draws, script, getenv, "
+                "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
     errno = saved;
     return status;
 }

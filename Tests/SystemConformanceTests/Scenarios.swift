@@ -45,6 +45,25 @@ enum Scenarios {
                 "dirfd=-1/ENOSPC dirfd-dotdot=-1/ENOSPC dot-slashes=-1/ENOSPC up-and-in=-1/ENOSPC sibling=1 out-of-io=1 sibling-dirfd=1"
         ),
         Scenario(
+            name: "stat answers the attributes a stat entry names, by path and by descriptor, not the sibling's",
+            profile: #"""
+                {"entries": [{"point": "system.stat", "provider": {"item": "attributes", "parameters":
+                  {"path": "$DIR/io", "size": 42, "mode": "600", "nlink": 3, "mtime": "2001-02-03T04:05:06Z"}}}]}
+                """#,
+            probe: ["stat", "$DIR"],
+            expected: "stat=42,600,3,981173106 lstat=42,600,3,981173106 fstat=42,600,3,981173106 "
+                + "fstatat=42,600,3,981173106 statx=42,600,3,981173106 sibling-stat=3,644,1,1000000000"
+        ),
+        Scenario(
+            name: "a file a stat entry hides is not found by any stat call, and its sibling is",
+            profile: #"""
+                {"entries": [{"point": "system.stat", "provider": {"item": "enoent", "parameters": {"path": "$DIR/io"}}}]}
+                """#,
+            probe: ["stat", "$DIR"],
+            expected: "stat=-1/ENOENT lstat=-1/ENOENT fstat=-1/ENOENT fstatat=-1/ENOENT statx=-1/ENOENT "
+                + "sibling-stat=3,644,1,1000000000"
+        ),
+        Scenario(
             name: "a glob with ** and *",
             profile: files("enospc", #""path": "$DIR/io/**/*.log""#), probe: ["glob", "$DIR"],
             expected:
