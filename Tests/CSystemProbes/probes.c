@@ -264,6 +264,37 @@ static int probe_stat(report *r, int argc, const char *const *argv) {
     return 0;
 }
 
+/// `key=HEX` of `count` bytes, or `key=-1/ERRNO`.
+static void bytes_read(report *r, const char *key, long count, int code, const unsigned char *bytes) {
+    if (count < 0) {
+        item(r, key, "-1/%s", errno_name(code));
+        return;
+    }
+    char hex[2 * 64 + 1] = "";
+    for (long i = 0; i < count && i < 64; i++) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+    item(r, key, "%s", hex);
+}
+
+/// corrupt DIR: "abcdefgh" written to DIR/io/c and DIR/io2/c, each read back: what each
+/// read returned, in hex.
+static int probe_corrupt(report *r, int argc, const char *const *argv) {
+    if (argc != 1) return usage(r, "corrupt DIR");
+    static const char *const names[] = {"io/c", "io2/c"};
+    static const char *const keys[] = {"read", "sibling-read"};
+    for (int i = 0; i < 2; i++) {
+        char path[PATH_MAX];
+        joined(path, sizeof path, argv[0], names[i]);
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, "abcdefgh", 8) != 8) return usage(r, "corrupt DIR (with DIR/io and DIR/io2)");
+        unsigned char back[8];
+        errno = 0;
+        long count = (long)pread(fd, back, sizeof back, 0);
+        bytes_read(r, keys[i], count, errno, back);
+        close(fd);
+    }
+    return 0;
+}
+
 /// glob DIR: one byte written to each file that a pattern may or may not match.
 static int probe_glob(report *r, int argc, const char *const *argv) {
     if (argc != 1) return usage(r, "glob DIR");
@@ -933,6 +964,8 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
         status = probe_descriptors(&r, argc, argv);
     else if (strcmp(name, "stat") == 0)
         status = probe_stat(&r, argc, argv);
+    else if (strcmp(name, "corrupt") == 0)
+        status = probe_corrupt(&r, argc, argv);
     else if (strcmp(name, "stdio") == 0)
         status = probe_stdio(&r, argc, argv);
     else if (strcmp(name, "stdio-reads") == 0)
@@ -960,9 +993,9 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strncmp(name, "sqlite-", 7) == 0)
         status = probe_sqlite(&r, name, argc, argv);
     else
-        status = usage(
-            &r, "files, paths, glob, descriptors, stat, stdio, stdio-reads, names, writes, draws, script, getenv, "
-                "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+        status = usage(&r, "files, paths, glob, descriptors, stat, corrupt, stdio, stdio-reads, "
+                           "names, writes, draws, script, getenv, "
+                           "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
     errno = saved;
     return status;
 }

@@ -64,6 +64,19 @@ enum Scenarios {
                 + "sibling-stat=3,644,1,1000000000"
         ),
         Scenario(
+            name: "corrupt changes the bytes a read returns at its offset, not what the file holds nor the sibling's",
+            profile: files(
+                "corrupt", #""path": "$DIR/io", "operations": ["read"], "offset": 2, "bytes": 2, "with": "zero""#),
+            probe: ["corrupt", "$DIR"],
+            expected: "read=6162000065666768 sibling-read=6162636465666768"
+        ),
+        Scenario(
+            name: "corrupt changes the bytes a write stores, flipped",
+            profile: files("corrupt", #""path": "$DIR/io", "operations": ["write"], "offset": 0, "bytes": 1"#),
+            probe: ["corrupt", "$DIR"],
+            expected: "read=9e62636465666768 sibling-read=6162636465666768"
+        ),
+        Scenario(
             name: "a glob with ** and *",
             profile: files("enospc", #""path": "$DIR/io/**/*.log""#), probe: ["glob", "$DIR"],
             expected:
