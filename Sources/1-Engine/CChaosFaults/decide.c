@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
@@ -103,7 +104,17 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         if (!may_act(w) || !info || !info->transfers) return R_PASS;
         out->action = CHAOS_ACT_SHORT;
         out->max_bytes = node->max;
+        if (node->variation) {
+            // A slice of max ± variation bytes, drawn from the seed and the call's index.
+            uint64_t draw = chaos_rules_derive2(w->entry->seed, w->index, (uint64_t)(node - w->entry->nodes));
+            out->max_bytes += (int64_t)(draw % (uint64_t)(2 * node->variation + 1)) - node->variation;
+        }
         return R_ACT;
+    case CHAOS_NODE_PACE:
+    case CHAOS_NODE_LIMIT:
+    case CHAOS_NODE_STALL:
+        if (!info || !info->transfers) return R_PASS;
+        return cf_stream_decide(node, w->call, out, &w->delay) ? R_ACT : R_PASS;
     case CHAOS_NODE_OFFSET:
         out->action = CHAOS_ACT_OFFSET;
         out->clock_ns = node->ns;
@@ -227,6 +238,8 @@ static void reset(chaos_outcome *out) {
     out->corrupt_offset = 0;
     out->corrupt_seed = 0;
     out->attributes.set = 0;
+    out->stream.key = 0;
+    out->stream.end = CHAOS_STREAM_END_NONE;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -259,6 +272,9 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_POWER_LOSS:
     case CHAOS_NODE_CORRUPT:
     case CHAOS_NODE_ATTRIBUTES:
+    case CHAOS_NODE_PACE:
+    case CHAOS_NODE_LIMIT:
+    case CHAOS_NODE_STALL:
     case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY:
@@ -432,6 +448,7 @@ __attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int
                                                     int verdict) {
     reset(out);
     char path[4096];
+    struct sockaddr_storage address;
     int special = 0, family = 0, role = 0;
     int kind = chaos_fd_lookup(fd, path, sizeof path, &special, &family, &role);
     chaos_call call = {0};
@@ -461,6 +478,14 @@ __attribute__((noinline)) static int decide_fd_slow(int fd, int32_t file_fn, int
     } else if (kind == CHAOS_FD_SOCKET && sockets) {
         call.point = socket_point;
         call.fn = socket_fn;
+        call.port = -1;
+        if (atomic_load_explicit(&cf_stream_addresses, memory_order_acquire)) {
+            // `host=` and `port=` name the far end of a connection this process made, and the
+            // local end (the listening address) of one it accepted, as connect and accept do.
+            socklen_t length = sizeof address;
+            long got = syscall(role == CHAOS_ROLE_SERVER ? SYS_getsockname : SYS_getpeername, fd, &address, &length);
+            if (got == 0) chaos_call_describe_address(&call, &address, length);
+        }
         call.family = family;
         call.role = role;
     } else if (kind == CHAOS_FD_OTHER && files &&

@@ -23,6 +23,7 @@ _Atomic uint64_t cf_plan_generation;
 /// under install_lock before the plan is published.
 _Atomic uint32_t cf_path_selectors;
 _Atomic int cf_descriptor_selectors; // set while installing a plan, under install_lock
+_Atomic int cf_stream_addresses;     // set while installing a plan, under install_lock
 // Serializes installs (a spin lock: installs are rare and short).
 static _Atomic int install_lock;
 // Set by a delivery before it installs (atomics: read by install and decisions).
@@ -108,6 +109,20 @@ static uint32_t path_selector_ops(const chaos_plan *plan) {
     return ops;
 }
 
+/// Whether a send or recv case of `plan` names an address or a port.
+static int names_stream_addresses(const chaos_plan *plan) {
+    for (int32_t e = 0; plan && e < plan->count; e++) {
+        const cf_entry *entry = &plan->entries[e];
+        if (entry->point != CHAOS_POINT_SEND && entry->point != CHAOS_POINT_RECV) continue;
+        for (int32_t i = 0; i < entry->count; i++) {
+            const cf_node *node = &entry->nodes[i];
+            for (int32_t c = 0; node->kind == CHAOS_NODE_COMPOSITE && c < node->count; c++)
+                if (node->cases[c].has_address || node->cases[c].port >= 0) return 1;
+        }
+    }
+    return 0;
+}
+
 /// Whether a files case of `plan` names descriptors (`fd=`, `kind=`); marks each entry
 /// that has one.
 static int names_descriptors(chaos_plan *plan) {
@@ -167,6 +182,7 @@ int chaos_plan_install(chaos_plan *plan) {
     publish_fast_clock(plan);
     atomic_store(&cf_path_selectors, path_selector_ops(plan));
     atomic_store(&cf_descriptor_selectors, names_descriptors(plan));
+    atomic_store(&cf_stream_addresses, names_stream_addresses(plan));
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
                          1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT | 1u << CHAOS_POINT_STAT;
     cf_fd_tracking_set((points & fd_points) != 0);

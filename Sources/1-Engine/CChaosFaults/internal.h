@@ -51,6 +51,8 @@ typedef struct cf_node {
     int32_t corrupt_with;        ///< corrupt: CHAOS_CORRUPT_*
     int64_t corrupt_offset;      ///< corrupt: offset= (-1: drawn positions); its bytes= is `n`
     chaos_attributes attributes; ///< attributes: what stat answers instead
+    int32_t stream_end;          ///< limit, stall: CHAOS_STREAM_END_*; pace's rate= and limit's bytes= are `n`
+    int64_t variation;           ///< short: max= varies by up to this many bytes either way, drawn per call
     int64_t ret;
     int32_t err;
     int32_t has_err;
@@ -177,10 +179,18 @@ extern _Atomic uint32_t cf_path_selectors __attribute__((visibility("hidden")));
 /// Whether the active plan has a files case with `fd=` or `kind=`: then calls on descriptors
 /// that are no file (pipes, ttys) are decided too.
 extern _Atomic int cf_descriptor_selectors __attribute__((visibility("hidden")));
+/// Whether the active plan has a send or recv case with `host=` or `port=`: then calls on
+/// sockets are described with the address the case matches.
+extern _Atomic int cf_stream_addresses __attribute__((visibility("hidden")));
 extern const char *const cf_descriptor_kind_names[] __attribute__((visibility("hidden")));
 extern const uint32_t cf_descriptor_kind_bits[] __attribute__((visibility("hidden")));
 extern _Atomic(chaos_plan *) cf_active_plan __attribute__((visibility("hidden")));
 int64_t cf_now_realtime(void);
+
+// streams.c
+/// A stream node's decision (pace, limit, stall) for `call` on a socket: 1 when it acts (`out`
+/// filled, `*delay` grown by the wait it asks), 0 when the call passes.
+int cf_stream_decide(const cf_node *node, const chaos_call *call, chaos_outcome *out, int64_t *delay);
 
 // cases.c
 bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path, int special, bool *named);

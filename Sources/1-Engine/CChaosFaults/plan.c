@@ -204,7 +204,7 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     }
     static const char *const files_keys[] = {"path", "ops", "fd", "kind", NULL};
     static const char *const address_keys[] = {"host", "port", "family", NULL};
-    static const char *const stream_keys[] = {"family", "role", NULL};
+    static const char *const stream_keys[] = {"family", "role", "host", "port", NULL};
     static const char *const dns_keys[] = {"host", NULL};
     static const char *const getenv_keys[] = {"name", NULL};
     static const char *const clock_keys[] = {"clock", NULL};

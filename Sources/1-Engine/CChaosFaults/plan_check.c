@@ -32,6 +32,9 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;
     case CHAOS_NODE_ATTRIBUTES: return point == CHAOS_POINT_STAT;
+    case CHAOS_NODE_PACE:
+    case CHAOS_NODE_LIMIT:
+    case CHAOS_NODE_STALL: return point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_CORRUPT:
         return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_OFFSET:
@@ -48,7 +51,7 @@ static const char *kinds_for(int32_t point) {
     switch (point) {
     case CHAOS_POINT_FILES: return "fail, short, corrupt, delay or power-loss";
     case CHAOS_POINT_SEND:
-    case CHAOS_POINT_RECV: return "fail, short, corrupt or delay";
+    case CHAOS_POINT_RECV: return "fail, short, corrupt, delay, pace, limit or stall";
     case CHAOS_POINT_CONNECT:
     case CHAOS_POINT_ACCEPT:
     case CHAOS_POINT_DNS: return "fail or delay";

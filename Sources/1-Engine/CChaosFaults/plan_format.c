@@ -119,6 +119,16 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             }
             case CHAOS_NODE_SHORT:
                 if (node->max) put(&w, " max=%lld", (long long)node->max);
+                if (node->variation) put(&w, " variation=%lld", (long long)node->variation);
+                break;
+            case CHAOS_NODE_PACE: put(&w, " rate=%llu", (unsigned long long)node->n); break;
+            case CHAOS_NODE_LIMIT:
+            case CHAOS_NODE_STALL:
+                if (node->kind == CHAOS_NODE_LIMIT)
+                    put(&w, " bytes=%llu", (unsigned long long)node->n);
+                else
+                    put(&w, " for=%lld", (long long)node->ns);
+                put(&w, " then=%s", node->stream_end == CHAOS_STREAM_END_CLOSE ? "close" : "reset");
                 break;
             case CHAOS_NODE_OFFSET: put(&w, " by=%lld", (long long)node->ns); break;
             case CHAOS_NODE_FROZEN: put(&w, " at=%lld", (long long)node->ns); break;

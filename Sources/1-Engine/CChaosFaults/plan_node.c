@@ -64,7 +64,7 @@ static cf_node *add_node(parser *p, builder *b, line_tokens *t) {
 /// The keys each node kind takes, by CHAOS_NODE_* (constant).
 static const char *const no_keys[] = {NULL};
 static const char *const fail_keys[] = {"errno", "ret", NULL};
-static const char *const short_keys[] = {"max", NULL};
+static const char *const short_keys[] = {"max", "variation", NULL};
 static const char *const by_keys[] = {"by", NULL};
 static const char *const at_keys[] = {"at", NULL};
 static const char *const speed_keys[] = {"factor", "anchor", NULL};
@@ -80,12 +80,15 @@ static const char *const calls_keys[] = {"calls", "child", NULL};
 static const char *const power_loss_keys[] = {"torn", NULL};
 static const char *const corrupt_keys[] = {"bytes", "offset", "with", NULL};
 static const char *const attributes_keys[] = {"size", "mtime", "mode", "nlink", NULL};
+static const char *const pace_keys[] = {"rate", NULL};
+static const char *const limit_keys[] = {"bytes", "then", NULL};
+static const char *const stall_keys[] = {"for", "then", NULL};
 static const char *const *const node_keys[] = {
-    no_keys,  no_keys,      fail_keys,       short_keys,      by_keys,          at_keys,         speed_keys,
-    set_keys, no_keys,      sequential_keys, composite_keys,  probability_keys, times_keys,      delay_keys,
-    ask_keys, virtual_keys, calls_keys,      power_loss_keys, corrupt_keys,     attributes_keys,
+    no_keys,    no_keys,         fail_keys,      short_keys,       by_keys,    at_keys,    speed_keys, set_keys,
+    no_keys,    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys,   virtual_keys,
+    calls_keys, power_loss_keys, corrupt_keys,   attributes_keys,  pace_keys,  limit_keys, stall_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_ATTRIBUTES + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_STALL + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -99,6 +102,7 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
     for (const char *const *k = node_keys[kind]; *k; k++) {
         bool optional = strcmp(*k, "ret") == 0 || strcmp(*k, "errno") == 0 || strcmp(*k, "max") == 0 ||
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
+                        strcmp(*k, "variation") == 0 || strcmp(*k, "then") == 0 ||
                         (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0)) ||
                         strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT || kind == CHAOS_NODE_ATTRIBUTES;
         if (!optional && !plan_find(t, 3, *k)) {
@@ -151,7 +155,58 @@ static bool read_short(parser *p, line_tokens *t, cf_node *node) {
         }
         node->max = (int64_t)max;
     }
+    if ((k = plan_find(t, 3, "variation"))) {
+        uint64_t variation;
+        if (!node->max || !plan_u64(k->value, &variation) || variation >= (uint64_t)node->max) {
+            plan_fail(p, k->value_column,
+                      "variation is how many bytes max= varies by either way, less than max= (which it needs)");
+            return false;
+        }
+        node->variation = (int64_t)variation;
+    }
     return true;
+}
+
+/// `then=reset|close` of a limit or stall node (default reset).
+static bool read_stream_end(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "then");
+    node->stream_end = CHAOS_STREAM_END_RESET;
+    if (!k || strcmp(k->value, "reset") == 0) return true;
+    if (strcmp(k->value, "close") == 0) {
+        node->stream_end = CHAOS_STREAM_END_CLOSE;
+        return true;
+    }
+    plan_fail(p, k->value_column,
+              "then is reset (the call fails with ECONNRESET) or close (a receive reads the end, a send fails "
+              "with EPIPE)");
+    return false;
+}
+
+static bool read_pace(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "rate");
+    if (!plan_u64(k->value, &node->n) || node->n < 1 || node->n > (1ull << 40)) {
+        plan_fail(p, k->value_column, "rate is bytes a second, from 1 to 2^40");
+        return false;
+    }
+    return true;
+}
+
+static bool read_limit(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "bytes");
+    if (!plan_u64(k->value, &node->n) || node->n > (uint64_t)INT64_MAX) {
+        plan_fail(p, k->value_column, "bytes is how many bytes move before the connection ends, 0 or more");
+        return false;
+    }
+    return read_stream_end(p, t, node);
+}
+
+static bool read_stall(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "for");
+    if (!plan_duration(k->value, &node->ns) || node->ns < 0 || node->ns > 86400000000000LL) {
+        plan_fail(p, k->value_column, "for is how long data stops before the connection ends, 0 to 1d, e.g. 5s");
+        return false;
+    }
+    return read_stream_end(p, t, node);
 }
 
 static bool read_offset(parser *p, line_tokens *t, cf_node *node) {
@@ -465,6 +520,9 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_POWER_LOSS] = read_power_loss,
     [CHAOS_NODE_CORRUPT] = read_corrupt,
     [CHAOS_NODE_ATTRIBUTES] = read_attributes,
+    [CHAOS_NODE_PACE] = read_pace,
+    [CHAOS_NODE_LIMIT] = read_limit,
+    [CHAOS_NODE_STALL] = read_stall,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

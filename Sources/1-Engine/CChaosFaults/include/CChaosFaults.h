@@ -209,6 +209,9 @@ typedef enum chaos_node_kind {
                                 ///< per call, at `offset=K` or seeded positions, `with=flip|zero|random`)
     CHAOS_NODE_ATTRIBUTES = 19, ///< "attributes": stat answers `size=`, `mtime=` (ns since 1970), `mode=` (octal
                                 ///< permission bits), `nlink=` instead of the file's own (chaos_outcome_attributes)
+    CHAOS_NODE_PACE = 20,       ///< "pace": send/recv move at most `rate=` bytes a second per connection
+    CHAOS_NODE_LIMIT = 21,      ///< "limit": after `bytes=` in its direction the connection ends (`then=reset|close`)
+    CHAOS_NODE_STALL = 22,      ///< "stall": data stops for `for=`, then the connection ends (`then=reset|close`)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -366,14 +369,9 @@ typedef struct chaos_call {
                              ///< with `fd` the program's number and `path` NULL for one that is no file
 } chaos_call;
 
-/// What a stat answer says instead of the file's own attributes: the fields `set` names.
-typedef struct chaos_attributes {
-    uint32_t set;     ///< CHAOS_ATTRIBUTE_* bits
-    uint32_t mode;    ///< permission bits (07777); the file type stays the file's
-    int64_t size;     ///< bytes
-    int64_t mtime_ns; ///< modification time, ns since 1970
-    uint64_t nlink;   ///< hard links
-} chaos_attributes;
+#include "chaos_streams.h"
+
+#include "chaos_attributes.h"
 
 /// What to do with a call.
 typedef struct chaos_outcome {
@@ -396,13 +394,11 @@ typedef struct chaos_outcome {
     int64_t corrupt_offset;      ///< CORRUPT: where in the transfer they start (-1: positions drawn)
     uint64_t corrupt_seed;       ///< CORRUPT: the draws of this call (positions, random bytes)
     chaos_attributes attributes; ///< ATTRIBUTES: what the answer says instead
+    chaos_stream_note stream;    ///< pace, limit, stall: what the delivery reports or ends (key 0: nothing)
 } chaos_outcome;
 
 /// What a corrupted byte becomes.
 enum { CHAOS_CORRUPT_FLIP = 0, CHAOS_CORRUPT_ZERO = 1, CHAOS_CORRUPT_RANDOM = 2 };
-
-/// The fields an `attributes` node names (chaos_attributes.set).
-enum { CHAOS_ATTRIBUTE_SIZE = 1, CHAOS_ATTRIBUTE_MTIME = 2, CHAOS_ATTRIBUTE_MODE = 4, CHAOS_ATTRIBUTE_NLINK = 8 };
 
 /// Decides `call` against the active plan: tries the point's entries in plan order; the
 /// first whose tree ends in something other than `pass` decides. Returns 1 when the

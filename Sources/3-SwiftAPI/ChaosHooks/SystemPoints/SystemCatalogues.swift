@@ -123,7 +123,7 @@ enum SystemCatalogues {
                 short("short", "sends take fewer bytes than given", point),
                 corrupt("sends carry some bytes changed", point),
                 latency(point),
-            ]
+            ] + streamItems(point)
         case .recv:
             return [
                 failure("reset", "the connection is reset (ECONNRESET)", ECONNRESET, point),
@@ -131,7 +131,7 @@ enum SystemCatalogues {
                 short("short", "receives return fewer bytes than asked", point),
                 corrupt("receives return some bytes changed", point),
                 latency(point),
-            ]
+            ] + streamItems(point)
         case .dns:
             return [
                 CatalogueItem(
@@ -348,6 +348,70 @@ enum SystemCatalogues {
         }
     }
 
+    /// toxiproxy's stream toxics, per connection, in the direction of `point`.
+    private static func streamItems(_ point: SystemPointKind) -> [CatalogueItem<SystemProvider>] {
+        let direction = point == .send ? "sent" : "received"
+        let end = CatalogueParameter.string(
+            "then",
+            "how the connection ends: close (a receive reads the end of the stream, a send fails with EPIPE) or reset (ECONNRESET)",
+            default: "close")
+        return [
+            CatalogueItem(
+                "bandwidth", "each connection moves at most this many bytes a second \(point == .send ? "out" : "in")",
+                parameters: [.integer("rate", "bytes a second", range: 1...(1 << 40))] + targetParameters(point)
+            ) { parameters in
+                try targeted(point, parameters, .constant(.pace(bytesPerSecond: try parameters.int("rate"))))
+            },
+            CatalogueItem(
+                "slicer", "each call moves a slice of the bytes, after a wait: data arrives in small pieces",
+                parameters: [
+                    .integer("size", "bytes a slice holds on average", range: 1...Int(Int32.max)),
+                    .integer(
+                        "variation", "how many bytes a slice may hold more or fewer, drawn from the seed", default: 0,
+                        range: 0...Int(Int32.max)),
+                    .duration("delay", "the wait before each slice", default: .milliseconds(10)),
+                ] + targetParameters(point)
+            ) { parameters in
+                let size = try parameters.int("size")
+                let variation = try parameters.int("variation")
+                guard variation < size else {
+                    throw parameters.invalid(
+                        "variation \(variation) must be less than size \(size)", parameter: "variation")
+                }
+                let slice = SystemProvider.constant(.slice(bytes: size, variation: variation))
+                let wait = try delay(parameters, "delay")
+                return try targeted(point, parameters, wait == .zero ? slice : slice.delayed(by: wait))
+            },
+            CatalogueItem(
+                "limit-data", "after this many bytes \(direction) on a connection, the connection ends",
+                parameters: [.integer("bytes", "bytes \(direction) before it ends", range: 0...Int.max), end]
+                    + targetParameters(point)
+            ) { parameters in
+                try targeted(
+                    point, parameters,
+                    .constant(.limit(bytes: try parameters.int("bytes"), then: try streamEnd(parameters))))
+            },
+            CatalogueItem(
+                "stall", "data stops; after a while the connection ends (toxiproxy's timeout)",
+                parameters: [.duration("for", "how long data stops before the connection ends"), end]
+                    + targetParameters(point)
+            ) { parameters in
+                try targeted(
+                    point, parameters, .constant(.stall(try delay(parameters, "for"), then: try streamEnd(parameters))))
+            },
+        ]
+    }
+
+    private static func streamEnd(_ parameters: ProfileParameters) throws(ChaosError) -> StreamEnd {
+        let text = try parameters.string("then")
+        guard let end = StreamEnd(rawValue: text) else {
+            throw parameters.invalid(
+                "'\(text.prefix(40))' is not close or reset\(Suggestions.hint(for: text, in: StreamEnd.allCases.map(\.rawValue)))",
+                parameter: "then")
+        }
+        return end
+    }
+
     /// `corrupt`: bytes of each call changed, from the seed.
     private static func corrupt(
         _ summary: String, _ point: SystemPointKind, operations: [FileOperationKind]? = nil
@@ -467,6 +531,14 @@ enum SystemCatalogues {
             return [
                 .strings("families", "socket families: inet, inet6, unix, other (inet and inet6 when not given)"),
                 .strings("roles", "which sockets: client (connected here), server (accepted here), other"),
+                .string(
+                    "host",
+                    "the address or CIDR block at the far end of a connection made here, or the listening address of one accepted here",
+                    optional: true),
+                .integer(
+                    "port",
+                    "the port at the far end of a connection made here, or the listening port of one accepted here",
+                    range: 0...65535, optional: true),
             ]
         case .dns:
             return [
@@ -520,8 +592,10 @@ enum SystemCatalogues {
         case .send, .recv:
             let families = try choices(parameters, "families", SocketFamily.self)
             let roles = try choices(parameters, "roles", SocketRole.self)
-            return try located("families") { () throws(ChaosError) in
-                try .sockets(point, families: families, roles: roles)
+            let host = parameters.has("host") ? try parameters.string("host") : nil
+            let port = parameters.has("port") ? try parameters.int("port") : nil
+            return try located(host != nil ? "host" : "families") { () throws(ChaosError) in
+                try .sockets(point, families: families, roles: roles, host: host, port: port)
             }
         case .dns:
             guard parameters.has("host") else { return nil }

@@ -63,6 +63,18 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// a size, a modification time, permission bits, a link count. The fields it does not
     /// name stay the file's, and a named time wins over a clock entry's shift of file times.
     case attributes(FileAttributes)
+    /// Each connection moves at most this many bytes a second in the point's direction
+    /// (`system.send`, `system.recv`): calls move a hundredth of a second's bytes at a time,
+    /// after waiting for their turn.
+    case pace(bytesPerSecond: Int)
+    /// Each call moves at most `bytes` ± `variation` bytes (drawn from the seed): a slice.
+    case slice(bytes: Int, variation: Int)
+    /// Once a connection has moved `bytes` in the point's direction, it ends: `then` says
+    /// how. The call that reaches the limit moves only the bytes up to it.
+    case limit(bytes: Int, then: StreamEnd)
+    /// Data stops: each call on the connection waits until `duration` after the first one
+    /// did, then the connection ends as `then` says.
+    case stall(Duration, then: StreamEnd)
 
     /// Time runs `factor` times as fast from now on.
     public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
@@ -100,6 +112,10 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .unset: "unset"
         case .powerLoss(let torn): torn ? "power-loss(torn)" : "power-loss"
         case .attributes(let attributes): "attributes(\(attributes))"
+        case .pace(let rate): "bandwidth(\(rate) B/s)"
+        case .slice(let bytes, let variation): "slice(\(bytes)\(variation > 0 ? " ± \(variation)" : "") bytes)"
+        case .limit(let bytes, let end): "limit(\(bytes) bytes, then \(end.rawValue))"
+        case .stall(let duration, let end): "stall(\(DurationText.format(duration)), then \(end.rawValue))"
         }
     }
 
@@ -170,6 +186,19 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .attributes(let attributes):
             guard point == .stat else { return "only system.stat answers attributes" }
             return attributes.problem
+        case .pace(let rate):
+            guard point == .send || point == .recv else { return "only system.send and system.recv have a bandwidth" }
+            return (1...(1 << 40)).contains(rate) ? nil : "a bandwidth of \(rate) bytes a second is outside 1…2^40"
+        case .slice(let bytes, let variation):
+            guard point == .send || point == .recv else { return "only system.send and system.recv slice their bytes" }
+            if bytes < 1 { return "a slice of \(bytes) bytes moves nothing; give 1 or more" }
+            return (0..<bytes).contains(variation) ? nil : "a slice's variation \(variation) must be 0 up to its size"
+        case .limit(let bytes, _):
+            guard point == .send || point == .recv else { return "only system.send and system.recv limit a connection" }
+            return bytes >= 0 ? nil : "a limit of \(bytes) bytes is below zero"
+        case .stall(let duration, _):
+            guard point == .send || point == .recv else { return "only system.send and system.recv stall a connection" }
+            return duration >= .zero && duration <= .seconds(86400) ? nil : "a stall lasts 0 to 1 day"
         }
     }
 }
@@ -229,6 +258,22 @@ public struct FileAttributes: Sendable, Hashable, CustomStringConvertible {
         if let permissions { words.append("mode=" + String(permissions, radix: 8)) }
         if let links { words.append("nlink=\(links)") }
         return words.joined(separator: " ")
+    }
+}
+
+/// How a connection ends under `limit-data` and `stall`.
+public enum StreamEnd: String, Sendable, Hashable, CaseIterable {
+    /// Closed: a receive reads the end of the stream, a send fails with EPIPE.
+    case close
+    /// Reset: calls fail with ECONNRESET.
+    case reset
+
+    /// CHAOS_STREAM_END_* of the engine.
+    var engineValue: Int32 {
+        switch self {
+        case .close: Int32(CHAOS_STREAM_END_CLOSE)
+        case .reset: Int32(CHAOS_STREAM_END_RESET)
+        }
     }
 }
 

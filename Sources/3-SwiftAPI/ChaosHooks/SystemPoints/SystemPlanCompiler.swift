@@ -232,6 +232,12 @@ struct SystemPlanCompiler {
             case .unset: return PlanNodeKind.unset.rawValue
             case .powerLoss(let torn): return PlanNodeKind.powerLoss.rawValue + (torn ? " torn=yes" : "")
             case .attributes(let attributes): return attributes.planWords
+            case .pace(let rate): return "\(PlanNodeKind.pace) rate=\(rate)"
+            case .slice(let bytes, let variation):
+                return "\(PlanNodeKind.short) max=\(bytes)" + (variation > 0 ? " variation=\(variation)" : "")
+            case .limit(let bytes, let end): return "\(PlanNodeKind.limit) bytes=\(bytes) then=\(end.rawValue)"
+            case .stall(let duration, let end):
+                return "\(PlanNodeKind.stall) for=\(duration.wholeNanosecondsForPlan) then=\(end.rawValue)"
             }
         }
     }

@@ -447,6 +447,29 @@ enum SystemOutcomeAnswer {
             }
             out.pointee.action = Int32(CHAOS_ACT_ATTRIBUTES.rawValue)
             out.pointee.attributes = engine
+        case .slice(let bytes, let variation):
+            // Answered by Swift, where no entry seed reaches: drawn in the order this process
+            // answers such calls.
+            let spread = UInt64(2 * variation + 1)
+            out.pointee.action = Int32(CHAOS_ACT_SHORT.rawValue)
+            out.pointee.max_bytes = Int64(bytes) + Int64(SystemAnswers.nextAnyErrnoDraw() % spread) - Int64(variation)
+        case .pace, .limit, .stall:
+            // The connection's state is the engine's: it decides as the plan's node would.
+            return call.withEngineCall { engineCall in
+                switch outcome {
+                case .pace(let rate):
+                    chaos_stream_answer(Int32(CHAOS_NODE_PACE.rawValue), UInt64(rate), 0, 0, &engineCall, out) != 0
+                case .limit(let bytes, let end):
+                    chaos_stream_answer(
+                        Int32(CHAOS_NODE_LIMIT.rawValue), UInt64(max(bytes, 0)), 0, end.engineValue, &engineCall, out)
+                        != 0
+                case .stall(let duration, let end):
+                    chaos_stream_answer(
+                        Int32(CHAOS_NODE_STALL.rawValue), 0, duration.wholeNanosecondsForPlan, end.engineValue,
+                        &engineCall, out) != 0
+                default: false
+                }
+            }
         }
         return true
     }

@@ -195,16 +195,19 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Sends or receives (`point`: `.send` or `.recv`) on sockets of `families` (IPv4 and
-    /// IPv6 when nil) and `roles` (any when nil).
+    /// IPv6 when nil) and `roles` (any when nil), connected with `host` (an address or CIDR
+    /// block) and `port`: the far end of a connection this process made, the local
+    /// (listening) end of one it accepted.
     public static func sockets(
-        _ point: SystemPointKind, families: Set<SocketFamily>? = nil, roles: Set<SocketRole>? = nil
+        _ point: SystemPointKind, families: Set<SocketFamily>? = nil, roles: Set<SocketRole>? = nil,
+        host: String? = nil, port: Int? = nil
     ) throws(ChaosError) -> SystemTarget {
         guard point == .send || point == .recv else {
             throw ChaosError(
                 .invalidProvider, subject: point.pointName,
                 "socket roles are for system.send and system.recv; use connections(to:) or accepted(on:)")
         }
-        var words = [try familyWord(families, point)]
+        var words = try addressWords(point, host: host, port: port, families: families)
         if let roles {
             guard !roles.isEmpty else {
                 throw ChaosError(
@@ -212,7 +215,9 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
             }
             words.append("role=" + SocketRole.allCases.filter(roles.contains).map(\.rawValue).joined(separator: ","))
         }
-        return SystemTarget(point, words, families: families ?? [.inet, .inet6], selection: Selection(roles: roles))
+        return SystemTarget(
+            point, words, families: families ?? [.inet, .inet6],
+            selection: Selection(host: host, port: port, roles: roles))
     }
 
     /// Name lookups of host names matching `pattern` (`*` and `?` wildcards, any case).
@@ -251,6 +256,15 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
     private static func addressed(_ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?)
         throws(ChaosError) -> SystemTarget
     {
+        SystemTarget(
+            point, try addressWords(point, host: host, port: port, families: families),
+            families: families ?? [.inet, .inet6], selection: Selection(host: host, port: port))
+    }
+
+    /// The `family=`, `host=` and `port=` words of a socket target.
+    private static func addressWords(
+        _ point: SystemPointKind, host: String?, port: Int?, families: Set<SocketFamily>?
+    ) throws(ChaosError) -> [String] {
         var words = [try familyWord(families, point)]
         if let host {
             guard AddressPattern.isValid(host) else {
@@ -267,8 +281,7 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
             }
             words.append("port=\(port)")
         }
-        return SystemTarget(
-            point, words, families: families ?? [.inet, .inet6], selection: Selection(host: host, port: port))
+        return words
     }
 
     private static func familyWord(_ families: Set<SocketFamily>?, _ point: SystemPointKind) throws(ChaosError)
