@@ -34,9 +34,11 @@ typedef struct walk {
     int64_t delay;
 } walk;
 
-/// Whether a files leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
+/// Whether a files or dir leaf may act: a special target (/dev, /proc, /sys, inherited 0–2)
 /// only when a path condition named it on the way.
-static bool may_act(const walk *w) { return w->entry->point != CHAOS_POINT_FILES || !w->special || w->named; }
+static bool may_act(const walk *w) {
+    return (w->entry->point != CHAOS_POINT_FILES && w->entry->point != CHAOS_POINT_DIR) || !w->special || w->named;
+}
 
 static uint64_t tick(walk *w, cf_node *node) {
     return w->peek ? atomic_load_explicit(cf_node_counter(node), memory_order_relaxed)
@@ -125,6 +127,14 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->corrupt_offset = node->corrupt_offset;
         out->corrupt_with = node->corrupt_with;
         out->corrupt_seed = chaos_rules_derive2(w->entry->seed, w->index, (uint64_t)(node - w->entry->nodes));
+        return R_ACT;
+    case CHAOS_NODE_OMIT:
+        // Entries are left out of what a read returns; opening the directory goes on.
+        if (!may_act(w) || w->call->fn != CHAOS_FN_READDIR) return R_PASS;
+        out->action = CHAOS_ACT_OMIT;
+        out->omit_name = node->value;
+        out->omit_every = node->value ? 0 : (int64_t)node->n;
+        out->corrupt_seed = w->entry->seed;
         return R_ACT;
     case CHAOS_NODE_POWER_LOSS:
         if (!may_act(w) || !info || !(cf_call_ops(w->call, info) & CF_CHANGE_OPS)) return R_PASS;
@@ -218,6 +228,8 @@ static void reset(chaos_outcome *out) {
     out->corrupt_bytes = 0;
     out->corrupt_offset = 0;
     out->corrupt_seed = 0;
+    out->omit_name = NULL;
+    out->omit_every = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -328,7 +340,12 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             descriptor_only = true;
         else
             return 0;
-    } else if (call->point == CHAOS_POINT_FILES && cf_special_path(path)) {
+    } else if (call->point == CHAOS_POINT_DIR && !path) {
+        // A directory read names its stream's descriptor: its path is the kernel's.
+        if (call->fd < 0 || cf_raw_readlink_fd(call->fd, buffer, sizeof buffer) <= 0 || buffer[0] != '/') return 0;
+        path = buffer;
+        special = cf_special_path(path);
+    } else if ((call->point == CHAOS_POINT_FILES || call->point == CHAOS_POINT_DIR) && cf_special_path(path)) {
         special = 1; // /dev, /proc, /sys: only cases whose path names them act
     }
     int result = 0;

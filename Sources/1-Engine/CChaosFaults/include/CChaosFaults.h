@@ -47,7 +47,9 @@ typedef enum chaos_point {
     CHAOS_POINT_DNS = 5,     ///< "dns": getaddrinfo, gethostbyname, gethostbyname2, gethostbyname_r
     CHAOS_POINT_GETENV = 6,  ///< "getenv": getenv, secure_getenv
     CHAOS_POINT_CLOCK = 7,   ///< "clock": realtime readings (and monotonic when opted in)
-    CHAOS_POINT_COUNT = 8
+    CHAOS_POINT_PROCESS = 8, ///< "process": fork, vfork, clone (never a thread), posix_spawn, system, popen
+    CHAOS_POINT_DIR = 9, ///< "dir": opendir/fdopendir, readdir/readdir64 (seccomp: openat of a directory, getdents64)
+    CHAOS_POINT_COUNT = 10
 } chaos_point;
 
 /// File operations (bits). An entry's `ops=` condition is a set of these; every
@@ -126,6 +128,8 @@ typedef enum chaos_node_kind {
                                 ///< last unsynced write of each file keeps a seeded prefix of its sectors)
     CHAOS_NODE_CORRUPT = 18,    ///< "corrupt": the bytes a read returns or a write stores are changed (`bytes=N`
                                 ///< per call, at `offset=K` or seeded positions, `with=flip|zero|random`)
+    CHAOS_NODE_OMIT = 19,       ///< "omit": a directory read leaves out the entries named `name=GLOB`, or one entry
+                                ///< in `every=N`, chosen by its name and the entry's seed ("." and ".." never)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -144,6 +148,7 @@ typedef enum chaos_action {
     CHAOS_ACT_VIRTUAL = 10,    ///< clock: report the virtual time (chaos_vt_reading_ns); sleeps wait for it
     CHAOS_ACT_POWER_LOSS = 11, ///< files: the call does not complete; power is lost (chaos_durability.h)
     CHAOS_ACT_CORRUPT = 12,    ///< the call moves its bytes changed: chaos_outcome_corrupt
+    CHAOS_ACT_OMIT = 13,       ///< dir: the read goes on, without the entries chaos_outcome_omits names
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -301,7 +306,9 @@ typedef struct chaos_outcome {
     int32_t corrupt_with;   ///< CORRUPT: CHAOS_CORRUPT_* (flip, zero, random)
     int64_t corrupt_bytes;  ///< CORRUPT: how many bytes of the call's transfer change (>= 1)
     int64_t corrupt_offset; ///< CORRUPT: where in the transfer they start (-1: positions drawn)
-    uint64_t corrupt_seed;  ///< CORRUPT: the draws of this call (positions, random bytes)
+    uint64_t corrupt_seed;  ///< CORRUPT: the draws of this call (positions, random bytes); OMIT: the entry's seed
+    const char *omit_name;  ///< OMIT: the glob of the names left out (NULL: by `omit_every`)
+    int64_t omit_every;     ///< OMIT: one name in this many is left out (0: by `omit_name`)
 } chaos_outcome;
 
 /// What a corrupted byte becomes.

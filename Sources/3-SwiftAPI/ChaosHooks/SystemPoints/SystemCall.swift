@@ -29,6 +29,11 @@ public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     case getenv = 6
     /// `system.clock`: realtime clock readings, file times and sleeps.
     case clock = 7
+    /// `system.process`: creating processes (`fork`, `vfork`, `clone`, `posix_spawn`,
+    /// `system`, `popen`); threads are never failed.
+    case process = 8
+    /// `system.dir`: opening and reading directories (`opendir`, `fdopendir`, `readdir`).
+    case dir = 9
 
     /// The profile name of the point, e.g. `"system.files"`.
     public var pointName: String { String(cString: chaos_fault_point_public_name(rawValue)) }
@@ -197,8 +202,8 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
 
     private static func hasDescriptor(_ kind: SystemPointKind) -> Bool {
         switch kind {
-        case .files, .connect, .accept, .send, .recv: true
-        case .dns, .getenv, .clock: false
+        case .files, .connect, .accept, .send, .recv, .dir: true
+        case .dns, .getenv, .clock, .process: false
         }
     }
 

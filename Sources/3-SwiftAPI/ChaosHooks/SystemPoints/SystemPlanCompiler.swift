@@ -231,6 +231,8 @@ struct SystemPlanCompiler {
             case .set(let value): return "\(PlanNodeKind.set) " + PlanText.word("value", value)
             case .unset: return PlanNodeKind.unset.rawValue
             case .powerLoss(let torn): return PlanNodeKind.powerLoss.rawValue + (torn ? " torn=yes" : "")
+            case .omit(.named(let pattern)): return "\(PlanNodeKind.omit) " + PlanText.word("name", pattern)
+            case .omit(.oneIn(let count)): return "\(PlanNodeKind.omit) every=\(count)"
             }
         }
     }
