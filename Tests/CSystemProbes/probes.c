@@ -13,6 +13,9 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -944,6 +947,87 @@ static int probe_script(report *r, int argc, const char *const *argv) {
     return 0;
 }
 
+// MARK: - Processes and directories
+
+static void *nothing(void *argument) { return argument; }
+
+/// process: a posix_spawn, a fork, a thread, system, popen and a last posix_spawn, each
+/// reported as it ended (a child that started ends at once).
+static int probe_process(report *r, int argc, const char *const *argv) {
+    (void)argv;
+    if (argc != 0) return usage(r, "process");
+    static char *const arguments[] = {"true", NULL};
+    extern char **environ;
+    for (int round = 0; round < 2; round++) {
+        pid_t pid = 0;
+        int status = posix_spawn(&pid, "/bin/true", NULL, NULL, arguments, environ);
+        if (status == 0) waitpid(pid, NULL, 0);
+        item(r, round ? "spawn-again" : "spawn", "%s", errno_name(status));
+        if (round) break;
+        errno = 0;
+        pid_t child = fork();
+        if (child == 0) _exit(0);
+        int code = errno;
+        if (child > 0) waitpid(child, NULL, 0);
+        outcome(r, "fork", child > 0 ? 1 : child, child < 0, code);
+        pthread_t thread;
+        int made = pthread_create(&thread, NULL, nothing, NULL);
+        if (made == 0) pthread_join(thread, NULL);
+        item(r, "thread", "%s", errno_name(made));
+        errno = 0;
+        int shell = system("exit 3");
+        code = errno;
+        item(r, "system", "%d/%s", WIFEXITED(shell) ? WEXITSTATUS(shell) : -1, errno_name(code));
+        errno = 0;
+        FILE *pipe = popen("true", "r");
+        code = errno;
+        if (pipe)
+            item(r, "popen", "ok/%d", WEXITSTATUS(pclose(pipe)));
+        else
+            item(r, "popen", "NULL/%s", errno_name(code));
+    }
+    return 0;
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/// `key=a,b,c` for the sorted names opendir and readdir list in `path` (without . and ..),
+/// `key=-1/ERRNO` for the call that failed.
+static void listing(report *r, const char *key, const char *path) {
+    errno = 0;
+    DIR *stream = opendir(path);
+    if (!stream) {
+        item(r, key, "-1/%s", errno_name(errno));
+        return;
+    }
+    char *names[64];
+    int count = 0;
+    struct dirent *entry;
+    errno = 0;
+    while (count < 64 && (entry = readdir(stream)))
+        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0) names[count++] = strdup(entry->d_name);
+    int code = errno;
+    closedir(stream);
+    qsort(names, (size_t)count, sizeof names[0], compare_names);
+    item(r, key, "%s", count ? "" : "-");
+    for (int i = 0; i < count; i++) {
+        put(r, "%s%s", i ? "," : "", names[i]);
+        free(names[i]);
+    }
+    if (code) put(r, "/%s", errno_name(code));
+}
+
+/// dirs DIR: the listings of DIR/io and of its sibling DIR/io2.
+static int probe_dirs(report *r, int argc, const char *const *argv) {
+    if (argc != 1) return usage(r, "dirs DIR");
+    char path[PATH_MAX];
+    listing(r, "io", joined(path, sizeof path, argv[0], "io"));
+    listing(r, "io2", joined(path, sizeof path, argv[0], "io2"));
+    return 0;
+}
+
 // MARK: - Dispatch
 
 int chaos_probe_run(const char *name, int argc, const char *const *argv, char *out, size_t capacity) {
@@ -990,12 +1074,17 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
         status = probe_dns(&r, argc, argv);
     else if (strcmp(name, "clock") == 0)
         status = probe_clock(&r, argc, argv);
+    else if (strcmp(name, "process") == 0)
+        status = probe_process(&r, argc, argv);
+    else if (strcmp(name, "dirs") == 0)
+        status = probe_dirs(&r, argc, argv);
     else if (strncmp(name, "sqlite-", 7) == 0)
         status = probe_sqlite(&r, name, argc, argv);
     else
-        status = usage(&r, "files, paths, glob, descriptors, stat, corrupt, stdio, stdio-reads, "
-                           "names, writes, draws, script, getenv, "
-                           "connect, connect-wait, dns, clock, sqlite-setup, sqlite-commit or sqlite-rows");
+        status =
+            usage(&r, "files, paths, glob, descriptors, stat, corrupt, stdio, stdio-reads, names, writes, draws, "
+                      "script, getenv, connect, connect-wait, dns, clock, process, dirs, sqlite-setup, sqlite-commit "
+                      "or sqlite-rows");
     errno = saved;
     return status;
 }

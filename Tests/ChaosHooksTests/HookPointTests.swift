@@ -37,8 +37,8 @@ private func rawSlotValue(_ slot: UnsafeMutablePointer<(@convention(c) (Int32, I
     UnsafeRawPointer(slot).load(as: UInt.self)
 }
 
-/// Applies `entries`, runs `body`, reverts.
-private func withApplied(_ entries: ProfileEntry..., seed: UInt64 = 7, body: () throws -> Void) throws {
+/// Applies `entries`, runs `body`, reverts (the system point suites share it).
+func withApplied(_ entries: ProfileEntry..., seed: UInt64 = 7, body: () throws -> Void) throws {
     let chaos = Chaos(seed: seed)
     try chaos.profile(entries).apply()
     defer { chaos.revertAll() }

@@ -414,7 +414,7 @@ import Testing
         )
         defer { for file in [point, item] { try? FileManager.default.removeItem(atPath: file) } }
         for (file, place, suggestion) in [
-            (point, "\(point):2:13 at $.entries[0].point", "did you mean 'system.files'?"),
+            (point, "\(point):2:13 at $.entries[0].point", "did you mean 'system.files'"),
             (item, "\(item):3:25 at $.entries[0].provider.item", "did you mean 'enospc'?"),
         ] {
             let app = try Self.chaos("validate", file)

@@ -37,6 +37,21 @@ struct SystemConformanceTests {
         try expectBoth(scenario)
     }
 
+    /// The process and directory scenarios: the same line from the preload library, the
+    /// seccomp supervisor and the in-process delivery.
+    /// One seed for all three, so that seeded choices agree.
+    @Test(arguments: Scenarios.everyDelivery)
+    func everyDeliveryAnswersAsExpected(_ scenario: Scenario) throws {
+        for delivery in ["preload", "seccomp"] {
+            let program = try Delivery.program(scenario, seed: 5, delivery: delivery)
+            #expect(program.status == 0 && program.errors.isEmpty, "chaos run --delivery \(delivery): \(program)")
+            #expect(program.line == scenario.expected, "the \(delivery) delivery answered otherwise")
+        }
+        #expect(
+            try Delivery.inProcess(scenario, seed: 5) == scenario.expected, "the in-process delivery answered otherwise"
+        )
+    }
+
     @Test func connectIsRefusedOnOnePortOfARealListenerAndNotOnTheOther() throws {
         let listeners = try Listeners(count: 2)
         let ports = ["PORT_REFUSED": "\(listeners.ports[0])", "PORT_OPEN": "\(listeners.ports[1])"]

@@ -15,7 +15,7 @@ import Glibc
     /// next to `folder`.
     private func chaosRun(
         _ profile: String, _ arguments: [String], folder: String, seed: UInt64? = nil, input: String? = nil,
-        environment: [String: String] = [:]
+        environment: [String: String] = [:], delivery: String? = nil
     ) throws -> Outcome {
         try Build.requirePreload()
         let file = folder + "-\(UUID().uuidString.prefix(8)).json"
@@ -24,6 +24,7 @@ import Glibc
         // --quiet: what the program printed is compared, not chaos run's report.
         var command = [Build.chaos, "run", "--quiet", "--profile", file]
         if let seed { command += ["--seed", String(seed)] }
+        if let delivery { command += ["--delivery", delivery] }
         return try Command.run(command + ["--"] + arguments, environment: environment, in: folder, input: input)
     }
 
@@ -148,6 +149,89 @@ import Glibc
             #expect(
                 (try? FileManager.default.attributesOfItem(atPath: folder + "/io/f")[.size] as? Int) == 0, "\(outcome)")
         }
+    }
+
+    /// The interpreter `python3` runs (a pyenv shim is a shell script, which would fork first).
+    private func realPython() throws -> String {
+        try #require(Command.run(["python3", "-c", "import sys; print(sys.executable)"]).lines.first)
+    }
+
+    @Test(.enabled(if: Needs.program("bash"), "bash is missing"), arguments: ["preload", "seccomp"])
+    func bashRetriesAForkThatFailsWithEAGAINAndGoesOn(delivery: String) throws {
+        let folder = try workspace("bash-fork", folders: [])
+        defer { remove(folder) }
+        let script = "/bin/true && echo one; /bin/true && echo two"
+        let plain = try chaosRun(
+            #"{"entries": [{"point": "system.files", "provider": {"item": "eio", "parameters": {"path": "/nowhere"}}}]}"#,
+            ["bash", "-c", script], folder: folder, delivery: delivery)
+        #expect(plain.output == "one\ntwo\n" && !plain.errors.contains("fork"), "without the entry: \(plain)")
+        let once = #"{"entries": [{"point": "system.process", "provider": {"item": "eagain", "times": 1}}]}"#
+        let outcome = try chaosRun(once, ["bash", "-c", script], folder: folder, delivery: delivery)
+        #expect(outcome.status == 0 && outcome.output == "one\ntwo\n", "\(delivery): \(outcome)")
+        #expect(outcome.errors.contains("fork: retry: Resource temporarily unavailable"), "\(delivery): \(outcome)")
+    }
+
+    @Test(.enabled(if: Needs.program("python3"), "python3 is missing"), arguments: ["preload", "seccomp"])
+    func pythonSeesBlockingIOErrorFromForkSubprocessAndPosixSpawn(delivery: String) throws {
+        let folder = try workspace("python-fork", folders: [])
+        defer { remove(folder) }
+        let program = """
+            import os, subprocess, threading
+            for name, start in [("fork", os.fork), ("subprocess", lambda: subprocess.run(["/bin/true"]).returncode),
+                                ("spawn", lambda: os.waitpid(os.posix_spawn("/bin/true", ["true"], os.environ), 0))]:
+                try:
+                    if start() == 0: os._exit(0)
+                    print(name, "ok")
+                except BlockingIOError:
+                    print(name, "BlockingIOError")
+            thread = threading.Thread(target=lambda: print("thread ok")); thread.start(); thread.join()
+            """
+        let profile = #"{"entries": [{"point": "system.process", "provider": "eagain"}]}"#
+        let python = try realPython()
+        let outcome = try chaosRun(profile, [python, "-c", program], folder: folder, delivery: delivery)
+        #expect(
+            outcome.lines == [
+                "fork BlockingIOError", "subprocess BlockingIOError", "spawn BlockingIOError", "thread ok",
+            ],
+            "\(delivery): \(outcome)")
+    }
+
+    @Test(
+        .enabled(
+            if: Needs.program("ls") && Needs.program("find") && Needs.program("python3"),
+            "ls, find or python3 is missing"),
+        arguments: ["preload", "seccomp"])
+    func lsFindAndPythonListingsLeaveEntriesOutAndFailOnAGoneDirectory(delivery: String) throws {
+        let folder = try workspace(
+            "listings", folders: ["io/sub", "io2"], files: ["io/a.txt", "io/b.tmp", "io/sub/c.tmp", "io2/d.tmp"])
+        defer { remove(folder) }
+        let python = try realPython()
+        let lister = """
+            import os, sys
+            for path in sys.argv[1:]:
+                try: print(" ".join(sorted(os.listdir(path))), "|", " ".join(sorted(e.name for e in os.scandir(path))))
+                except OSError as error: print(type(error).__name__, error.errno)
+            """
+        let omit =
+            #"{"entries": [{"point": "system.dir", "provider": {"item": "omit", "parameters": {"name": "*.tmp", "path": "io"}}}]}"#
+        let gone =
+            #"{"entries": [{"point": "system.dir", "provider": {"item": "enoent", "parameters": {"path": "io/sub"}}}]}"#
+        let ls = try chaosRun(omit, ["ls", "io", "io/sub", "io2"], folder: folder, delivery: delivery)
+        #expect(ls.output == "io:\na.txt\nsub\n\nio/sub:\n\nio2:\nd.tmp\n", "\(delivery): \(ls)")
+        let find = try chaosRun(omit, ["find", "io", "io2"], folder: folder, delivery: delivery)
+        #expect(find.lines.sorted() == ["io", "io/a.txt", "io/sub", "io2", "io2/d.tmp"], "\(delivery): \(find)")
+        let listed = try chaosRun(omit, [python, "-c", lister, "io", "io2"], folder: folder, delivery: delivery)
+        #expect(listed.lines == ["a.txt sub | a.txt sub", "d.tmp | d.tmp"], "\(delivery): \(listed)")
+        let failed = try chaosRun(gone, ["ls", "io/sub"], folder: folder, delivery: delivery)
+        #expect(failed.status != 0 && failed.errors.contains("No such file or directory"), "\(delivery): \(failed)")
+        let findGone = try chaosRun(gone, ["find", "io"], folder: folder, delivery: delivery)
+        #expect(findGone.lines.sorted() == ["io", "io/a.txt", "io/b.tmp", "io/sub"], "\(delivery): \(findGone)")
+        let pythonGone = try chaosRun(gone, [python, "-c", lister, "io/sub", "io"], folder: folder, delivery: delivery)
+        #expect(
+            pythonGone.lines == ["FileNotFoundError 2", "a.txt b.tmp sub | a.txt b.tmp sub"],
+            "\(delivery): \(pythonGone)")
+        // Without chaos every name is listed: the entries were the profile's.
+        #expect(try Command.run(["find", "io", "io2"], in: folder).lines.count == 7)
     }
 
     @Test func aMissingProgramExits127() throws {

@@ -228,6 +228,46 @@ enum Scenarios {
     ]
 
     /// `connect` refused on one port of real listeners, not on the other.
+    /// Scenarios the seccomp delivery carries too (system.process, system.dir): each runs under
+    /// the preload library, under the seccomp supervisor and in-process, with seed 5. The process probe
+    /// never forks this process: every scenario fails its fork.
+    static let everyDelivery: [Scenario] = [
+        Scenario(
+            name: "every process creation fails with EAGAIN, threads go on",
+            profile: #"{"entries": [{"point": "system.process", "provider": "eagain"}]}"#, probe: ["process"],
+            // glibc's popen reports ENOMEM whatever its spawn's error was.
+            expected:
+                "spawn=EAGAIN fork=-1/EAGAIN thread=0 system=127/EAGAIN popen=NULL/ENOMEM spawn-again=EAGAIN"
+        ),
+        Scenario(
+            name: "times 2: the first two process creations fail, the rest go on",
+            profile: #"{"entries": [{"point": "system.process", "provider": {"item": "eagain", "times": 2}}]}"#,
+            probe: ["process"],
+            expected: "spawn=EAGAIN fork=-1/EAGAIN thread=0 system=3/0 popen=ok/0 spawn-again=0"
+        ),
+        Scenario(
+            name: "omit *.tmp from the listings of io, not of io2",
+            profile:
+                #"{"entries": [{"point": "system.dir", "provider": {"item": "omit", "parameters": {"name": "*.tmp", "path": "$DIR/io"}}}]}"#,
+            probe: ["dirs", "$DIR"], expected: "io=a.txt,c.txt io2=a.txt,b.tmp,c.txt", files: listed
+        ),
+        Scenario(
+            name: "omit one name in two, chosen by the name from the seed",
+            profile:
+                #"{"entries": [{"point": "system.dir", "provider": {"item": "omit", "parameters": {"every": 2, "path": "$DIR/io"}}}]}"#,
+            probe: ["dirs", "$DIR"], expected: "io=a.txt io2=a.txt,b.tmp,c.txt", files: listed
+        ),
+        Scenario(
+            name: "io is gone (ENOENT) when opened, io2 is listed",
+            profile:
+                #"{"entries": [{"point": "system.dir", "provider": {"item": "enoent", "parameters": {"path": "$DIR/io"}}}]}"#,
+            probe: ["dirs", "$DIR"], expected: "io=-1/ENOENT io2=a.txt,b.tmp,c.txt", files: listed
+        ),
+    ]
+
+    /// The files the dirs probe lists.
+    private static let listed = ["io/a.txt", "io/b.tmp", "io/c.txt", "io2/a.txt", "io2/b.tmp", "io2/c.txt"]
+
     static let refusedOnOnePort = Scenario(
         name: "connect refused for one port of 127.0.0.1",
         profile:

@@ -195,10 +195,11 @@ struct Scenario: Sendable, CustomTestStringConvertible {
 
 /// The two ways a profile reaches a program's system calls.
 enum Delivery {
-    /// The probe program under `chaos run --profile` (and `--seed`), in `directory` (else a
-    /// fresh workspace).
+    /// The probe program under `chaos run --profile` (and `--seed`, `--delivery`), in
+    /// `directory` (else a fresh workspace).
     static func program(
-        _ scenario: Scenario, in directory: String? = nil, seed: UInt64? = nil, values: [String: String] = [:]
+        _ scenario: Scenario, in directory: String? = nil, seed: UInt64? = nil, values: [String: String] = [:],
+        delivery: String? = nil
     ) throws -> Outcome {
         try Build.requirePreload()
         let probe = try Build.probeProgram.get()
@@ -212,6 +213,7 @@ enum Delivery {
         // --quiet: what the program printed is compared, not chaos run's report.
         var arguments = [Build.chaos, "run", "--quiet", "--profile", profile]
         if let seed { arguments += ["--seed", String(seed)] }
+        if let delivery { arguments += ["--delivery", delivery] }
         arguments += ["--", probe] + scenario.probe.map { scenario.filled($0, values) }
         return try Command.run(arguments, environment: ScenarioEnvironment.variables)
     }

@@ -35,12 +35,15 @@ typedef struct walk {
     int64_t delay;
 } walk;
 
-/// Whether calls at `point` are aimed at files by path: files and stat.
+/// Whether calls at `point` are aimed at files by path or descriptor: files and stat.
 static inline bool on_paths(int32_t point) { return point == CHAOS_POINT_FILES || point == CHAOS_POINT_STAT; }
 
-/// Whether a files or stat leaf may act: a special target (/dev, /proc, /sys, inherited
+/// Whether calls at `point` can name /dev, /proc and /sys: files, stat and dir.
+static inline bool names_paths(int32_t point) { return on_paths(point) || point == CHAOS_POINT_DIR; }
+
+/// Whether a files, stat or dir leaf may act: a special target (/dev, /proc, /sys, inherited
 /// 0–2) only when a path condition named it on the way.
-static bool may_act(const walk *w) { return !on_paths(w->entry->point) || !w->special || w->named; }
+static bool may_act(const walk *w) { return !names_paths(w->entry->point) || !w->special || w->named; }
 
 static uint64_t tick(walk *w, cf_node *node) {
     return w->peek ? atomic_load_explicit(cf_node_counter(node), memory_order_relaxed)
@@ -145,6 +148,14 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
         out->corrupt_with = node->corrupt_with;
         out->corrupt_seed = chaos_rules_derive2(w->entry->seed, w->index, (uint64_t)(node - w->entry->nodes));
         return R_ACT;
+    case CHAOS_NODE_OMIT:
+        // Entries are left out of what a read returns; opening the directory goes on.
+        if (!may_act(w) || w->call->fn != CHAOS_FN_READDIR) return R_PASS;
+        out->action = CHAOS_ACT_OMIT;
+        out->omit_name = node->value;
+        out->omit_every = node->value ? 0 : (int64_t)node->n;
+        out->corrupt_seed = w->entry->seed;
+        return R_ACT;
     case CHAOS_NODE_POWER_LOSS:
         if (!may_act(w) || !info || !(cf_call_ops(w->call, info) & CF_CHANGE_OPS)) return R_PASS;
         out->action = CHAOS_ACT_POWER_LOSS;
@@ -240,6 +251,8 @@ static void reset(chaos_outcome *out) {
     out->attributes.set = 0;
     out->stream.key = 0;
     out->stream.end = CHAOS_STREAM_END_NONE;
+    out->omit_name = NULL;
+    out->omit_every = 0;
 }
 
 /// Whether a call reaches `entry` at all (family, monotonic and path prerequisites).
@@ -354,7 +367,12 @@ static int decide(const chaos_call *call, chaos_outcome *out, bool peek) {
             descriptor_only = true;
         else
             return 0;
-    } else if (on_paths(call->point) && cf_special_path(path)) {
+    } else if (call->point == CHAOS_POINT_DIR && !path) {
+        // A directory read names its stream's descriptor: its path is the kernel's.
+        if (call->fd < 0 || cf_raw_readlink_fd(call->fd, buffer, sizeof buffer) <= 0 || buffer[0] != '/') return 0;
+        path = buffer;
+        special = cf_special_path(path);
+    } else if (names_paths(call->point) && cf_special_path(path)) {
         special = 1; // /dev, /proc, /sys: only cases whose path names them act
     }
     int result = 0;

@@ -148,7 +148,8 @@ int chaos_plan_install(chaos_plan *plan) {
             for (int32_t i = 0; i < entry->count; i++) {
                 cf_node *node = &entry->nodes[i];
                 if (node->kind == CHAOS_NODE_SPEED && node->anchor_start) node->ns = anchor;
-                if (node->kind == CHAOS_NODE_SET && node->owned_value) node->value = cf_intern(node->owned_value);
+                if ((node->kind == CHAOS_NODE_SET || node->kind == CHAOS_NODE_OMIT) && node->owned_value)
+                    node->value = cf_intern(node->owned_value);
                 atomic_store(&node->counter, 0); // a shared counter is the tree's, not this install's
             }
         }

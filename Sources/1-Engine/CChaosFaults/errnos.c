@@ -24,6 +24,12 @@
     EAGAIN, EBADF, ECONNREFUSED, EFAULT, EINTR, EINVAL, ENOMEM, ENOTCONN, ENOTSOCK, ECONNRESET, ETIMEDOUT, \
         EHOSTUNREACH, ENETUNREACH
 
+// Creating a process: what fork, vfork, clone and posix_spawn share (clone's EPERM, ENOSPC
+// and the like are about its flags and namespaces, not about the system running short), so
+// that `errno=any` draws alike whichever of them a delivery sees.
+#define PROCESS_ERRNOS EAGAIN, ENOMEM
+#define GETDENTS_ERRNOS EBADF, EFAULT, EINVAL, ENOENT, ENOTDIR
+
 typedef struct fn_row {
     chaos_fn_info info;
     int32_t errnos[48];
@@ -135,6 +141,14 @@ static const fn_row table[CHAOS_FN_COUNT] = {
                             "__fxstatat (and their 64 forms)",
                             CHAOS_POINT_STAT, 0, EACCES, EBADF, EFAULT, EINVAL, ELOOP, ENAMETOOLONG, ENOENT, ENOMEM,
                             ENOTDIR, EOVERFLOW),
+    [CHAOS_FN_FORK] = POINT("fork", "fork", CHAOS_POINT_PROCESS, 0, PROCESS_ERRNOS),
+    [CHAOS_FN_VFORK] = POINT("vfork", "vfork", CHAOS_POINT_PROCESS, 0, PROCESS_ERRNOS),
+    [CHAOS_FN_CLONE] = POINT("clone", "clone clone3 (never with CLONE_THREAD)", CHAOS_POINT_PROCESS, 0, PROCESS_ERRNOS),
+    [CHAOS_FN_SPAWN] =
+        POINT("posix_spawn", "posix_spawn posix_spawnp system popen", CHAOS_POINT_PROCESS, 0, PROCESS_ERRNOS),
+    [CHAOS_FN_OPENDIR] = POINT("opendir", "opendir fdopendir (seccomp: openat with O_DIRECTORY)", CHAOS_POINT_DIR, 0,
+                               EACCES, EBADF, EMFILE, ENFILE, ENOENT, ENOMEM, ENOTDIR),
+    [CHAOS_FN_READDIR] = POINT("readdir", "readdir readdir64 getdents64", CHAOS_POINT_DIR, 0, GETDENTS_ERRNOS),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {

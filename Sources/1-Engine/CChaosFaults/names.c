@@ -14,14 +14,14 @@
 #include <netdb.h>
 
 // Indexed by CHAOS_POINT_*.
-const char *const cf_point_names[] = {"files", "connect", "accept", "send", "recv",
-                                      "dns",   "getenv",  "clock",  "stat", NULL};
+const char *const cf_point_names[] = {"files",  "connect", "accept", "send",    "recv", "dns",
+                                      "getenv", "clock",   "stat",   "process", "dir",  NULL};
 _Static_assert(sizeof cf_point_names / sizeof cf_point_names[0] == CHAOS_POINT_COUNT + 1, "one name per point");
 // What ChaosKit calls each point (an entry's seed derives from it, as in Swift); indexed
 // by CHAOS_POINT_*.
-const char *const cf_point_public_names[] = {
-    "system.files",       "system.connect", "system.accept", "system.send", "system.recv",
-    "system.getaddrinfo", "system.getenv",  "system.clock",  "system.stat", NULL};
+const char *const cf_point_public_names[] = {"system.files", "system.connect",     "system.accept", "system.send",
+                                             "system.recv",  "system.getaddrinfo", "system.getenv", "system.clock",
+                                             "system.stat",  "system.process",     "system.dir",    NULL};
 _Static_assert(sizeof cf_point_public_names / sizeof cf_point_public_names[0] == CHAOS_POINT_COUNT + 1,
                "one per point");
 
@@ -47,11 +47,11 @@ const uint32_t cf_clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTI
                                   CHAOS_CLOCKSRC_REALTIME_ALARM, CHAOS_CLOCKSRC_MONOTONIC};
 
 // Indexed by CHAOS_NODE_*.
-const char *const cf_kind_names[] = {"original", "pass",       "fail",  "short",      "offset",    "frozen",
-                                     "speed",    "set",        "unset", "sequential", "composite", "probability",
-                                     "times",    "delay",      "ask",   "virtual",    "at",        "power-loss",
-                                     "corrupt",  "attributes", "pace",  "limit",      "stall",     NULL};
-_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_STALL + 2, "one name per node kind");
+const char *const cf_kind_names[] = {
+    "original",   "pass",       "fail",        "short", "offset", "frozen", "speed",   "set", "unset",
+    "sequential", "composite",  "probability", "times", "delay",  "ask",    "virtual", "at",  "power-loss",
+    "corrupt",    "attributes", "pace",        "limit", "stall",  "omit",   NULL};
+_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_OMIT + 2, "one name per node kind");
 
 // Units are CChaosRules' (chaos_rules_units): plan text takes the ones a program writes
 // (no `µs`, no weeks), a person's text all of them. A plan number without a unit is ns.

@@ -3,6 +3,7 @@
 // ends and how far file times move. Stateless beyond the active plan and virtual time.
 #define _GNU_SOURCE
 #include <sys/stat.h>
+#include <string.h>
 #include <time.h>
 
 #include "CChaosFaults.h"
@@ -197,4 +198,38 @@ void chaos_outcome_attributes_statx(const chaos_outcome *o, struct statx *s) {
         s->stx_nlink = a->nlink > UINT32_MAX ? UINT32_MAX : (uint32_t)a->nlink;
         s->stx_mask |= STATX_NLINK;
     }
+}
+
+int chaos_outcome_omits(const chaos_outcome *o, const char *name) {
+    if (!o || o->action != CHAOS_ACT_OMIT || !name) return 0;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return 0; // a directory always has them
+    size_t length = strlen(name);
+    if (o->omit_name) return cf_glob_component(o->omit_name, strlen(o->omit_name), name, length, false);
+    if (o->omit_every < 1) return 0;
+    // By the name, not the call: an entry left out of one listing is left out of every one.
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < length; i++) hash = (hash ^ (unsigned char)name[i]) * 1099511628211ull;
+    return chaos_rules_derive2(o->corrupt_seed, hash, 0) % (uint64_t)o->omit_every == 0;
+}
+
+size_t chaos_outcome_omit_records(const chaos_outcome *o, void *records, size_t length) {
+    // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+    unsigned char *bytes = records, *kept_last = NULL;
+    size_t read = 0, written = 0;
+    while (read + 19 < length) {
+        uint16_t size;
+        memcpy(&size, bytes + read + 16, sizeof size);
+        if (size < 20 || read + size > length) break;
+        const char *name = (const char *)bytes + read + 19;
+        if (memchr(name, 0, size - 19) && chaos_outcome_omits(o, name)) {
+            // The kept record before it now leads past it (its d_off: where the next begins).
+            if (kept_last) memcpy(kept_last + 8, bytes + read + 8, 8);
+        } else {
+            if (written != read) memmove(bytes + written, bytes + read, size);
+            kept_last = bytes + written;
+            written += size;
+        }
+        read += size;
+    }
+    return written;
 }

@@ -60,7 +60,8 @@ int chaos_path_reached(int32_t fn, int dirfd, const char *path, char *out, size_
     // processes and descriptors.
     const chaos_fn_info *info = chaos_fault_fn_info(fn);
     uint32_t op = info ? info->op : UINT32_MAX;
-    if (atomic_load_explicit(&cf_path_selectors, memory_order_acquire) & op) {
+    // A directory is named as the kernel names it when it is read (its descriptor's link).
+    if (fn == CHAOS_FN_OPENDIR || (atomic_load_explicit(&cf_path_selectors, memory_order_acquire) & op)) {
         // Opens reach through a final link; rename, unlink, rmdir and mkdir act on the name.
         int follow = fn != CHAOS_FN_RENAME && fn != CHAOS_FN_UNLINK && fn != CHAOS_FN_RMDIR && fn != CHAOS_FN_MKDIR;
         int length = chaos_path_physical(dirfd, path, follow, out, capacity);

@@ -209,8 +209,10 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     static const char *const getenv_keys[] = {"name", NULL};
     static const char *const clock_keys[] = {"clock", NULL};
     static const char *const stat_keys[] = {"path", NULL};
-    const char *const *keys[] = {files_keys, address_keys, address_keys, stream_keys, stream_keys,
-                                 dns_keys,   getenv_keys,  clock_keys,   stat_keys};
+    static const char *const process_keys[] = {NULL};
+    static const char *const dir_keys[] = {"path", NULL};
+    const char *const *keys[] = {files_keys,  address_keys, address_keys, stream_keys,  stream_keys, dns_keys,
+                                 getenv_keys, clock_keys,   stat_keys,    process_keys, dir_keys};
     _Static_assert(sizeof keys / sizeof keys[0] == CHAOS_POINT_COUNT, "case keys for every point");
     char what[48];
     snprintf(what, sizeof what, "a case of a %s entry", cf_point_names[entry->point]);

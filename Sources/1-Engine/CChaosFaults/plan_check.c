@@ -28,6 +28,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_ASK:
     case CHAOS_NODE_AT: return true;
     case CHAOS_NODE_FAIL: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
+    case CHAOS_NODE_OMIT: return point == CHAOS_POINT_DIR;
     case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;
@@ -57,6 +58,8 @@ static const char *kinds_for(int32_t point) {
     case CHAOS_POINT_DNS: return "fail or delay";
     case CHAOS_POINT_GETENV: return "set or unset";
     case CHAOS_POINT_STAT: return "fail, delay or attributes";
+    case CHAOS_POINT_PROCESS: return "fail or delay";
+    case CHAOS_POINT_DIR: return "fail, omit or delay";
     default: return "offset, frozen, speed or virtual";
     }
 }

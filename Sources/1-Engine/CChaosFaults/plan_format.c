@@ -157,6 +157,12 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
             case CHAOS_NODE_POWER_LOSS:
                 if (node->torn) put(&w, " torn=yes");
                 break;
+            case CHAOS_NODE_OMIT:
+                if (node->value)
+                    put_string(&w, "name", node->value);
+                else
+                    put(&w, " every=%llu", (unsigned long long)node->n);
+                break;
             case CHAOS_NODE_VIRTUAL:
                 if (node->ns) put(&w, " at=%lld", (long long)node->ns);
                 if (node->anchor_start) put(&w, " flow=yes");

@@ -83,12 +83,13 @@ static const char *const attributes_keys[] = {"size", "mtime", "mode", "nlink", 
 static const char *const pace_keys[] = {"rate", NULL};
 static const char *const limit_keys[] = {"bytes", "then", NULL};
 static const char *const stall_keys[] = {"for", "then", NULL};
+static const char *const omit_keys[] = {"name", "every", NULL};
 static const char *const *const node_keys[] = {
     no_keys,    no_keys,         fail_keys,      short_keys,       by_keys,    at_keys,    speed_keys, set_keys,
     no_keys,    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys,   virtual_keys,
-    calls_keys, power_loss_keys, corrupt_keys,   attributes_keys,  pace_keys,  limit_keys, stall_keys,
+    calls_keys, power_loss_keys, corrupt_keys,   attributes_keys,  pace_keys,  limit_keys, stall_keys, omit_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_STALL + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_OMIT + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -104,7 +105,8 @@ static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
                         strcmp(*k, "anchor") == 0 || strcmp(*k, "salt") == 0 || strcmp(*k, "otherwise") == 0 ||
                         strcmp(*k, "variation") == 0 || strcmp(*k, "then") == 0 ||
                         (kind == CHAOS_NODE_VIRTUAL && (strcmp(*k, "at") == 0 || strcmp(*k, "flow") == 0)) ||
-                        strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT || kind == CHAOS_NODE_ATTRIBUTES;
+                        strcmp(*k, "torn") == 0 || kind == CHAOS_NODE_CORRUPT || kind == CHAOS_NODE_ATTRIBUTES ||
+                        kind == CHAOS_NODE_OMIT;
         if (!optional && !plan_find(t, 3, *k)) {
             plan_fail(p, 0, "%s needs %s=...", what, *k);
             return false;
@@ -331,6 +333,29 @@ static bool read_attributes(parser *p, line_tokens *t, cf_node *node) {
     return true;
 }
 
+/// `name=GLOB` (the names left out) or `every=N` (one name in N, by name and seed): one of them.
+static bool read_omit(parser *p, line_tokens *t, cf_node *node) {
+    token *name = plan_find(t, 3, "name"), *every = plan_find(t, 3, "every");
+    if (!name == !every) {
+        plan_fail(p, (name && every) ? every->column : 0,
+                  "an omit node takes name=<glob> (entries whose name matches, e.g. *.tmp) or every=<N> (one "
+                  "entry in N, chosen by its name from the seed), one of the two");
+        return false;
+    }
+    if (name) {
+        if (!name->value[0] || strchr(name->value, '/') || strlen(name->value) > 255) {
+            plan_fail(p, name->value_column, "name is a glob of entry names (*, ?), without '/', e.g. *.tmp");
+            return false;
+        }
+        node->owned_value = plan_take(name);
+        node->value = node->owned_value;
+    } else if (!plan_u64(every->value, &node->n) || node->n < 1 || node->n > 1000000) {
+        plan_fail(p, every->value_column, "every is a number from 1 (every entry) to 1000000");
+        return false;
+    }
+    return true;
+}
+
 static bool read_speed(parser *p, line_tokens *t, cf_node *node) {
     token *k;
     k = plan_find(t, 3, "factor");
@@ -523,6 +548,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_PACE] = read_pace,
     [CHAOS_NODE_LIMIT] = read_limit,
     [CHAOS_NODE_STALL] = read_stall,
+    [CHAOS_NODE_OMIT] = read_omit,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

@@ -36,8 +36,10 @@
 
 #include "CChaosFaults.h"
 #include "descriptors.h"
+#include "directories.h"
 #include "file_times.h"
 #include "power.h"
+#include "processes.h"
 #include "syscalls.h"
 #include "tracee.h"
 #include "reply.h"
@@ -177,6 +179,9 @@ static int describe(const struct seccomp_notif *n, const struct chaos_syscall *s
         chaos_call_describe_address(call, d->address, length);
         return 1;
     }
+    case CHAOS_SHAPE_SPAWN: return chaos_processes_describe(n, sc, call);
+    case CHAOS_SHAPE_DIR_OPEN:
+    case CHAOS_SHAPE_DIR_READ: return chaos_directories_describe(n, sc, call, d->path);
     default: return 0; // clocks are read, decided and answered by answer_clock
     }
     call->path = d->path;
@@ -360,6 +365,8 @@ static void act(int listener, const struct seccomp_notif *n, const chaos_outcome
         answer_short_copy(listener, n, o);
     else if (sc && chaos_syscall_stats(sc))
         chaos_file_times_answer(listener, n, sc, o); // its answer: times shifted, attributes named
+    else if (o->action == CHAOS_ACT_OMIT && n->data.nr == SYS_getdents64)
+        chaos_directories_omit(listener, n, o);
     else
         chaos_reply_go_on(listener, n->id);
 }
@@ -498,7 +505,9 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
 }
 
 void chaos_answer(int listener, const struct seccomp_notif *n) {
-    const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
+    const struct chaos_syscall *directory = chaos_directories_row(n);
+    const struct chaos_syscall *sc = directory ? directory : chaos_syscall_find(n->data.nr);
+    if (sc && sc->shape == CHAOS_SHAPE_SPAWN) chaos_descriptors_forget(); // then decided as any other call
     if (!sc) {
         chaos_reply_go_on(listener, n->id);
         return;

@@ -79,9 +79,9 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
                 "the program answers it inside its own C library, where only the preload library reaches (constant "
                 "set/unset answers do reach: chaos run puts them in the environment)";
         else if (point != CHAOS_POINT_FILES && point != CHAOS_POINT_CONNECT && point != CHAOS_POINT_CLOCK &&
-                 point != CHAOS_POINT_STAT)
-            reason = "the seccomp delivery carries files, connect, clock and stat entries; socket reads, writes and "
-                     "accepts are the preload library's";
+                 point != CHAOS_POINT_STAT && point != CHAOS_POINT_PROCESS && point != CHAOS_POINT_DIR)
+            reason = "the seccomp delivery carries files, connect, clock, stat, process and dir entries; socket "
+                     "reads, writes and accepts are the preload library's";
         else if (chaos_plan_entry_has_kind(plan, e, CHAOS_NODE_ASK))
             reason = "an ask node needs an answerer inside the program";
         else if (point == CHAOS_POINT_FILES && (chaos_plan_entry_ops(plan, e) & CHAOS_OP_CLOSE) &&

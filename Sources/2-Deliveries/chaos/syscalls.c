@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "syscalls.h"
 
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
@@ -250,6 +251,15 @@ static const struct chaos_syscall table[] = {
      .op = CHAOS_OP_ALL_FILES,
      .shape = CHAOS_SHAPE_IO_URING},
 #endif
+    // Creating a process (system.process): before the rows below that trap the same calls
+    // for descriptors, so that these are the ones found; answering them forgets descriptors
+    // too. clone and clone3 create threads as well, which pass.
+    {.number = __NR_clone, .point = CHAOS_POINT_PROCESS, .fn = CHAOS_FN_CLONE, .shape = CHAOS_SHAPE_SPAWN},
+    {.number = __NR_clone3, .point = CHAOS_POINT_PROCESS, .fn = CHAOS_FN_CLONE, .shape = CHAOS_SHAPE_SPAWN},
+#ifdef __NR_fork
+    {.number = __NR_fork, .point = CHAOS_POINT_PROCESS, .fn = CHAOS_FN_FORK, .shape = CHAOS_SHAPE_SPAWN},
+    {.number = __NR_vfork, .point = CHAOS_POINT_PROCESS, .fn = CHAOS_FN_VFORK, .shape = CHAOS_SHAPE_SPAWN},
+#endif
     // What can make a descriptor number or a thread id name something else: the
     // supervisor forgets what it knew of them (descriptors.c).
     RENUMBER(__NR_close),
@@ -264,6 +274,27 @@ static const struct chaos_syscall table[] = {
     RENUMBER(__NR_fork),
     RENUMBER(__NR_vfork),
 #endif
+// Directories (system.dir): after the files rows of the same calls, which trap them
+// always when they are needed; these only the opens that ask for a directory.
+// openat2 keeps its flags in memory: trapped always, read when described.
+#ifdef __NR_open
+    {.number = __NR_open,
+     .point = CHAOS_POINT_DIR,
+     .fn = CHAOS_FN_OPENDIR,
+     .shape = CHAOS_SHAPE_DIR_OPEN,
+     .flag_argument = 1,
+     .flag_mask = O_DIRECTORY},
+#endif
+    {.number = __NR_openat,
+     .point = CHAOS_POINT_DIR,
+     .fn = CHAOS_FN_OPENDIR,
+     .shape = CHAOS_SHAPE_DIR_OPEN,
+     .flag_argument = 2,
+     .flag_mask = O_DIRECTORY},
+#ifdef __NR_openat2
+    {.number = __NR_openat2, .point = CHAOS_POINT_DIR, .fn = CHAOS_FN_OPENDIR, .shape = CHAOS_SHAPE_DIR_OPEN},
+#endif
+    {.number = __NR_getdents64, .point = CHAOS_POINT_DIR, .fn = CHAOS_FN_READDIR, .shape = CHAOS_SHAPE_DIR_READ},
 };
 
 enum { TABLE_COUNT = sizeof table / sizeof table[0] };
@@ -271,6 +302,12 @@ enum { TABLE_COUNT = sizeof table / sizeof table[0] };
 const struct chaos_syscall *chaos_syscall_find(int number) {
     for (int i = 0; i < TABLE_COUNT; i++)
         if (table[i].number == number) return &table[i];
+    return NULL;
+}
+
+const struct chaos_syscall *chaos_syscall_find_point(int number, int32_t point) {
+    for (int i = 0; i < TABLE_COUNT; i++)
+        if (table[i].number == number && table[i].point == point) return &table[i];
     return NULL;
 }
 

@@ -41,6 +41,9 @@ enum chaos_shape {
     CHAOS_SHAPE_LINK,     ///< link, linkat, symlink, symlinkat: the new name is the call's path
     CHAOS_SHAPE_SYNC_ALL, ///< sync, syncfs: everything written is durable (power loss)
     CHAOS_SHAPE_MAP,      ///< mmap with MAP_SHARED: a writable mapping of a file power loss cannot follow
+    CHAOS_SHAPE_SPAWN,    ///< fork, vfork, clone, clone3: a process is created (processes.c), or a thread
+    CHAOS_SHAPE_DIR_OPEN, ///< open, openat, openat2 of a directory (directories.c)
+    CHAOS_SHAPE_DIR_READ, ///< getdents64: fd, buffer, count (directories.c)
 };
 
 /// One trapped system call.
@@ -66,6 +69,11 @@ static inline int chaos_syscall_stats(const struct chaos_syscall *call) {
 
 /// The trapped call of system call `number`, or NULL.
 const struct chaos_syscall *chaos_syscall_find(int number);
+
+/// The row of system call `number` for entries of `point` (a call may have rows for more
+/// than one point: an openat is a files open, and a directory's when it asks for one), or
+/// NULL.
+const struct chaos_syscall *chaos_syscall_find_point(int number, int32_t point);
 
 /// Builds into `out` (capacity `capacity` instructions) the filter that sends the calls
 /// `plan`'s entries can act on to the supervisor and lets every other call through.

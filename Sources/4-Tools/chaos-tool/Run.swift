@@ -17,20 +17,22 @@ import Glibc
 /// program are written once, in C.
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run a program with a profile's system entries (files, sockets, DNS, environment, clock) applied.",
+        abstract:
+            "Run a program with a profile's system entries (files, sockets, DNS, environment, clock, processes, directories) applied.",
         // One line a paragraph (a backslash ends each source line): the argument parser wraps
         // the text to the terminal, and hard breaks inside a paragraph would make it ragged.
         discussion: """
             Entries on system.files, system.connect, system.accept, system.send, system.recv, \
-            system.getaddrinfo, system.getenv and system.clock reach the program through its C \
-            library calls (LD_PRELOAD), with probability, times, delay, sequential and match \
+            system.getaddrinfo, system.getenv, system.clock, system.process and system.dir reach \
+            the program through its C library calls (LD_PRELOAD), with probability, times, delay, \
+            sequential and match \
             meaning what they mean in-process. Without a seed one is drawn and printed, so a run \
             can be replayed with --seed or CHAOS_SEED.
 
             Programs the preload library cannot reach (statically linked programs, Go programs) get \
             the seccomp delivery instead: chaos run stays their parent and answers the system calls \
-            the profile's files, connect and clock entries name, hiding the vDSO so that clock \
-            readings become system calls. A program neither delivery reaches (another ELF class, or \
+            the profile's files, connect, clock, process and dir entries name, hiding the vDSO so \
+            that clock readings become system calls. A program neither delivery reaches (another ELF class, or \
             entries the seccomp delivery cannot carry, such as getenv sequences) is refused before \
             it starts, with the reason; --allow-unreached runs it anyway, without chaos.
 

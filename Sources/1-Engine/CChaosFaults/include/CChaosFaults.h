@@ -48,7 +48,9 @@ typedef enum chaos_point {
     CHAOS_POINT_GETENV = 6,  ///< "getenv": getenv, secure_getenv
     CHAOS_POINT_CLOCK = 7,   ///< "clock": realtime readings (and monotonic when opted in)
     CHAOS_POINT_STAT = 8,    ///< "stat": stat, lstat, fstat, fstatat, statx (attributes a file seems to have)
-    CHAOS_POINT_COUNT = 9
+    CHAOS_POINT_PROCESS = 9, ///< "process": fork, vfork, clone (never a thread), posix_spawn, system, popen
+    CHAOS_POINT_DIR = 10, ///< "dir": opendir/fdopendir, readdir/readdir64 (seccomp: openat of a directory, getdents64)
+    CHAOS_POINT_COUNT = 11
 } chaos_point;
 
 /// File operations (bits). An entry's `ops=` condition is a set of these; every
@@ -68,88 +70,8 @@ enum {
     CHAOS_OP_ALL_FILES = (1u << 10) - 1
 };
 
-/// Every function a delivery may report (`chaos_call.fn`). The errno table is per
-/// function: `chaos_fault_errno_allowed(fn, e)`. Values are stable.
-typedef enum chaos_fn {
-    CHAOS_FN_OPEN,
-    CHAOS_FN_OPENAT,
-    CHAOS_FN_CREAT,
-    CHAOS_FN_FOPEN,
-    CHAOS_FN_FDOPEN,
-    CHAOS_FN_FREOPEN,
-    CHAOS_FN_READ,
-    CHAOS_FN_PREAD,
-    CHAOS_FN_READV,
-    CHAOS_FN_PREADV,
-    CHAOS_FN_FREAD,
-    CHAOS_FN_WRITE,
-    CHAOS_FN_PWRITE,
-    CHAOS_FN_WRITEV,
-    CHAOS_FN_PWRITEV,
-    CHAOS_FN_FWRITE,
-    CHAOS_FN_FFLUSH,
-    CHAOS_FN_COPY_FILE_RANGE,
-    CHAOS_FN_SENDFILE,
-    CHAOS_FN_FSYNC,
-    CHAOS_FN_FDATASYNC,
-    CHAOS_FN_SYNC_FILE_RANGE,
-    CHAOS_FN_FTRUNCATE,
-    CHAOS_FN_FALLOCATE,
-    CHAOS_FN_POSIX_FALLOCATE,
-    CHAOS_FN_RENAME,
-    CHAOS_FN_UNLINK,
-    CHAOS_FN_RMDIR,
-    CHAOS_FN_MKDIR,
-    CHAOS_FN_CLOSE,
-    CHAOS_FN_FCLOSE,
-    CHAOS_FN_CONNECT,
-    CHAOS_FN_ACCEPT,
-    CHAOS_FN_SEND,
-    CHAOS_FN_SENDMSG,
-    CHAOS_FN_SOCKET_WRITE,
-    CHAOS_FN_RECV,
-    CHAOS_FN_RECVMSG,
-    CHAOS_FN_SOCKET_READ,
-    CHAOS_FN_GETADDRINFO,
-    CHAOS_FN_GETHOSTBYNAME,
-    CHAOS_FN_GETENV,
-    CHAOS_FN_CLOCK_GETTIME,
-    CHAOS_FN_GETTIMEOFDAY,
-    CHAOS_FN_TIME,
-    CHAOS_FN_TIMESPEC_GET,
-    CHAOS_FN_FTIME,
-    CHAOS_FN_LINK,     ///< link, linkat
-    CHAOS_FN_SYMLINK,  ///< symlink, symlinkat
-    CHAOS_FN_TRUNCATE, ///< truncate by path
-    CHAOS_FN_STAT,     ///< the stat family (stat point)
-    CHAOS_FN_COUNT
-} chaos_fn;
-
-/// Description of one function of the table (for Swift validation and `chaos list`).
-typedef struct chaos_fn_info {
-    const char *name;   ///< e.g. "pwrite" (stands for pwrite and pwrite64)
-    const char *covers; ///< every C symbol it stands for, space separated
-    int32_t point;      ///< chaos_point
-    uint32_t op;        ///< CHAOS_OP_* bit for files functions, 0 otherwise
-    int32_t transfers;  ///< 1 when a `short` action applies (read/write-like)
-} chaos_fn_info;
-
-/// The table entry of `fn`, or NULL when out of range.
-const chaos_fn_info *chaos_fault_fn_info(int32_t fn);
-
-/// Whether `fn` can return errno `err` (libfiu's rule: only what the real call documents).
-/// For CHAOS_FN_GETADDRINFO/GETHOSTBYNAME `err` is an EAI_* code (negative) instead.
-int chaos_fault_errno_allowed(int32_t fn, int32_t err);
-
-/// Fills `out` (capacity `capacity`) with the errnos `fn` can return, ascending; returns
-/// how many there are (which may exceed `capacity`).
-int chaos_fault_errnos(int32_t fn, int32_t *out, int capacity);
-
-/// "ENOSPC" for ENOSPC, "EAI_NONAME" for EAI_NONAME; NULL for a value the table does not know.
-const char *chaos_fault_errno_name(int32_t err);
-
-/// The value of a name such as "ENOSPC", "enospc", "28" or "EAI_AGAIN"; 0 when unknown.
-int32_t chaos_fault_errno_value(const char *name);
+// The function table (CHAOS_FN_*) and the errnos each function can return (its own header).
+#include "chaos_functions.h"
 
 /// "files", "connect", … (NULL when out of range).
 const char *chaos_fault_point_name(int32_t point);
@@ -212,6 +134,8 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_PACE = 20,       ///< "pace": send/recv move at most `rate=` bytes a second per connection
     CHAOS_NODE_LIMIT = 21,      ///< "limit": after `bytes=` in its direction the connection ends (`then=reset|close`)
     CHAOS_NODE_STALL = 22,      ///< "stall": data stops for `for=`, then the connection ends (`then=reset|close`)
+    CHAOS_NODE_OMIT = 23,       ///< "omit": a directory read leaves out the entries named `name=GLOB`, or one entry
+                                ///< in `every=N`, chosen by its name and the entry's seed ("." and ".." never)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).
@@ -231,6 +155,7 @@ typedef enum chaos_action {
     CHAOS_ACT_POWER_LOSS = 11, ///< files: the call does not complete; power is lost (chaos_durability.h)
     CHAOS_ACT_CORRUPT = 12,    ///< the call moves its bytes changed: chaos_outcome_corrupt
     CHAOS_ACT_ATTRIBUTES = 13, ///< stat: the call goes on; its answer then says what `attributes` names
+    CHAOS_ACT_OMIT = 14,       ///< dir: the read goes on, without the entries chaos_outcome_omits names
 } chaos_action;
 
 /// Socket families for `family=` conditions (bits).
@@ -392,9 +317,11 @@ typedef struct chaos_outcome {
     int32_t corrupt_with;        ///< CORRUPT: CHAOS_CORRUPT_* (flip, zero, random)
     int64_t corrupt_bytes;       ///< CORRUPT: how many bytes of the call's transfer change (>= 1)
     int64_t corrupt_offset;      ///< CORRUPT: where in the transfer they start (-1: positions drawn)
-    uint64_t corrupt_seed;       ///< CORRUPT: the draws of this call (positions, random bytes)
+    uint64_t corrupt_seed;       ///< CORRUPT: the draws of this call (positions, random bytes); OMIT: the seed
     chaos_attributes attributes; ///< ATTRIBUTES: what the answer says instead
     chaos_stream_note stream;    ///< pace, limit, stall: what the delivery reports or ends (key 0: nothing)
+    const char *omit_name;       ///< OMIT: the glob of the names left out (NULL: by `omit_every`)
+    int64_t omit_every;          ///< OMIT: one name in this many is left out (0: by `omit_name`)
 } chaos_outcome;
 
 /// What a corrupted byte becomes.

@@ -108,6 +108,16 @@ void chaos_outcome_attributes(const chaos_outcome *outcome, struct stat *answer)
 
 /// chaos_outcome_attributes for statx's answer; a field named is also marked in its mask.
 void chaos_outcome_attributes_statx(const chaos_outcome *outcome, struct statx *answer);
+/// Whether a directory read under `outcome` (OMIT) leaves out the entry called `name`: one
+/// whose name matches the outcome's glob, or one name in `omit_every` chosen by the name and
+/// the entry's seed (so a name left out of one listing is left out of all). Never "." or
+/// "..". 0 for any other outcome.
+int chaos_outcome_omits(const chaos_outcome *outcome, const char *name);
+
+/// Removes from `length` bytes of getdents64 records (struct linux_dirent64) those that
+/// chaos_outcome_omits, in place, and returns the bytes left. A kept record followed by left
+/// out ones takes the last one's d_off, so that a seek to it goes past them.
+size_t chaos_outcome_omit_records(const chaos_outcome *outcome, void *records, size_t length);
 
 #ifdef __cplusplus
 }

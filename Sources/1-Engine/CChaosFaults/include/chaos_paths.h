@@ -26,7 +26,7 @@ int chaos_path_resolve(int dirfd, const char *path, char *out, size_t capacity);
 int chaos_path_physical(int dirfd, const char *path, int follow, char *out, size_t capacity);
 
 /// The name the engine matches the `path` of a call of `fn` (CHAOS_FN_*) by: physical
-/// (chaos_path_physical, following a final link for opens only) while a `path=` condition
+/// (chaos_path_physical, following a final link for opens only) for an opendir, or while a `path=` condition
 /// of the active plan selects the call's operation, else, or when that fails, lexical
 /// (chaos_path_resolve).
 int chaos_path_reached(int32_t fn, int dirfd, const char *path, char *out, size_t capacity);

@@ -32,6 +32,11 @@ public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     /// `system.stat`: `stat`, `lstat`, `fstat`, `fstatat`, `statx`: the attributes a file
     /// seems to have (size, modification time, permissions, links), or a failure.
     case stat = 8
+    /// `system.process`: creating processes (`fork`, `vfork`, `clone`, `posix_spawn`,
+    /// `system`, `popen`); threads are never failed.
+    case process = 9
+    /// `system.dir`: opening and reading directories (`opendir`, `fdopendir`, `readdir`).
+    case dir = 10
 
     /// The profile name of the point, e.g. `"system.files"`.
     public var pointName: String { String(cString: chaos_fault_point_public_name(rawValue)) }
@@ -200,8 +205,8 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
 
     private static func hasDescriptor(_ kind: SystemPointKind) -> Bool {
         switch kind {
-        case .files, .connect, .accept, .send, .recv, .stat: true
-        case .dns, .getenv, .clock: false
+        case .files, .connect, .accept, .send, .recv, .stat, .dir: true
+        case .dns, .getenv, .clock, .process: false
         }
     }
 

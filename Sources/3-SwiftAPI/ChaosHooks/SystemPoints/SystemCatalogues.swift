@@ -48,6 +48,8 @@ enum SystemCatalogues {
         case .accept: ["aborted"]
         case .send, .recv: ["reset"]
         case .dns: ["dns-failure"]
+        case .process: ["eagain"]
+        case .dir: ["enoent"]
         case .getenv, .clock, .stat: []
         }
     }
@@ -179,6 +181,47 @@ enum SystemCatalogues {
                     parameters in
                     try targeted(point, parameters, .constant(.unset))
                 },
+            ]
+        case .process:
+            return [
+                failure(
+                    "eagain",
+                    "creating a process fails for want of processes (EAGAIN; bash says \"fork: retry: Resource temporarily unavailable\"); threads are never failed",
+                    EAGAIN, point),
+                failure("enomem", "creating a process fails for want of memory (ENOMEM)", ENOMEM, point),
+                anyFailure(point),
+                latency(point),
+            ]
+        case .dir:
+            return [
+                failure("eacces", "directories cannot be opened (EACCES)", EACCES, point),
+                failure("enoent", "the directory is gone (ENOENT) when it is opened or read", ENOENT, point),
+                anyFailure(point),
+                CatalogueItem(
+                    "omit",
+                    "reads of the directory leave entries out, as if they were not there: those whose name matches name, or one name in every, chosen by the name and the seed (a name left out once is left out of every listing); never . and ..",
+                    parameters: [
+                        .string("name", "a glob of entry names (* and ?), e.g. \"*.tmp\"", optional: true),
+                        .integer(
+                            "every", "leave out one name in this many (1: every entry)", range: 1...1_000_000,
+                            optional: true),
+                    ] + targetParameters(point)
+                ) { parameters in
+                    let entries: OmittedEntries
+                    switch (parameters.has("name"), parameters.has("every")) {
+                    case (true, false): entries = .named(try parameters.string("name"))
+                    case (false, true): entries = .oneIn(try parameters.int("every"))
+                    default:
+                        throw parameters.invalid(
+                            "give name (a glob such as \"*.tmp\") or every (one entry in N), one of the two",
+                            parameter: "name")
+                    }
+                    if let problem = SystemOutcome.omit(entries).problem(on: point) {
+                        throw parameters.invalid(problem, parameter: parameters.has("name") ? "name" : "every")
+                    }
+                    return try targeted(point, parameters, .constant(.omit(entries)))
+                },
+                latency(point),
             ]
         case .clock:
             return [
@@ -548,7 +591,14 @@ enum SystemCatalogues {
             ]
         case .getenv:
             return [.string("name", "the variable", optional: true)]
-        case .clock:
+        case .dir:
+            return [
+                .string(
+                    "path",
+                    "a directory (and those below it, by whole components) or a glob (*, ?, **); every directory when not given",
+                    optional: true)
+            ]
+        case .clock, .process:
             return []
         case .stat:
             return [
@@ -612,6 +662,12 @@ enum SystemCatalogues {
             guard parameters.has("path") else { return nil }
             let path = try parameters.string("path")
             return try located("path") { () throws(ChaosError) in try .stat(path: path) }
+        case .dir:
+            guard parameters.has("path") else { return nil }
+            let path = try parameters.string("path")
+            return try located("path") { () throws(ChaosError) in try .directories(path) }
+        case .process:
+            return nil
         }
     }
 

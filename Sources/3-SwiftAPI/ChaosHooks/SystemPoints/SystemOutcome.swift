@@ -75,6 +75,9 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Data stops: each call on the connection waits until `duration` after the first one
     /// did, then the connection ends as `then` says.
     case stall(Duration, then: StreamEnd)
+    /// A directory read (`system.dir`) leaves these entries out, as if they were not there;
+    /// `.` and `..` are never left out.
+    case omit(OmittedEntries)
 
     /// Time runs `factor` times as fast from now on.
     public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
@@ -116,6 +119,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .slice(let bytes, let variation): "slice(\(bytes)\(variation > 0 ? " ± \(variation)" : "") bytes)"
         case .limit(let bytes, let end): "limit(\(bytes) bytes, then \(end.rawValue))"
         case .stall(let duration, let end): "stall(\(DurationText.format(duration)), then \(end.rawValue))"
+        case .omit(.named(let pattern)): "omit(\(pattern.debugDescription))"
+        case .omit(.oneIn(let count)): "omit(1 in \(count))"
         }
     }
 
@@ -183,6 +188,21 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
             return point == .getenv ? nil : "only system.getenv answers unset"
         case .powerLoss:
             return point == .files ? nil : "power is lost at a call that changes a file: only system.files loses it"
+        case .omit(let entries):
+            guard point == .dir else { return "only directory reads (system.dir) leave entries out" }
+            switch entries {
+            case .named(let pattern):
+                guard !pattern.isEmpty, pattern.utf8.count <= 255, !pattern.contains("/"), !pattern.utf8.contains(0)
+                else {
+                    return
+                        "omit(.named(\(pattern.prefix(40).debugDescription))) is no glob of entry names; give one such as \"*.tmp\" (no '/')"
+                }
+            case .oneIn(let count):
+                guard (1...1_000_000).contains(count) else {
+                    return "omit(.oneIn(\(count))) leaves out one entry in 1 to 1000000"
+                }
+            }
+            return nil
         case .attributes(let attributes):
             guard point == .stat else { return "only system.stat answers attributes" }
             return attributes.problem
@@ -275,6 +295,15 @@ public enum StreamEnd: String, Sendable, Hashable, CaseIterable {
         case .reset: Int32(CHAOS_STREAM_END_RESET)
         }
     }
+}
+
+/// The entries a directory read leaves out (``SystemOutcome/omit(_:)``).
+public enum OmittedEntries: Sendable, Hashable {
+    /// Those whose name matches this glob (`*` and `?`, within the name), e.g. `"*.tmp"`.
+    case named(String)
+    /// One name in `count`, chosen by the name and the entry's seed: a name left out of one
+    /// listing is left out of every listing, and the same seed leaves out the same names.
+    case oneIn(Int)
 }
 
 /// What a corrupted byte becomes.

@@ -238,6 +238,8 @@ struct SystemPlanCompiler {
             case .limit(let bytes, let end): return "\(PlanNodeKind.limit) bytes=\(bytes) then=\(end.rawValue)"
             case .stall(let duration, let end):
                 return "\(PlanNodeKind.stall) for=\(duration.wholeNanosecondsForPlan) then=\(end.rawValue)"
+            case .omit(.named(let pattern)): return "\(PlanNodeKind.omit) " + PlanText.word("name", pattern)
+            case .omit(.oneIn(let count)): return "\(PlanNodeKind.omit) every=\(count)"
             }
         }
     }

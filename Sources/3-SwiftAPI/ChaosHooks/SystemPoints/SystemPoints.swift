@@ -31,6 +31,8 @@ import Darwin
 /// | `system.getenv` | getenv, secure_getenv | `set` {name, value}, `unset` {name} |
 /// | `system.clock` | every realtime clock id, gettimeofday, time, timespec_get, ftime; file times; sleeps under speed | `offset`, `frozen`, `speed`, `jump`; with `clocks`, `monotonic`, `fileTimes`, `sleeps` |
 /// | `system.stat` | stat, lstat, fstat, fstatat, statx (and glibc's older `__xstat` names) | `attributes` {size, mtime, mode, nlink}, `enoent`, `eacces`, `fail`, `latency`; with `path` |
+/// | `system.process` | fork, vfork, clone (never a thread), posix_spawn, posix_spawnp, system, popen | `eagain`, `enomem`, `fail` {errno or any}, `latency` |
+/// | `system.dir` | opendir, fdopendir, readdir, readdir64, getdents64 | `eacces`, `enoent`, `fail`, `omit` {name or every}, `latency`; with `path` |
 ///
 /// Entries on one point stack: the newest decides, and where it does not act (a call it
 /// does not aim at, a probability that misses, `times` used up) the next older one does.
@@ -61,6 +63,11 @@ public enum SystemPoints: LazyPointSource {
     public static let clock = makePoint(.clock)
     /// The attributes files seem to have: `stat`, `lstat`, `fstat`, `fstatat`, `statx`.
     public static let stat = makePoint(.stat)
+    /// Creating processes: `fork`, `vfork`, `clone` (never a thread), `posix_spawn`,
+    /// `posix_spawnp`, `system`, `popen`. Off unless an entry names it.
+    public static let process = makePoint(.process)
+    /// Directories: `opendir`, `fdopendir`, `readdir`, `readdir64`, `getdents64`.
+    public static let dir = makePoint(.dir)
 
     /// The point of `kind`.
     public static func point(for kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
@@ -74,6 +81,8 @@ public enum SystemPoints: LazyPointSource {
         case .getenv: getenv
         case .clock: clock
         case .stat: stat
+        case .process: process
+        case .dir: dir
         }
     }
 
@@ -424,6 +433,13 @@ enum SystemOutcomeAnswer {
             out.pointee.value = chaos_fault_intern(value)
         case .unset:
             out.pointee.action = Int32(CHAOS_ACT_UNSET.rawValue)
+        case .omit(let entries):
+            // Answered by Swift, where no entry seed reaches: a name is left out by seed 0.
+            out.pointee.action = Int32(CHAOS_ACT_OMIT.rawValue)
+            switch entries {
+            case .named(let pattern): out.pointee.omit_name = chaos_fault_intern(pattern)
+            case .oneIn(let count): out.pointee.omit_every = Int64(count)
+            }
         case .powerLoss:
             // Refused when applied in-process (SystemCatalogues' result check): no answer here.
             return false

@@ -241,6 +241,19 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         return SystemTarget(.getenv, [PlanText.word("name", name)], variableName: name)
     }
 
+    /// Calls on directory `path` (`system.dir`) — the directory and those below it (by whole
+    /// components), or a glob (`*`, `?`, `**`) — resolved as ``files(path:operations:descriptor:kinds:)``
+    /// resolves a path: a directory is named as the kernel reaches it.
+    public static func directories(_ path: String) throws(ChaosError) -> SystemTarget {
+        let resolved: String
+        do throws(ChaosError) {
+            resolved = try PathPattern.resolve(path)
+        } catch {
+            throw ChaosError(error.kind, subject: "system.dir", error.message)
+        }
+        return SystemTarget(.dir, [PlanText.word("path", resolved)], selection: Selection(path: resolved))
+    }
+
     /// Readings of these clocks.
     public static func clocks(_ sources: Set<ClockSource>) throws(ChaosError) -> SystemTarget {
         guard !sources.isEmpty else {
