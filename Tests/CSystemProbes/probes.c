@@ -298,6 +298,41 @@ static int probe_corrupt(report *r, int argc, const char *const *argv) {
     return 0;
 }
 
+/// stream: a connection to a listener of its own on 127.0.0.1: two sends of 600 bytes and a
+/// third of one, then what the peer reads until the end (its byte count), and whether
+/// the connection then reads as ended from the client's side.
+static int probe_stream(report *r, int argc, const char *const *argv) {
+    (void)argv;
+    if (argc != 0) return usage(r, "stream");
+    struct sockaddr_in address = {0};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&address, length) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, (struct sockaddr *)&address, &length) != 0)
+        return usage(r, "stream (a listener on 127.0.0.1)");
+    int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (client < 0 || connect(client, (struct sockaddr *)&address, length) != 0)
+        return usage(r, "stream (a connection to it)");
+    int peer = accept(listener, NULL, NULL);
+    if (peer < 0) return usage(r, "stream (its accept)");
+    char bytes[600];
+    memset(bytes, 'x', sizeof bytes);
+    CALL(r, "send", send(client, bytes, sizeof bytes, 0));
+    CALL(r, "send2", send(client, bytes, sizeof bytes, 0));
+    CALL(r, "send3", send(client, bytes, 1, 0));
+    shutdown(client, SHUT_WR);
+    long total = 0, got;
+    char in[4096];
+    while ((got = (long)recv(peer, in, sizeof in, 0)) > 0) total += got;
+    item(r, "peer", "%ld", total);
+    close(peer);
+    close(client);
+    close(listener);
+    return 0;
+}
+
 /// glob DIR: one byte written to each file that a pattern may or may not match.
 static int probe_glob(report *r, int argc, const char *const *argv) {
     if (argc != 1) return usage(r, "glob DIR");
@@ -1050,6 +1085,8 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
         status = probe_stat(&r, argc, argv);
     else if (strcmp(name, "corrupt") == 0)
         status = probe_corrupt(&r, argc, argv);
+    else if (strcmp(name, "stream") == 0)
+        status = probe_stream(&r, argc, argv);
     else if (strcmp(name, "stdio") == 0)
         status = probe_stdio(&r, argc, argv);
     else if (strcmp(name, "stdio-reads") == 0)
@@ -1081,10 +1118,10 @@ int chaos_probe_run(const char *name, int argc, const char *const *argv, char *o
     else if (strncmp(name, "sqlite-", 7) == 0)
         status = probe_sqlite(&r, name, argc, argv);
     else
-        status =
-            usage(&r, "files, paths, glob, descriptors, stat, corrupt, stdio, stdio-reads, names, writes, draws, "
-                      "script, getenv, connect, connect-wait, dns, clock, process, dirs, sqlite-setup, sqlite-commit "
-                      "or sqlite-rows");
+        status = usage(
+            &r, "files, paths, glob, descriptors, stat, corrupt, stream, stdio, stdio-reads, names, writes, draws, "
+                "script, getenv, connect, connect-wait, dns, clock, process, dirs, sqlite-setup, sqlite-commit "
+                "or sqlite-rows");
     errno = saved;
     return status;
 }

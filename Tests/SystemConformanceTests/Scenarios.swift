@@ -77,6 +77,24 @@ enum Scenarios {
             expected: "read=9e62636465666768 sibling-read=6162636465666768"
         ),
         Scenario(
+            name: "a data limit on a connection's sends: the send that reaches it is cut, the next is reset",
+            profile: #"""
+                {"entries": [{"point": "system.send", "provider": {"item": "limit-data", "parameters":
+                  {"bytes": 1000, "then": "reset", "roles": ["client"], "host": "127.0.0.1"}}}]}
+                """#,
+            probe: ["stream"],
+            expected: "send=600 send2=400 send3=-1/ECONNRESET peer=1000"
+        ),
+        Scenario(
+            name: "a data limit that closes: the send past it fails with EPIPE",
+            profile: #"""
+                {"entries": [{"point": "system.send", "provider": {"item": "limit-data", "parameters":
+                  {"bytes": 600, "roles": ["client"]}}}]}
+                """#,
+            probe: ["stream"],
+            expected: "send=600 send2=-1/EPIPE send3=-1/EPIPE peer=600"
+        ),
+        Scenario(
             name: "a glob with ** and *",
             profile: files("enospc", #""path": "$DIR/io/**/*.log""#), probe: ["glob", "$DIR"],
             expected:
