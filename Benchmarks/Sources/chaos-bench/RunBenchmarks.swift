@@ -133,6 +133,9 @@ func runGroup() throws -> Group? {
     if let goClock = try goClockProgram(folder) {
         metrics.append(goTimeNow(chaos: chaos, program: goClock, profile: clockProfile))
     }
+    if let python = programOnPath("python3") {
+        metrics.append(try bandwidthTransfer(chaos: chaos, python: python, folder: folder))
+    }
     // Whole-process figures are medians of at least 15 alternating runs (the contract).
     return Group(name: "run", metrics: metrics, minimumRepetitions: 15)
 }
@@ -248,6 +251,54 @@ func goTimeNow(chaos: String, program: String, profile: String) -> Metric {
         else {
             FileHandle.standardError.write(
                 Data("chaos-bench: go_time_now_seccomp_ns: unexpected output '\(text)'\n".utf8))
+            exit(1)
+        }
+        return elapsed
+    }
+}
+
+/// A 2 MB transfer on 127.0.0.1 under a `bandwidth` of 1 MB/s on the sender, timed by the
+/// program itself from its first send to the receiver's end of stream: 2,000 ms is exact
+/// (main.swift derives `bandwidth_accuracy` from it).
+func bandwidthTransfer(chaos: String, python: String, folder: String) throws -> Metric {
+    let profile = folder + "/bandwidth.json"
+    try Data(
+        #"{"entries": [{"point": "system.send", "provider": {"item": "bandwidth", "parameters": {"rate": 1000000, "roles": ["client"]}}}]}"#
+            .utf8
+    )
+    .write(to: URL(fileURLWithPath: profile))
+    let script = """
+        import socket, threading, time
+        listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
+        received = []
+        def receive():
+            peer, _ = listener.accept(); total = 0
+            while True:
+                data = peer.recv(1 << 20)
+                if not data: break
+                total += len(data)
+            received.append((total, time.monotonic_ns()))
+        receiver = threading.Thread(target=receive); receiver.start()
+        sender = socket.create_connection(listener.getsockname())
+        started = time.monotonic_ns()
+        sender.sendall(b"x" * 2000000); sender.close(); receiver.join()
+        print(received[0][0], received[0][1] - started)
+        """
+    return Metric(name: "bandwidth_2mb_at_1mbps_ms", unit: .milliseconds, iterations: 1) { _ in
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: chaos)
+        process.arguments = ["run", "--quiet", "--profile", profile, "--", python, "-c", script]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { exit(1) }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let fields = text.split(whereSeparator: \.isWhitespace)
+        // Every byte must arrive: a transfer cut short would time the wrong thing.
+        guard process.terminationStatus == 0, fields.count == 2, fields[0] == "2000000", let elapsed = UInt64(fields[1])
+        else {
+            FileHandle.standardError.write(
+                Data("chaos-bench: bandwidth_2mb_at_1mbps_ms: unexpected output '\(text)'\n".utf8))
             exit(1)
         }
         return elapsed

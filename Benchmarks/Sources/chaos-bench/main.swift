@@ -89,6 +89,10 @@ let derived = [
 for (name, a, b) in derived {
     if let value = ratio(a, b) { results.append((name, value)) }
 }
+// The bandwidth entry's time against the exact time its rate gives (2,000 ms).
+if let transfer = results.first(where: { $0.0 == "bandwidth_2mb_at_1mbps_ms" })?.1 {
+    results.append(("bandwidth_accuracy", transfer / 2000))
+}
 
 if !json {
     let budgets: [(String, Double?)] = [
@@ -129,6 +133,7 @@ if !json {
         ("explore_run_ms / chaos_run_ms (<= 1.2)", ratio("explore_run_ms", "chaos_run_ms")),
         ("explore_jobs2_speedup (>= 1.6)", results.first(where: { $0.0 == "explore_jobs2_speedup" })?.1),
         ("power_loss_append_ratio (<= 1.5)", results.first(where: { $0.0 == "power_loss_append_ratio" })?.1),
+        ("bandwidth_accuracy (0.95 to 1.05)", results.first(where: { $0.0 == "bandwidth_accuracy" })?.1),
         (
             "power_loss_overwrite_ratio (information)",
             results.first(where: { $0.0 == "power_loss_overwrite_ratio" })?.1
