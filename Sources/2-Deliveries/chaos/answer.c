@@ -40,6 +40,7 @@
 #include "power.h"
 #include "syscalls.h"
 #include "tracee.h"
+#include "vdso.h"
 #include "reply.h"
 #include "waits.h"
 
@@ -392,6 +393,10 @@ const chaos_tree_event *chaos_answer_tree_events(uint64_t *count) {
     return tree_events;
 }
 
+void chaos_answer_record_event(chaos_tree_event_kind kind, pid_t pid, const char *program) {
+    chaos_tree_event_record(&tree_event_count, tree_events, kind, (int32_t)pid, program);
+}
+
 void chaos_answer_note_exec(const struct seccomp_notif *n) {
     const __u64 *a = n->data.args;
     int at = n->data.nr != __NR_execve;
@@ -493,7 +498,7 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
 
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
-    if (!sc) {
+    if (!sc || chaos_vdso_owns_call((pid_t)n->pid)) { // the supervisor's own calls (vdso.c) go on untouched
         chaos_reply_go_on(listener, n->id);
         return;
     }
