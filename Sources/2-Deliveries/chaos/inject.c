@@ -37,7 +37,12 @@ static int next_stop(pid_t pid) {
 int chaos_inject_begin(struct chaos_injection *injection, pid_t pid) {
     memset(injection, 0, sizeof *injection);
     injection->pid = pid;
-    if (ptrace(PTRACE_SYSCALL, pid, NULL, NULL) != 0 || next_stop(pid) != SIGTRAP) return -1;
+    if (ptrace(PTRACE_SYSCALL, pid, NULL, NULL) != 0) return -1;
+    int signal = next_stop(pid);
+    if (signal != SIGTRAP) {
+        injection->signal = signal > 0 ? signal : 0; // delivered when it goes on
+        return -1;
+    }
     struct user_regs_struct regs;
     if (ptrace(PTRACE_GETREGS, pid, NULL, &regs) != 0) return -1;
     memcpy(injection->saved, &regs, sizeof regs);

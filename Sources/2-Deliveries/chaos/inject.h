@@ -16,7 +16,8 @@ struct chaos_injection {
 
 /// At the exec stop of `pid` (PTRACE_EVENT_EXEC): lets the exec return, to its
 /// system-call-exit stop, and saves the registers it will start the program with.
-/// 0, or -1 (then nothing was changed, but the process may have moved past its exec).
+/// 0, or -1 (then nothing was changed, but the process may have moved past its exec, to
+/// the stop of a signal, which `injection->signal` then names).
 int chaos_inject_begin(struct chaos_injection *injection, pid_t pid);
 
 /// Makes the system call `number` with `arguments` in the process, through the `syscall`

@@ -179,8 +179,10 @@ static void clock_changed(void) {
 /// the reason in `why`.
 static int make_page_locked(const char **why) {
     if (shared) return 0;
+    // As the tally's (parent.c): $TMPDIR when set, else memory, else /tmp.
     const char *temporary = getenv("TMPDIR");
-    if (!temporary || temporary[0] != '/') temporary = "/tmp";
+    if (!temporary || temporary[0] != '/' || access(temporary, W_OK) != 0)
+        temporary = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(folder, sizeof folder, "%s/chaos-clock-XXXXXX", temporary);
     if (!mkdtemp(folder)) {
         folder[0] = 0;
@@ -331,13 +333,15 @@ int chaos_vdso_exec_stop(pid_t pid) {
     const char *why = started ? refusal : "the supervisor did not start it";
     pthread_mutex_unlock(&lock);
     struct chaos_injection injection;
-    int borrowed = 0;
+    memset(&injection, 0, sizeof injection);
     if (!why) {
         atomic_store_explicit(&injecting, pid, memory_order_release);
-        borrowed = chaos_inject_begin(&injection, pid) == 0;
-        if (!borrowed) why = "it cannot be stopped after its exec";
-        if (borrowed && patch(&injection, &why) == 0) why = NULL;
-        if (borrowed && chaos_inject_end(&injection) != 0) why = "its registers cannot be given back";
+        if (chaos_inject_begin(&injection, pid) != 0) {
+            why = "it cannot be stopped after its exec";
+        } else {
+            if (patch(&injection, &why) == 0) why = NULL;
+            if (chaos_inject_end(&injection) != 0) why = "its registers cannot be given back";
+        }
         atomic_store_explicit(&injecting, 0, memory_order_release);
     }
     if (!why) {
@@ -361,5 +365,5 @@ int chaos_vdso_exec_stop(pid_t pid) {
                 "clock readings are system calls the supervisor answers (microseconds each, not nanoseconds)\n",
                 (int)pid, program, why);
     if (hidden != 0) chaos_answer_record_event(CHAOS_TREE_VDSO_HIDDEN, pid, program);
-    return borrowed ? injection.signal : 0;
+    return injection.signal;
 }
