@@ -32,7 +32,7 @@ done
 
 # The vDSO wrappers are copied into other processes (Sources/2-Deliveries/chaos/vdso_code.c):
 # their section must reach nothing through a relocation, at any optimization level.
-for level in -O0 -O2; do
+for level in -O0 -O1 -O2 -O3 -Os; do
     object="$scratch/vdso_code$level.o"
     clang "$level" -fPIC -c -o "$object" Sources/2-Deliveries/chaos/vdso_code.c
     if readelf -SW "$object" | grep -q '\.rela *chaos_vdso_code'; then

@@ -103,6 +103,8 @@ static void page_words(struct chaos_vdso_shared *out, uint64_t *counts) {
         int32_t kind = atomic_load_explicit(&cf_fast.kind, memory_order_relaxed);
         int64_t seconds = atomic_load_explicit(&cf_fast.seconds, memory_order_relaxed);
         int64_t nanoseconds = atomic_load_explicit(&cf_fast.nanoseconds, memory_order_relaxed);
+        int64_t ns = atomic_load_explicit(&cf_fast.ns, memory_order_relaxed);
+        uint64_t factor_bits = atomic_load_explicit(&cf_fast.factor_bits, memory_order_relaxed);
         uint64_t id = atomic_load_explicit(&cf_fast.counts, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&cf_fast.sequence, memory_order_relaxed) != sequence) continue;
@@ -111,6 +113,16 @@ static void page_words(struct chaos_vdso_shared *out, uint64_t *counts) {
             out->mode[CLOCK_REALTIME] = out->mode[CLOCK_REALTIME_COARSE] = mode;
             out->seconds = seconds;
             out->nanoseconds = nanoseconds;
+            *counts = id;
+        } else if (kind == CHAOS_ACT_SPEED) {
+            out->mode[CLOCK_REALTIME] = out->mode[CLOCK_REALTIME_COARSE] = CHAOS_VDSO_SPEED;
+            out->speed_anchor = ns;
+            memcpy(&out->factor, &factor_bits, sizeof out->factor);
+            out->zero = 0;
+            out->half = 0.5;
+            out->minus_half = -0.5;
+            out->limit = 9.2e18; // decide.c's round_ns
+            out->minus_limit = -9.2e18;
             *counts = id;
         } else if (kind == CHAOS_ACT_VIRTUAL && atomic_load_explicit(&cf_vt.running, memory_order_acquire)) {
             // As chaos_vt_reading_ns: the virtual monotonic time plus the clock's offset.
@@ -158,6 +170,13 @@ static void publish_locked(void) {
     __atomic_store_n(&shared->base, next.base, __ATOMIC_RELAXED);
     __atomic_store_n(&shared->anchor, next.anchor, __ATOMIC_RELAXED);
     __atomic_store_n(&shared->flowing, next.flowing, __ATOMIC_RELAXED);
+    __atomic_store_n(&shared->speed_anchor, next.speed_anchor, __ATOMIC_RELAXED);
+    __atomic_store(&shared->factor, &next.factor, __ATOMIC_RELAXED);
+    __atomic_store(&shared->zero, &next.zero, __ATOMIC_RELAXED);
+    __atomic_store(&shared->half, &next.half, __ATOMIC_RELAXED);
+    __atomic_store(&shared->minus_half, &next.minus_half, __ATOMIC_RELAXED);
+    __atomic_store(&shared->limit, &next.limit, __ATOMIC_RELAXED);
+    __atomic_store(&shared->minus_limit, &next.minus_limit, __ATOMIC_RELAXED);
     __atomic_store_n(&shared->sequence, sequence + 2, __ATOMIC_RELEASE);
 }
 

@@ -21,6 +21,8 @@
 #define NS 1000000000LL
 #define WRAPPER __attribute__((section("chaos_vdso_code"), used, noinline, no_stack_protector))
 #define HELPER static inline __attribute__((always_inline, no_stack_protector))
+/// A function of the section that the wrappers call (a call within the section: no relocation).
+#define SHARED static __attribute__((section("chaos_vdso_code"), noinline, no_stack_protector))
 
 /// A reading the wrapper answered itself (fake()'s answer besides ORIGINAL and TRAP).
 #define ANSWERED 0x100
@@ -44,21 +46,29 @@ HELPER long system_call(long number, long first, long second) {
     return result;
 }
 
+/// Whether `mode` is `value`. The empty asm hides that every test looks at the same mode, so
+/// that the compiler cannot turn the chain of tests into a switch with a jump table, which
+/// it would keep in .rodata: memory the copied code cannot reach.
+HELPER int is(int mode, int value) {
+    __asm__ volatile("" : "+r"(mode));
+    return mode == value;
+}
+
 /// What the shared page says of a reading of `clock`: CHAOS_VDSO_ORIGINAL, CHAOS_VDSO_TRAP,
 /// or ANSWERED with the faked reading in `out` (then counted).
-HELPER int fake(const struct chaos_vdso_local *local, int clock, struct reading *out) {
+SHARED int fake(const struct chaos_vdso_local *local, int clock, struct reading *out) {
     struct chaos_vdso_shared *shared = local->shared;
     for (;;) {
         uint64_t sequence = __atomic_load_n(&shared->sequence, __ATOMIC_ACQUIRE);
         if (sequence & 1) return CHAOS_VDSO_TRAP; // being rewritten: the supervisor knows
         int mode = __atomic_load_n(&shared->mode[clock], __ATOMIC_RELAXED);
-        if (mode == CHAOS_VDSO_ORIGINAL) return CHAOS_VDSO_ORIGINAL;
+        if (is(mode, CHAOS_VDSO_ORIGINAL)) return CHAOS_VDSO_ORIGINAL;
         struct {
             int64_t seconds;
             long nanoseconds;
         } now;
         int64_t seconds, nanoseconds;
-        if (mode == CHAOS_VDSO_OFFSET) {
+        if (is(mode, CHAOS_VDSO_OFFSET)) {
             if (local->clock_gettime(clock, &now) != 0) return CHAOS_VDSO_TRAP;
             seconds = now.seconds + __atomic_load_n(&shared->seconds, __ATOMIC_RELAXED);
             nanoseconds = now.nanoseconds + __atomic_load_n(&shared->nanoseconds, __ATOMIC_RELAXED);
@@ -66,16 +76,40 @@ HELPER int fake(const struct chaos_vdso_local *local, int clock, struct reading 
                 nanoseconds -= NS;
                 seconds += 1;
             }
-        } else if (mode == CHAOS_VDSO_FROZEN) {
+        } else if (is(mode, CHAOS_VDSO_FROZEN)) {
             seconds = __atomic_load_n(&shared->seconds, __ATOMIC_RELAXED);
             nanoseconds = __atomic_load_n(&shared->nanoseconds, __ATOMIC_RELAXED);
-        } else if (mode == CHAOS_VDSO_VIRTUAL) {
+        } else if (is(mode, CHAOS_VDSO_VIRTUAL)) {
             int64_t value = __atomic_load_n(&shared->base, __ATOMIC_RELAXED) +
                             __atomic_load_n(&shared->offset[clock], __ATOMIC_RELAXED);
             if (__atomic_load_n(&shared->flowing, __ATOMIC_RELAXED)) {
                 if (local->clock_gettime(1 /* CLOCK_MONOTONIC */, &now) != 0) return CHAOS_VDSO_TRAP;
                 value += now.seconds * NS + now.nanoseconds - __atomic_load_n(&shared->anchor, __ATOMIC_RELAXED);
             }
+            seconds = value / NS;
+            nanoseconds = value % NS;
+            if (nanoseconds < 0) {
+                nanoseconds += NS;
+                seconds -= 1;
+            }
+        } else if (is(mode, CHAOS_VDSO_SPEED)) {
+            // As the engine (chaos_fault_apply_clock): anchor + round((real - anchor) × factor).
+            if (local->clock_gettime(clock, &now) != 0) return CHAOS_VDSO_TRAP;
+            int64_t anchor = __atomic_load_n(&shared->speed_anchor, __ATOMIC_RELAXED);
+            double factor, zero, half, minus_half, limit, minus_limit;
+            __atomic_load(&shared->factor, &factor, __ATOMIC_RELAXED);
+            __atomic_load(&shared->zero, &zero, __ATOMIC_RELAXED);
+            __atomic_load(&shared->half, &half, __ATOMIC_RELAXED);
+            __atomic_load(&shared->minus_half, &minus_half, __ATOMIC_RELAXED);
+            __atomic_load(&shared->limit, &limit, __ATOMIC_RELAXED);
+            __atomic_load(&shared->minus_limit, &minus_limit, __ATOMIC_RELAXED);
+            double scaled = (double)(now.seconds * NS + now.nanoseconds - anchor) * factor;
+            int64_t rounded;
+            if (!(scaled < limit && scaled > minus_limit))
+                rounded = scaled > zero ? INT64_MAX : INT64_MIN;
+            else
+                rounded = (int64_t)(scaled + (scaled >= zero ? half : minus_half));
+            int64_t value = (int64_t)((uint64_t)anchor + (uint64_t)rounded);
             seconds = value / NS;
             nanoseconds = value % NS;
             if (nanoseconds < 0) {

@@ -20,8 +20,8 @@ enum chaos_vdso_mode {
     CHAOS_VDSO_TRAP = 1,     ///< the plan decides each reading: the system call, which the filter traps
     CHAOS_VDSO_OFFSET = 2,   ///< the reading plus `seconds`.`nanoseconds`
     CHAOS_VDSO_FROZEN = 3,   ///< `seconds`.`nanoseconds`
-    CHAOS_VDSO_VIRTUAL =
-        4, ///< virtual time: `base` (+ real monotonic time since `anchor` when flowing) + the clock's offset
+    CHAOS_VDSO_VIRTUAL = 4,  ///< virtual time: `base` (+ real monotonic ns since `anchor` when flowing) + `offset`
+    CHAOS_VDSO_SPEED = 5,    ///< `speed_anchor` + (the reading − `speed_anchor`) × `factor`, rounded
 };
 
 /// The clock ids a wrapper looks up; larger ones go to the vDSO's own function.
@@ -39,8 +39,13 @@ struct chaos_vdso_shared {
     int64_t anchor;                    ///< VIRTUAL, flowing: real CLOCK_MONOTONIC ns at `base`
     int64_t flowing;                   ///< VIRTUAL: 1 when virtual time flows with real time
     int64_t offset[CHAOS_VDSO_CLOCKS]; ///< VIRTUAL: the clock's reading minus virtual monotonic time
-    uint8_t pad[64];                   ///< `calls` on a cache line of its own
-    uint64_t calls;                    ///< readings the wrappers answered (the supervisor takes them)
+    int64_t speed_anchor;              ///< SPEED: the instant (ns since 1970) time scales about
+    double factor;                     ///< SPEED: how fast the faked clock runs
+    /// SPEED's constants, here because copied code cannot keep them in memory of its own
+    /// (the wrappers' section holds no data): 0, ±0.5 and ±9.2e18, as the engine rounds.
+    double zero, half, minus_half, limit, minus_limit;
+    uint8_t pad[64]; ///< `calls` on a cache line of its own
+    uint64_t calls;  ///< readings the wrappers answered (the supervisor takes them)
 };
 
 /// The start of the private page: where the wrappers find the vDSO's own functions and
