@@ -208,6 +208,57 @@ import Glibc
         #expect(Self.vdsoProcesses(report) == 1 && Self.vdsoReadings(report) == 0, "every reading trapped: \(report)")
     }
 
+    /// `chaos run --delivery seccomp` of `program` with a control endpoint of its own, its
+    /// output (and standard error) in a file, and its JSON report.
+    final class Supervised {
+        let control = "/tmp/svd-\(getpid())-\(UUID().uuidString.prefix(6))"  // a socket path stays short
+        let process = Process()
+        let outputFile: String
+        let report: String
+
+        init(_ program: [String], profile: String, workspace: Workspace) throws {
+            try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
+            chmod(control, 0o700)
+            outputFile = workspace.folder + "/output-\(UUID().uuidString.prefix(6))"
+            report = outputFile + ".json"
+            _ = FileManager.default.createFile(atPath: outputFile, contents: nil)
+            process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
+            process.arguments =
+                ["run", "--delivery", "seccomp", "--report", report, "--profile", profile, "--"] + program
+            process.environment = ProcessInfo.processInfo.environment.merging([
+                "CHAOS_CONTROL": "unix", "CHAOS_CONTROL_DIR": control, "CHAOS_VDSO": "",
+            ]) { $1 }
+            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputFile))
+            process.standardError = process.standardOutput
+            try process.runWithSignalsUnblocked()
+        }
+
+        var output: String { (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "" }
+        var pid: String { String(process.processIdentifier) }
+
+        /// Waits (at most 30 s) until the output contains `text`.
+        func waitFor(_ text: String) -> Bool {
+            for _ in 0..<1500 where !output.contains(text) { usleep(20_000) }
+            return output.contains(text)
+        }
+
+        func ctl(_ arguments: [String]) throws -> ChaosToolTests.Outcome {
+            try ChaosToolTests.run(
+                ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, ["ctl"] + arguments,
+                environment: ["CHAOS_CONTROL_DIR": control])
+        }
+
+        /// Waits (at most 30 s) for `chaos run` to end, kills it when it does not; its report.
+        func finish() -> [String: Any] {
+            for _ in 0..<1500 where process.isRunning { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: control)
+            return (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))))
+                as? [String: Any] ?? [:]
+        }
+    }
+
     @Test(.enabled(if: ReachTests.which("go") != nil, "no Go toolchain (apt install golang-go)"))
     func chaosCtlChangesReachTheRunningProgram() throws {
         let workspace = try Workspace()
@@ -216,58 +267,51 @@ import Glibc
         let profile = try workspace.write("offset.json", Self.offset)
         let twenty = try workspace.write(
             "twenty.json", Self.clockProfile(#"{"item": "offset", "parameters": {"years": -20}}"#))
-        let control = "/tmp/svd-\(getpid())-\(UUID().uuidString.prefix(6))"  // a socket path stays short
-        try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: true)
-        chmod(control, 0o700)
-        defer { try? FileManager.default.removeItem(atPath: control) }
-        let outputFile = workspace.folder + "/output"
-        let report = workspace.folder + "/report.json"
-        _ = FileManager.default.createFile(atPath: outputFile, contents: nil)
-        let process = Process()
-        process.executableURL = ChaosToolTests.buildDirectory.appendingPathComponent("chaos")
-        process.arguments = [
-            "run", "--delivery", "seccomp", "--report", report, "--profile", profile, "--", watcher,
-            String(Self.thisYear - 20),
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging([
-            "CHAOS_CONTROL": "unix", "CHAOS_CONTROL_DIR": control, "CHAOS_VDSO": "",
-        ]) { $1 }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputFile))
-        process.standardError = process.standardOutput
-        try process.runWithSignalsUnblocked()
-        func output() -> String { (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "" }
-        func ctl(_ arguments: [String]) throws -> ChaosToolTests.Outcome {
-            try ChaosToolTests.run(
-                ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path, ["ctl"] + arguments,
-                environment: ["CHAOS_CONTROL_DIR": control])
-        }
-        var started = false
-        for _ in 0..<1500 where !started {
-            started = output().contains("year \(Self.thisYear - 10)")
-            if !started { usleep(20_000) }
-        }
-        #expect(started, "the program reads the offset: \(output())")
-        let pid = String(process.processIdentifier)
+        let run = try Supervised([watcher, String(Self.thisYear - 20)], profile: profile, workspace: workspace)
+        #expect(run.waitFor("year \(Self.thisYear - 10)"), "the program reads the offset: \(run.output)")
         // The new entry first joins the old one (two entries: each reading trapped), then
         // stands alone (answered inside the program again).
-        let applied = try ctl(["apply", pid, twenty])
+        let applied = try run.ctl(["apply", run.pid, twenty])
         #expect(applied.status == 0, "\(applied)")
-        let reverted = try ctl(["revert", pid, "1"])
+        let reverted = try run.ctl(["revert", run.pid, "1"])
         #expect(reverted.status == 0, "\(reverted)")
-        for _ in 0..<1500 where process.isRunning { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(output())")
-        let years = Self.lines(output(), "year")
+        let json = run.finish()
+        #expect(run.process.terminationStatus == 0, "\(run.output)")
+        let years = Self.lines(run.output, "year")
         let before = years.filter { $0 == String(Self.thisYear - 10) }.count
         let after = years.filter { $0 == String(Self.thisYear - 20) }.count
-        #expect(before > 0 && after == 5, "\(output())")
+        #expect(before > 0 && after == 5, "\(run.output)")
         #expect(
-            years.allSatisfy { $0 == String(Self.thisYear - 10) || $0 == String(Self.thisYear - 20) }, "\(output())")
-        let json = try #require(
-            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any])
+            years.allSatisfy { $0 == String(Self.thisYear - 10) || $0 == String(Self.thisYear - 20) }, "\(run.output)")
         // Readings after the change were answered inside the program too.
         #expect((Self.vdsoReadings(json) ?? 0) > before, "\(json)")
+    }
+
+    @Test(.enabled(if: ReachTests.which("go") != nil, "no Go toolchain (apt install golang-go)"))
+    func aProgramExecdWhileTheClockEntryIsDisabledIsReachedWhenItIsEnabled() throws {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        let watcher = try workspace.build("watcher", Self.goWatcher)
+        let profile = try workspace.write("offset.json", Self.offset)
+        let flag = workspace.folder + "/go"
+        // The shell waits for the flag, then execs the watcher, which reads the real year
+        // until the entry is enabled again.
+        let script = "while [ ! -e '\(flag)' ]; do sleep 0.05; done; exec '\(watcher)' \(Self.thisYear - 10)"
+        let run = try Supervised(["/bin/sh", "-c", script], profile: profile, workspace: workspace)
+        var disabled = try run.ctl(["disable", run.pid, "1"])
+        for _ in 0..<100 where disabled.status != 0 {  // until the endpoint is up
+            usleep(50_000)
+            disabled = try run.ctl(["disable", run.pid, "1"])
+        }
+        #expect(disabled.status == 0, "\(disabled)")
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
+        #expect(run.waitFor("year \(Self.thisYear)"), "the watcher runs with the entry disabled: \(run.output)")
+        let enabled = try run.ctl(["enable", run.pid, "1"])
+        #expect(enabled.status == 0, "\(enabled)")
+        let json = run.finish()
+        #expect(Self.lines(run.output, "year").filter { $0 == String(Self.thisYear - 10) }.count == 5, "\(run.output)")
+        #expect((Self.vdsoReadings(json) ?? 0) >= 5, "answered inside the watcher: \(json)")
+        #expect(!run.output.contains("cannot patch"), "\(run.output)")
     }
 
     @Test func theProgramsItExecsArePatchedToo() throws {

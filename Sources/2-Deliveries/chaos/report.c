@@ -44,6 +44,9 @@ static const char *event_text(int32_t kind, int json) {
         return json ? "setuid-unprivileged" : "a set-user-ID program, run without its privileges (no_new_privs)";
     case CHAOS_TREE_DEADLINE_REAL:
         return json ? "deadline-real" : "a futex wait or kernel timer kept real time (seccomp delivery)";
+    case CHAOS_TREE_VDSO_UNPATCHED:
+        return json ? "vdso-unpatched"
+                    : "its vDSO could not be patched while no clock entry was active: its clock stayed real";
     case CHAOS_TREE_VDSO_HIDDEN:
         return json ? "vdso-hidden"
                     : "its vDSO could not be patched: hidden, its clock readings were system calls (slow)";

@@ -165,12 +165,10 @@ static void untrace(struct tracing *tracing, pid_t tid) {
     if (i >= 0) tracing->threads[i] = tracing->threads[--tracing->count];
 }
 
-/// A thread is about to exec: trace it, so that its exec stop hides the vDSO from the
+/// A thread is about to exec: trace it, so that its exec stop patches the vDSO of the
 /// program it starts. An exec that fails leaves it traced until its next exec or its end.
 static void watch_exec(struct tracing *tracing, pid_t tid) {
-    if (!tracing || !chaos_fault_point_active(CHAOS_POINT_CLOCK) || traced_index(tracing, tid) >= 0 ||
-        tracing->count == 64)
-        return;
+    if (!tracing || !chaos_vdso_wanted() || traced_index(tracing, tid) >= 0 || tracing->count == 64) return;
     if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) == 0)
         tracing->threads[tracing->count++] = tid;
 }
@@ -220,7 +218,7 @@ static void *server_main(void *context) {
         memset(notification, 0, server->size);
         if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue; // EINTR, ENOENT
         const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
-        if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
+        if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_vdso_wanted()) {
             chaos_answer_note_exec(notification);
             chaos_descriptors_forget();
             pthread_mutex_lock(&server->lock);
@@ -323,7 +321,7 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
         }
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
             tracing->started = 1;
-            int signal_number = chaos_fault_point_active(CHAOS_POINT_CLOCK) ? chaos_vdso_exec_stop(got) : 0;
+            int signal_number = chaos_vdso_wanted() ? chaos_vdso_exec_stop(got) : 0;
             ptrace(PTRACE_DETACH, got, NULL, (void *)(uintptr_t)signal_number);
             untrace(tracing, got);
         } else if (changed >> 16 == PTRACE_EVENT_STOP) {
@@ -409,7 +407,10 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     int control = chaos_control_wanted(getenv);
     if (control) chaos_control_adopt(plan);
     chaos_power_start(plan);
-    chaos_vdso_start();
+    int clocks = 0; // the filter traps clock readings: every exec is patched, for entries enabled later too
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++)
+        clocks |= chaos_plan_entry_point(plan, e) == CHAOS_POINT_CLOCK;
+    chaos_vdso_start(clocks);
     chaos_plan_install(plan);
     chaos_descriptors_remember_inherited();
     struct sock_filter instructions[MOST_INSTRUCTIONS];

@@ -227,7 +227,13 @@ static int make_page_locked(const char **why) {
     return 0;
 }
 
-void chaos_vdso_start(void) {
+// Set once, before any other thread starts (chaos_vdso_start); read by every thread after.
+static int wanted;
+
+int chaos_vdso_wanted(void) { return wanted; }
+
+void chaos_vdso_start(int clocks) {
+    wanted = clocks;
     pthread_mutex_lock(&lock);
     started = 1;
 #if defined(__x86_64__)
@@ -369,9 +375,18 @@ int chaos_vdso_exec_stop(pid_t pid) {
         pthread_mutex_unlock(&lock);
         return injection.signal;
     }
-    // The fallback: no vDSO at all, so that every reading is a system call the filter traps.
     char program[256];
     program_of(pid, program, sizeof program);
+    if (!chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
+        // Nothing to hide it from now; a clock entry `chaos ctl` enables later misses it.
+        fprintf(stderr,
+                "chaos run: warning: cannot patch the vDSO of process %d (%s: %s); no clock entry is active, so "
+                "its clock stays real even if one is applied later\n",
+                (int)pid, program, why);
+        chaos_answer_record_event(CHAOS_TREE_VDSO_UNPATCHED, pid, program);
+        return injection.signal;
+    }
+    // The fallback: no vDSO at all, so that every reading is a system call the filter traps.
     int hidden = chaos_tracee_hide_vdso(pid);
     if (hidden < 0)
         fprintf(stderr,

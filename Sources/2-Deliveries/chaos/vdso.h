@@ -7,13 +7,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/// Before the plan is installed: follow the plan and virtual time from now on. Patching is
-/// off when CHAOS_VDSO is "hide" (for tests and measurements of the fallback).
-void chaos_vdso_start(void);
+/// Before the plan is installed: follow the plan and virtual time from now on. `clocks`:
+/// the filter traps clock readings (the plan the program starts with has a clock entry,
+/// enabled or not), so every exec is to be patched. Patching is off when CHAOS_VDSO is
+/// "hide" (for tests and measurements of the fallback).
+void chaos_vdso_start(int clocks);
 
-/// At the exec stop of `pid` (ptrace), when the plan has clock entries: patches the new
-/// program's vDSO, or hides it and says why on standard error and in the report. Returns
-/// the signal to deliver when the process goes on (0: none).
+/// Whether execs are to be stopped and patched (chaos_vdso_start's `clocks`).
+int chaos_vdso_wanted(void);
+
+/// At the exec stop of `pid` (ptrace), when chaos_vdso_wanted: patches the new program's
+/// vDSO, or says why not on standard error and in the report, and then hides it when a
+/// clock entry is active. Returns the signal to deliver when the process goes on (0: none).
 int chaos_vdso_exec_stop(pid_t pid);
 
 /// Whether a trapped call of thread `tid` is one the supervisor is making itself (at an
