@@ -37,10 +37,10 @@
 #include "CChaosFaults.h"
 #include "descriptors.h"
 #include "file_times.h"
+#include "inject.h"
 #include "power.h"
 #include "syscalls.h"
 #include "tracee.h"
-#include "vdso.h"
 #include "reply.h"
 #include "waits.h"
 
@@ -498,7 +498,7 @@ static void answer_kept_deadline(int listener, const struct seccomp_notif *n) {
 
 void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *sc = chaos_syscall_find(n->data.nr);
-    if (!sc || chaos_vdso_owns_call((pid_t)n->pid)) { // the supervisor's own calls (vdso.c) go on untouched
+    if (!sc || chaos_inject_owns_call((pid_t)n->pid)) { // the supervisor's own calls (vdso.c) go on untouched
         chaos_reply_go_on(listener, n->id);
         return;
     }

@@ -14,10 +14,17 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+
+// The process whose calls the supervisor is making (0: none): written by the thread that
+// injects, read by the one that answers trapped calls.
+static _Atomic pid_t injecting;
+
+int chaos_inject_owns_call(pid_t tid) { return tid && atomic_load_explicit(&injecting, memory_order_acquire) == tid; }
 
 #if defined(__x86_64__)
 
@@ -47,6 +54,7 @@ int chaos_inject_begin(struct chaos_injection *injection, pid_t pid) {
     if (ptrace(PTRACE_GETREGS, pid, NULL, &regs) != 0) return -1;
     memcpy(injection->saved, &regs, sizeof regs);
     injection->stack = regs.rsp;
+    atomic_store_explicit(&injecting, pid, memory_order_release);
     return 0;
 }
 
@@ -82,6 +90,7 @@ int chaos_inject_call(struct chaos_injection *injection, long number, const uint
 }
 
 int chaos_inject_end(struct chaos_injection *injection) {
+    atomic_store_explicit(&injecting, 0, memory_order_release);
     return ptrace(PTRACE_SETREGS, injection->pid, NULL, injection->saved) == 0 ? 0 : -1;
 }
 

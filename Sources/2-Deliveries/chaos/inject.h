@@ -26,6 +26,11 @@ int chaos_inject_begin(struct chaos_injection *injection, pid_t pid);
 int chaos_inject_call(struct chaos_injection *injection, long number, const uint64_t arguments[6], long *result);
 
 /// Gives the process its registers back: it starts the program as if nothing happened.
+/// Called after every chaos_inject_begin that returned 0.
 int chaos_inject_end(struct chaos_injection *injection);
+
+/// Whether a trapped call of thread `tid` is one made through chaos_inject_call (between
+/// chaos_inject_begin and chaos_inject_end): it is to go on untouched and uncounted.
+int chaos_inject_owns_call(pid_t tid);
 
 #endif

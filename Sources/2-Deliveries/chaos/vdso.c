@@ -63,8 +63,6 @@ static struct chaos_vdso_shared *shared;      ///< the supervisor's mapping of i
 static uint64_t page_counts;                  ///< the counts the page's readings are for
 static uint64_t readings;                     ///< readings moved into counts so far
 static int processes;                         ///< processes patched
-// The thread whose calls the supervisor makes (0: none): read by the answering thread.
-static _Atomic pid_t injecting;
 
 static int64_t realtime_ns(void) {
     struct timespec now;
@@ -247,8 +245,6 @@ void chaos_vdso_start(int clocks) {
     cf_fast_collect_with(collect);
 }
 
-int chaos_vdso_owns_call(pid_t tid) { return tid && atomic_load_explicit(&injecting, memory_order_acquire) == tid; }
-
 uint64_t chaos_vdso_readings(int *patched) {
     pthread_mutex_lock(&lock);
     settle_locked();
@@ -360,14 +356,12 @@ int chaos_vdso_exec_stop(pid_t pid) {
     struct chaos_injection injection;
     memset(&injection, 0, sizeof injection);
     if (!why) {
-        atomic_store_explicit(&injecting, pid, memory_order_release);
         if (chaos_inject_begin(&injection, pid) != 0) {
             why = "it cannot be stopped after its exec";
         } else {
             if (patch(&injection, &why) == 0) why = NULL;
             if (chaos_inject_end(&injection) != 0) why = "its registers cannot be given back";
         }
-        atomic_store_explicit(&injecting, 0, memory_order_release);
     }
     if (!why) {
         pthread_mutex_lock(&lock);

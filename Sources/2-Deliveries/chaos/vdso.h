@@ -21,10 +21,6 @@ int chaos_vdso_wanted(void);
 /// clock entry is active. Returns the signal to deliver when the process goes on (0: none).
 int chaos_vdso_exec_stop(pid_t pid);
 
-/// Whether a trapped call of thread `tid` is one the supervisor is making itself (at an
-/// exec stop): it goes on untouched, uncounted.
-int chaos_vdso_owns_call(pid_t tid);
-
 /// Readings the patched vDSOs answered so far (moved into their entries' counts), and how
 /// many processes were patched.
 uint64_t chaos_vdso_readings(int *processes);

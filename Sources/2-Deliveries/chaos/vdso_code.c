@@ -130,7 +130,11 @@ SHARED int fake(const struct chaos_vdso_local *local, int clock, struct reading 
 
 WRAPPER int chaos_vdso_clock_gettime(int clock, void *timespec) {
     const struct chaos_vdso_local *local = page();
-    if ((unsigned)clock >= CHAOS_VDSO_CLOCKS) return local->clock_gettime(clock, timespec);
+    // A clock nothing fakes (Go's monotonic readings, most often) goes straight on: one
+    // load, no sequence (a change made meanwhile applies from the next reading).
+    if ((unsigned)clock >= CHAOS_VDSO_CLOCKS ||
+        __atomic_load_n(&local->shared->mode[clock], __ATOMIC_RELAXED) == CHAOS_VDSO_ORIGINAL)
+        return local->clock_gettime(clock, timespec);
     if (!timespec) return (int)system_call(SYS_clock_gettime, clock, 0);
     struct reading faked;
     int how = fake(local, clock, &faked);
