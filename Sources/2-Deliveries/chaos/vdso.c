@@ -51,7 +51,6 @@
 #include "vdso_page.h"
 
 #define PAGE 4096
-#define MOST_VDSO (1 << 20) // a vDSO image larger than this is not one this code knows
 
 // Everything below is guarded by `lock`: the main thread patches at exec stops, and the
 // listener runs on whichever thread installs a plan or moves virtual time.

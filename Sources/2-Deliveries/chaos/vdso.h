@@ -9,7 +9,7 @@
 
 /// Before the plan is installed: follow the plan and virtual time from now on. `clocks`:
 /// the filter traps clock readings (the plan the program starts with has a clock entry,
-/// enabled or not), so every exec is to be patched. Patching is off when CHAOS_VDSO is
+/// which `chaos ctl` may disable and enable), so every exec is to be patched. Patching is off when CHAOS_VDSO is
 /// "hide" (for tests and measurements of the fallback).
 void chaos_vdso_start(int clocks);
 
