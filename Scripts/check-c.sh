@@ -29,3 +29,16 @@ for target in $targets; do
     # SwiftPM reads a last -Werror as Swift's `-Werror GROUP`, so it is not given last.
     swift build --scratch-path "$scratch" --target "$target" -Xcc -Wall -Xcc -Werror -Xcc -Wextra
 done
+
+# The vDSO wrappers are copied into other processes (Sources/2-Deliveries/chaos/vdso_code.c):
+# their section must reach nothing through a relocation, at any optimization level.
+for level in -O0 -O1 -O2 -O3 -Os; do
+    object="$scratch/vdso_code$level.o"
+    clang "$level" -fPIC -c -o "$object" Sources/2-Deliveries/chaos/vdso_code.c
+    if readelf -SW "$object" | grep -q '\.rela *chaos_vdso_code'; then
+        echo "check-c: vdso_code.c $level: the section chaos_vdso_code has relocations" >&2
+        readelf -rW "$object" >&2
+        exit 1
+    fi
+    echo "check-c: vdso_code.c $level: no relocations in chaos_vdso_code"
+done

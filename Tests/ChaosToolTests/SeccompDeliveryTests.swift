@@ -235,7 +235,7 @@ import Glibc
     func busyboxAndWhatItExecsSeeEveryFault() throws {
         let workspace = try Workspace()
         defer { workspace.remove() }
-        // Each line comes from a program busybox's shell execs: the vDSO is hidden at
+        // Each line comes from a program busybox's shell execs: the vDSO is patched at
         // every exec, not only the first.
         let script = """
             echo year $(busybox date -u +%Y)

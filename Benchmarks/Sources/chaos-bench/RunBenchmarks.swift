@@ -131,7 +131,7 @@ func runGroup() throws -> Group? {
                 + write("seccomp", count: 50_000)))
     metrics += try powerLossMetrics(chaos: chaos, dd: dd, folder: folder)
     if let goClock = try goClockProgram(folder) {
-        metrics.append(goTimeNow(chaos: chaos, program: goClock, profile: clockProfile))
+        metrics += try goTimeNowMetrics(chaos: chaos, program: goClock, folder: folder)
     }
     if let python = programOnPath("python3") {
         metrics.append(try bandwidthTransfer(chaos: chaos, python: python, folder: folder))
@@ -188,8 +188,9 @@ func powerLossMetrics(chaos: String, dd: String, folder: String) throws -> [Metr
 }
 
 /// A static Go program that reads `time.Now()` N times (its argument) and prints how long
-/// that took in nanoseconds, by its monotonic clock (which the profile leaves real). Built
-/// with Debian's golang-go; nil (the metric is left out) without it.
+/// that took in nanoseconds by its monotonic clock, then by the process's CPU clock (which
+/// no clock fault touches: virtual time stops the monotonic one), then the year it read.
+/// Built with Debian's golang-go; nil (the metrics are left out) without it.
 func goClockProgram(_ folder: String) throws -> String? {
     guard let go = programOnPath("go") else { return nil }
     let module = folder + "/go-clock"
@@ -203,17 +204,28 @@ func goClockProgram(_ folder: String) throws -> String? {
             "fmt"
             "os"
             "strconv"
+            "syscall"
             "time"
+            "unsafe"
         )
+
+        // The process's CPU time, by the system call (CLOCK_PROCESS_CPUTIME_ID).
+        func cpu() int64 {
+            var t syscall.Timespec
+            syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 2, uintptr(unsafe.Pointer(&t)), 0)
+            return t.Nano()
+        }
 
         func main() {
             n, _ := strconv.Atoi(os.Args[1])
+            startCPU := cpu()
             start := time.Now()
             var last time.Time
             for i := 0; i < n; i++ {
                 last = time.Now()
             }
-            fmt.Println(time.Since(start).Nanoseconds(), last.Year())
+            elapsed := time.Since(start).Nanoseconds()
+            fmt.Println(elapsed, cpu()-startCPU, last.Year())
         }
         """.utf8
     ).write(to: URL(fileURLWithPath: module + "/main.go"))
@@ -230,31 +242,61 @@ func goClockProgram(_ folder: String) throws -> String? {
     return build.terminationStatus == 0 ? output : nil
 }
 
-/// `time.Now()` in a static Go program under `chaos run` with a clock offset (the seccomp
-/// delivery: every reading is a trapped system call), per call.
-func goTimeNow(chaos: String, program: String, profile: String) -> Metric {
-    Metric(name: "go_time_now_seccomp_ns", unit: .nanoseconds, iterations: 20_000) { n in
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: chaos)
-        process.arguments = ["run", "--quiet", "--profile", profile, "--", program, String(n)]
-        let output = Pipe()
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { exit(1) }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let fields = text.split(separator: " ")
-        // The program's year proves the offset reached it: a figure for real readings would
-        // measure the wrong thing.
-        let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
-        guard process.terminationStatus == 0, fields.count == 2, let elapsed = UInt64(fields[0]),
-            let year = Int(fields[1].trimmingCharacters(in: .whitespacesAndNewlines)), year < thisYear - 20
-        else {
-            FileHandle.standardError.write(
-                Data("chaos-bench: go_time_now_seccomp_ns: unexpected output '\(text)'\n".utf8))
-            exit(1)
-        }
-        return elapsed
+/// The `time.Now()` figures of a static Go program, all measured in one run, interleaved:
+/// plain; under `chaos run` (the seccomp delivery) with an offset, a frozen clock and
+/// virtual time, read inside the program through its patched vDSO; and with the offset
+/// again through the fallback (CHAOS_VDSO=hide: the vDSO hidden, every reading a trapped
+/// system call). Per call. main.swift derives the ratios to plain.
+func goTimeNowMetrics(chaos: String, program: String, folder: String) throws -> [Metric] {
+    func profile(_ name: String, _ provider: String) throws -> String {
+        let path = folder + "/go-\(name).json"
+        try Data(#"{"entries": [{"point": "system.clock", "provider": \#(provider)}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        return path
     }
+    let thisYear = Calendar(identifier: .gregorian).component(.year, from: Date())
+    let offset = try profile("offset", #"{"item": "offset", "parameters": {"by": "-30y"}}"#)
+    let frozen = try profile("frozen", #"{"item": "frozen", "parameters": {"date": "2001-02-03T04:05:06Z"}}"#)
+    let virtual = try profile("virtual", #"{"item": "virtual", "parameters": {"start": "2030-01-01T00:00:00Z"}}"#)
+    /// One metric: the program under `prefix` (nothing: plain), its monotonic or CPU figure,
+    /// checked to have read `year` (a figure for readings chaos missed would measure the
+    /// wrong thing).
+    func metric(
+        _ name: String, _ prefix: [String], cpu: Bool = false, hide: Bool = false, iterations: Int = 1_000_000,
+        year: @escaping (Int) -> Bool
+    ) -> Metric {
+        Metric(name: name, unit: .nanoseconds, iterations: iterations) { n in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: prefix.first ?? program)
+            process.arguments = Array(prefix.dropFirst()) + (prefix.isEmpty ? [] : [program]) + [String(n)]
+            process.environment = ProcessInfo.processInfo.environment.merging(["CHAOS_VDSO": hide ? "hide" : ""]) {
+                $1
+            }
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice  // the fallback's warning, said on every run
+            guard (try? process.run()) != nil else { exit(1) }
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let fields = text.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+            guard process.terminationStatus == 0, fields.count == 3, let wall = UInt64(fields[0]),
+                let processor = UInt64(fields[1]), let read = Int(fields[2]), year(read)
+            else {
+                FileHandle.standardError.write(Data("chaos-bench: \(name): unexpected output '\(text)'\n".utf8))
+                exit(1)
+            }
+            return cpu ? processor : wall
+        }
+    }
+    func run(_ profile: String) -> [String] { [chaos, "run", "--quiet", "--profile", profile, "--"] }
+    return [
+        metric("go_time_now_plain_ns", [], year: { $0 == thisYear }),
+        metric("go_time_now_offset_ns", run(offset), year: { $0 < thisYear - 20 }),
+        metric("go_time_now_frozen_ns", run(frozen), year: { $0 == 2001 }),
+        metric("go_time_now_plain_cpu_ns", [], cpu: true, year: { $0 == thisYear }),
+        metric("go_time_now_virtual_ns", run(virtual), cpu: true, year: { $0 == 2030 }),
+        metric("go_time_now_seccomp_ns", run(offset), hide: true, iterations: 20_000, year: { $0 < thisYear - 20 }),
+    ]
 }
 
 /// A 2 MB transfer on 127.0.0.1 under a `bandwidth` of 1 MB/s on the sender, timed by the

@@ -85,6 +85,10 @@ let derived = [
     // What power loss's log costs a run that appends, and one that overwrites in place.
     ("power_loss_append_ratio", "power_loss_append_ms", "power_loss_append_elsewhere_ms"),
     ("power_loss_overwrite_ratio", "power_loss_overwrite_ms", "power_loss_overwrite_elsewhere_ms"),
+    // time.Now() of a static Go program under the seccomp delivery's patched vDSO, against plain.
+    ("go_time_now_offset_ratio", "go_time_now_offset_ns", "go_time_now_plain_ns"),
+    ("go_time_now_frozen_ratio", "go_time_now_frozen_ns", "go_time_now_plain_ns"),
+    ("go_time_now_virtual_ratio", "go_time_now_virtual_ns", "go_time_now_plain_cpu_ns"),
 ]
 for (name, a, b) in derived {
     if let value = ratio(a, b) { results.append((name, value)) }
@@ -134,6 +138,9 @@ if !json {
         ("explore_jobs2_speedup (>= 1.6)", results.first(where: { $0.0 == "explore_jobs2_speedup" })?.1),
         ("power_loss_append_ratio (<= 1.5)", results.first(where: { $0.0 == "power_loss_append_ratio" })?.1),
         ("bandwidth_accuracy (0.95 to 1.05)", results.first(where: { $0.0 == "bandwidth_accuracy" })?.1),
+        ("go_time_now_offset_ratio (<= 2)", results.first(where: { $0.0 == "go_time_now_offset_ratio" })?.1),
+        ("go_time_now_frozen_ratio (<= 2)", results.first(where: { $0.0 == "go_time_now_frozen_ratio" })?.1),
+        ("go_time_now_virtual_ratio (<= 2)", results.first(where: { $0.0 == "go_time_now_virtual_ratio" })?.1),
         (
             "power_loss_overwrite_ratio (information)",
             results.first(where: { $0.0 == "power_loss_overwrite_ratio" })?.1

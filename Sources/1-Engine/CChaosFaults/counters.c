@@ -118,6 +118,17 @@ void cf_fast_count_slow(uint64_t id, int64_t real_ns) {
     if (first) pthread_setspecific(tally_key, mine);
 }
 
+void cf_fast_count_many(uint64_t id, uint64_t calls, int64_t real_ns) {
+    if (!calls) return;
+    pthread_mutex_lock(&tallies_lock);
+    chaos_counts *counts = published_counts(id);
+    if (counts) {
+        counts->fast += calls;
+        if (real_ns > counts->fast_last_ns) counts->fast_last_ns = real_ns;
+    }
+    pthread_mutex_unlock(&tallies_lock);
+}
+
 void cf_counts_publish(chaos_counts *counts) {
     pthread_mutex_lock(&tallies_lock);
     if (!counts->published) {
@@ -144,9 +155,16 @@ void chaos_counts_release(chaos_counts *counts) {
     free(counts);
 }
 
+// Called before counts are read (cf_fast_collect_with); set by a delivery at its start.
+static _Atomic(void (*)(void)) collector;
+
+void cf_fast_collect_with(void (*collect)(void)) { atomic_store(&collector, collect); }
+
 void chaos_counts_read(const chaos_counts *counts, chaos_entry_counters *out) {
     memset(out, 0, sizeof *out);
     if (!counts) return;
+    void (*collect)(void) = atomic_load(&collector);
+    if (collect) collect(); // readings counted elsewhere come in first
     uint64_t acted = atomic_load_explicit(&counts->acted, memory_order_relaxed);
     uint64_t passed = atomic_load_explicit(&counts->passed, memory_order_relaxed);
     out->last_fire_call = atomic_load_explicit(&counts->last_fire_call, memory_order_relaxed);

@@ -192,6 +192,7 @@ int chaos_plan_install(chaos_plan *plan) {
     cf_synchronize();
     cf_spin_unlock(&install_lock);
     if (!has_virtual) cf_vt_plan_installed(0, 0, 0);
+    cf_clock_changed();
     chaos_plan_free(old);
     return 0;
 }

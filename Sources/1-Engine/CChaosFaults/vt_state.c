@@ -31,6 +31,17 @@ void cf_vt_notify(void) {
     pthread_cond_broadcast(&cf_vt_changed);
     atomic_fetch_add(&cf_vt_generation, 1);
     syscall(SYS_futex, &cf_vt_generation, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    cf_clock_changed();
+}
+
+// Told when the clock's words change (chaos_fast_clock.h); set by a delivery at its start.
+static _Atomic(void (*)(void)) clock_listener;
+
+void cf_clock_listen(void (*listener)(void)) { atomic_store(&clock_listener, listener); }
+
+void cf_clock_changed(void) {
+    void (*listener)(void) = atomic_load(&clock_listener);
+    if (listener) listener();
 }
 
 // The words readings use (chaos_fast_clock.h reads them inline): atomics, changed under cf_vt_lock.

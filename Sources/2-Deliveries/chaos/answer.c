@@ -38,6 +38,7 @@
 #include "descriptors.h"
 #include "directories.h"
 #include "file_times.h"
+#include "inject.h"
 #include "power.h"
 #include "processes.h"
 #include "syscalls.h"
@@ -72,22 +73,6 @@ static int named_path(pid_t tid, int32_t fn, int dirfd, uint64_t path_arg, char 
     return chaos_path_reached(fn, AT_FDCWD, absolute, out, PATH_CAPACITY) < 0 ? -1 : 0;
 }
 
-/// The CHAOS_DESCRIPTOR_* bit of descriptor `fd` of `tid` (0: a socket, or not open).
-static int32_t descriptor_kind(pid_t tid, int fd) {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
-    struct stat info;
-    if (stat(link, &info) != 0 || S_ISSOCK(info.st_mode)) return 0;
-    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
-    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
-    if (!S_ISCHR(info.st_mode)) return CHAOS_DESCRIPTOR_OTHER;
-    // A terminal: the pseudo-terminal slaves and the consoles, by their major numbers.
-    unsigned major_number = major(info.st_rdev);
-    return (major_number >= 136 && major_number <= 143) || major_number == 4 || major_number == 5
-               ? CHAOS_DESCRIPTOR_TTY
-               : CHAOS_DESCRIPTOR_OTHER;
-}
-
 /// Describes a call on descriptor `fd` (its point and fn already in `d->call`); 1 when it
 /// is a file, or when the plan names descriptors (`fd=`, `kind=`) and it is a pipe or the
 /// like. Sockets stay with the preload delivery (send and recv entries).
@@ -99,11 +84,11 @@ static int descriptor_call(pid_t tid, int fd, struct described *d) {
     if (kind == 1) {
         d->call.special = special;
         d->call.path = path;
-        if (chaos_fault_names_descriptors()) d->call.descriptor_kind = descriptor_kind(tid, fd);
+        if (chaos_fault_names_descriptors()) d->call.descriptor_kind = chaos_descriptors_kind(tid, fd);
         return 1;
     }
     if (kind != 0 || !chaos_fault_names_descriptors()) return 0;
-    d->call.descriptor_kind = descriptor_kind(tid, fd);
+    d->call.descriptor_kind = chaos_descriptors_kind(tid, fd);
     return d->call.descriptor_kind != 0;
 }
 
@@ -405,6 +390,10 @@ const chaos_tree_event *chaos_answer_tree_events(uint64_t *count) {
     return tree_events;
 }
 
+void chaos_answer_record_event(chaos_tree_event_kind kind, pid_t pid, const char *program) {
+    chaos_tree_event_record(&tree_event_count, tree_events, kind, (int32_t)pid, program);
+}
+
 void chaos_answer_note_exec(const struct seccomp_notif *n) {
     const __u64 *a = n->data.args;
     int at = n->data.nr != __NR_execve;
@@ -508,7 +497,7 @@ void chaos_answer(int listener, const struct seccomp_notif *n) {
     const struct chaos_syscall *directory = chaos_directories_row(n);
     const struct chaos_syscall *sc = directory ? directory : chaos_syscall_find(n->data.nr);
     if (sc && sc->shape == CHAOS_SHAPE_SPAWN) chaos_descriptors_forget(); // then decided as any other call
-    if (!sc) {
+    if (!sc || chaos_inject_owns_call((pid_t)n->pid)) { // the supervisor's own calls (vdso.c) go on untouched
         chaos_reply_go_on(listener, n->id);
         return;
     }

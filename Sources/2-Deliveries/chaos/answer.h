@@ -4,6 +4,7 @@
 
 #include <linux/seccomp.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "CChaosFaults.h"
 
@@ -23,6 +24,9 @@ int chaos_answer_due(int listener);
 /// An exec the filter trapped (`n`): says at once, and records, when it starts a
 /// set-user-ID or set-group-ID program, which gains no privileges under the filter.
 void chaos_answer_note_exec(const struct seccomp_notif *n);
+
+/// Records an event of the tree for the report (any thread).
+void chaos_answer_record_event(chaos_tree_event_kind kind, pid_t pid, const char *program);
 
 /// Whether io_uring_setup goes through (--io-uring allow) rather than failing with ENOSYS.
 void chaos_answer_allow_io_uring(int allowed);

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
+#include "CChaosFaults.h"
 #include "tracee.h"
 
 #define SLOTS 1024 // direct-mapped; a collision only costs a second readlink
@@ -82,4 +84,19 @@ int chaos_descriptors_lookup(pid_t tid, int fd, const char **path, int *special)
     *path = slot->path;
     *special = slot->special;
     return kind;
+}
+
+int32_t chaos_descriptors_kind(pid_t tid, int fd) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)tid, fd);
+    struct stat info;
+    if (stat(link, &info) != 0 || S_ISSOCK(info.st_mode)) return 0;
+    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
+    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
+    if (!S_ISCHR(info.st_mode)) return CHAOS_DESCRIPTOR_OTHER;
+    // A terminal: the pseudo-terminal slaves and the consoles, by their major numbers.
+    unsigned major_number = major(info.st_rdev);
+    return (major_number >= 136 && major_number <= 143) || major_number == 4 || major_number == 5
+               ? CHAOS_DESCRIPTOR_TTY
+               : CHAOS_DESCRIPTOR_OTHER;
 }

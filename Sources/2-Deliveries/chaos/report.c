@@ -44,6 +44,12 @@ static const char *event_text(int32_t kind, int json) {
         return json ? "setuid-unprivileged" : "a set-user-ID program, run without its privileges (no_new_privs)";
     case CHAOS_TREE_DEADLINE_REAL:
         return json ? "deadline-real" : "a futex wait or kernel timer kept real time (seccomp delivery)";
+    case CHAOS_TREE_VDSO_UNPATCHED:
+        return json ? "vdso-unpatched"
+                    : "its vDSO could not be patched while no clock entry was active: its clock stayed real";
+    case CHAOS_TREE_VDSO_HIDDEN:
+        return json ? "vdso-hidden"
+                    : "its vDSO could not be patched: hidden, its clock readings were system calls (slow)";
     default: return json ? "unknown" : "an event this report does not know";
     }
 }
@@ -99,6 +105,9 @@ static int write_json(const char *path, const struct chaos_report_run *run, cons
         fprintf(out, "],\"treeEventCount\":%llu", (unsigned long long)run->event_count);
     }
     if (run->processes) fprintf(out, ",\"processes\":%llu", (unsigned long long)run->processes);
+    if (run->vdso_processes)
+        fprintf(out, ",\"vdso\":{\"patchedProcesses\":%d,\"readings\":%llu}", run->vdso_processes,
+                (unsigned long long)run->vdso_readings);
     if (run->power_loss) {
         fprintf(out, ",\"powerLoss\":");
         json_string(out, run->power_loss);
@@ -154,6 +163,9 @@ int chaos_report_write(const struct chaos_report_run *run, struct chaos_report_e
                     e->acted ? "" : "  <- NEVER ACTED");
         }
         if (run->power_loss) fprintf(stderr, "  %s\n", run->power_loss);
+        if (run->vdso_processes)
+            fprintf(stderr, "  %llu clock readings answered inside the program (%d process%s with a patched vDSO)\n",
+                    (unsigned long long)run->vdso_readings, run->vdso_processes, run->vdso_processes == 1 ? "" : "es");
         if (run->applied_later)
             fprintf(stderr, "  and %llu %s applied through chaos ctl while it ran: not counted in this report\n",
                     (unsigned long long)run->applied_later, run->applied_later == 1 ? "entry" : "entries");

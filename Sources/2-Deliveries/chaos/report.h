@@ -34,6 +34,8 @@ struct chaos_report_run {
     uint64_t processes;             ///< processes that decided from counters the tree shares (0: unknown)
     int places_calls;               ///< some entry places its fault by count (times, sequential, probability)
     const char *power_loss;         ///< where power was lost and what was rolled back (NULL: it was not)
+    uint64_t vdso_readings;         ///< clock readings answered inside the programs (patched vDSOs)
+    int vdso_processes;             ///< processes whose vDSO was patched
 };
 
 /// Writes the report (standard error unless quiet; JSON to `options->path` when given),

@@ -3,9 +3,11 @@
 //   1. The child asks to be traced, installs the filter (syscalls.c) with a new listener,
 //      and stops. The parent reads the listener's number out of the child's memory (the
 //      same address after fork), takes a copy of it (pidfd_getfd) and lets the child exec.
-//   2. At the exec stop the parent hides the vDSO from the new program when the plan has
-//      clock entries (tracee.c), so that its clock readings become system calls the
-//      filter traps, then stops tracing it.
+//   2. At the exec stop, when the plan has clock entries, the parent patches the new
+//      program's vDSO (vdso.c): steady clock faults are answered inside the program, and
+//      the other readings become system calls the filter traps. Where it cannot patch,
+//      it hides the vDSO (tracee.c), so that every reading is trapped, and says so. Then
+//      it stops tracing the program.
 //   3. Until the program ends, a thread of the parent answers trapped calls (answer.c)
 //      while the main thread forwards the signals it is sent, reaps the program, traces
 //      threads about to exec and answers delayed calls when their time comes. The filter
@@ -48,6 +50,7 @@
 #include "syscalls.h"
 #include "tracee.h"
 #include "tree.h"
+#include "vdso.h"
 #include "waits.h"
 
 #define MOST_INSTRUCTIONS 256
@@ -163,12 +166,10 @@ static void untrace(struct tracing *tracing, pid_t tid) {
     if (i >= 0) tracing->threads[i] = tracing->threads[--tracing->count];
 }
 
-/// A thread is about to exec: trace it, so that its exec stop hides the vDSO from the
+/// A thread is about to exec: trace it, so that its exec stop patches the vDSO of the
 /// program it starts. An exec that fails leaves it traced until its next exec or its end.
 static void watch_exec(struct tracing *tracing, pid_t tid) {
-    if (!tracing || !chaos_fault_point_active(CHAOS_POINT_CLOCK) || traced_index(tracing, tid) >= 0 ||
-        tracing->count == 64)
-        return;
+    if (!tracing || !chaos_vdso_wanted() || traced_index(tracing, tid) >= 0 || tracing->count == 64) return;
     if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(uintptr_t)(PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL)) == 0)
         tracing->threads[tracing->count++] = tid;
 }
@@ -218,7 +219,7 @@ static void *server_main(void *context) {
         memset(notification, 0, server->size);
         if (ioctl(server->listener, SECCOMP_IOCTL_NOTIF_RECV, notification) != 0) continue; // EINTR, ENOENT
         const struct chaos_syscall *call = chaos_syscall_find(notification->data.nr);
-        if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_fault_point_active(CHAOS_POINT_CLOCK)) {
+        if (call && call->shape == CHAOS_SHAPE_EXEC && chaos_vdso_wanted()) {
             chaos_answer_note_exec(notification);
             chaos_descriptors_forget();
             pthread_mutex_lock(&server->lock);
@@ -321,11 +322,8 @@ static int children_changed(pid_t child, struct tracing *tracing, int *status) {
         }
         if (changed >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8))) {
             tracing->started = 1;
-            if (chaos_fault_point_active(CHAOS_POINT_CLOCK) && chaos_tracee_hide_vdso(got) < 0)
-                fprintf(stderr,
-                        "chaos run: warning: cannot hide the vDSO from process %d; its clock readings may stay real\n",
-                        (int)got);
-            ptrace(PTRACE_DETACH, got, NULL, NULL);
+            int signal_number = chaos_vdso_wanted() ? chaos_vdso_exec_stop(got) : 0;
+            ptrace(PTRACE_DETACH, got, NULL, (void *)(uintptr_t)signal_number);
             untrace(tracing, got);
         } else if (changed >> 16 == PTRACE_EVENT_STOP) {
             ptrace(PTRACE_CONT, got, NULL, NULL);
@@ -361,6 +359,7 @@ static void start_control(char **argv, pid_t child) {
 
 /// Whether every entry of the active plan has acted (--require-fired needs wait no longer).
 static int engine_all_fired(void) {
+    chaos_vdso_readings(NULL); // the readings the patched vDSOs answered count too
     for (int32_t e = 0; e < chaos_fault_entry_count(); e++) {
         chaos_entry_counters counters;
         if (chaos_fault_counters(e, &counters) == 0 && counters.acted == 0) return 0;
@@ -389,6 +388,7 @@ static int finish(struct chaos_report_run *run, const struct chaos_report_option
     run->seed = chaos_fault_seed();
     run->events = chaos_answer_tree_events(&run->event_count);
     run->power_loss = chaos_power_report();
+    run->vdso_readings = chaos_vdso_readings(&run->vdso_processes);
     int code = chaos_parent_finish(run, entries, entries && labels ? count : 0, options);
     free(entries);
     free(labels);
@@ -408,6 +408,10 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     int control = chaos_control_wanted(getenv);
     if (control) chaos_control_adopt(plan);
     chaos_power_start(plan);
+    int clocks = 0; // the filter traps clock readings: every exec is patched, for entries enabled later too
+    for (int32_t e = 0; e < chaos_plan_entry_count(plan); e++)
+        clocks |= chaos_plan_entry_point(plan, e) == CHAOS_POINT_CLOCK;
+    chaos_vdso_start(clocks);
     chaos_plan_install(plan);
     chaos_descriptors_remember_inherited();
     struct sock_filter instructions[MOST_INSTRUCTIONS];
@@ -494,6 +498,7 @@ int chaos_supervise(chaos_plan *plan, char **argv, const struct chaos_report_opt
     chaos_answer_wake(-1);
     close(server.wake);
     chaos_waits_release(); // what the program left running sleeps in real time from here
+    chaos_vdso_end();
     serve_the_rest(listener, notification, size);
     close(listener);
     free(notification);

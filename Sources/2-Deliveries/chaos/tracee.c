@@ -110,7 +110,9 @@ static uint64_t stack_pointer(pid_t pid) {
 #endif
 }
 
-int chaos_tracee_hide_vdso(pid_t pid) {
+/// Finds the auxiliary vector's pair of `type` in ptrace-stopped `pid` at its exec stop:
+/// 1 with the pair's address in `*at`, 0 when there is none, -1 when the stack cannot be read.
+static int auxv_find(pid_t pid, uint64_t type, uint64_t *at_pair) {
     // At the exec stop the new stack holds argc, argv…NULL, envp…NULL, then the auxiliary
     // vector's (type, value) pairs up to AT_NULL.
     uint64_t at = stack_pointer(pid);
@@ -127,16 +129,33 @@ int chaos_tracee_hide_vdso(pid_t pid) {
         uint64_t pair[2];
         if (chaos_tracee_read(pid, at, pair, sizeof pair) != 0) return -1;
         if (pair[0] == AT_NULL) return 0;
-        if (pair[0] != AT_SYSINFO_EHDR) continue;
-        uint64_t ignore = AT_IGNORE;
-        // The stack may be mapped without write access for process_vm_writev's view;
-        // ptrace writes through it.
-        if (chaos_tracee_write(pid, at, &ignore, sizeof ignore) != 0 &&
-            ptrace(PTRACE_POKEDATA, pid, (void *)(uintptr_t)at, (void *)(uintptr_t)ignore) != 0)
-            return -1;
+        if (pair[0] != type) continue;
+        *at_pair = at;
         return 1;
     }
     return -1;
+}
+
+int chaos_tracee_vdso_base(pid_t pid, uint64_t *base) {
+    uint64_t at, pair[2];
+    int found = auxv_find(pid, AT_SYSINFO_EHDR, &at);
+    if (found <= 0) return found;
+    if (chaos_tracee_read(pid, at, pair, sizeof pair) != 0) return -1;
+    *base = pair[1];
+    return pair[1] ? 1 : 0;
+}
+
+int chaos_tracee_hide_vdso(pid_t pid) {
+    uint64_t at;
+    int found = auxv_find(pid, AT_SYSINFO_EHDR, &at);
+    if (found <= 0) return found;
+    uint64_t ignore = AT_IGNORE;
+    // The stack may be mapped without write access for process_vm_writev's view;
+    // ptrace writes through it.
+    if (chaos_tracee_write(pid, at, &ignore, sizeof ignore) != 0 &&
+        ptrace(PTRACE_POKEDATA, pid, (void *)(uintptr_t)at, (void *)(uintptr_t)ignore) != 0)
+        return -1;
+    return 1;
 }
 
 int chaos_tracee_borrow(pid_t tid, int fd) {

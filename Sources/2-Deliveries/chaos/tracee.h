@@ -32,6 +32,10 @@ int chaos_tracee_descriptor(pid_t tid, int fd, char *out, size_t capacity);
 /// be had. The caller closes it.
 int chaos_tracee_borrow(pid_t tid, int fd);
 
+/// At the exec stop of `pid` (ptrace): where the vDSO is mapped (AT_SYSINFO_EHDR). 1 with
+/// its address in `*base`, 0 when the program has none, -1 when the stack cannot be read.
+int chaos_tracee_vdso_base(pid_t pid, uint64_t *base);
+
 /// At the exec stop of `pid` (ptrace): turns AT_SYSINFO_EHDR in the new program's
 /// auxiliary vector into AT_IGNORE, so that it finds no vDSO and reads its clocks with
 /// system calls. 1 when it was there, 0 when it was not, -1 when the stack cannot be read.

@@ -31,8 +31,10 @@ struct Run: ParsableCommand {
 
             Programs the preload library cannot reach (statically linked programs, Go programs) get \
             the seccomp delivery instead: chaos run stays their parent and answers the system calls \
-            the profile's files, connect, clock, process and dir entries name, hiding the vDSO so \
-            that clock readings become system calls. A program neither delivery reaches (another ELF class, or \
+            the profile's files, connect, clock, stat, process and dir entries name. Its vDSO is patched so that a \
+            steady clock (an offset, a frozen clock, a speed, virtual time) is read inside the program at \
+            about the vDSO's cost, and other clock readings become system calls; where it cannot \
+            be patched it is hidden (slower), which is said and reported. A program neither delivery reaches (another ELF class, or \
             entries the seccomp delivery cannot carry, such as getenv sequences) is refused before \
             it starts, with the reason; --allow-unreached runs it anyway, without chaos.
 

@@ -59,6 +59,25 @@ static inline void cf_fast_count(uint64_t counts, int64_t real_ns) {
     if (real_ns) atomic_store_explicit(&mine->last_ns, real_ns, memory_order_relaxed);
 }
 
+/// Adds `calls` readings answered outside this process for the counts with id `counts`
+/// (the seccomp delivery's patched vDSO: vdso.c), as if this process's fast path had
+/// answered them; `real_ns` is the real time of the last one (0: none to record).
+void cf_fast_count_many(uint64_t counts, uint64_t calls, int64_t real_ns) __attribute__((visibility("hidden")));
+
+/// Names a function chaos_counts_read calls first, which brings in the readings counted
+/// outside this process (with cf_fast_count_many), so that every reading of counts sees
+/// them. It must not read counts itself. NULL: none.
+void cf_fast_collect_with(void (*collect)(void)) __attribute__((visibility("hidden")));
+
+/// Names a function to be called after the clock's words change: a plan installed (the
+/// fast path republished) or virtual time moved, started or stopped (cf_vt_notify). It may
+/// run on any thread, sometimes under virtual time's lock: it must only read the words
+/// (cf_fast, cf_vt) and take no lock of the engine's. NULL: none.
+void cf_clock_listen(void (*listener)(void)) __attribute__((visibility("hidden")));
+
+/// Calls the function cf_clock_listen named, if any.
+void cf_clock_changed(void) __attribute__((visibility("hidden")));
+
 /// Virtual time's clock (virtual.c): the virtual monotonic instant is `base` (manual) or
 /// `base` plus the real monotonic time since `anchor` (flowing); the other clocks read it
 /// plus their offset.

@@ -68,6 +68,8 @@ typedef enum chaos_tree_event_kind {
     CHAOS_TREE_IO_URING_ALLOWED = 4,    ///< io_uring_setup went through (--io-uring allow)
     CHAOS_TREE_SETUID_UNPRIVILEGED = 5, ///< a set-user-ID program ran without its privileges (no_new_privs)
     CHAOS_TREE_DEADLINE_REAL = 6,       ///< a futex wait or kernel timer kept real time under the seccomp delivery
+    CHAOS_TREE_VDSO_HIDDEN = 7,         ///< its vDSO could not be patched: hidden, clock readings trapped (slow)
+    CHAOS_TREE_VDSO_UNPATCHED = 8,      ///< its vDSO could not be patched while no clock entry was active
 } chaos_tree_event_kind;
 
 /// One such event: which process, and the program it ran or tried to run.
