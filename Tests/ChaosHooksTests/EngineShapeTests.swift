@@ -59,7 +59,7 @@ import Testing
         let rows = Self.table(CHAOS_TABLE_NODE_KINDS)
         #expect(rows.map(\.name) == PlanNodeKind.allCases.map(\.rawValue))
         #expect(rows.map(\.value) == PlanNodeKind.allCases.indices.map { Int64($0) })
-        #expect(rows.last?.value == Int64(CHAOS_NODE_OMIT.rawValue))
+        #expect(rows.last?.value == Int64(CHAOS_NODE_LINGER.rawValue))
     }
 
     @Test func unitsAreDurationTexts() {

@@ -177,4 +177,32 @@ struct StreamTests {
         let plain = try ReachTests.runIn(served.folder, "/usr/bin/python3", ["-c", script], environment: [:])
         #expect(plain.output.hasPrefix("3000 1 3000"), "without the entry: one read \(plain.output)")
     }
+
+    @Test func aSlowCloseHoldsTheCloseAndALatencyDoesNot() throws {
+        let served = try Served(size: 1)
+        let script = """
+            import socket, time
+            listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(1)
+            sender = socket.create_connection(listener.getsockname()); peer, _ = listener.accept()
+            sender.sendall(b"hi"); started = time.monotonic(); sender.close()
+            print(round(time.monotonic() - started, 1), peer.recv(10), peer.recv(10))
+            """
+        func closing(_ item: String) throws -> ChaosToolTests.Outcome {
+            try ReachTests.runIn(
+                served.folder, ChaosToolTests.buildDirectory.appendingPathComponent("chaos").path,
+                [
+                    "run", "--delivery", "preload", "--profile",
+                    try served.profile("system.send", item, #""delay": "1s", "roles": ["client"]"#), "--",
+                    "/usr/bin/python3", "-c", script,
+                ],
+                environment: ["CHAOS_PRELOAD_LIBRARY": ChaosToolTests.preloadLibrary])
+        }
+        let slow = try closing("slow-close")
+        let waited = Double(slow.output.split(separator: " ").first ?? "") ?? -1
+        #expect(waited >= 0.9, "the close waited: \(slow.output)")
+        #expect(slow.output.contains("b'hi' b''"), "what was sent arrives, then the end: \(slow.output)")
+        #expect(slow.errors.contains("acted 1"), "one close: \(slow.errors)")
+        let latency = try closing("latency")
+        #expect(latency.output.hasPrefix("0.0 "), "a send's latency leaves its close alone: \(latency.output)")
+    }
 }

@@ -77,6 +77,9 @@ static inline void count_passed(chaos_counts *counts) {
 static int eval(walk *w, int32_t index, chaos_outcome *out) {
     cf_node *node = &w->entry->nodes[index];
     const chaos_fn_info *info = chaos_fault_fn_info(w->call->fn);
+    // A socket's close is only a linger node's: every other leaf passes it, and delays do not wait.
+    if (w->call->fn == CHAOS_FN_SOCKET_CLOSE && cf_stream_close_passes(node->kind))
+        return node->kind == CHAOS_NODE_DELAY ? eval(w, node->child, out) : R_PASS;
     switch (node->kind) {
     case CHAOS_NODE_ORIGINAL: return may_act(w) ? R_ORIGINAL : R_PASS; // a special target is outside unnamed entries
     case CHAOS_NODE_PASS: return R_PASS;
@@ -116,8 +119,7 @@ static int eval(walk *w, int32_t index, chaos_outcome *out) {
     case CHAOS_NODE_PACE:
     case CHAOS_NODE_LIMIT:
     case CHAOS_NODE_STALL:
-        if (!info || !info->transfers) return R_PASS;
-        return cf_stream_decide(node, w->call, out, &w->delay) ? R_ACT : R_PASS;
+    case CHAOS_NODE_LINGER: return cf_stream_decide(node, w->call, out, &w->delay) ? R_ACT : R_PASS;
     case CHAOS_NODE_OFFSET:
         out->action = CHAOS_ACT_OFFSET;
         out->clock_ns = node->ns;
@@ -288,6 +290,7 @@ static bool could_act(const cf_entry *entry, int32_t index, const char *path, in
     case CHAOS_NODE_PACE:
     case CHAOS_NODE_LIMIT:
     case CHAOS_NODE_STALL:
+    case CHAOS_NODE_LINGER:
     case CHAOS_NODE_ASK: return acts; // original decides too; an ask may answer anything
     case CHAOS_NODE_DELAY: return acts || could_act(entry, node->child, path, special, named, seen);
     case CHAOS_NODE_PROBABILITY:
@@ -534,17 +537,6 @@ int chaos_fault_power_at(int32_t entry, uint64_t call) {
 }
 
 int chaos_fault_names_descriptors(void) { return atomic_load_explicit(&cf_descriptor_selectors, memory_order_acquire); }
-
-int32_t chaos_descriptor_kind(int fd) {
-    struct stat info;
-    if (fd < 0 || syscall(SYS_fstat, fd, &info) != 0) return 0;
-    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
-    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
-    if (S_ISSOCK(info.st_mode)) return 0;
-    struct termios terminal;
-    if (S_ISCHR(info.st_mode) && syscall(SYS_ioctl, fd, TCGETS, &terminal) == 0) return CHAOS_DESCRIPTOR_TTY;
-    return CHAOS_DESCRIPTOR_OTHER;
-}
 
 int chaos_fault_power_watches(const char *path) {
     if (!path || !((atomic_load_explicit(&cf_active_points, memory_order_acquire) >> CHAOS_POINT_FILES) & 1)) return 0;

@@ -24,6 +24,7 @@ _Atomic uint64_t cf_plan_generation;
 _Atomic uint32_t cf_path_selectors;
 _Atomic int cf_descriptor_selectors; // set while installing a plan, under install_lock
 _Atomic int cf_stream_addresses;     // set while installing a plan, under install_lock
+_Atomic int cf_stream_lingers;       // set while installing a plan, under install_lock
 // Serializes installs (a spin lock: installs are rare and short).
 static _Atomic int install_lock;
 // Set by a delivery before it installs (atomics: read by install and decisions).
@@ -109,6 +110,14 @@ static uint32_t path_selector_ops(const chaos_plan *plan) {
     return ops;
 }
 
+/// Whether some entry of `plan` has a node of `kind`.
+static int plan_has_kind(const chaos_plan *plan, int32_t kind) {
+    for (int32_t e = 0; plan && e < plan->count; e++)
+        for (int32_t i = 0; i < plan->entries[e].count; i++)
+            if (plan->entries[e].nodes[i].kind == kind) return 1;
+    return 0;
+}
+
 /// Whether a send or recv case of `plan` names an address or a port.
 static int names_stream_addresses(const chaos_plan *plan) {
     for (int32_t e = 0; plan && e < plan->count; e++) {
@@ -184,6 +193,7 @@ int chaos_plan_install(chaos_plan *plan) {
     atomic_store(&cf_path_selectors, path_selector_ops(plan));
     atomic_store(&cf_descriptor_selectors, names_descriptors(plan));
     atomic_store(&cf_stream_addresses, names_stream_addresses(plan));
+    atomic_store(&cf_stream_lingers, plan_has_kind(plan, CHAOS_NODE_LINGER));
     uint32_t fd_points = 1u << CHAOS_POINT_FILES | 1u << CHAOS_POINT_SEND | 1u << CHAOS_POINT_RECV |
                          1u << CHAOS_POINT_CONNECT | 1u << CHAOS_POINT_ACCEPT | 1u << CHAOS_POINT_STAT;
     cf_fd_tracking_set((points & fd_points) != 0);

@@ -149,6 +149,8 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_OPENDIR] = POINT("opendir", "opendir fdopendir (seccomp: openat with O_DIRECTORY)", CHAOS_POINT_DIR, 0,
                                EACCES, EBADF, EMFILE, ENFILE, ENOENT, ENOMEM, ENOTDIR),
     [CHAOS_FN_READDIR] = POINT("readdir", "readdir readdir64 getdents64", CHAOS_POINT_DIR, 0, GETDENTS_ERRNOS),
+    [CHAOS_FN_SOCKET_CLOSE] = POINT("socket-close", "close of a socket (only a linger node acts on it)",
+                                    CHAOS_POINT_SEND, 0, EBADF, EINTR, EIO),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <termios.h>
 #include <unistd.h>
 
 typedef cf_fd_slot fd_slot;
@@ -255,4 +257,15 @@ void cf_fd_set_verdict(int fd, uint64_t plan_generation, int relevant) {
     fd_slot *s = generation ? slot(fd, false) : NULL;
     if (!s || atomic_load_explicit(&s->generation, memory_order_acquire) != generation) return;
     atomic_store_explicit(&s->verdict, plan_generation << 1 | (uint64_t)(relevant != 0), memory_order_relaxed);
+}
+
+int32_t chaos_descriptor_kind(int fd) {
+    struct stat info;
+    if (fd < 0 || syscall(SYS_fstat, fd, &info) != 0) return 0;
+    if (S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return CHAOS_DESCRIPTOR_FILE;
+    if (S_ISFIFO(info.st_mode)) return CHAOS_DESCRIPTOR_PIPE;
+    if (S_ISSOCK(info.st_mode)) return 0;
+    struct termios terminal;
+    if (S_ISCHR(info.st_mode) && syscall(SYS_ioctl, fd, TCGETS, &terminal) == 0) return CHAOS_DESCRIPTOR_TTY;
+    return CHAOS_DESCRIPTOR_OTHER;
 }

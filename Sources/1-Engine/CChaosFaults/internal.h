@@ -191,6 +191,11 @@ int64_t cf_now_realtime(void);
 /// A stream node's decision (pace, limit, stall) for `call` on a socket: 1 when it acts (`out`
 /// filled, `*delay` grown by the wait it asks), 0 when the call passes.
 int cf_stream_decide(const cf_node *node, const chaos_call *call, chaos_outcome *out, int64_t *delay);
+/// Whether a node of `kind` passes a socket's close (CHAOS_FN_SOCKET_CLOSE): all but the
+/// kinds that walk on to others, and linger.
+bool cf_stream_close_passes(int32_t kind);
+/// Whether the active plan has a linger node: then closes of sockets are decided.
+extern _Atomic int cf_stream_lingers __attribute__((visibility("hidden")));
 
 // cases.c
 bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path, int special, bool *named);

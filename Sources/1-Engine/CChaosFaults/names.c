@@ -50,8 +50,8 @@ const uint32_t cf_clock_bits[] = {CHAOS_CLOCKSRC_REALTIME, CHAOS_CLOCKSRC_REALTI
 const char *const cf_kind_names[] = {
     "original",   "pass",       "fail",        "short", "offset", "frozen", "speed",   "set", "unset",
     "sequential", "composite",  "probability", "times", "delay",  "ask",    "virtual", "at",  "power-loss",
-    "corrupt",    "attributes", "pace",        "limit", "stall",  "omit",   NULL};
-_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_OMIT + 2, "one name per node kind");
+    "corrupt",    "attributes", "pace",        "limit", "stall",  "omit",   "linger",  NULL};
+_Static_assert(sizeof cf_kind_names / sizeof cf_kind_names[0] == CHAOS_NODE_LINGER + 2, "one name per node kind");
 
 // Units are CChaosRules' (chaos_rules_units): plan text takes the ones a program writes
 // (no `µs`, no weeks), a person's text all of them. A plan number without a unit is ns.

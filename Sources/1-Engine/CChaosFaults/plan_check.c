@@ -29,6 +29,7 @@ static bool kind_allowed(int32_t point, int32_t kind) {
     case CHAOS_NODE_AT: return true;
     case CHAOS_NODE_FAIL: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_OMIT: return point == CHAOS_POINT_DIR;
+    case CHAOS_NODE_LINGER: return point == CHAOS_POINT_SEND;
     case CHAOS_NODE_DELAY: return point != CHAOS_POINT_GETENV && point != CHAOS_POINT_CLOCK;
     case CHAOS_NODE_SHORT: return point == CHAOS_POINT_FILES || point == CHAOS_POINT_SEND || point == CHAOS_POINT_RECV;
     case CHAOS_NODE_POWER_LOSS: return point == CHAOS_POINT_FILES;

@@ -122,6 +122,7 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 if (node->variation) put(&w, " variation=%lld", (long long)node->variation);
                 break;
             case CHAOS_NODE_PACE: put(&w, " rate=%llu", (unsigned long long)node->n); break;
+            case CHAOS_NODE_LINGER: put(&w, " by=%lld", (long long)node->ns); break;
             case CHAOS_NODE_LIMIT:
             case CHAOS_NODE_STALL:
                 if (node->kind == CHAOS_NODE_LIMIT)

@@ -85,11 +85,12 @@ static const char *const limit_keys[] = {"bytes", "then", NULL};
 static const char *const stall_keys[] = {"for", "then", NULL};
 static const char *const omit_keys[] = {"name", "every", NULL};
 static const char *const *const node_keys[] = {
-    no_keys,    no_keys,         fail_keys,      short_keys,       by_keys,    at_keys,    speed_keys, set_keys,
-    no_keys,    sequential_keys, composite_keys, probability_keys, times_keys, delay_keys, ask_keys,   virtual_keys,
-    calls_keys, power_loss_keys, corrupt_keys,   attributes_keys,  pace_keys,  limit_keys, stall_keys, omit_keys,
+    no_keys,    no_keys,      fail_keys,       short_keys,      by_keys,          at_keys,         speed_keys,
+    set_keys,   no_keys,      sequential_keys, composite_keys,  probability_keys, times_keys,      delay_keys,
+    ask_keys,   virtual_keys, calls_keys,      power_loss_keys, corrupt_keys,     attributes_keys, pace_keys,
+    limit_keys, stall_keys,   omit_keys,       by_keys,
 };
-_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_OMIT + 1, "keys for every node kind");
+_Static_assert(sizeof node_keys / sizeof node_keys[0] == CHAOS_NODE_LINGER + 1, "keys for every node kind");
 
 /// Whether `t`'s keys are those of `node`'s kind, with every required one present.
 static bool check_node_keys(parser *p, line_tokens *t, const cf_node *node) {
@@ -200,6 +201,15 @@ static bool read_limit(parser *p, line_tokens *t, cf_node *node) {
         return false;
     }
     return read_stream_end(p, t, node);
+}
+
+static bool read_linger(parser *p, line_tokens *t, cf_node *node) {
+    token *k = plan_find(t, 3, "by");
+    if (!plan_duration(k->value, &node->ns) || node->ns < 0 || node->ns > 86400000000000LL) {
+        plan_fail(p, k->value_column, "by is how long closing a socket waits, 0 to 1d, e.g. 2s");
+        return false;
+    }
+    return true;
 }
 
 static bool read_stall(parser *p, line_tokens *t, cf_node *node) {
@@ -549,6 +559,7 @@ static const node_reader node_readers[] = {
     [CHAOS_NODE_LIMIT] = read_limit,
     [CHAOS_NODE_STALL] = read_stall,
     [CHAOS_NODE_OMIT] = read_omit,
+    [CHAOS_NODE_LINGER] = read_linger,
 };
 
 bool plan_parse_node(parser *p, builder *b, line_tokens *t) {

@@ -91,7 +91,28 @@ static void ends(chaos_outcome *out, int32_t end, int direction) {
     }
 }
 
+bool cf_stream_close_passes(int32_t kind) {
+    switch (kind) {
+    case CHAOS_NODE_SEQUENTIAL:
+    case CHAOS_NODE_COMPOSITE:
+    case CHAOS_NODE_PROBABILITY:
+    case CHAOS_NODE_TIMES:
+    case CHAOS_NODE_AT:
+    case CHAOS_NODE_LINGER: return false;
+    default: return true;
+    }
+}
+
+int chaos_stream_lingers(void) { return atomic_load_explicit(&cf_stream_lingers, memory_order_acquire); }
+
 int cf_stream_decide(const cf_node *node, const chaos_call *call, chaos_outcome *out, int64_t *delay) {
+    if (node->kind == CHAOS_NODE_LINGER) {
+        if (call->fn != CHAOS_FN_SOCKET_CLOSE) return 0;
+        *delay += node->ns; // then the close itself
+        return 1;
+    }
+    const chaos_fn_info *info = chaos_fault_fn_info(call->fn);
+    if (!info || !info->transfers) return 0;
     uint64_t key = connection_of(call->fd);
     int64_t now = monotonic_ns();
     stream_state *s = key ? state_of(key, now) : NULL;

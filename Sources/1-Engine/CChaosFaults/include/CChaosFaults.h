@@ -136,6 +136,7 @@ typedef enum chaos_node_kind {
     CHAOS_NODE_STALL = 22,      ///< "stall": data stops for `for=`, then the connection ends (`then=reset|close`)
     CHAOS_NODE_OMIT = 23,       ///< "omit": a directory read leaves out the entries named `name=GLOB`, or one entry
                                 ///< in `every=N`, chosen by its name and the entry's seed ("." and ".." never)
+    CHAOS_NODE_LINGER = 24,     ///< "linger": closing a socket waits `by=` first (toxiproxy's slow_close; send only)
 } chaos_node_kind;
 
 /// Actions an outcome can carry (what the delivery must do after waiting delay_ns).

@@ -60,16 +60,17 @@ typedef enum chaos_fn {
     CHAOS_FN_TIME,
     CHAOS_FN_TIMESPEC_GET,
     CHAOS_FN_FTIME,
-    CHAOS_FN_LINK,     ///< link, linkat
-    CHAOS_FN_SYMLINK,  ///< symlink, symlinkat
-    CHAOS_FN_TRUNCATE, ///< truncate by path
-    CHAOS_FN_STAT,     ///< the stat family (stat point)
-    CHAOS_FN_FORK,     ///< process: fork
-    CHAOS_FN_VFORK,    ///< process: vfork
-    CHAOS_FN_CLONE,    ///< process: clone, clone3 without CLONE_THREAD (threads are never failed)
-    CHAOS_FN_SPAWN,    ///< process: posix_spawn, posix_spawnp, system, popen (an error number, not errno)
-    CHAOS_FN_OPENDIR,  ///< dir: opendir, fdopendir; under seccomp an openat with O_DIRECTORY
-    CHAOS_FN_READDIR,  ///< dir: readdir, readdir64; under seccomp getdents64
+    CHAOS_FN_LINK,         ///< link, linkat
+    CHAOS_FN_SYMLINK,      ///< symlink, symlinkat
+    CHAOS_FN_TRUNCATE,     ///< truncate by path
+    CHAOS_FN_STAT,         ///< the stat family (stat point)
+    CHAOS_FN_FORK,         ///< process: fork
+    CHAOS_FN_VFORK,        ///< process: vfork
+    CHAOS_FN_CLONE,        ///< process: clone, clone3 without CLONE_THREAD (threads are never failed)
+    CHAOS_FN_SPAWN,        ///< process: posix_spawn, posix_spawnp, system, popen (an error number, not errno)
+    CHAOS_FN_OPENDIR,      ///< dir: opendir, fdopendir; under seccomp an openat with O_DIRECTORY
+    CHAOS_FN_READDIR,      ///< dir: readdir, readdir64; under seccomp getdents64
+    CHAOS_FN_SOCKET_CLOSE, ///< send: close of a socket, decided only while a plan has a linger node
     CHAOS_FN_COUNT
 } chaos_fn;
 

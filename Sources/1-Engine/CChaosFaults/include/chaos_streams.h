@@ -37,6 +37,10 @@ struct chaos_outcome;
 int chaos_stream_answer(int32_t kind, uint64_t amount, int64_t ns, int32_t end, const struct chaos_call *call,
                         struct chaos_outcome *out);
 
+/// Whether the active plan has a linger node (toxiproxy's slow_close): only then does a
+/// delivery decide closes of sockets (CHAOS_FN_SOCKET_CLOSE, at the send point).
+int chaos_stream_lingers(void);
+
 /// After a transfer whose outcome carries a stream note (`key` not 0): what it moved
 /// (negative: it failed), so that the connection's counts and pace follow what really moved.
 void chaos_stream_moved(const chaos_stream_note *note, int64_t moved);

@@ -5,7 +5,7 @@ enum PlanNodeKind: String, CaseIterable, CustomStringConvertible {
     case original, pass, fail, short, offset, frozen, speed, set, unset
     case sequential, composite, probability, times, delay, ask, virtual, at
     case powerLoss = "power-loss"
-    case corrupt, attributes, pace, limit, stall, omit
+    case corrupt, attributes, pace, limit, stall, omit, linger
 
     var description: String { rawValue }
 }

@@ -443,6 +443,15 @@ enum SystemCatalogues {
                     point, parameters, .constant(.stall(try delay(parameters, "for"), then: try streamEnd(parameters))))
             },
         ]
+            + (point == .send
+                ? [
+                    CatalogueItem(
+                        "slow-close", "closing a socket waits first (toxiproxy's slow_close)",
+                        parameters: [.duration("delay", "how long a close waits")] + targetParameters(point)
+                    ) { parameters in
+                        try targeted(point, parameters, .constant(.slowClose(try delay(parameters, "delay"))))
+                    }
+                ] : [])
     }
 
     private static func streamEnd(_ parameters: ProfileParameters) throws(ChaosError) -> StreamEnd {

@@ -75,6 +75,8 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// Data stops: each call on the connection waits until `duration` after the first one
     /// did, then the connection ends as `then` says.
     case stall(Duration, then: StreamEnd)
+    /// Closing a socket (`system.send`) waits this long first, as toxiproxy's slow_close.
+    case slowClose(Duration)
     /// A directory read (`system.dir`) leaves these entries out, as if they were not there;
     /// `.` and `..` are never left out.
     case omit(OmittedEntries)
@@ -119,6 +121,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .slice(let bytes, let variation): "slice(\(bytes)\(variation > 0 ? " ± \(variation)" : "") bytes)"
         case .limit(let bytes, let end): "limit(\(bytes) bytes, then \(end.rawValue))"
         case .stall(let duration, let end): "stall(\(DurationText.format(duration)), then \(end.rawValue))"
+        case .slowClose(let duration): "slow-close(\(DurationText.format(duration)))"
         case .omit(.named(let pattern)): "omit(\(pattern.debugDescription))"
         case .omit(.oneIn(let count)): "omit(1 in \(count))"
         }
@@ -219,6 +222,9 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .stall(let duration, _):
             guard point == .send || point == .recv else { return "only system.send and system.recv stall a connection" }
             return duration >= .zero && duration <= .seconds(86400) ? nil : "a stall lasts 0 to 1 day"
+        case .slowClose(let duration):
+            guard point == .send else { return "only system.send slows a socket's close" }
+            return duration >= .zero && duration <= .seconds(86400) ? nil : "a slow close waits 0 to 1 day"
         }
     }
 }

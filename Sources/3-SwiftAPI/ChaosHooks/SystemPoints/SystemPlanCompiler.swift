@@ -236,6 +236,7 @@ struct SystemPlanCompiler {
             case .slice(let bytes, let variation):
                 return "\(PlanNodeKind.short) max=\(bytes)" + (variation > 0 ? " variation=\(variation)" : "")
             case .limit(let bytes, let end): return "\(PlanNodeKind.limit) bytes=\(bytes) then=\(end.rawValue)"
+            case .slowClose(let duration): return "\(PlanNodeKind.linger) by=\(duration.wholeNanosecondsForPlan)"
             case .stall(let duration, let end):
                 return "\(PlanNodeKind.stall) for=\(duration.wholeNanosecondsForPlan) then=\(end.rawValue)"
             case .omit(.named(let pattern)): return "\(PlanNodeKind.omit) " + PlanText.word("name", pattern)

@@ -469,6 +469,10 @@ enum SystemOutcomeAnswer {
             let spread = UInt64(2 * variation + 1)
             out.pointee.action = Int32(CHAOS_ACT_SHORT.rawValue)
             out.pointee.max_bytes = Int64(bytes) + Int64(SystemAnswers.nextAnyErrnoDraw() % spread) - Int64(variation)
+        case .slowClose(let duration):
+            guard call.functionCode == Int32(CHAOS_FN_SOCKET_CLOSE.rawValue) else { return false }
+            out.pointee.action = Int32(CHAOS_ACT_ORIGINAL.rawValue)
+            out.pointee.delay_ns += duration.wholeNanosecondsForPlan
         case .pace, .limit, .stall:
             // The connection's state is the engine's: it decides as the plan's node would.
             return call.withEngineCall { engineCall in
