@@ -149,6 +149,11 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_OPENDIR] = POINT("opendir", "opendir fdopendir (seccomp: openat with O_DIRECTORY)", CHAOS_POINT_DIR, 0,
                                EACCES, EBADF, EMFILE, ENFILE, ENOENT, ENOMEM, ENOTDIR),
     [CHAOS_FN_READDIR] = POINT("readdir", "readdir readdir64 getdents64", CHAOS_POINT_DIR, 0, GETDENTS_ERRNOS),
+    // Running out of memory is the one failure an allocator reports (posix_memalign's EINVAL
+    // is about its alignment argument, mmap's others about its flags and descriptor).
+    [CHAOS_FN_MALLOC] = POINT("malloc", "malloc calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc",
+                              CHAOS_POINT_MEMORY, 0, ENOMEM),
+    [CHAOS_FN_MMAP] = POINT("mmap", "mmap mmap64 (anonymous mappings only)", CHAOS_POINT_MEMORY, 0, ENOMEM),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {
