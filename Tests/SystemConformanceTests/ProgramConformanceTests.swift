@@ -13,7 +13,7 @@ import Glibc
 @Suite(.disabled(if: Sanitizers.thread, Sanitizers.preloadReason)) struct ProgramConformanceTests {
     /// `chaos run --profile <profile> [--seed] -- arguments…`, the profile written to a file
     /// next to `folder`.
-    private func chaosRun(
+    func chaosRun(
         _ profile: String, _ arguments: [String], folder: String, seed: UInt64? = nil, input: String? = nil,
         environment: [String: String] = [:], delivery: String? = nil
     ) throws -> Outcome {

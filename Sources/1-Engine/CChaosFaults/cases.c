@@ -41,6 +41,7 @@ bool cf_case_matches(const cf_case *c, const chaos_call *call, const char *path,
     if (c->port >= 0 && call->port != c->port) return false;
     if (c->host && (!call->name || !cf_glob_component(c->host, strlen(c->host), call->name, strlen(call->name), true)))
         return false;
+    if (c->above && call->size <= c->above) return false;
     if (c->name && (!call->name || strcmp(c->name, call->name) != 0)) return false;
     if (c->path) {
         // An inherited 0–2 matches only its exact path; /dev, /proc and /sys only patterns

@@ -151,6 +151,11 @@ static const fn_row table[CHAOS_FN_COUNT] = {
     [CHAOS_FN_READDIR] = POINT("readdir", "readdir readdir64 getdents64", CHAOS_POINT_DIR, 0, GETDENTS_ERRNOS),
     [CHAOS_FN_SOCKET_CLOSE] = POINT("socket-close", "close of a socket (only a linger node acts on it)",
                                     CHAOS_POINT_SEND, 0, EBADF, EINTR, EIO),
+    // Running out of memory is the one failure an allocator reports (posix_memalign's EINVAL
+    // is about its alignment argument, mmap's others about its flags and descriptor).
+    [CHAOS_FN_MALLOC] = POINT("malloc", "malloc calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc",
+                              CHAOS_POINT_MEMORY, 0, ENOMEM),
+    [CHAOS_FN_MMAP] = POINT("mmap", "mmap mmap64 (anonymous mappings only)", CHAOS_POINT_MEMORY, 0, ENOMEM),
 };
 
 const chaos_fn_info *chaos_fault_fn_info(int32_t fn) {

@@ -29,6 +29,7 @@ typedef struct cf_case {
     char *name;                ///< getenv: variable name
     uint64_t fds;              ///< files: descriptors 0–63 named by `fd=` (bit per number; 0: any)
     uint32_t descriptor_kinds; ///< files: CHAOS_DESCRIPTOR_* of `kind=` (0: any)
+    uint64_t above;            ///< memory: only allocations of more bytes than this match (0: any)
 } cf_case;
 
 typedef struct cf_node {

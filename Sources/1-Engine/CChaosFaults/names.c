@@ -14,14 +14,24 @@
 #include <netdb.h>
 
 // Indexed by CHAOS_POINT_*.
-const char *const cf_point_names[] = {"files",  "connect", "accept", "send",    "recv", "dns",
-                                      "getenv", "clock",   "stat",   "process", "dir",  NULL};
+const char *const cf_point_names[] = {"files", "connect", "accept",  "send", "recv",   "dns", "getenv",
+                                      "clock", "stat",    "process", "dir",  "memory", NULL};
 _Static_assert(sizeof cf_point_names / sizeof cf_point_names[0] == CHAOS_POINT_COUNT + 1, "one name per point");
 // What ChaosKit calls each point (an entry's seed derives from it, as in Swift); indexed
 // by CHAOS_POINT_*.
-const char *const cf_point_public_names[] = {"system.files", "system.connect",     "system.accept", "system.send",
-                                             "system.recv",  "system.getaddrinfo", "system.getenv", "system.clock",
-                                             "system.stat",  "system.process",     "system.dir",    NULL};
+const char *const cf_point_public_names[] = {"system.files",
+                                             "system.connect",
+                                             "system.accept",
+                                             "system.send",
+                                             "system.recv",
+                                             "system.getaddrinfo",
+                                             "system.getenv",
+                                             "system.clock",
+                                             "system.stat",
+                                             "system.process",
+                                             "system.dir",
+                                             "system.memory",
+                                             NULL};
 _Static_assert(sizeof cf_point_public_names / sizeof cf_point_public_names[0] == CHAOS_POINT_COUNT + 1,
                "one per point");
 

@@ -211,8 +211,9 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     static const char *const stat_keys[] = {"path", NULL};
     static const char *const process_keys[] = {NULL};
     static const char *const dir_keys[] = {"path", NULL};
+    static const char *const memory_keys[] = {"above", NULL};
     const char *const *keys[] = {files_keys,  address_keys, address_keys, stream_keys,  stream_keys, dns_keys,
-                                 getenv_keys, clock_keys,   stat_keys,    process_keys, dir_keys};
+                                 getenv_keys, clock_keys,   stat_keys,    process_keys, dir_keys,    memory_keys};
     _Static_assert(sizeof keys / sizeof keys[0] == CHAOS_POINT_COUNT, "case keys for every point");
     char what[48];
     snprintf(what, sizeof what, "a case of a %s entry", cf_point_names[entry->point]);
@@ -274,6 +275,10 @@ static bool parse_case(parser *p, builder *b, line_tokens *t) {
     if ((k = plan_find(t, 2, "clock")) &&
         !plan_set(p, k, cf_clock_names, cf_clock_bits, CHAOS_CLOCKSRC_ANY, &c->clocks, "clock"))
         return false;
+    if ((k = plan_find(t, 2, "above")) && (!plan_u64(k->value, &c->above) || c->above < 1)) {
+        plan_fail(p, k->value_column, "above is a number of bytes from 1: only larger allocations match");
+        return false;
+    }
     if ((k = plan_find(t, 2, "port"))) {
         uint64_t port;
         if (!plan_u64(k->value, &port) || port > 65535) {

@@ -61,6 +61,7 @@ static const char *kinds_for(int32_t point) {
     case CHAOS_POINT_STAT: return "fail, delay or attributes";
     case CHAOS_POINT_PROCESS: return "fail or delay";
     case CHAOS_POINT_DIR: return "fail, omit or delay";
+    case CHAOS_POINT_MEMORY: return "fail or delay";
     default: return "offset, frozen, speed or virtual";
     }
 }

@@ -216,6 +216,7 @@ long chaos_plan_format(const chaos_plan *plan, char *buffer, size_t capacity) {
                 }
                 if (k->host) put_string(&w, "host", k->host);
                 if (k->port >= 0) put(&w, " port=%d", k->port);
+                if (k->above) put(&w, " above=%llu", (unsigned long long)k->above);
                 put_set(&w, "family", k->families, cf_family_names, cf_family_bits);
                 put_set(&w, "role", k->roles, cf_role_names, cf_role_bits);
                 put_set(&w, "clock", k->clocks, cf_clock_names, cf_clock_bits);

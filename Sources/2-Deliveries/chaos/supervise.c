@@ -81,6 +81,9 @@ int chaos_seccomp_refusal(const chaos_plan *plan, char *why, size_t capacity) {
             reason =
                 "the program answers it inside its own C library, where only the preload library reaches (constant "
                 "set/unset answers do reach: chaos run puts them in the environment)";
+        else if (point == CHAOS_POINT_MEMORY)
+            reason = "malloc and its family are no system calls (the C library hands out memory it already has), so "
+                     "only the preload library reaches them";
         else if (point != CHAOS_POINT_FILES && point != CHAOS_POINT_CONNECT && point != CHAOS_POINT_CLOCK &&
                  point != CHAOS_POINT_STAT && point != CHAOS_POINT_PROCESS && point != CHAOS_POINT_DIR)
             reason = "the seccomp delivery carries files, connect, clock, stat, process and dir entries; socket "

@@ -50,7 +50,8 @@ typedef enum chaos_point {
     CHAOS_POINT_STAT = 8,    ///< "stat": stat, lstat, fstat, fstatat, statx (attributes a file seems to have)
     CHAOS_POINT_PROCESS = 9, ///< "process": fork, vfork, clone (never a thread), posix_spawn, system, popen
     CHAOS_POINT_DIR = 10, ///< "dir": opendir/fdopendir, readdir/readdir64 (seccomp: openat of a directory, getdents64)
-    CHAOS_POINT_COUNT = 11
+    CHAOS_POINT_MEMORY = 11, ///< "memory": malloc, calloc, realloc, the aligned allocators, anonymous mmap
+    CHAOS_POINT_COUNT = 12
 } chaos_point;
 
 /// File operations (bits). An entry's `ops=` condition is a set of these; every
@@ -293,6 +294,7 @@ typedef struct chaos_call {
     int32_t descriptor_kind; ///< files, on a descriptor: its CHAOS_DESCRIPTOR_* bit. 0: the engine looks `fd`
                              ///< up in this process when it needs to; a delivery outside the program sets it,
                              ///< with `fd` the program's number and `path` NULL for one that is no file
+    uint64_t size;           ///< memory: the bytes asked for (an `above=` condition compares them)
 } chaos_call;
 
 #include "chaos_streams.h"

@@ -71,6 +71,8 @@ typedef enum chaos_fn {
     CHAOS_FN_OPENDIR,      ///< dir: opendir, fdopendir; under seccomp an openat with O_DIRECTORY
     CHAOS_FN_READDIR,      ///< dir: readdir, readdir64; under seccomp getdents64
     CHAOS_FN_SOCKET_CLOSE, ///< send: close of a socket, decided only while a plan has a linger node
+    CHAOS_FN_MALLOC, ///< memory: malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc
+    CHAOS_FN_MMAP,   ///< memory: mmap, mmap64 of an anonymous mapping (a file's mapping is never failed)
     CHAOS_FN_COUNT
 } chaos_fn;
 

@@ -37,6 +37,9 @@ public enum SystemPointKind: Int32, Sendable, Hashable, CaseIterable {
     case process = 9
     /// `system.dir`: opening and reading directories (`opendir`, `fdopendir`, `readdir`).
     case dir = 10
+    /// `system.memory`: allocations (`malloc`, `calloc`, `realloc`, the aligned allocators,
+    /// anonymous `mmap`). For C code: a Swift program traps when an allocation fails.
+    case memory = 11
 
     /// The profile name of the point, e.g. `"system.files"`.
     public var pointName: String { String(cString: chaos_fault_point_public_name(rawValue)) }
@@ -157,6 +160,8 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
     public let name: String?
     /// The clock read (`system.clock`).
     public let clock: ClockSource?
+    /// The bytes an allocation asks for (`system.memory`).
+    public let size: UInt64?
 
     let functionCode: Int32
 
@@ -167,7 +172,7 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
         secondPath: String? = nil,
         isProtected: Bool = false, family: SocketFamily? = nil, role: SocketRole? = nil, address: String? = nil,
         port: Int? = nil,
-        name: String? = nil, clock: ClockSource? = nil
+        name: String? = nil, clock: ClockSource? = nil, size: UInt64? = nil
     ) {
         self.point = point
         self.function = function
@@ -181,6 +186,7 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
         self.port = port
         self.name = name
         self.clock = clock
+        self.size = size
         self.functionCode = SystemFunctions.code(of: function) ?? -1
     }
 
@@ -199,14 +205,15 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
             path: call.path.map { String(cString: $0) }, secondPath: call.path2.map { String(cString: $0) },
             isProtected: call.special != 0, family: SocketFamily(bit: call.family), role: SocketRole(bit: call.role),
             address: address, port: call.port >= 0 && (kind == .connect || kind == .accept) ? Int(call.port) : nil,
-            name: call.name.map { String(cString: $0) }, clock: ClockSource(bit: call.clock_source)
+            name: call.name.map { String(cString: $0) }, clock: ClockSource(bit: call.clock_source),
+            size: kind == .memory ? call.size : nil
         )
     }
 
     private static func hasDescriptor(_ kind: SystemPointKind) -> Bool {
         switch kind {
         case .files, .connect, .accept, .send, .recv, .stat, .dir: true
-        case .dns, .getenv, .clock, .process: false
+        case .dns, .getenv, .clock, .process, .memory: false
         }
     }
 
@@ -221,6 +228,7 @@ public struct SystemCall: Sendable, Hashable, CustomStringConvertible {
         call.role = role?.bit ?? 0
         call.port = Int32(port ?? -1)
         call.clock_source = clock?.bit ?? 0
+        call.size = size ?? 0
         var bytes = [UInt8](repeating: 0, count: 16)
         var length: Int32 = 0
         if let address {

@@ -29,6 +29,9 @@ enum SystemCatalogues {
                 if let problem = outcome.problem(on: point) {
                     throw ChaosError(.valueTypeMismatch, subject: point.pointName, problem)
                 }
+                if point == .memory, let problem = inProcessMemoryProblem(outcome) {
+                    throw ChaosError(.invalidProvider, subject: point.pointName, problem)
+                }
                 if case .powerLoss = outcome {
                     throw ChaosError(
                         .invalidProvider, subject: point.pointName,
@@ -50,7 +53,8 @@ enum SystemCatalogues {
         case .dns: ["dns-failure"]
         case .process: ["eagain"]
         case .dir: ["enoent"]
-        case .getenv, .clock, .stat: []
+        // A failed allocation ends most programs (every Swift one): never tried unasked.
+        case .getenv, .clock, .stat, .memory: []
         }
     }
 
@@ -191,6 +195,27 @@ enum SystemCatalogues {
                 failure("enomem", "creating a process fails for want of memory (ENOMEM)", ENOMEM, point),
                 anyFailure(point),
                 latency(point),
+            ]
+        case .memory:
+            return [
+                CatalogueItem(
+                    "enomem",
+                    "allocations (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc, pvalloc, anonymous mmap) fail with ENOMEM, after some succeed; for C code (a Swift program traps on a failed allocation by design)",
+                    parameters: [
+                        .strings(
+                            "images",
+                            "the C images whose allocations fail in-process, by file name or path, e.g. [\"libsqlite3.so.0\"]; required in-process (never the Swift runtime, Foundation or the engine), not read by chaos run, where the whole program's fail"
+                        ),
+                        .integer(
+                            "after", "how many allocations succeed first (each as asked)", default: 0,
+                            range: 0...1_000_000_000),
+                    ] + targetParameters(point)
+                ) { parameters in
+                    let failing = SystemProvider.constant(.outOfMemory(images: try parameters.strings("images") ?? []))
+                    let after = try parameters.int("after")
+                    return try targeted(
+                        point, parameters, after == 0 ? failing : .sequential([.original.times(after), failing]))
+                }
             ]
         case .dir:
             return [
@@ -609,6 +634,13 @@ enum SystemCatalogues {
             ]
         case .clock, .process:
             return []
+        case .memory:
+            return [
+                .integer(
+                    "above",
+                    "only allocations of more bytes than this fail (smaller ones pass); every size when not given",
+                    unit: "bytes", range: 1...Int.max, optional: true)
+            ]
         case .stat:
             return [
                 .string(
@@ -677,6 +709,10 @@ enum SystemCatalogues {
             return try located("path") { () throws(ChaosError) in try .directories(path) }
         case .process:
             return nil
+        case .memory:
+            guard parameters.has("above") else { return nil }
+            let bytes = try parameters.int("above")
+            return try located("above") { () throws(ChaosError) in try .allocations(above: bytes) }
         }
     }
 
@@ -708,4 +744,22 @@ enum SystemCatalogues {
         }
         return chosen
     }
+
+    /// Why an outcome cannot fail allocations in this process, or nil: in-process a memory
+    /// entry acts only on the C images it names (their GOT slots are the ones rebound); one
+    /// that names none would never fire.
+    static func inProcessMemoryProblem(_ outcome: SystemOutcome) -> String? {
+        let images: [String]
+        switch outcome {
+        case .real, .pass: return nil
+        case .outOfMemory(let named): images = named
+        default: images = []
+        }
+        guard !images.isEmpty else {
+            return
+                "in this process a memory entry acts only on the C images it names, never on the Swift runtime, Foundation or the engine (Swift traps on a failed allocation by design); add images, e.g. \"images\": [\"libsqlite3.so.0\"] (in code .outOfMemory(images: [\"libsqlite3.so.0\"])), or run the program under chaos run"
+        }
+        return nil
+    }
+
 }

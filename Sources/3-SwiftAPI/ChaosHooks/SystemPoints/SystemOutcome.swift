@@ -80,6 +80,13 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
     /// A directory read (`system.dir`) leaves these entries out, as if they were not there;
     /// `.` and `..` are never left out.
     case omit(OmittedEntries)
+    /// An allocation (`system.memory`) fails with `ENOMEM`: `NULL` from the malloc family,
+    /// `ENOMEM` from `posix_memalign`, `MAP_FAILED` from an anonymous `mmap`. In-process only
+    /// the allocations of the C images named in `images` fail (by file name, e.g.
+    /// `"libsqlite3.so.0"`, or by path); an entry that names none is refused, since the
+    /// Swift runtime traps on a failed allocation by design. Under `chaos run` the whole
+    /// program's allocations fail, whatever `images` says.
+    case outOfMemory(images: [String])
 
     /// Time runs `factor` times as fast from now on.
     public static func speed(_ factor: Double, scope: ClockScope = .default) -> SystemOutcome {
@@ -124,6 +131,7 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
         case .slowClose(let duration): "slow-close(\(DurationText.format(duration)))"
         case .omit(.named(let pattern)): "omit(\(pattern.debugDescription))"
         case .omit(.oneIn(let count)): "omit(1 in \(count))"
+        case .outOfMemory(let images): "out-of-memory(\(images.joined(separator: ", ")))"
         }
     }
 
@@ -204,6 +212,13 @@ public enum SystemOutcome: Sendable, Hashable, CustomStringConvertible {
                 guard (1...1_000_000).contains(count) else {
                     return "omit(.oneIn(\(count))) leaves out one entry in 1 to 1000000"
                 }
+            }
+            return nil
+        case .outOfMemory(let images):
+            guard point == .memory else { return "only allocations (system.memory) run out of memory" }
+            if let bad = images.first(where: { $0.isEmpty || $0.utf8.contains(0) }) {
+                return
+                    "outOfMemory(images:) names an image \(bad.debugDescription); give file names such as \"libsqlite3.so.0\""
             }
             return nil
         case .attributes(let attributes):

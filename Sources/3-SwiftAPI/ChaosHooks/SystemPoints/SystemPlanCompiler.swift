@@ -241,6 +241,9 @@ struct SystemPlanCompiler {
                 return "\(PlanNodeKind.stall) for=\(duration.wholeNanosecondsForPlan) then=\(end.rawValue)"
             case .omit(.named(let pattern)): return "\(PlanNodeKind.omit) " + PlanText.word("name", pattern)
             case .omit(.oneIn(let count)): return "\(PlanNodeKind.omit) every=\(count)"
+            // The images choose which slots the in-process delivery rebinds; the engine fails
+            // whatever allocation reaches it.
+            case .outOfMemory: return "\(PlanNodeKind.fail) errno=ENOMEM"
             }
         }
     }

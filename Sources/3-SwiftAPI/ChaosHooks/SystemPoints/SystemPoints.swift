@@ -33,6 +33,7 @@ import Darwin
 /// | `system.stat` | stat, lstat, fstat, fstatat, statx (and glibc's older `__xstat` names) | `attributes` {size, mtime, mode, nlink}, `enoent`, `eacces`, `fail`, `latency`; with `path` |
 /// | `system.process` | fork, vfork, clone (never a thread), posix_spawn, posix_spawnp, system, popen | `eagain`, `enomem`, `fail` {errno or any}, `latency` |
 /// | `system.dir` | opendir, fdopendir, readdir, readdir64, getdents64 | `eacces`, `enoent`, `fail`, `omit` {name or every}, `latency`; with `path` |
+/// | `system.memory` | malloc, calloc, realloc, the aligned allocators, anonymous mmap (C code only) | `enomem` {images, after}; with `above` |
 ///
 /// Entries on one point stack: the newest decides, and where it does not act (a call it
 /// does not aim at, a probability that misses, `times` used up) the next older one does.
@@ -68,6 +69,12 @@ public enum SystemPoints: LazyPointSource {
     public static let process = makePoint(.process)
     /// Directories: `opendir`, `fdopendir`, `readdir`, `readdir64`, `getdents64`.
     public static let dir = makePoint(.dir)
+    /// Allocations: `malloc`, `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`,
+    /// `memalign`, `valloc`, `pvalloc` and anonymous `mmap` fail with `ENOMEM`. Off unless an
+    /// entry names it. For C code: in-process only the C images an entry names
+    /// (``SystemOutcome/outOfMemory(images:)``) are affected, never the Swift runtime, which
+    /// traps on a failed allocation by design.
+    public static let memory = makePoint(.memory)
 
     /// The point of `kind`.
     public static func point(for kind: SystemPointKind) -> InjectionPoint<SystemCall, SystemOutcome, Never> {
@@ -83,6 +90,7 @@ public enum SystemPoints: LazyPointSource {
         case .stat: stat
         case .process: process
         case .dir: dir
+        case .memory: memory
         }
     }
 
@@ -137,6 +145,9 @@ final class InProcessDelivery: Sendable {
         var counts: [InstalledEntryReference: EngineCounts] = [:]
         /// A FileSystemPowerLoss records: the files interceptors stay bound for it.
         var recordingPowerLoss = false
+        /// The images whose allocation slots are rebound for system.memory (the union of its
+        /// entries' `images`): never every image, which would fail the Swift runtime's.
+        var memoryImages: Set<String> = []
     }
 
     private let state = Locked(State())
@@ -213,6 +224,8 @@ final class InProcessDelivery: Sendable {
     #if os(Linux)
     private func bind(_ kind: SystemPointKind, _ state: inout State) throws(ChaosError) {
         chaos_fault_set_ask(systemAsk)
+        // Memory slots are rebound in the images the entries name, once they are known.
+        if kind == .memory { return }
         var fresh: [SymbolRebinding] = []
         for (symbol, target) in Self.interceptors(for: kind) where state.bound[symbol] == nil {
             fresh.append(try SymbolRebinding(symbol: symbol, rawTarget: target))
@@ -258,8 +271,57 @@ final class InProcessDelivery: Sendable {
         state.withLock { install(&$0) }
     }
 
+    /// Rebinds the allocation slots of exactly the images system.memory's entries name.
+    private func bindMemoryImages(_ state: inout State) {
+        #if os(Linux)
+        var images = Set<String>()
+        if state.active.contains(.memory) {
+            for entry in SystemPoints.memory.globalEntries {
+                entry.tree.forEachLeaf { leaf in
+                    if case .constant(.outOfMemory(let named)) = leaf { images.formUnion(named) }
+                }
+            }
+        }
+        guard images != state.memoryImages else { return }
+        let symbols = Self.interceptors(for: .memory)
+        let old = symbols.compactMap { state.bound[$0.symbol] }
+        do throws(ChaosError) {
+            try SymbolRebinding.revert(together: old)
+        } catch {
+            Self.logger.warning("reverting allocation functions reported a problem", metadata: ["error": "\(error)"])
+        }
+        for (symbol, _) in symbols { state.bound[symbol] = nil }
+        state.memoryImages = images
+        guard !images.isEmpty else { return }
+        let loaded = LoadedImages.paths()
+        for image in images where !loaded.contains(where: { LoadedImages.path($0, isNamedBy: image) }) {
+            Self.logger.error(
+                "system.memory names an image that is not loaded: none of its allocations can fail until it is (then apply the entry again)",
+                metadata: ["image": "\(image)"])
+        }
+        let named = images
+        let filter = ImageFilter.matching("the images \(images.sorted().joined(separator: ", "))") { path in
+            named.contains { LoadedImages.path(path, isNamedBy: $0) }
+        }
+        do throws(ChaosError) {
+            let fresh = try symbols.map { (symbol, target) throws(ChaosError) in
+                try SymbolRebinding(symbol: symbol, rawTarget: target, images: filter)
+            }
+            // An image that never calls, say, valloc has no slot for it.
+            for rebinding in try SymbolRebinding.apply(together: fresh, isOptional: { _ in true }) {
+                state.bound[rebinding.symbol] = rebinding
+            }
+        } catch {
+            Self.logger.error(
+                "could not rebind the allocation functions of the named images",
+                metadata: ["images": "\(images.sorted())", "error": "\(error)"])
+        }
+        #endif
+    }
+
     /// The plan of the active points' entries, each counting where its earlier plans did.
     private func install(_ state: inout State) {
+        bindMemoryImages(&state)
         var lines = ["chaos-plan 1", "seed 0"]
         var planEntries: [Int32: InstalledEntryReference] = [:]
         var index: Int32 = 0
@@ -440,6 +502,10 @@ enum SystemOutcomeAnswer {
             case .named(let pattern): out.pointee.omit_name = chaos_fault_intern(pattern)
             case .oneIn(let count): out.pointee.omit_every = Int64(count)
             }
+        case .outOfMemory:
+            out.pointee.action = Int32(CHAOS_ACT_FAIL.rawValue)
+            out.pointee.ret = -1
+            out.pointee.err = ENOMEM
         case .powerLoss:
             // Refused when applied in-process (SystemCatalogues' result check): no answer here.
             return false

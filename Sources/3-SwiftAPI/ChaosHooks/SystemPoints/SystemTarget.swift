@@ -241,6 +241,16 @@ public struct SystemTarget: Sendable, Hashable, CustomStringConvertible {
         return SystemTarget(.getenv, [PlanText.word("name", name)], variableName: name)
     }
 
+    /// Allocations (`system.memory`) of more than `bytes` bytes: smaller ones pass.
+    public static func allocations(above bytes: Int) throws(ChaosError) -> SystemTarget {
+        guard bytes >= 1 else {
+            throw ChaosError(
+                .valueTypeMismatch, subject: "system.memory",
+                "allocations(above: \(bytes)) names no size; give a number of bytes from 1, e.g. 1048576")
+        }
+        return SystemTarget(.memory, ["above=\(bytes)"])
+    }
+
     /// Calls on directory `path` (`system.dir`) — the directory and those below it (by whole
     /// components), or a glob (`*`, `?`, `**`) — resolved as ``files(path:operations:descriptor:kinds:)``
     /// resolves a path: a directory is named as the kernel reaches it.
