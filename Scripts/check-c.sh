@@ -31,10 +31,13 @@ for target in $targets; do
 done
 
 # The vDSO wrappers are copied into other processes (Sources/2-Deliveries/chaos/vdso_code.c):
-# their section must reach nothing through a relocation, at any optimization level.
-for level in -O0 -O1 -O2 -O3 -Os; do
-    object="$scratch/vdso_code$level.o"
-    clang "$level" -fPIC -c -o "$object" Sources/2-Deliveries/chaos/vdso_code.c
+# their section must reach nothing through a relocation, at any optimization level, and in
+# the sanitizer builds CI makes (which instrument every function they may).
+for level in -O0 -O1 -O2 -O3 -Os "-O0 -fsanitize=thread" "-O2 -fsanitize=thread" "-O0 -fsanitize=address" \
+    "-O0 -fsanitize=undefined"; do
+    object="$scratch/vdso_code${level// /}.o"
+    # shellcheck disable=SC2086 # the level's words are separate options
+    clang $level -fPIC -c -o "$object" Sources/2-Deliveries/chaos/vdso_code.c
     if readelf -SW "$object" | grep -q '\.rela *chaos_vdso_code'; then
         echo "check-c: vdso_code.c $level: the section chaos_vdso_code has relocations" >&2
         readelf -rW "$object" >&2

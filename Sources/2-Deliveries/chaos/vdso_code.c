@@ -19,10 +19,17 @@
 #if defined(__x86_64__)
 
 #define NS 1000000000LL
-#define WRAPPER __attribute__((section("chaos_vdso_code"), used, noinline, no_stack_protector))
-#define HELPER static inline __attribute__((always_inline, no_stack_protector))
+// A sanitizer build (swift build --sanitize=thread) would put calls into its runtime in
+// every function: the copied code would call addresses the program does not have.
+#if defined(__has_attribute) && __has_attribute(disable_sanitizer_instrumentation)
+#define UNINSTRUMENTED disable_sanitizer_instrumentation, no_sanitize("address", "thread", "undefined", "memory")
+#else
+#define UNINSTRUMENTED no_sanitize("address", "thread", "undefined")
+#endif
+#define WRAPPER __attribute__((section("chaos_vdso_code"), used, noinline, no_stack_protector, UNINSTRUMENTED))
+#define HELPER static inline __attribute__((always_inline, no_stack_protector, UNINSTRUMENTED))
 /// A function of the section that the wrappers call (a call within the section: no relocation).
-#define SHARED static __attribute__((section("chaos_vdso_code"), noinline, no_stack_protector))
+#define SHARED static __attribute__((section("chaos_vdso_code"), noinline, no_stack_protector, UNINSTRUMENTED))
 
 /// A reading the wrapper answered itself (fake()'s answer besides ORIGINAL and TRAP).
 #define ANSWERED 0x100
